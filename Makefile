@@ -1,0 +1,30 @@
+# The two commands a newcomer types: `make run` and `make test`. Both set themselves up.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test test-slow bench clean-index
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,train]'
+	touch $(STAMP)
+
+run: install
+	$(BIN)/python -m sim_web.demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow
+
+bench: install
+	$(BIN)/python -m benchmarks.run_all
+
+clean-index:
+	rm -rf "$${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/indexes/sample"

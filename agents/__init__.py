@@ -1,0 +1,1 @@
+"""agents: the ReAct loop, policies and evaluation (see the agents issue)."""

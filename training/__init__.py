@@ -1,0 +1,1 @@
+"""training: QA synthesis, SFT and GRPO (see the training issues)."""

