@@ -116,3 +116,39 @@ class Hit:
 
     docid: str
     score: float
+
+
+_WIKI_HOSTS = ("en.wikipedia.org", "en.m.wikipedia.org", "wikipedia.org", "www.wikipedia.org")
+
+
+def url_to_title(url: str) -> str | None:
+    """Return the page title a Wikipedia URL points to, or ``None`` for a non-Wikipedia URL.
+
+    Handles ``https``/``http``/no scheme, ``en.m.`` hosts, percent-encoding, underscores,
+    ``#fragment`` and ``?query``, ``/w/index.php?title=...``, and the case of the first letter.
+
+    Args:
+        url: e.g. ``"https://en.m.wikipedia.org/wiki/Albert_einstein#Life"``.
+
+    Returns:
+        The normalised title (``"Albert einstein"``), or ``None``.
+    """
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    url = url.strip()
+    if "://" not in url:
+        url = "https://" + url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if (parts.hostname or "").lower() not in _WIKI_HOSTS:
+        return None
+    if parts.path.startswith("/wiki/"):
+        raw = parts.path[len("/wiki/"):]
+    elif parts.path in ("/w/index.php", "/index.php"):
+        raw = (parse_qs(parts.query).get("title") or [""])[0]
+    else:
+        return None
+    title = normalize_title(unquote(raw))
+    return title or None

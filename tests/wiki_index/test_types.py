@@ -34,3 +34,16 @@ def test_import_is_light():
     code = "import sys, wiki_index; print(any(m in sys.modules for m in ('torch', 'pyserini', 'jnius')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_url_to_title_variants():
+    from wiki_index.types import url_to_title
+
+    assert url_to_title("https://en.wikipedia.org/wiki/Albert_Einstein") == "Albert Einstein"
+    assert url_to_title("https://en.m.wikipedia.org/wiki/albert_einstein#Life") == "Albert einstein"
+    assert url_to_title("en.wikipedia.org/wiki/Caf%C3%A9") == "Café"
+    assert url_to_title("https://en.wikipedia.org/w/index.php?title=AC/DC&oldid=1") == "AC/DC"
+    assert url_to_title("https://example.com/wiki/Albert_Einstein") is None
+    assert url_to_title("https://en.wikipedia.org/") is None
+    assert url_to_title("http://[::1") is None
+    assert url_to_title(title_to_url("Café (film)")) == "Café (film)"

@@ -1,0 +1,77 @@
+"""Deterministic, goal-conditioned extraction: the sim summariser behind ``visit`` and snippets.
+
+Passages of a page are ranked against the goal with BM25 computed over the page's own passages
+(so rare goal words weigh more); the summary is the best-matching sentences of the evidence,
+kept in page order. No model, no randomness: the same page and goal always give the same text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from wiki_index.text import split_sentences, tokenize
+
+STOPWORDS = frozenset(
+    "a an the of in on at to for from by with and or is are was were be been being as that this these those it its "
+    "what which who whom whose when where why how do does did find information about page user goal please "
+    "i me my we you your he she they them his her their not no yes".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """Content-word tokens of ``text`` (lower-cased, stopwords removed)."""
+    return [t for t in tokenize(text) if t not in STOPWORDS]
+
+
+def bm25_rank(query: str, docs: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """BM25 scores of ``docs`` for ``query`` with statistics from ``docs`` themselves."""
+    q = terms(query)
+    toks = [terms(d) for d in docs]
+    if not q or not docs:
+        return [0.0] * len(docs)
+    n = len(docs)
+    avg = sum(len(t) for t in toks) / n or 1.0
+    df = Counter(w for t in toks for w in set(t))
+    scores = []
+    for t in toks:
+        tf = Counter(t)
+        s = 0.0
+        for w in set(q):
+            if tf[w]:
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                s += idf * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(t) / avg))
+        scores.append(s)
+    return scores
+
+
+def top_indices(scores: list[float], n: int) -> list[int]:
+    """Indices of the ``n`` best scores (ties to the earlier index), returned in ascending index order."""
+    best = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:n]
+    return sorted(best)
+
+
+def snippet(text: str, query: str, max_chars: int = 240) -> str:
+    """A search-result snippet: the window of sentences of ``text`` that best matches ``query``."""
+    sents = split_sentences(text) or [text]
+    scores = bm25_rank(query, sents)
+    start = max(range(len(sents)), key=lambda i: (scores[i], -i))
+    out = sents[start]
+    for s in sents[start + 1:]:
+        if len(out) + 1 + len(s) > max_chars:
+            break
+        out = f"{out} {s}"
+    if len(out) > max_chars:
+        cut = out[:max_chars].rsplit(" ", 1)[0]
+        out = cut + " ..."
+    return out
+
+
+def summarize(sentences: list[str], goal: str, n: int = 3) -> str:
+    """The ``n`` sentences that best match ``goal``, in their original order."""
+    if not sentences:
+        return ""
+    scores = bm25_rank(goal, sentences)
+    if not any(scores):
+        return " ".join(sentences[:n])
+    return " ".join(sentences[i] for i in top_indices(scores, n) if scores[i] > 0)

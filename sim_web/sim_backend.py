@@ -1,0 +1,111 @@
+"""The simulation backend: Google-like search, scholar and page visits over a ``wiki_index`` index.
+
+Result links are real Wikipedia URLs, so the same trajectories replay against the real web.
+Everything here is deterministic: same index, same call, same result.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sim_web.extract import bm25_rank, snippet, summarize, top_indices
+from sim_web.results import ScholarResult, SearchResult, VisitResult
+from wiki_index.errors import ConfigError
+from wiki_index.index import MODES, WikiIndex
+from wiki_index.text import split_sentences
+from wiki_index.types import Passage, title_to_url, url_to_title
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Settings of the simulated web.
+
+    Attributes:
+        mode: Retrieval mode: ``bm25``, ``dense`` or ``hybrid``.
+        depth: Passages retrieved per result page wanted (results are one per page, as on Google).
+        snippet_chars: Maximum snippet length.
+        evidence_passages: Passages of a visited page quoted as evidence.
+        summary_sentences: Sentences in the extractive summary.
+        max_evidence_chars: Cap on the evidence text of one page.
+    """
+
+    mode: str = "bm25"
+    depth: int = 3
+    snippet_chars: int = 240
+    evidence_passages: int = 3
+    summary_sentences: int = 3
+    max_evidence_chars: int = 3000
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"SimConfig.mode must be one of {MODES}, got {self.mode!r}")
+        if self.depth < 1 or self.evidence_passages < 1 or self.summary_sentences < 1:
+            raise ConfigError("SimConfig.depth, evidence_passages and summary_sentences must be >= 1")
+
+
+class SimBackend:
+    """A :class:`sim_web.results.Backend` over a built index.
+
+    Args:
+        index: The opened index (``WikiIndex.from_dir(...)``).
+        config: Retrieval and extraction settings.
+    """
+
+    name = "sim"
+
+    def __init__(self, index: WikiIndex, config: SimConfig = SimConfig()) -> None:
+        self.index = index
+        self.config = config
+
+    def _pages(self, query: str, k: int) -> list[Passage]:
+        """Best passage per page, for the top ``k`` pages."""
+        seen: dict[int, Passage] = {}
+        for _, p in self.index.search(query, k * self.config.depth, self.config.mode):
+            if p.page_id not in seen:
+                seen[p.page_id] = p
+                if len(seen) == k:
+                    break
+        return list(seen.values())
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        """Top ``k`` pages for ``query``, one result per page with a query-focused snippet."""
+        return [SearchResult(title=p.title, link=title_to_url(p.title), snippet=snippet(p.text, query, self.config.snippet_chars))
+                for p in self._pages(query, k)]
+
+    def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
+        """Scholar-style results over the same corpus.
+
+        Only fields the corpus really has are filled: the title, the page link and a snippet.
+        There is no PDF, year or citation count in Wikipedia, so those stay ``None`` (and
+        the formatter omits them) rather than being invented.
+        """
+        return [ScholarResult(title=p.title, link=title_to_url(p.title), publication_info="Wikipedia",
+                              snippet=snippet(p.text, query, self.config.snippet_chars)) for p in self._pages(query, k)]
+
+    def visit(self, url: str, goal: str) -> VisitResult:
+        """Read the page at ``url`` and extract the evidence and a summary for ``goal``.
+
+        A non-Wikipedia URL or a page not in the index gives ``ok=False`` (the tool prints the
+        Tongyi "could not be accessed" text).
+        """
+        title = url_to_title(url)
+        store = self.index.store
+        pid = store.resolve(title) if title else None
+        if pid is None:
+            return VisitResult(url=url, goal=goal, ok=False)
+        passages = store.passages(pid)
+        if not passages:
+            return VisitResult(url=url, goal=goal, ok=False)
+        scores = bm25_rank(goal, [p.contents for p in passages])
+        chosen = [passages[i] for i in top_indices(scores, self.config.evidence_passages)]
+        if not any(scores):  # nothing matches the goal: the lead is the best evidence
+            chosen = passages[: self.config.evidence_passages]
+        evidence = "\n\n".join(f"[{p.section}] {p.text}" if p.section else p.text for p in chosen)
+        if len(evidence) > self.config.max_evidence_chars:
+            evidence = evidence[: self.config.max_evidence_chars].rsplit(" ", 1)[0] + " ..."
+        sentences = [s for p in chosen for s in split_sentences(p.text)]
+        summary = summarize(sentences, goal, self.config.summary_sentences)
+        return VisitResult(url=url, goal=goal, ok=True, evidence=evidence, summary=f"{passages[0].title}: {summary}")

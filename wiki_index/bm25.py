@@ -1,0 +1,128 @@
+"""BM25 over passages with Lucene (pyserini 1.6.0 / Anserini), built and searched in-process.
+
+The Lucene classes are reached through :mod:`wiki_index._java`, so opening a searcher starts
+the JVM (about 1 s) but imports neither torch nor the rest of pyserini.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from wiki_index import _java
+from wiki_index.errors import IndexNotFoundError
+from wiki_index.types import Hit, Passage
+
+log = logging.getLogger(__name__)
+
+
+def passage_json(p: Passage) -> str:
+    """The raw JSON document stored in Lucene for a passage (Anserini ``JsonCollection`` shape)."""
+    return json.dumps({"id": p.docid, "contents": p.contents, "page_id": p.page_id, "section": p.section, "ordinal": p.ordinal}, ensure_ascii=False)
+
+
+def passage_from_raw(raw: str) -> Passage:
+    """Rebuild a :class:`Passage` from the raw JSON stored in Lucene."""
+    d = json.loads(raw)
+    title, _, text = d["contents"].partition("\n")
+    return Passage(d["id"], int(d["page_id"]), title, text, d.get("section", ""), int(d.get("ordinal", 0)))
+
+
+class BM25Writer:
+    """Index passages with Anserini's ``SimpleIndexer`` (multi-threaded), storing the raw JSON.
+
+    Args:
+        index_dir: The Lucene index directory to create.
+        threads: Indexing threads.
+        batch: Documents handed to Java per call.
+    """
+
+    def __init__(self, index_dir: str | Path, threads: int = 2, batch: int = 5_000) -> None:
+        JIndexer = _java.autoclass("io.anserini.index.SimpleIndexer")
+        args = ["-index", str(index_dir), "-storeRaw", "-storePositions", "-storeDocvectors",
+                "-threads", str(threads), "-input", "", "-collection", "JsonCollection"]
+        self._ix = JIndexer(args)
+        self._buf: list[str] = []
+        self._batch = batch
+        self.count = 0
+
+    def add(self, passages: Iterable[Passage]) -> None:
+        """Queue passages for indexing."""
+        for p in passages:
+            self._buf.append(passage_json(p))
+        if len(self._buf) >= self._batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._buf:
+            self._ix.addRawDocuments(self._buf)
+            self.count += len(self._buf)
+            self._buf = []
+
+    def close(self) -> int:
+        """Commit the index; returns the number of passages indexed."""
+        self._flush()
+        self._ix.close()
+        return self.count
+
+
+class BM25Searcher:
+    """BM25 search over a Lucene passage index (the :class:`~wiki_index.searcher.Searcher` protocol).
+
+    Args:
+        index_dir: The Lucene index directory (``<index>/bm25``).
+        k1: BM25 term-frequency saturation (Anserini's default for passages, 0.9).
+        b: BM25 length normalisation (0.4).
+    """
+
+    def __init__(self, index_dir: str | Path, k1: float = 0.9, b: float = 0.4) -> None:
+        path = Path(index_dir)
+        if not (path.is_dir() and any(path.glob("segments_*"))):
+            raise IndexNotFoundError(f"no Lucene index in {path}; build it with `wiki-index build`")
+        self.k1, self.b = k1, b
+        self._s = _java.autoclass("io.anserini.search.SimpleSearcher")(str(path))
+        self._s.set_bm25(float(k1), float(b))
+        self._JArrayList = _java.autoclass("java.util.ArrayList")
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        """Top ``k`` passages for ``query``; an empty or blank query gives ``[]``."""
+        if not query.strip():
+            return []
+        return [Hit(h.docid, float(h.score)) for h in self._s.search(query, int(k))]
+
+    def search_passages(self, query: str, k: int = 10) -> list[tuple[Hit, Passage]]:
+        """Like :meth:`search` but with each hit's passage, read from the Lucene stored document."""
+        if not query.strip():
+            return []
+        return [(Hit(h.docid, float(h.score)), passage_from_raw(h.lucene_document.get("raw"))) for h in self._s.search(query, int(k))]
+
+    def batch_search(self, queries: list[str], k: int = 10, threads: int = 1) -> list[list[Hit]]:
+        """Search many queries with Lucene's own thread pool; results in query order."""
+        qids = [str(i) for i in range(len(queries))]
+        out: list[list[Hit]] = [[] for _ in queries]
+        live = [(q, i) for q, i in zip(queries, qids) if q.strip()]
+        if not live:
+            return out
+        jq, jid = self._JArrayList(), self._JArrayList()
+        for q, i in live:
+            jq.add(q)
+            jid.add(i)
+        res = self._s.batch_search(jq, jid, int(k), int(threads))
+        for entry in res.entrySet().toArray():
+            out[int(entry.getKey())] = [Hit(h.docid, float(h.score)) for h in entry.getValue()]
+        return out
+
+    def doc(self, docid: str) -> Passage | None:
+        """The passage with id ``docid`` from the Lucene stored fields, or ``None``."""
+        d = self._s.doc(docid)
+        if d is None:
+            return None
+        raw = d.get("raw")
+        return passage_from_raw(raw) if raw else None
+
+    @property
+    def num_docs(self) -> int:
+        """Number of indexed passages."""
+        return int(self._s.get_total_num_docs())

@@ -1,0 +1,154 @@
+"""Build an index directory: source -> parse -> chunk -> DuckDB store + Lucene BM25 (+ FAISS).
+
+Everything is written to a temporary sibling directory and moved into place only when the
+build is complete, so an interrupted build never leaves a half index under the real name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from wiki_index.chunking import ChunkConfig, chunk_page
+from wiki_index.dense import DenseConfig
+from wiki_index.errors import ConfigError, CorpusError
+from wiki_index.manifest import versions, write_manifest
+from wiki_index.settings import default_index_dir
+from wiki_index.types import Passage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What to build and how.
+
+    Attributes:
+        chunk: Passage length settings.
+        dense: Whether to build the dense (FAISS) index too.
+        dense_config: Encoder and FAISS settings.
+        k1: BM25 k1 (recorded; searchers use it).
+        b: BM25 b.
+        threads: Lucene indexing threads.
+        workers: Processes parsing the dump (1 = in-process).
+    """
+
+    chunk: ChunkConfig = field(default_factory=ChunkConfig)
+    dense: bool = True
+    dense_config: DenseConfig = field(default_factory=DenseConfig)
+    k1: float = 0.9
+    b: float = 0.4
+    threads: int = 2
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.threads < 1 or self.workers < 1:
+            raise ConfigError(f"BuildConfig.threads and workers must be >= 1, got {self.threads} and {self.workers}")
+
+
+def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None, config: BuildConfig = BuildConfig()) -> Path:
+    """Build an index from ``source`` (``"sample"``, a dump path or a JSONL path).
+
+    Args:
+        source: What to index.
+        out: Target directory; default ``$SIM_WEB_HOME/indexes/<source name>``. An existing
+            index there is replaced only once the new one is complete.
+        config: Build settings.
+
+    Returns:
+        The index directory.
+
+    Raises:
+        CorpusError: The source cannot be read or yields no pages.
+    """
+    from tqdm import tqdm
+
+    from wiki_index.bm25 import BM25Writer
+    from wiki_index.sources import open_source
+    from wiki_index.sources.base import Redirect
+    from wiki_index.store import StoreWriter
+
+    src = open_source(source, workers=config.workers)
+    target = Path(out) if out else default_index_dir(src.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.building-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    t0 = time.perf_counter()
+    try:
+        store = StoreWriter(tmp / "store.duckdb")
+        bm25 = BM25Writer(tmp / "bm25", threads=config.threads)
+        digest = hashlib.sha256()
+        n_passages = 0
+        for rec in tqdm(src.records(), desc="parse", unit="page"):
+            if isinstance(rec, Redirect):
+                store.add_redirect(rec.title, rec.target)
+                continue
+            passages = chunk_page(rec, config.chunk)
+            if store.add_page(rec, passages):
+                bm25.add(passages)
+                n_passages += len(passages)
+                for p in passages:
+                    digest.update(f"{p.docid}\t{p.contents}\n".encode())
+        counts = store.finalize()
+        if counts["pages"] == 0:
+            raise CorpusError(f"{source}: no pages were kept (read {src.stats.read}, skipped {src.stats.skipped}: {src.stats.skipped_reasons}); check the input format")
+        indexed = bm25.close()
+        t_sparse = time.perf_counter() - t0
+        dense_info = None
+        t1 = time.perf_counter()
+        if config.dense:
+            from wiki_index.dense import build_dense
+
+            dense_info = build_dense(tmp / "dense", _passages_in_order(tmp / "store.duckdb"), n_passages, config.dense_config)
+        manifest = {
+            "name": target.name,
+            "source": {"spec": str(source), **src.describe()},
+            "stats": src.stats.as_dict(),
+            "counts": counts,
+            "chunk": asdict(config.chunk),
+            "bm25": {"k1": config.k1, "b": config.b, "count": indexed},
+            "dense": dense_info,
+            "content_sha256": digest.hexdigest(),
+            "versions": versions(),
+            "build_seconds": {"parse_store_bm25": round(t_sparse, 2), "dense": round(time.perf_counter() - t1, 2)},
+            "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+        write_manifest(tmp, manifest)
+        _swap_into_place(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("built %s: %d pages, %d passages in %.1fs", target, counts["pages"], n_passages, time.perf_counter() - t0)
+    return target
+
+
+def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Passage]]:
+    """Stream every passage from a finished store, ordered by page and position."""
+    import duckdb
+
+    con = duckdb.connect(str(store_path), read_only=True)
+    try:
+        cur = con.execute("SELECT docid, page_id, title, text, section, ordinal FROM passages ORDER BY page_id, ordinal")
+        while rows := cur.fetchmany(batch):
+            yield [Passage(*r) for r in rows]
+    finally:
+        con.close()
+
+
+def _swap_into_place(tmp: Path, target: Path) -> None:
+    """Replace ``target`` by the finished build in ``tmp`` with renames (the old index goes last)."""
+    old = None
+    if target.exists():
+        old = target.parent / f".{target.name}.old-{os.getpid()}"
+        os.replace(target, old)
+    os.replace(tmp, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,57 @@
+"""Hybrid retrieval: reciprocal-rank fusion (Cormack et al., 2009) of a sparse and a dense searcher."""
+
+from __future__ import annotations
+
+from wiki_index.errors import ConfigError
+from wiki_index.searcher import Searcher
+from wiki_index.types import Hit, Passage
+
+
+def rrf(rankings: list[list[Hit]], k: int, rrf_k: int = 60) -> list[Hit]:
+    """Fuse ranked lists: ``score(d) = sum 1 / (rrf_k + rank(d))``; ties broken by docid.
+
+    Args:
+        rankings: Ranked hit lists (best first).
+        k: How many fused hits to return.
+        rrf_k: The RRF constant (60 in the original paper).
+
+    Returns:
+        The top ``k`` fused hits with their RRF scores.
+    """
+    scores: dict[str, float] = {}
+    for hits in rankings:
+        for rank, h in enumerate(hits, start=1):
+            scores[h.docid] = scores.get(h.docid, 0.0) + 1.0 / (rrf_k + rank)
+    best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return [Hit(d, s) for d, s in best]
+
+
+class HybridSearcher:
+    """Reciprocal-rank fusion of ``sparse`` and ``dense`` (the :class:`Searcher` protocol).
+
+    Args:
+        sparse: Usually a :class:`~wiki_index.bm25.BM25Searcher`.
+        dense: Usually a :class:`~wiki_index.dense.DenseSearcher`.
+        depth: Hits taken from each side before fusion.
+        rrf_k: The RRF constant.
+    """
+
+    def __init__(self, sparse: Searcher, dense: Searcher, depth: int = 50, rrf_k: int = 60) -> None:
+        if depth < 1 or rrf_k < 0:
+            raise ConfigError(f"HybridSearcher needs depth >= 1 and rrf_k >= 0, got depth={depth}, rrf_k={rrf_k}")
+        self.sparse, self.dense, self.depth, self.rrf_k = sparse, dense, depth, rrf_k
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        """Top ``k`` fused hits for ``query``."""
+        return self.batch_search([query], k)[0]
+
+    def batch_search(self, queries: list[str], k: int = 10, threads: int = 1) -> list[list[Hit]]:
+        """Fused hits for each query (both sides searched in batch)."""
+        depth = max(self.depth, k)
+        sparse = self.sparse.batch_search(queries, depth, threads)
+        dense = self.dense.batch_search(queries, depth, threads)
+        return [rrf([s, d], k, self.rrf_k) for s, d in zip(sparse, dense)]
+
+    def doc(self, docid: str) -> Passage | None:
+        """The passage with id ``docid``."""
+        return self.sparse.doc(docid) or self.dense.doc(docid)
