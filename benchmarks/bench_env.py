@@ -1,0 +1,82 @@
+"""Env performance: search-step latency vs raw pyserini, cold ``gym.make`` + ``reset``, steps/s, visit latency.
+
+Run: ``python -m benchmarks.bench_env [--index DIR] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+from benchmarks.common import ensure_sample_index, table
+
+COLD = """
+import time; t = time.perf_counter()
+import gymnasium as gym, sim_web
+from sim_web.env import EnvConfig
+env = gym.make("WebResearch-v0", config=EnvConfig(index_dir={path!r}, executor=__import__("sim_web.executor", fromlist=["x"]).ExecutorConfig(cache=False)))
+env.reset(seed=0)
+print(time.perf_counter() - t)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the tables."""
+    import gymnasium as gym
+
+    import sim_web  # noqa: F401
+    from sim_web.env import EnvConfig
+    from sim_web.executor import ExecutorConfig
+    from wiki_index._java import import_pyserini_search
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--index", default=None)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    path = str(ensure_sample_index(args.index))
+    n = 30 if args.quick else 200
+
+    colds = [float(subprocess.run([sys.executable, "-c", COLD.format(path=path)], capture_output=True, text=True, check=True).stdout.split()[-1])
+             for _ in range(1 if args.quick else 3)]
+    env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=path, executor=ExecutorConfig(cache=False), max_turns=10**6, max_obs_chars=10**12))
+    uenv = env.unwrapped
+    tasks = uenv.tasks[:n]
+    queries = [t.question.split('"')[1] for t in tasks]
+    raw = import_pyserini_search().LuceneSearcher(str(uenv.index.path / "bm25"))
+    raw.set_bm25(uenv.index.bm25.k1, uenv.index.bm25.b)
+    env.reset(seed=0)
+    actions = [f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>' for q in queries]
+    for a, q in zip(actions[:10], queries[:10]):  # warm-up
+        env.step(a), raw.search(q, 30)
+
+    def timed(fn, items) -> float:
+        runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            for x in items:
+                fn(x)
+            runs.append((time.perf_counter() - t) * 1000 / len(items))
+        return statistics.median(runs)
+
+    # the env asks for 3 passages per result page (10 pages), i.e. k=30 from Lucene
+    raw_ms = timed(lambda q: raw.search(q, 30), queries)
+    step_ms = timed(env.step, actions)
+    urls = [f'<tool_call>{{"name": "visit", "arguments": {{"url": ["https://en.wikipedia.org/wiki/{t.answer.replace(" ", "_")}"], "goal": {json.dumps(q)}}}}}</tool_call>' for t, q in zip(tasks, queries)]
+    visit_ms = timed(env.step, urls)
+    print(f"\nenv step latency over {len(queries)} queries (median of 3 runs, cache off)")
+    print(table(["operation", "ms", "ratio"], [
+        ["raw pyserini LuceneSearcher.search(q, k=30)", f"{raw_ms:.3f}", "1.00x"],
+        ["env.step(search tool call) incl. parse+format", f"{step_ms:.3f}", f"{step_ms / raw_ms:.2f}x"],
+        ["env.step(visit tool call)", f"{visit_ms:.3f}", "-"],
+    ]))
+    print(f"scripted search steps/s: {1000 / step_ms:.0f}; visit steps/s: {1000 / visit_ms:.0f}")
+    print(f"cold `import sim_web; gym.make('WebResearch-v0'); env.reset()` in a new process: median {statistics.median(colds):.2f}s over {len(colds)} runs (target <= 3 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,27 @@
+"""Helpers shared by the benchmarks: the sample index and a plain-text table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def ensure_sample_index(path: str | None = None) -> Path:
+    """Return the index directory, building the sample index there first if it is absent."""
+    from wiki_index.manifest import MANIFEST
+    from wiki_index.settings import default_index_dir
+
+    target = Path(path) if path else default_index_dir()
+    if not (target / MANIFEST).is_file():
+        from wiki_index.build import build_index
+
+        print(f"building the sample index at {target} ...", flush=True)
+        build_index("sample", target)
+    return target
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    """Format rows as an aligned plain-text table."""
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths))  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in cells[1:]])

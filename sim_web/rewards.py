@@ -1,0 +1,86 @@
+"""Answer rewards: normalised exact match and token F1 over the gold answer and its aliases.
+
+Normalisation follows the SQuAD / Search-R1 convention: lower-case, drop punctuation and the
+articles a/an/the, collapse whitespace. An LLM judge can be plugged in through ``judge``.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from wiki_index.errors import ConfigError
+
+_PUNCT = set(string.punctuation) | {"–", "—", "‘", "’", "“", "”", "…"}
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+Judge = Callable[[str, str, Sequence[str]], float]
+"""``judge(question, prediction, golds) -> score in [0, 1]``."""
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD-style normalisation (with Unicode NFKC and accents kept)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(" " if ch in _PUNCT else ch for ch in text)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, golds: Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer."""
+    p = normalize_answer(prediction)
+    return float(any(p == normalize_answer(g) for g in golds if g))
+
+
+def f1_score(prediction: str, golds: Sequence[str]) -> float:
+    """The best token-level F1 between the prediction and any gold answer."""
+    p = normalize_answer(prediction).split()
+    best = 0.0
+    for g in golds:
+        gt = normalize_answer(g).split()
+        common = Counter(p) & Counter(gt)
+        same = sum(common.values())
+        if same:
+            prec, rec = same / len(p), same / len(gt)
+            best = max(best, 2 * prec * rec / (prec + rec))
+    return best
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How an answer is scored.
+
+    Attributes:
+        kind: ``em`` (exact match), ``f1`` (token F1) or ``judge`` (the judge callable).
+        use_aliases: Whether aliases count as gold answers.
+        format_penalty: Subtracted from the reward per malformed action in the episode (0 = off).
+    """
+
+    kind: str = "em"
+    use_aliases: bool = True
+    format_penalty: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("em", "f1", "judge"):
+            raise ConfigError(f"RewardConfig.kind must be 'em', 'f1' or 'judge', got {self.kind!r}")
+
+
+def score_answer(prediction: str, answer: str, aliases: Sequence[str], question: str = "",
+                 config: RewardConfig = RewardConfig(), judge: Judge | None = None) -> dict[str, float]:
+    """Score one final answer.
+
+    Returns:
+        ``{"reward", "em", "f1"}`` (plus ``"judge"`` when a judge is used).
+    """
+    golds = [answer, *aliases] if config.use_aliases else [answer]
+    out = {"em": exact_match(prediction, golds), "f1": f1_score(prediction, golds)}
+    if config.kind == "judge":
+        if judge is None:
+            raise ConfigError("RewardConfig.kind='judge' needs a judge callable (WebResearchEnv(judge=...))")
+        out["judge"] = float(judge(question, prediction, golds))
+    out["reward"] = out[config.kind]
+    return out
