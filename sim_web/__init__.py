@@ -1,1 +1,18 @@
-"""sim_web: the simulated web (tools, backends, executor, the WebResearch-v0 env, HTTP server)."""
+"""sim_web: the simulated web (tools, backends, executor, the ``WebResearch-v0`` env, HTTP server).
+
+Importing it registers ``WebResearch-v0`` with Gymnasium, so both
+``import sim_web; gym.make("WebResearch-v0")`` and ``gym.make("sim_web:WebResearch-v0")`` work.
+Heavy parts (the index, torch) load only when an env is made.
+"""
+
+from gymnasium.envs.registration import register, registry
+
+ENV_IDS = ("WebResearch-v0",)
+
+if "WebResearch-v0" not in registry:
+    # Truncation is the env's own (EnvConfig.max_turns, max_obs_chars), so that changing the
+    # config changes the limit; no TimeLimit wrapper is added on top.
+    register(id="WebResearch-v0", entry_point="sim_web.env:WebResearchEnv")
+
+__all__ = ["ENV_IDS"]
+__version__ = "0.1.0"

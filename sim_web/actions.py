@@ -1,0 +1,402 @@
+"""Parse one assistant turn in the Tongyi DeepResearch format into an :class:`Action`.
+
+The format (``inference/react_agent.py`` and ``inference/prompt.py`` of
+github.com/Alibaba-NLP/DeepResearch)::
+
+    <think>...</think>
+    <tool_call>
+    {"name": "search", "arguments": {"query": ["..."]}}
+    </tool_call>
+
+or, for the Python tool, the code after the JSON inside the same block::
+
+    <tool_call>
+    {"name": "PythonInterpreter", "arguments": {}}
+    <code>
+    print(1 + 1)
+    </code>
+    </tool_call>
+
+and the episode ends with ``<answer>...</answer>``. Like upstream, anything from a
+hallucinated ``<tool_response>`` on is ignored and the JSON is read leniently (upstream uses
+``json5``; we try strict JSON, then ``json5`` when installed, then a small repair of single
+quotes and trailing commas). Unlike upstream, a search for "python" is not routed to the
+interpreter: the tool is chosen by the parsed name. Every agent mistake raises
+:class:`~sim_web.errors.ActionError` with a message for the model; nothing else escapes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim_web.errors import ActionError
+
+KNOWN_TOOLS = ("search", "visit", "google_scholar", "PythonInterpreter")
+PYTHON_TOOL = "PythonInterpreter"
+DEFAULT_MAX_ACTION_CHARS = 50_000
+#: json5 is a pure-Python parser (~1 s for 40k characters); longer bodies get the quick repair only.
+JSON5_MAX_CHARS = 10_000
+#: Upstream's own error texts (react_agent.py), reused as the first sentence of ours.
+BAD_JSON_TEXT = 'Tool call is not a valid JSON. Tool call must contain a valid "name" and "arguments" field.'
+CALL_EXAMPLE = '<tool_call>\n{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>'
+PYTHON_EXAMPLE = '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(1 + 1)\n</code>\n</tool_call>'
+_FENCE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One parsed assistant turn.
+
+    Attributes:
+        kind: ``"tool_call"`` or ``"answer"``.
+        think: The ``<think>`` text, if any.
+        tool: The tool name (canonical spelling) for a tool call.
+        arguments: The tool's JSON arguments (validated and normalised when schemas were given).
+        code: The Python code of a ``PythonInterpreter`` call.
+        answer: The final answer text (stripped).
+        calls: Every tool call of the turn, in order, when several were allowed and present
+            (then ``tool`` / ``arguments`` / ``code`` are those of the first); else empty.
+    """
+
+    kind: str
+    think: str | None = None
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict, hash=False)
+    code: str | None = None
+    answer: str | None = None
+    calls: tuple[Action, ...] = ()
+
+
+def _between(text: str, start: str, end: str) -> str | None:
+    """The text between the first ``start`` and the next ``end``, or ``None``."""
+    i = text.find(start)
+    if i < 0:
+        return None
+    j = text.find(end, i + len(start))
+    return None if j < 0 else text[i + len(start):j]
+
+
+def _split_think(text: str) -> tuple[str | None, str]:
+    """Return ``(think, rest)``; ``rest`` is where tool calls and the answer are looked for.
+
+    A lone ``</think>`` (chat templates that put ``<think>`` in the prompt) closes a thought
+    that started at the beginning. An unclosed ``<think>`` keeps the whole text searchable.
+    """
+    end = text.find("</think>")
+    if end < 0:
+        return None, text
+    start = text.find("<think>")
+    think = text[start + len("<think>"):end] if 0 <= start < end else text[:end]
+    return think.strip(), text[end + len("</think>"):]
+
+
+def _tool_call_blocks(text: str) -> list[tuple[str, str | None]]:
+    """The ``(json_body, code)`` of every complete ``<tool_call>`` block, in order.
+
+    A ``<code>`` block inside a call may itself contain ``</tool_call>``: the call ends at the
+    first ``</tool_call>`` after ``</code>``.
+    """
+    blocks: list[tuple[str, str | None]] = []
+    pos = 0
+    while (start := text.find("<tool_call>", pos)) >= 0:
+        body_start = start + len("<tool_call>")
+        end = text.find("</tool_call>", body_start)
+        if end < 0:
+            raise ActionError("no_action", "Your <tool_call> is not closed: end every tool call with </tool_call>, e.g.\n"
+                              + CALL_EXAMPLE)
+        code = None
+        c0 = text.find("<code>", body_start, end)
+        if c0 >= 0:
+            c1 = text.find("</code>", c0)
+            if c1 < 0:
+                raise ActionError("missing_argument", "Your <code> block is not closed: end the code with </code> "
+                                  "before </tool_call>, e.g.\n" + PYTHON_EXAMPLE)
+            code = _unfence(text[c0 + len("<code>"):c1].strip())
+            end = text.find("</tool_call>", c1)
+            if end < 0:
+                raise ActionError("no_action", "Your <tool_call> is not closed: put </tool_call> after </code>, e.g.\n"
+                                  + PYTHON_EXAMPLE)
+            body = text[body_start:c0] + text[c1 + len("</code>"):end]
+        else:
+            body = text[body_start:end]
+        blocks.append((body.strip(), code))
+        pos = end + len("</tool_call>")
+    return blocks
+
+
+def _unfence(s: str) -> str:
+    """Remove one surrounding Markdown code fence (```json ... ```), if any."""
+    m = _FENCE.match(s)
+    return m.group(1).strip() if m else s
+
+
+def _repair(s: str) -> str:
+    """Best-effort JSON repair when json5 is unavailable: single quotes, trailing commas, Python literals."""
+    if '"' not in s:
+        s = s.replace("'", '"')
+    s = _TRAILING_COMMA.sub(r"\1", s)
+    return re.sub(r"\b(True|False|None)\b", lambda m: {"True": "true", "False": "false", "None": "null"}[m.group(1)], s)
+
+
+def loads_lenient(s: str) -> Any:
+    """Parse JSON the lenient way upstream does (its ``json5.loads``), without ever raising anything but ``ValueError``.
+
+    Tries, in order: strict JSON; the first JSON value starting at the first ``{`` (trailing
+    text ignored); ``json5`` when installed and the text is at most :data:`JSON5_MAX_CHARS`
+    long (single quotes, trailing commas, comments, unquoted keys); a small repair.
+
+    Args:
+        s: The text.
+
+    Returns:
+        The parsed value.
+
+    Raises:
+        ValueError: If no strategy parses it (the message of the strict parser).
+    """
+    s = _unfence(s.strip())
+    try:
+        return json.loads(s)
+    except (ValueError, RecursionError) as e:
+        first_error = e
+    brace = s.find("{")
+    if brace >= 0:
+        try:
+            return json.JSONDecoder().raw_decode(s, brace)[0]
+        except (ValueError, RecursionError):
+            pass
+    try:
+        import json5
+    except ImportError:
+        json5 = None
+    if json5 is not None and len(s) <= JSON5_MAX_CHARS:
+        for candidate in (s, s[brace:s.rfind("}") + 1] if brace >= 0 else ""):
+            if not candidate:
+                continue
+            try:
+                return json5.loads(candidate)
+            except (ValueError, RecursionError, TypeError, OverflowError, IndexError):
+                continue
+    try:
+        return json.loads(_repair(s))
+    except (ValueError, RecursionError):
+        raise ValueError(str(first_error)) from None
+
+
+def _canonical_tool(name: str, tools: Collection[str]) -> str:
+    """Map the model's tool name to an enabled tool, tolerating case and ``python`` variants."""
+    if name in tools:
+        return name
+    folded = {t.lower(): t for t in tools}
+    if name.lower() in folded:
+        return folded[name.lower()]
+    if "python" in name.lower() and PYTHON_TOOL in tools:  # upstream routes any "python" call here
+        return PYTHON_TOOL
+    shown = name if len(name) <= 80 else name[:80] + "..."
+    raise ActionError("unknown_tool", f"Tool {shown} not found. Available tools: {', '.join(tools)}.")
+
+
+def _parse_call(body: str, code: str | None, tools: Collection[str],
+                schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None) -> Action:
+    """Turn one ``<tool_call>`` body (+ code) into a tool-call :class:`Action`."""
+    if not body and code is None:
+        raise ActionError("bad_json", f"{BAD_JSON_TEXT} (the tool call is empty) Expected:\n{CALL_EXAMPLE}")
+    try:
+        obj = loads_lenient(body) if body else {"name": PYTHON_TOOL}  # a bare <code> block
+    except ValueError as e:
+        if code is None or "python" not in body.lower():
+            raise ActionError("bad_json", f"{BAD_JSON_TEXT} ({str(e)[:200]}) Expected:\n{CALL_EXAMPLE}") from None
+        obj = {"name": PYTHON_TOOL}  # e.g. <tool_call>python<code>..</code></tool_call>
+    if isinstance(obj, dict) and isinstance(obj.get("function"), dict):  # OpenAI-style {"function": {...}}
+        obj = obj["function"]
+    if not isinstance(obj, dict):
+        raise ActionError("bad_json", f"{BAD_JSON_TEXT} (found a JSON {type(obj).__name__}, expected an object) "
+                          f"Expected:\n{CALL_EXAMPLE}")
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ActionError("bad_json", f'{BAD_JSON_TEXT} (the "name" field is missing or not a string) Expected:\n{CALL_EXAMPLE}')
+    tool = _canonical_tool(name.strip(), tools)
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if args is None:
+        args = {}
+    if isinstance(args, str):  # some models send "arguments" as a JSON string
+        try:
+            args = loads_lenient(args) if args.strip() else {}
+        except ValueError as e:
+            raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" is a string that is not JSON: {str(e)[:200]}) '
+                              f"Expected:\n{CALL_EXAMPLE}") from None
+    if not isinstance(args, dict):
+        raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found a {type(args).__name__}) '
+                          f"Expected:\n{CALL_EXAMPLE}")
+    if tool == PYTHON_TOOL:
+        if code is None and isinstance(args.get("code"), str):
+            code = args["code"]
+        if code is None or not code.strip():
+            raise ActionError("missing_argument", "[Python Interpreter Error]: Formatting error. Put the code after the JSON, "
+                              "inside <code></code>, and print() what you want to see:\n" + PYTHON_EXAMPLE)
+        args = {}
+    elif schemas is not None:
+        args = validate_arguments(tool, args, schemas)
+    return Action(kind="tool_call", tool=tool, arguments=args, code=code)
+
+
+def _tool_parameters(tool: str, schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The JSON-schema ``parameters`` of ``tool`` in a list of function tools or a name -> tool mapping."""
+    entries = schemas.values() if isinstance(schemas, Mapping) else schemas
+    for entry in entries:
+        fn = entry.get("function", entry) if isinstance(entry, Mapping) else {}
+        if fn.get("name") == tool:
+            return fn.get("parameters") or {}
+    names = [str((e.get("function", e) if isinstance(e, Mapping) else {}).get("name")) for e in entries]
+    raise ActionError("unknown_tool", f"Tool {tool} not found. Available tools: {', '.join(names)}.")
+
+
+def _example(tool: str, props: Mapping[str, Any]) -> str:
+    """A one-line correct call of ``tool`` built from its schema, for error messages."""
+    args = {n: ["..."] if "array" in _types(s) else "..." for n, s in props.items()}
+    return json.dumps({"name": tool, "arguments": args}, ensure_ascii=False)
+
+
+def _types(spec: Mapping[str, Any]) -> list[str]:
+    t = spec.get("type", [])
+    return [t] if isinstance(t, str) else list(t) if isinstance(t, list) else []
+
+
+def _describe(value: Any) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. an int beyond Python's 4300-digit str() limit
+        text = "too large to show"
+    return f"a {type(value).__name__} ({text[:60] + '...' if len(text) > 60 else text})"
+
+
+_SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
+                                         "boolean": (bool,), "object": (dict,)}
+
+
+def _check_value(tool: str, name: str, value: Any, spec: Mapping[str, Any], example: str, max_items: int | None) -> Any:
+    """Validate one argument against its schema; a bare string becomes a one-item list where a list is expected."""
+    types = _types(spec)
+    if "array" in types:
+        item_types = _types(spec.get("items") or {}) or ["string"]
+        if isinstance(value, str) and "string" in item_types:
+            value = [value]
+        what = f"{tool}: '{name}' must be a non-empty list of strings"
+        if not isinstance(value, list) or not value:
+            raise ActionError("bad_argument", f"{what}, got {_describe(value)}. Expected: {example}")
+        if max_items is not None and len(value) > max_items:
+            raise ActionError("bad_argument", f"{what} of at most {max_items} items, got {len(value)}. "
+                              f"Split them over several calls. Expected: {example}")
+        if "string" in item_types:
+            bad = [v for v in value if not isinstance(v, str) or not v.strip()]
+            if bad:
+                raise ActionError("bad_argument", f"{what}; item {_describe(bad[0])} is not a non-empty string. "
+                                  f"Expected: {example}")
+        return list(value)
+    for t in types:
+        if t in _SCALARS and isinstance(value, _SCALARS[t]) and not (t in ("integer", "number") and isinstance(value, bool)):
+            return value
+    if not types or not any(t in _SCALARS for t in types):
+        return value  # a type this validator does not know: pass it through unchanged
+    raise ActionError("bad_argument", f"{tool}: '{name}' must be a {' or '.join(types)}, got {_describe(value)}. "
+                      f"Expected: {example}")
+
+
+#: Upstream's messages for a call without its required fields (tool_search/visit/scholar.py).
+_INVALID_REQUEST = {
+    "search": "[Search] Invalid request format: Input must be a JSON object containing 'query' field",
+    "visit": "[Visit] Invalid request format: Input must be a JSON object containing 'url' and 'goal' fields",
+    "google_scholar": "[google_scholar] Invalid request format: Input must be a JSON object containing 'query' field",
+}
+
+
+def validate_arguments(tool: str, arguments: Mapping[str, Any],
+                       schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any], *,
+                       max_items: int | None = None) -> dict[str, Any]:
+    """Check a call's arguments against the tool's JSON schema and normalise them.
+
+    Required arguments must be present and typed as declared (``query``: non-empty list of
+    non-empty strings, ``url``: likewise, ``goal``: string). A bare string is accepted where a
+    list is expected and becomes a one-item list. Arguments the schema does not declare are
+    dropped (upstream ignores them too).
+
+    Args:
+        tool: The tool name.
+        arguments: The parsed ``arguments`` object.
+        schemas: Function-tool schemas (a list in OpenAI format, or a name -> schema mapping).
+        max_items: Upper bound on list lengths (``None``: unbounded).
+
+    Returns:
+        The normalised arguments, in schema order.
+
+    Raises:
+        ActionError: ``unknown_tool``, ``missing_argument`` or ``bad_argument``.
+    """
+    params = _tool_parameters(tool, schemas)
+    props: Mapping[str, Any] = params.get("properties") or {}
+    example = _example(tool, props)
+    if not isinstance(arguments, Mapping):
+        raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found {_describe(arguments)}) '
+                          f"Expected: {example}")
+    missing = [r for r in params.get("required") or [] if arguments.get(r) is None]
+    if missing:
+        lead = _INVALID_REQUEST.get(tool, f"[{tool}] Invalid request format")
+        raise ActionError("missing_argument", f"{lead}. Missing: {', '.join(repr(m) for m in missing)}. Expected: {example}")
+    return {n: _check_value(tool, n, arguments[n], s, example, max_items)
+            for n, s in props.items() if n in arguments and arguments[n] is not None}
+
+
+def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DEFAULT_MAX_ACTION_CHARS,
+                 tools: Collection[str] = KNOWN_TOOLS,
+                 schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None) -> Action:
+    """Parse one assistant turn.
+
+    Args:
+        text: The assistant message.
+        allow_multiple: Accept several ``<tool_call>`` blocks (returned in ``Action.calls``).
+        max_chars: Longer turns are rejected as ``oversize`` before any parsing.
+        tools: Tool names that exist (a call to another name is ``unknown_tool``).
+        schemas: Tool schemas (OpenAI function format, as :meth:`sim_web.tools.Toolbox.schemas`
+            returns); when given, arguments are validated and normalised here
+            (a single string becomes a one-item list), else they are returned as parsed.
+
+    Returns:
+        The action: an answer when a complete ``<answer>...</answer>`` is present (it wins over
+        tool calls: upstream ends the episode on it), else the tool call(s).
+
+    Raises:
+        ActionError: For every agent mistake; ``kind`` says which
+            (see :data:`sim_web.errors.ACTION_ERROR_KINDS`).
+    """
+    if not isinstance(text, str):
+        raise ActionError("no_action", f"Expected the assistant turn as text, got a {type(text).__name__}.")
+    if len(text) > max_chars:
+        raise ActionError("oversize", f"Your turn is {len(text)} characters long; the limit is {max_chars}. "
+                          "Think briefly, then make one tool call or give the final <answer>.")
+    cut = text.find("<tool_response>")  # upstream drops a hallucinated tool response and what follows
+    if cut >= 0:
+        text = text[:cut]
+    think, rest = _split_think(text)
+    answer = _between(rest, "<answer>", "</answer>")
+    blocks = _tool_call_blocks(rest) if answer is None else []
+    if answer is None and not blocks and think is not None:  # upstream also finds them inside <think>
+        answer = _between(text, "<answer>", "</answer>")
+        blocks = _tool_call_blocks(text) if answer is None else []
+    if answer is not None:
+        return Action(kind="answer", think=think, answer=answer.strip())
+    if not blocks:
+        hint = " Your <answer> is not closed: end it with </answer>." if "<answer>" in rest else ""
+        raise ActionError("no_action", "No tool call or answer found." + hint + " Either call a tool:\n" + CALL_EXAMPLE
+                          + "\nor finish with <answer>your final answer</answer>.")
+    if len(blocks) > 1 and not allow_multiple:
+        raise ActionError("multiple_calls", f"You made {len(blocks)} tool calls in one turn; make exactly one "
+                          "<tool_call> per turn (several queries can go in one call's list).")
+    calls = tuple(_parse_call(body, code, tools, schemas) for body, code in blocks)
+    first = calls[0]
+    return Action(kind="tool_call", think=think, tool=first.tool, arguments=first.arguments, code=first.code,
+                  calls=calls if len(calls) > 1 else ())

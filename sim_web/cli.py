@@ -1,0 +1,62 @@
+"""The ``sim-web`` command.
+
+Examples::
+
+    sim-web serve --port 8000 --workers 4      # the HTTP tool server over the sample index
+    sim-web demo                               # one scripted episode, printed
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from wiki_index.errors import WikiIndexError
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from sim_web.server import serve
+
+    print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json)", flush=True)
+    serve(args.index, args.host, args.port, args.workers, args.mode)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from sim_web.demo import main as demo_main
+
+    return demo_main(["--index", args.index] if args.index else [])
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``sim-web``."""
+    p = argparse.ArgumentParser(prog="sim-web", description="The simulated web for deep-research agents.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="serve the tools over HTTP")
+    s.add_argument("--index", default=None, help="index directory (default: the sample index)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    s.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
+    s.set_defaults(func=_serve)
+    d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
+    d.add_argument("--index", default=None)
+    d.set_defaults(func=_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``sim-web``; returns the exit status."""
+    args = make_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except WikiIndexError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

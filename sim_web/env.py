@@ -1,0 +1,264 @@
+"""``WebResearchEnv``: a Gymnasium environment where an LLM agent researches a question on the simulated web."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from sim_web.errors import ActionError
+from sim_web.executor import ExecutorConfig, ToolExecutor
+from sim_web.rewards import Judge, RewardConfig, score_answer
+from sim_web.sim_backend import SimBackend, SimConfig
+from sim_web.spaces import TextSpace
+from sim_web.tasks import Task, derive_tasks, load_tasks
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+ALL_TOOLS = ("search", "visit", "google_scholar", "PythonInterpreter")
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Everything that defines a ``WebResearchEnv``.
+
+    Attributes:
+        index_dir: The index to browse (default: the sample index under ``$SIM_WEB_HOME``).
+        tasks: A task file / saved dataset; ``None`` uses the default task set of the index.
+        split: Keep only tasks of this split (``"train"``/``"test"``; ``None`` = all).
+        tools: Enabled tools (subset of ``search``, ``visit``, ``google_scholar``, ``PythonInterpreter``).
+        sim: Retrieval mode and visit extraction settings.
+        executor: Cache, rate limit, timeout and retry settings of the tool executor.
+        reward: How the final answer is scored.
+        max_turns: Agent turns before truncation (reward 0).
+        max_obs_chars: Total characters of tool output per episode (the observation budget).
+        max_response_chars: Cap on one tool response (longer ones are cut with a marker).
+        max_action_chars: Longer actions are rejected as oversize.
+        allow_multiple_calls: Whether one turn may hold several ``<tool_call>`` blocks.
+        date: The "current date" in the system prompt (fixed for determinism).
+    """
+
+    index_dir: str | None = None
+    tasks: str | None = None
+    split: str | None = None
+    tools: tuple[str, ...] = ALL_TOOLS
+    sim: SimConfig = field(default_factory=SimConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    max_turns: int = 30
+    max_obs_chars: int = 200_000
+    max_response_chars: int = 20_000
+    max_action_chars: int = 50_000
+    allow_multiple_calls: bool = False
+    date: str = "2025-01-01"
+
+    def __post_init__(self) -> None:
+        bad = [t for t in self.tools if t not in ALL_TOOLS]
+        if bad or not self.tools:
+            raise ConfigError(f"EnvConfig.tools must be a non-empty subset of {ALL_TOOLS}, got {self.tools}")
+        if self.max_turns < 1 or self.max_obs_chars < 1 or self.max_response_chars < 100:
+            raise ConfigError("EnvConfig.max_turns and max_obs_chars must be >= 1 and max_response_chars >= 100")
+
+
+_shared_lock = threading.Lock()
+_shared: dict[str, Any] = {}
+
+
+def _shared_index(path: str | None) -> Any:
+    """One opened index per path per process, shared by all envs (searchers are thread-safe)."""
+    from wiki_index.index import WikiIndex
+
+    key = str(path)
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = WikiIndex.from_dir(path)
+        return _shared[key]
+
+
+class WebResearchEnv(gym.Env):
+    """Answer a question by searching and reading a simulated web built from Wikipedia.
+
+    ## Description
+    Each episode poses one question with a known answer. The agent acts in the Tongyi
+    DeepResearch / WebSailor text format: ``<think>...</think>`` then one
+    ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (tools ``search``, ``visit``,
+    ``google_scholar``, ``PythonInterpreter`` with ``<code>...</code>``), or ``<answer>...</answer>``
+    to finish. Tool output comes back as ``<tool_response>...</tool_response>``, byte-identical
+    to what the real-web backend (Serper + Jina) would print for the same results.
+
+    ## Action Space
+    ``TextSpace(max_action_chars)``: any string (one assistant turn).
+
+    ## Observation Space
+    ``TextSpace``: the question on reset, then each tool response (or an error message).
+
+    ## Rewards
+    0 on every step; on ``<answer>``, the answer's score against the gold answer and its aliases
+    (``RewardConfig.kind``: normalised exact match, token F1, or an LLM judge), minus
+    ``format_penalty`` per malformed action.
+
+    ## Episode End
+    Terminated on ``<answer>``. Truncated (reward 0) after ``max_turns`` turns or when tool output
+    exceeds ``max_obs_chars``.
+
+    ## Arguments
+    ``gym.make("WebResearch-v0", config=EnvConfig(...), tasks=[Task, ...], judge=callable)``.
+    ``reset(seed=..., options={"task": Task | dict | task id})``.
+    ``info`` always holds ``messages`` (the OpenAI-format chat so far, with the Tongyi system
+    prompt), ``task_id``, ``turn``, ``errors`` (count per mistake kind), ``tool_calls`` and the
+    executor's per-episode ``tool_stats`` (counts only, so that infos are deterministic); the
+    final step adds ``answer``, ``em``, ``f1`` and ``timings`` (episode wall time, tool latency).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, config: EnvConfig | None = None, tasks: list[Task] | None = None,
+                 judge: Judge | None = None, render_mode: str | None = None, **overrides: Any) -> None:
+        from sim_web.tools import Toolbox, system_prompt
+
+        cfg = config or EnvConfig()
+        if overrides:
+            cfg = EnvConfig(**{**{f: getattr(cfg, f) for f in cfg.__dataclass_fields__}, **overrides})
+        self.config = cfg
+        self.render_mode = render_mode
+        self.judge = judge
+        self.index = _shared_index(cfg.index_dir)
+        self.backend = SimBackend(self.index, cfg.sim)
+        self.executor = ToolExecutor([self.backend], cfg.executor)
+        self.toolbox = Toolbox(self.executor, enabled=cfg.tools, max_chars=cfg.max_response_chars)
+        self.system_prompt = system_prompt(self.toolbox.schemas(), cfg.date)
+        if tasks is None:
+            tasks = load_tasks(cfg.tasks, cfg.split) if cfg.tasks else self._default_tasks()
+        if not tasks:
+            raise ConfigError(f"WebResearchEnv got an empty task set (tasks={cfg.tasks!r}, split={cfg.split!r})")
+        self.tasks = list(tasks)
+        # one step's observation: the question, or one tool response per call (each capped) plus wrappers
+        per_step = cfg.max_response_chars * (self.toolbox.max_items if cfg.allow_multiple_calls else 1) + 1024
+        self.max_obs_len = max(per_step, max(len(t.question) for t in self.tasks))
+        self.observation_space = TextSpace(self.max_obs_len)
+        self.action_space = TextSpace(cfg.max_action_chars)
+        self.task: Task | None = None
+        self._new_episode()
+
+    def _default_tasks(self) -> list[Task]:
+        tasks = derive_tasks(self.index.store)
+        return [t for t in tasks if t.metadata.get("split") == self.config.split] if self.config.split else tasks
+
+    def _new_episode(self) -> None:
+        self.messages: list[dict[str, str]] = []
+        self.turn = 0
+        self.obs_chars = 0
+        self.errors: Counter[str] = Counter()
+        self.tool_calls: Counter[str] = Counter()
+        self.done = False
+        self.executor.stats.reset()
+        self.episode_t0 = time.perf_counter()
+
+    def _info(self, **extra: Any) -> dict[str, Any]:
+        info = {
+            "messages": [dict(m) for m in self.messages],
+            "task_id": self.task.id if self.task else None,
+            "turn": self.turn,
+            "errors": dict(sorted(self.errors.items())),
+            "error_count": sum(self.errors.values()),
+            "tool_calls": dict(sorted(self.tool_calls.items())),
+            "obs_chars": self.obs_chars,
+            "tool_stats": self.executor.stats.counts(),
+        }
+        info.update(extra)
+        return info
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode on a task drawn with ``self.np_random`` (or ``options["task"]``)."""
+        super().reset(seed=seed)
+        self._new_episode()
+        task = (options or {}).get("task")
+        if task is None:
+            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        elif isinstance(task, dict):
+            task = Task.from_record(task, "options['task']")
+        elif isinstance(task, str):
+            found = [t for t in self.tasks if t.id == task]
+            if not found:
+                raise ConfigError(f"options['task']={task!r} is not a task id of this env's task set")
+            task = found[0]
+        if len(task.question) > self.max_obs_len:
+            raise ConfigError(f"options['task'] has a {len(task.question)}-character question; this env's observations hold at most "
+                              f"{self.max_obs_len} (raise EnvConfig.max_response_chars or pass the task in the task set)")
+        self.task = task
+        self.messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task.question}]
+        return task.question, self._info()
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Apply one assistant turn: run its tool call, or score its answer."""
+        from sim_web.actions import parse_action
+
+        if self.task is None or self.done:
+            raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
+        if not isinstance(action, str):
+            action = str(action)
+        self.turn += 1
+        self.messages.append({"role": "assistant", "content": action})
+        try:
+            act = parse_action(action, allow_multiple=self.config.allow_multiple_calls, max_chars=self.config.max_action_chars)
+        except ActionError as e:
+            self.errors[e.kind] += 1
+            return self._observe(f"Error: {e}")
+        if act.kind == "answer":
+            return self._finish(act.answer or "")
+        if act.tool not in self.config.tools:
+            self.errors["unknown_tool"] += 1
+            return self._observe(f"Error: tool {act.tool!r} is not available. Available tools: {', '.join(self.config.tools)}.")
+        self.tool_calls[act.tool] += 1
+        try:
+            text = self.toolbox.call(act)
+        except ActionError as e:
+            self.errors[e.kind] += 1
+            text = f"Error: {e}"
+        return self._observe(text)
+
+    def _observe(self, text: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        from sim_web.formatting import format_tool_response
+
+        from sim_web.formatting import truncate
+
+        obs = format_tool_response(truncate(text, self.max_obs_len - 64))
+        self.obs_chars += len(obs)
+        self.messages.append({"role": "user", "content": obs})
+        truncated = self.turn >= self.config.max_turns or self.obs_chars > self.config.max_obs_chars
+        self.done = truncated
+        info = self._info()
+        if truncated:
+            info.update(answer=None, em=0.0, f1=0.0, truncated_by="max_turns" if self.turn >= self.config.max_turns else "max_obs_chars",
+                        timings=self._timings())
+        return obs, 0.0, False, truncated, info
+
+    def _finish(self, answer: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        assert self.task is not None
+        scores = score_answer(answer, self.task.answer, self.task.aliases, self.task.question, self.config.reward, self.judge)
+        reward = scores["reward"] - self.config.reward.format_penalty * sum(self.errors.values())
+        self.done = True
+        return "", float(reward), True, False, self._info(answer=answer, timings=self._timings(),
+                                                          **{k: v for k, v in scores.items() if k != "reward"})
+
+    def _timings(self) -> dict[str, Any]:
+        """Wall-clock figures of the episode; only in the final info, so step infos stay deterministic."""
+        return {"episode_seconds": round(time.perf_counter() - self.episode_t0, 6), **self.executor.stats.timings()}
+
+    def render(self) -> str | None:
+        """The transcript so far as text (``render_mode="ansi"``)."""
+        if self.render_mode != "ansi":
+            return None
+        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages[1:])
+
+    def config_dict(self) -> dict[str, Any]:
+        """The env's configuration as a JSON-ready dict."""
+        return asdict(self.config)

@@ -1,0 +1,297 @@
+"""The four Tongyi DeepResearch tools, their schemas and the system prompt.
+
+One definition serves everything: :class:`ToolMethods` holds the tools as typed methods with
+Google-style docstrings. ``transformers.utils.get_json_schema`` reads them into JSON schemas
+(TRL's ``environment_factory`` reads the same methods), :meth:`Toolbox.schemas` adds the two
+details a docstring cannot say (``minItems`` and the item descriptions) so that
+:func:`system_prompt` reproduces upstream's prompt byte for byte, and :class:`Toolbox` runs
+the calls through a :class:`~sim_web.executor.ToolExecutor`.
+
+Upstream references (github.com/Alibaba-NLP/DeepResearch): ``inference/prompt.py`` (the
+system prompt, its tool lines and the special ``PythonInterpreter`` description, whose line in
+the prompt is not valid JSON: raw newlines and quotes), ``inference/react_agent.py`` (the
+``Current date: `` suffix, ``%Y-%m-%d``).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import functools
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sim_web.actions import PYTHON_TOOL, Action, validate_arguments
+from sim_web.errors import ActionError, ToolUnavailableError
+from sim_web.executor import ToolExecutor
+from sim_web.formatting import (
+    format_scholar, format_search, format_unavailable, format_visits, join_observations, truncate,
+)
+from sim_web.results import VisitResult
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+ALL_TOOLS = ("search", "visit", PYTHON_TOOL, "google_scholar")  # upstream's order in the prompt
+#: Several tool responses of one turn are separate blocks of one user message (Qwen's chat format).
+MULTI_RESPONSE_JOINER = "\n</tool_response>\n<tool_response>\n"
+
+PYTHON_DESCRIPTION = """Executes Python code in a sandboxed environment. To use this tool, you must follow this format:
+1. The 'arguments' JSON object must be empty: {}.
+2. The Python code to be executed must be placed immediately after the JSON block, enclosed within <code> and </code> tags.
+
+IMPORTANT: Any output you want to see MUST be printed to standard output using the print() function.
+
+Example of a correct call:
+<tool_call>
+{"name": "PythonInterpreter", "arguments": {}}
+<code>
+import numpy as np
+# Your code here
+print(f"The result is: {np.mean([1,2,3])}")
+</code>
+</tool_call>"""
+
+PROMPT_HEAD = """You are a deep research assistant. Your core function is to conduct thorough, multi-source investigations into any topic. You must handle both broad, open-domain inquiries and queries within specialized academic fields. For every request, synthesize information from credible, diverse sources to deliver a comprehensive, accurate, and objective response. When you have gathered sufficient information and are ready to provide the definitive response, you must enclose the entire final answer within <answer></answer> tags.
+
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+"""
+
+PROMPT_TAIL = """
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call>
+
+Current date: """
+
+#: What a docstring cannot express: (tool, argument) -> item description and minItems, as upstream.
+_ARRAY_EXTRAS: dict[tuple[str, str], dict[str, Any]] = {
+    ("search", "query"): {"items_description": "The search query.", "min_items": 1},
+    ("google_scholar", "query"): {"items_description": "The search query.", "min_items": 1},
+}
+
+
+class ToolMethods:
+    """The tools as typed methods: the single definition behind every schema.
+
+    Subclasses implement :meth:`_dispatch`. Only the tool methods are public, so a TRL
+    ``environment_factory`` class can inherit this and expose exactly these tools.
+    """
+
+    def search(self, query: list[str]) -> str:
+        """Perform Google web searches then returns a string of the top search results. Accepts multiple queries.
+
+        Args:
+            query: The list of search queries.
+        """
+        return self._dispatch("search", {"query": query})
+
+    def visit(self, url: list[str], goal: str) -> str:
+        """Visit webpage(s) and return the summary of the content.
+
+        Args:
+            url: The URL(s) of the webpage(s) to visit. Can be a single URL or an array of URLs.
+            goal: The specific information goal for visiting webpage(s).
+        """
+        return self._dispatch("visit", {"url": url, "goal": goal})
+
+    def google_scholar(self, query: list[str]) -> str:
+        """Leverage Google Scholar to retrieve relevant information from academic publications. Accepts multiple queries. This tool will also return results from google search
+
+        Args:
+            query: The list of search queries for Google Scholar.
+        """
+        return self._dispatch("google_scholar", {"query": query})
+
+    def PythonInterpreter(self, code: str) -> str:  # noqa: N802 - the name the models know
+        """Executes Python code in a sandboxed environment and returns what it printed.
+
+        Args:
+            code: The Python code to run. Any output you want to see must be printed with print().
+        """
+        return self._dispatch(PYTHON_TOOL, {}, code=code)
+
+    def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must implement _dispatch to run {tool}")
+
+
+@functools.lru_cache(maxsize=None)
+def _generated_schema(tool: str) -> dict[str, Any]:
+    """``get_json_schema`` of a tool method, without the ``return`` entry (not part of OpenAI's format)."""
+    from transformers.utils import get_json_schema
+
+    schema = get_json_schema(getattr(ToolMethods, tool))
+    schema["function"].pop("return", None)
+    return schema
+
+
+def tool_schema(tool: str) -> dict[str, Any]:
+    """The schema of one tool exactly as upstream's system prompt shows it (OpenAI function-tool format).
+
+    Args:
+        tool: One of :data:`ALL_TOOLS`.
+
+    Returns:
+        ``{"type": "function", "function": {"name", "description", "parameters"}}`` (a fresh copy).
+
+    Raises:
+        ConfigError: For an unknown tool name.
+    """
+    if tool not in ALL_TOOLS:
+        raise ConfigError(f"unknown tool {tool!r}; expected one of {ALL_TOOLS}")
+    if tool == PYTHON_TOOL:  # the code travels in <code>, so the JSON arguments are empty
+        return {"type": "function", "function": {"name": PYTHON_TOOL, "description": PYTHON_DESCRIPTION,
+                                                 "parameters": {"type": "object", "properties": {}, "required": []}}}
+    schema = copy.deepcopy(_generated_schema(tool))
+    props = schema["function"]["parameters"]["properties"]
+    for name, prop in list(props.items()):
+        extra = _ARRAY_EXTRAS.get((tool, name))
+        if extra:  # rebuild in upstream's key order: type, items, minItems, description
+            props[name] = {"type": prop["type"], "items": {**prop["items"], "description": extra["items_description"]},
+                           "minItems": extra["min_items"], "description": prop["description"]}
+    return schema
+
+
+def _render_schema(schema: dict[str, Any]) -> str:
+    fn = schema.get("function", schema)
+    if fn.get("name") == PYTHON_TOOL:  # upstream writes this line by hand: the description is raw text
+        return ('{"type": "function", "function": {"name": "PythonInterpreter", "description": "'
+                + fn.get("description", "") + '", "parameters": ' + json.dumps(fn.get("parameters", {}), ensure_ascii=False) + "}}")
+    return json.dumps(schema, ensure_ascii=False)
+
+
+def system_prompt(schemas: Sequence[dict[str, Any]], date: str) -> str:
+    """Upstream's system prompt for the given tools and date.
+
+    Args:
+        schemas: Tool schemas in prompt order (e.g. :meth:`Toolbox.schemas`).
+        date: The "current date", ``YYYY-MM-DD`` (fixed, for determinism).
+
+    Returns:
+        The prompt: role paragraph, tool lines inside ``<tools></tools>``, the tool-call
+        format, then ``Current date: {date}``.
+
+    Raises:
+        ConfigError: If ``date`` is not ``YYYY-MM-DD``.
+    """
+    try:
+        ok = datetime.date.fromisoformat(date).strftime("%Y-%m-%d") == date
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"system_prompt date must be YYYY-MM-DD (e.g. '2025-01-01'), got {date!r}")
+    return PROMPT_HEAD + "\n".join(_render_schema(s) for s in schemas) + PROMPT_TAIL + date
+
+
+def _default_python_runner(code: str) -> str:
+    from sim_web.python_tool import run_python
+
+    return run_python(code)
+
+
+class Toolbox(ToolMethods):
+    """The enabled tools bound to an executor; turns a parsed :class:`Action` into observation text.
+
+    Args:
+        executor: Runs search / scholar / visit on the backends.
+        enabled: Tool names to offer, any subset of :data:`ALL_TOOLS` (prompt order is upstream's).
+        max_chars: Cap on one tool response; longer ones are cut with a marker.
+        python_runner: ``code -> output text`` (default: :func:`sim_web.python_tool.run_python`).
+        k: Results per query for search and scholar (upstream: Serper's 10).
+        max_items: Most queries / URLs accepted in one call.
+
+    Raises:
+        ConfigError: For unknown tool names or out-of-range limits.
+    """
+
+    def __init__(self, executor: ToolExecutor, *, enabled: Sequence[str] = ALL_TOOLS, max_chars: int = 20_000,
+                 python_runner: Callable[[str], str] | None = None, k: int = 10, max_items: int = 10) -> None:
+        unknown = [t for t in enabled if t not in ALL_TOOLS]
+        if unknown or not enabled:
+            raise ConfigError(f"Toolbox.enabled must be a non-empty subset of {ALL_TOOLS}, got {tuple(enabled)}")
+        if max_chars < 100 or k < 1 or max_items < 1:
+            raise ConfigError(f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1; got {max_chars}, {k}, {max_items}")
+        self.executor = executor
+        self.enabled = tuple(t for t in ALL_TOOLS if t in enabled)
+        self.max_chars, self.k, self.max_items = max_chars, k, max_items
+        self._python = python_runner or _default_python_runner
+        self._schemas = [tool_schema(t) for t in self.enabled]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The enabled tools' schemas (OpenAI function-tool format, as the Tongyi prompt shows them)."""
+        return copy.deepcopy(self._schemas)
+
+    def call(self, action: Action) -> str:
+        """Run a tool-call action and return its observation text (without ``<tool_response>``).
+
+        Several calls in one action (``Action.calls``) give their responses joined so that
+        :func:`~sim_web.formatting.format_tool_response` wraps each in its own block.
+
+        Raises:
+            ActionError: Agent mistakes: a disabled tool, missing or ill-typed arguments.
+        """
+        if action.calls:
+            return MULTI_RESPONSE_JOINER.join(self.call(c) for c in action.calls)
+        if action.kind != "tool_call" or not action.tool:
+            raise ActionError("no_action", "Expected a tool call, e.g.\n<tool_call>\n"
+                              '{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>')
+        if action.tool not in self.enabled:
+            raise ActionError("unknown_tool", f"Tool {action.tool} not found. Available tools: {', '.join(self.enabled)}.")
+        if action.tool == PYTHON_TOOL:
+            code = action.code if action.code is not None else action.arguments.get("code")
+            if not isinstance(code, str) or not code.strip():
+                raise ActionError("missing_argument", "[Python Interpreter Error]: Formatting error. Put the code after the "
+                                  "JSON, inside <code></code>, and print() what you want to see.")
+            return truncate(self._run_python(code), self.max_chars)
+        args = validate_arguments(action.tool, action.arguments, self._schemas, max_items=self.max_items)
+        return truncate(self._execute(action.tool, args), self.max_chars)
+
+    def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:
+        """The tool methods (``toolbox.search(query=[...])``, TRL) go through :meth:`call`'s checks."""
+        return self.call(Action(kind="tool_call", tool=tool, arguments=arguments, code=code))
+
+    def _execute(self, tool: str, arguments: dict[str, Any]) -> str:
+        if tool == "search":
+            return join_observations([self._one_search(q) for q in arguments["query"]])
+        if tool == "google_scholar":
+            return join_observations([self._one_scholar(q) for q in arguments["query"]])
+        return format_visits([self._one_visit(u, arguments["goal"]) for u in arguments["url"]])
+
+    def _one_search(self, query: str) -> str:
+        try:
+            return format_search(query, self.executor.search(query, self.k))
+        except ToolUnavailableError as e:
+            log.warning("search degraded: %s", e)
+            return format_unavailable("search", query)
+
+    def _one_scholar(self, query: str) -> str:
+        try:
+            return format_scholar(query, self.executor.scholar(query, self.k))
+        except ToolUnavailableError as e:
+            log.warning("google_scholar degraded: %s", e)
+            return format_unavailable("scholar", query)
+
+    def _one_visit(self, url: str, goal: str) -> VisitResult:
+        try:
+            return replace(self.executor.visit(url, goal), url=url, goal=goal)  # echo what the agent wrote
+        except ToolUnavailableError as e:
+            log.warning("visit degraded: %s", e)
+            return VisitResult(url=url, goal=goal, ok=False)
+
+    def _run_python(self, code: str) -> str:
+        try:
+            out = self._python(code)
+        except Exception as e:  # the sandbox itself failed: report it to the model the way upstream does
+            log.error("PythonInterpreter runner failed", exc_info=True)
+            return f"[Python Interpreter Error]: {type(e).__name__}: {e}"
+        return out if isinstance(out, str) else str(out)

@@ -1,0 +1,146 @@
+import json
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import sim_web
+from sim_web.env import EnvConfig, WebResearchEnv
+from sim_web.tasks import Task
+
+
+def call(name: str, **arguments) -> str:
+    return f'<think>step</think>\n<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+
+
+@pytest.fixture(scope="module")
+def env(sample_index):
+    return gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), max_turns=8))
+
+
+@pytest.mark.parametrize("env_id", sim_web.ENV_IDS)
+def test_check_env_passes_without_warnings(env_id, sample_index):
+    e = gym.make(env_id, config=EnvConfig(index_dir=str(sample_index)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(e.unwrapped, skip_render_check=True)
+
+
+@pytest.mark.parametrize("env_id", sim_web.ENV_IDS)
+def test_both_registration_paths(env_id, sample_index):
+    e = gym.make(f"sim_web:{env_id}", config=EnvConfig(index_dir=str(sample_index)))
+    assert isinstance(e.unwrapped, WebResearchEnv)
+
+
+def test_reset_draws_task_with_seed_and_builds_the_chat(env):
+    q1, info1 = env.reset(seed=11)
+    q2, info2 = env.reset(seed=11)
+    assert q1 == q2 and info1 == info2
+    msgs = info1["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user"] and msgs[1]["content"] == q1
+    assert "<tools>" in msgs[0]["content"] and "2025-01-01" in msgs[0]["content"]
+    seen = {env.reset(seed=s)[1]["task_id"] for s in range(20)}
+    assert len(seen) > 5  # different seeds draw different tasks
+
+
+def test_full_episode_search_visit_answer(env):
+    task = env.unwrapped.tasks[3]
+    q, _ = env.reset(options={"task": task})
+    obs, r, term, trunc, info = env.step(call("search", query=[task.question.split('"')[1]]))
+    assert obs.startswith("<tool_response>\n") and obs.endswith("\n</tool_response>")
+    assert "## Web Results" in obs and "https://en.wikipedia.org/wiki/" in obs
+    assert (r, term, trunc) == (0.0, False, False) and info["tool_calls"] == {"search": 1}
+    url = "https://en.m.wikipedia.org/wiki/" + task.answer.replace(" ", "_").lower()[:1] + task.answer.replace(" ", "_")[1:]
+    obs, *_ = env.step(call("visit", url=url, goal="what is it"))
+    assert "Evidence in page:" in obs and "could not be accessed" not in obs
+    obs, r, term, trunc, info = env.step(f"<think>done</think><answer>{task.answer}</answer>")
+    assert term and not trunc and r == 1.0 and info["em"] == 1.0
+    assert [m["role"] for m in info["messages"]] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("<answer>x</answer>")
+
+
+def test_agent_mistakes_become_observations_and_counts(env):
+    env.reset(seed=1)
+    cases = [
+        ("I think the answer is Paris", "no_action"),
+        ('<tool_call>{"name": "search", "arguments": </tool_call>', "bad_json"),
+        (call("fly", to="moon"), "unknown_tool"),
+        (call("search"), "missing_argument"),
+        (call("visit", url=["https://example.com/x"], goal=3), "bad_argument"),
+    ]
+    for action, kind in cases:
+        obs, r, term, trunc, info = env.step(action)
+        assert obs.startswith("<tool_response>\nError") or "Error" in obs, (action, obs)
+        assert info["errors"].get(kind, 0) >= 1, (kind, info["errors"])
+        assert not term
+    assert info["error_count"] == len(cases)
+
+
+def test_unknown_page_and_disabled_tool(sample_index):
+    e = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), tools=("search", "visit")))
+    e.reset(seed=0)
+    obs, *_ = e.step(call("visit", url=["https://en.wikipedia.org/wiki/No_such_page_zzz"], goal="x"))
+    assert "The provided webpage content could not be accessed." in obs
+    obs, _, _, _, info = e.step(call("google_scholar", query=["x"]))
+    assert "not available" in obs and info["errors"]["unknown_tool"] == 1
+    assert "google_scholar" not in info["messages"][0]["content"]
+
+
+def test_truncation_by_turns_and_budget(sample_index):
+    e = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), max_turns=2))
+    e.reset(seed=0)
+    assert e.step(call("search", query="x"))[3] is False
+    obs, r, term, trunc, info = e.step(call("search", query="y"))
+    assert trunc and not term and r == 0.0 and info["truncated_by"] == "max_turns"
+    e = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), max_obs_chars=200))
+    e.reset(seed=0)
+    obs, r, term, trunc, info = e.step(call("search", query="history"))
+    assert trunc and info["truncated_by"] == "max_obs_chars"
+
+
+def test_custom_tasks_and_options(sample_index, tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"id": "q1", "question": "Capital of France?", "answer": "Paris", "aliases": ["Paris, France"]}) + "\n")
+    e = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), tasks=str(path)))
+    q, info = e.reset(seed=0)
+    assert q == "Capital of France?" and info["task_id"] == "q1"
+    obs, r, term, trunc, info = e.step("<answer>paris, france</answer>")
+    assert r == 1.0 and term  # an alias counts
+    q, _ = e.reset(options={"task": {"question": "2+2?", "answer": "4"}})
+    assert q == "2+2?" and e.step("<answer>4</answer>")[1] == 1.0
+
+
+def test_vector_env(sample_index):
+    cfg = EnvConfig(index_dir=str(sample_index))
+    venv = gym.vector.SyncVectorEnv([lambda: gym.make("WebResearch-v0", config=cfg) for _ in range(2)])
+    obs, info = venv.reset(seed=[1, 2])
+    assert len(obs) == 2 and all(isinstance(o, str) and o for o in obs)
+    obs, r, term, trunc, info = venv.step(("<answer>x</answer>", call("search", query="Paris")))
+    assert term[0] and not term[1] and "Web Results" in obs[1]
+
+
+SCRIPT = """
+import json, sys, gymnasium as gym, sim_web
+from sim_web.env import EnvConfig
+env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=sys.argv[1]))
+out = []
+obs, info = env.reset(seed=5)
+out.append([obs, info])
+for a in sys.argv[2:]:
+    obs, r, te, tr, info = env.step(a)
+    info.pop("timings", None)
+    out.append([obs, r, te, tr, info])
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_determinism_across_processes(sample_index):
+    actions = [call("search", query=["river in Europe"]), call("visit", url="https://en.wikipedia.org/wiki/Danube", goal="length"),
+               call("google_scholar", query="ancient philosophy"), "<answer>Danube</answer>"]
+    runs = [subprocess.run([sys.executable, "-c", SCRIPT, str(sample_index), *actions], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[0] == runs[1] and len(json.loads(runs[0])) == 5

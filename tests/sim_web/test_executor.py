@@ -1,0 +1,289 @@
+"""The tool executor: cache, retries with backoff, timeouts, fallback, rate limit, stats, threads.
+
+The backends below are small real implementations of the Backend protocol (test fixtures for
+the executor): deterministic, flaky, slow, broken, buggy.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from sim_web.errors import BackendError, ToolUnavailableError
+from sim_web.executor import ExecutorConfig, LRUCache, TokenBucket, ToolExecutor
+from sim_web.results import Backend, ScholarResult, SearchResult, VisitResult
+from wiki_index.errors import ConfigError
+
+FAST = dict(backoff_base_s=0.001, backoff_max_s=0.002, jitter_s=0.001)
+
+
+class Good:
+    """Deterministic results derived from the arguments; counts calls."""
+
+    def __init__(self, name: str = "good") -> None:
+        self.name = name
+        self.calls: list[tuple] = []
+        self._lock = threading.Lock()
+
+    def _log(self, *args: object) -> None:
+        with self._lock:
+            self.calls.append(args)
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        self._log("search", query, k)
+        return [SearchResult(title=f"{self.name}:{query}:{i}", link=f"https://x/{i}") for i in range(k)]
+
+    def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
+        self._log("scholar", query, k)
+        return [ScholarResult(title=f"{self.name}:{query}")]
+
+    def visit(self, url: str, goal: str) -> VisitResult:
+        self._log("visit", url, goal)
+        return VisitResult(url=url, goal=goal, ok=url.startswith("https://"), evidence=self.name, summary=goal)
+
+
+class Flaky(Good):
+    """Fails the first ``n`` calls with a retryable (or not) BackendError."""
+
+    def __init__(self, n: int, retryable: bool = True, name: str = "flaky") -> None:
+        super().__init__(name)
+        self.n, self.retryable = n, retryable
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        self._log("search", query, k)
+        if len(self.calls) <= self.n:
+            raise BackendError(f"{self.name} failure #{len(self.calls)}", retryable=self.retryable)
+        return [SearchResult(title=f"{self.name}:{query}", link="https://x")]
+
+
+class Slow(Good):
+    """Sleeps past any short timeout."""
+
+    def __init__(self, sleep_s: float, name: str = "slow") -> None:
+        super().__init__(name)
+        self.sleep_s = sleep_s
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        self._log("search", query, k)
+        time.sleep(self.sleep_s)
+        return [SearchResult(title="late", link="https://late")]
+
+
+class Buggy(Good):
+    """A backend with a bug (raises a non-BackendError) or one returning the wrong type."""
+
+    def __init__(self, mode: str, name: str = "buggy") -> None:
+        super().__init__(name)
+        self.mode = mode
+
+    def search(self, query: str, k: int = 10):  # type: ignore[override]
+        self._log("search", query, k)
+        if self.mode == "raise":
+            raise KeyError("missing column")
+        if self.mode == "timeout":
+            raise TimeoutError("socket read timed out")
+        return None
+
+
+def cfg(**kw: object) -> ExecutorConfig:
+    return ExecutorConfig(**{"timeout_s": None, **FAST, **kw})  # type: ignore[arg-type]
+
+
+def test_fixtures_satisfy_the_protocol() -> None:
+    for b in (Good(), Flaky(1), Slow(0.0), Buggy("raise")):
+        assert isinstance(b, Backend)
+
+
+def test_cache_hits_identical_and_whitespace_equivalent_calls() -> None:
+    b = Good()
+    ex = ToolExecutor([b], cfg())
+    first = ex.search("capital  of France", 3)
+    assert ex.search(" capital of France ", 3) == first
+    assert ex.search("capital of France", 5) != first  # k is part of the key
+    assert b.calls == [("search", "capital of France", 3), ("search", "capital of France", 5)]
+    ex.visit("https://a", "goal"), ex.visit("https://a", "goal")
+    ex.scholar("q"), ex.scholar("q")
+    s = ex.stats.snapshot()
+    assert (s["calls"], s["cache_hits"]) == (7, 3)
+    assert s["tools"]["search"]["calls"] == 3 and s["tools"]["search"]["cache_hits"] == 1
+    assert s["tools"]["visit"]["cache_hits"] == 1 and s["tools"]["scholar"]["cache_hits"] == 1
+    assert s["tools"]["search"]["max_ms"] >= s["tools"]["search"]["mean_ms"] >= 0
+
+
+def test_cache_off_and_lru_eviction() -> None:
+    b = Good()
+    ToolExecutor([b], cfg(cache=False)).search("q", 1)
+    ex = ToolExecutor([b], cfg(cache=False))
+    ex.search("q", 1), ex.search("q", 1)
+    assert len(b.calls) == 3 and ex.stats.snapshot()["cache_hits"] == 0
+    b2 = Good()
+    ex2 = ToolExecutor([b2], cfg(cache_size=2))
+    for q in ("a", "b", "a", "c", "a", "b"):  # "b" is evicted by "c", "a" stays (recently used)
+        ex2.search(q, 1)
+    assert [c[1] for c in b2.calls] == ["a", "b", "c", "b"]
+
+
+def test_stats_reset_keeps_the_cache() -> None:
+    b = Good()
+    ex = ToolExecutor([b], cfg())
+    ex.search("q", 1)
+    ex.stats.reset()
+    assert ex.stats.snapshot()["calls"] == 0 and ex.stats.snapshot()["tools"] == {}
+    ex.search("q", 1)
+    assert len(b.calls) == 1 and ex.stats.snapshot()["cache_hits"] == 1
+
+
+def test_shared_cache_between_executors() -> None:
+    cache, b = LRUCache(100), Good()
+    ToolExecutor([b], cfg(), cache=cache).search("q", 2)
+    ToolExecutor([b], cfg(), cache=cache).search("q", 2)
+    assert len(b.calls) == 1
+
+
+def test_retries_then_success() -> None:
+    b = Flaky(2)
+    ex = ToolExecutor([b], cfg(max_retries=2))
+    assert ex.search("q", 1)[0].title == "flaky:q"
+    s = ex.stats.snapshot()
+    assert len(b.calls) == 3 and s["retries"] == 2 and s["failures"] == 0 and s["fallbacks"] == 0
+
+
+def test_retries_exhausted_fall_back_to_next_backend() -> None:
+    flaky, good = Flaky(5), Good()
+    ex = ToolExecutor([flaky, good], cfg(max_retries=1))
+    assert ex.search("q", 1)[0].title == "good:q:0"
+    s = ex.stats.snapshot()
+    assert len(flaky.calls) == 2 and s["retries"] == 1 and s["failures"] == 1 and s["fallbacks"] == 1
+
+
+def test_fallback_answers_are_cached_so_an_outage_is_paid_once() -> None:
+    broken, good = Flaky(100, retryable=False), Good()
+    ex = ToolExecutor([broken, good], cfg())
+    assert ex.search("q", 1) == ex.search("q", 1)
+    assert len(broken.calls) == 1 and len(good.calls) == 1 and ex.stats.snapshot()["cache_hits"] == 1
+
+
+def test_non_retryable_error_falls_back_at_once() -> None:
+    broken, good = Flaky(100, retryable=False), Good()
+    ex = ToolExecutor([broken, good], cfg(max_retries=3))
+    assert ex.search("q", 1)[0].title == "good:q:0"
+    assert len(broken.calls) == 1 and ex.stats.snapshot()["retries"] == 0
+
+
+def test_every_backend_fails() -> None:
+    ex = ToolExecutor([Flaky(100, name="a"), Flaky(100, retryable=False, name="b")], cfg(max_retries=1))
+    with pytest.raises(ToolUnavailableError) as e:
+        ex.search("q", 1)
+    assert e.value.tool == "search" and e.value.target == "q"
+    assert [c.split(":")[0] for c in e.value.causes] == ["a", "b"]
+    assert ex.stats.snapshot()["unavailable"] == 1
+    assert len(ex.cache) == 0  # failures are not cached
+
+
+def test_timeout_then_fallback() -> None:
+    slow, good = Slow(1.0), Good()
+    ex = ToolExecutor([slow, good], cfg(timeout_s=0.05, max_retries=1))
+    t0 = time.perf_counter()
+    assert ex.search("q", 1)[0].title == "good:q:0"
+    assert time.perf_counter() - t0 < 0.8
+    s = ex.stats.snapshot()
+    assert s["timeouts"] == 2 and s["retries"] == 1 and s["fallbacks"] == 1
+    ex.close()
+
+
+def test_backend_timeout_error_is_retryable_inline() -> None:
+    ex = ToolExecutor([Buggy("timeout"), Good()], cfg(max_retries=2))
+    assert ex.search("q", 1)[0].title == "good:q:0"
+    assert ex.stats.snapshot()["timeouts"] == 3 and ex.stats.snapshot()["retries"] == 2
+
+
+@pytest.mark.parametrize("mode", ["raise", "wrong_type"])
+def test_buggy_backend_is_logged_and_skipped(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    ex = ToolExecutor([Buggy(mode), Good()], cfg())
+    with caplog.at_level(logging.WARNING, logger="sim_web.executor"):
+        assert ex.search("q", 1)[0].title == "good:q:0"
+    assert "buggy" in caplog.text
+    with pytest.raises(ToolUnavailableError, match="buggy"):
+        ToolExecutor([Buggy(mode)], cfg()).search("q", 1)
+
+
+def test_backoff_is_seeded_capped_and_jittered() -> None:
+    c = ExecutorConfig(backoff_base_s=0.5, backoff_max_s=2.0, jitter_s=0.25, seed=7)
+    a, b = ToolExecutor([Good()], c), ToolExecutor([Good()], c)
+    seq_a = [a.backoff_s(n) for n in range(1, 7)]
+    assert seq_a == [b.backoff_s(n) for n in range(1, 7)]
+    other = ToolExecutor([Good()], ExecutorConfig(backoff_base_s=0.5, backoff_max_s=2.0, jitter_s=0.25, seed=8))
+    assert seq_a != [other.backoff_s(n) for n in range(1, 7)]
+    for n, w in enumerate(seq_a, 1):
+        base = min(2.0, 0.5 * 2 ** (n - 1))
+        assert base <= w <= base + 0.25
+
+
+def test_token_bucket_with_a_fake_clock() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    bucket = TokenBucket(rate=2.0, capacity=2, clock=lambda: now[0], sleep=sleep)
+    waits = [bucket.acquire() for _ in range(5)]
+    assert waits[:2] == [0.0, 0.0] and waits[2:] == pytest.approx([0.5, 0.5, 0.5])
+    now[0] += 10  # idle refills only up to the capacity
+    assert [bucket.acquire() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.5])
+
+
+def test_rate_limit_applies_per_backend_call() -> None:
+    b = Good()
+    ex = ToolExecutor([b], cfg(qps=40.0, burst=1, cache=False))
+    t0 = time.perf_counter()
+    for i in range(9):
+        ex.search(f"q{i}", 1)
+    elapsed = time.perf_counter() - t0
+    assert elapsed >= 8 / 40 * 0.9  # the first call is free, then one per 25 ms
+    assert ex.stats.snapshot()["rate_limit_wait_ms"] > 100
+
+
+def test_thread_safety_under_concurrent_calls() -> None:
+    b = Good()
+    ex = ToolExecutor([b], cfg(timeout_s=5.0))
+    queries = [f"q{i % 20}" for i in range(1600)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda q: ex.search(q, 2), queries))
+    assert all(r[0].title == f"good:{q}:0" for r, q in zip(results, queries))
+    s = ex.stats.snapshot()
+    assert s["calls"] == 1600 and s["cache_hits"] + len(b.calls) == 1600
+    assert 20 <= len(b.calls) <= 20 * 8  # concurrent first misses may each reach the backend
+    ex.close()
+
+
+def test_config_and_argument_errors_name_the_fix() -> None:
+    with pytest.raises(ConfigError, match="use cache=False"):
+        ExecutorConfig(cache_size=0)
+    with pytest.raises(ConfigError, match="qps must be a positive number or None"):
+        ExecutorConfig(qps=0)
+    with pytest.raises(ConfigError, match="timeout_s must be > 0 or None"):
+        ExecutorConfig(timeout_s=0)
+    with pytest.raises(ConfigError, match="max_retries must be >= 0"):
+        ExecutorConfig(max_retries=-1)
+    with pytest.raises(ConfigError, match="at least one backend"):
+        ToolExecutor([], ExecutorConfig())
+    with pytest.raises(ConfigError, match="distinct names"):
+        ToolExecutor([Good("x"), Good("x")], ExecutorConfig())
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        ToolExecutor([Good()], ExecutorConfig()).search("q", 0)
+    for f in ExecutorConfig.__dataclass_fields__.values():
+        assert f.metadata.get("help"), f"ExecutorConfig.{f.name} needs a help text"
+
+
+def test_benchmark_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.bench_executor import main
+
+    assert main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "ratio vs baseline" in out and "executor, cache hit" in out
