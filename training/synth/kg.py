@@ -1,0 +1,371 @@
+"""A dense knowledge graph of Wikipedia entities, grown from seeds (SailorFog-QA-V2, step 1).
+
+WebSailor-V2 starts from a graph whose nodes are pages and whose edges are the relations
+between them, and insists on a *dense* one: a crawl's breadth-first tree has no cycles, so
+every question sampled from it is a chain or a star. :func:`build_dense_kg` therefore runs in
+two phases: an expansion phase that discovers up to ``max_nodes`` entities breadth-first (each
+new entity is attached by the edge that discovered it, giving a BFS forest), then a
+densification phase that adds *every* known relation between two discovered entities
+(``u``'s neighbours include ``v``), which closes cycles and triangles.
+
+The structure is an undirected :class:`networkx.Graph` (the question templates and the
+isomorphism tests need an undirected shape); the direction and provenance of each relation
+live in the edge attributes::
+
+    {"source_page": "Paris", "target_page": "France", "kind": "link" | "mention" | "infobox",
+     "relation": "country" | "link" | "mention", "passage": docid?, "query": str?,
+     "reciprocal": bool, "relations": [(source_page, relation), ...]}
+
+Node attributes are the entity's statistics: ``entity`` (the :class:`Entity`), ``description``,
+``page_len``, ``infobox``, ``dates``, ``numbers``, ``categories`` and ``degree``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from training.synth.facts import DateFact, NumberFact, facts_from_fields
+
+log = logging.getLogger(__name__)
+
+EDGE_KINDS = ("infobox", "link", "mention")  # in order of preference when a pair has several
+_PERSON_KEYS = ("birth_date", "born", "birth_place", "death_date")
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One page as a graph node.
+
+    Attributes:
+        title: The page title (the node id and, for questions, the answer string).
+        description: The short description (``"Capital of France"``), or ``""``.
+        first_sentence: The first sentence of the lead.
+        infobox: Infobox key -> value text (not hashed).
+        categories: Category names (or the topic, for sources without categories).
+        page_len: Length of the page text in characters.
+        dates: Dates from the infobox, description and lead, each with its attribute name.
+        numbers: Quantities from the same places, each with its attribute name and unit.
+    """
+
+    title: str
+    description: str = ""
+    first_sentence: str = ""
+    infobox: dict[str, str] = field(default_factory=dict, hash=False, compare=True)
+    categories: tuple[str, ...] = ()
+    page_len: int = 0
+    dates: tuple[DateFact, ...] = ()
+    numbers: tuple[NumberFact, ...] = ()
+
+    @property
+    def is_person(self) -> bool:
+        """Whether the page looks like a biography: category ``People``/``... births``, a birth
+        infobox key, a birth date among its dates, or a sentence starting with He/She."""
+        return (_looks_like_person(self.categories, self.infobox, self.first_sentence)
+                or any(d.attr in ("birth", "death") for d in self.dates))
+
+
+_PRONOUN = re.compile(r"(?:^|[.!?]\s+)(?:He|She) [a-z]")
+
+
+def _looks_like_person(categories: Iterable[str], infobox: Mapping[str, str], lead: str = "") -> bool:
+    cats = [c.lower() for c in categories]
+    return (any(c == "people" or c.endswith(" births") or c.endswith(" deaths") for c in cats)
+            or any(k in infobox for k in _PERSON_KEYS) or bool(_PRONOUN.search(lead)))
+
+
+def make_entity(title: str, *, description: str = "", lead: str = "", infobox: Mapping[str, str] | None = None,
+                categories: Iterable[str] = (), page_len: int | None = None) -> Entity:
+    """Build an :class:`Entity` from a page's fields, extracting its dates and numbers.
+
+    Args:
+        title: Page title.
+        description: Short description.
+        lead: Lead section text (its first sentence is kept; dates and numbers are extracted).
+        infobox: Infobox fields.
+        categories: Categories (or a topic).
+        page_len: Page length in characters (defaults to the lead's length).
+
+    Returns:
+        The entity.
+    """
+    from wiki_index.text import first_sentence
+
+    box = {str(k): str(v) for k, v in (infobox or {}).items()}
+    cats = tuple(categories)
+    # the title itself is not a fact about the page ("2001: A Space Odyssey is a 1968 film")
+    strip = re.compile(r"(?<!\w)" + re.escape(title) + r"(?!\w)") if title else None
+    lead_text = strip.sub(" ", lead or "") if strip else lead or ""
+    desc_text = strip.sub(" ", description or "") if strip else description or ""
+    dates, numbers = facts_from_fields(desc_text, lead_text, box, person=_looks_like_person(cats, box, lead or ""))
+    return Entity(title=title, description=(description or "").strip(), first_sentence=first_sentence(lead or ""),
+                  infobox=box, categories=cats, page_len=len(lead or "") if page_len is None else int(page_len),
+                  dates=dates, numbers=numbers)
+
+
+@dataclass(frozen=True)
+class GraphStats:
+    """Shape of a graph: size, density, clustering and how many independent cycles it has.
+
+    ``avg_clustering`` is exact up to ``clustering_sample`` nodes and estimated on a fixed
+    random sample of that many nodes beyond. ``cycle_rank`` is ``E - V + components``: 0 for
+    a forest, the number of independent cycles otherwise.
+    """
+
+    nodes: int
+    edges: int
+    density: float
+    avg_degree: float
+    avg_clustering: float
+    cycle_rank: int
+    components: int
+
+
+def graph_stats(g: nx.Graph, *, clustering_sample: int = 2000) -> GraphStats:
+    """Compute :class:`GraphStats` for an undirected graph (clustering sampled beyond ``clustering_sample`` nodes)."""
+    n, e = g.number_of_nodes(), g.number_of_edges()
+    if n == 0:
+        return GraphStats(0, 0, 0.0, 0.0, 0.0, 0, 0)
+    comps = nx.number_connected_components(g)
+    nodes = sorted(g.nodes, key=str)
+    if n > clustering_sample:
+        nodes = random.Random(0).sample(nodes, clustering_sample)
+    clust = nx.average_clustering(g, nodes=nodes)
+    return GraphStats(n, e, nx.density(g), 2 * e / n, float(clust), e - n + comps, comps)
+
+
+@dataclass
+class BuildReport:
+    """What :func:`build_dense_kg` did: counts of everything added and skipped, shape before/after densification."""
+
+    seeds: int = 0
+    seeds_missing: int = 0
+    nodes: int = 0
+    tree_edges: int = 0
+    dense_edges: int = 0
+    missing_entities: int = 0
+    bad_edges: int = 0
+    self_loops: int = 0
+    neighbours_calls: int = 0
+    before: GraphStats | None = None
+    after: GraphStats | None = None
+
+
+class KnowledgeGraph:
+    """An undirected entity graph whose edges remember direction, relation and provenance.
+
+    Args:
+        graph: An existing graph to wrap (its nodes should carry an ``entity`` attribute);
+            a new empty one by default.
+    """
+
+    def __init__(self, graph: nx.Graph | None = None) -> None:
+        self.graph: nx.Graph = graph if graph is not None else nx.Graph()
+        self.report = BuildReport()
+
+    def __len__(self) -> int:
+        return self.graph.number_of_nodes()
+
+    def __contains__(self, title: object) -> bool:
+        return title in self.graph
+
+    def add_entity(self, entity: Entity) -> None:
+        """Add (or replace) a node with the entity's statistics as attributes."""
+        self.graph.add_node(entity.title, entity=entity, description=entity.description, page_len=entity.page_len,
+                            infobox=entity.infobox, dates=entity.dates, numbers=entity.numbers,
+                            categories=entity.categories)
+
+    def entity(self, title: str) -> Entity:
+        """Return the entity of a node.
+
+        Raises:
+            KeyError: The title is not in the graph, or the node carries no entity.
+        """
+        if title not in self.graph:
+            raise KeyError(f"{title!r} is not a node of this knowledge graph ({len(self)} nodes)")
+        ent = self.graph.nodes[title].get("entity")
+        if ent is None:
+            raise KeyError(f"node {title!r} has no 'entity' attribute; add nodes with add_entity()")
+        return ent
+
+    @property
+    def entities(self) -> dict[str, Entity]:
+        """Title -> entity for every node that carries one."""
+        return {n: d["entity"] for n, d in self.graph.nodes(data=True) if "entity" in d}
+
+    def add_relation(self, src: str, dst: str, attrs: Mapping[str, Any]) -> bool:
+        """Record the relation ``src -> dst``; both must be nodes already.
+
+        A pair seen again keeps one edge: the reverse direction sets ``reciprocal``, a more
+        specific kind (``infobox`` over ``link`` over ``mention``) takes over the main
+        attributes, and every ``(source_page, relation)`` is listed in ``relations``.
+
+        Returns:
+            ``True`` when a new edge was created.
+
+        Raises:
+            KeyError: An endpoint is not a node yet.
+            ValueError: ``attrs["kind"]`` is not one of :data:`EDGE_KINDS`.
+        """
+        if src not in self.graph or dst not in self.graph:
+            missing = [t for t in (src, dst) if t not in self.graph]
+            raise KeyError(f"add_relation({src!r}, {dst!r}): {missing} not in the graph; add_entity() them first")
+        kind = attrs.get("kind", "link")
+        if kind not in EDGE_KINDS:
+            raise ValueError(f"edge kind must be one of {EDGE_KINDS}, got {kind!r} for {src!r} -> {dst!r}")
+        attrs = {**attrs, "kind": kind}
+        rel = (src, str(attrs.get("relation", kind)))
+        if self.graph.has_edge(src, dst):
+            data = self.graph.edges[src, dst]
+            if rel not in data["relations"]:
+                data["relations"].append(rel)
+            if data["source_page"] != src:
+                data["reciprocal"] = True
+            if EDGE_KINDS.index(kind) < EDGE_KINDS.index(data["kind"]):
+                keep = {"relations": data["relations"], "reciprocal": data["reciprocal"]}
+                data.clear()
+                data.update(attrs, source_page=src, target_page=dst, **keep)
+            return False
+        self.graph.add_edge(src, dst, **{**attrs, "source_page": src, "target_page": dst,
+                                         "reciprocal": False, "relations": [rel]})
+        return True
+
+    def relation(self, u: str, v: str) -> dict[str, Any]:
+        """The attributes of the edge between ``u`` and ``v`` (either order)."""
+        return self.graph.edges[u, v]
+
+    def refresh_degrees(self) -> None:
+        """Store each node's current degree in its ``degree`` attribute."""
+        for n, d in self.graph.degree():
+            self.graph.nodes[n]["degree"] = d
+
+    def stats(self) -> GraphStats:
+        """Shape of the graph (see :class:`GraphStats`)."""
+        return graph_stats(self.graph)
+
+
+NeighboursFn = Callable[[str], Iterable[tuple[str, Mapping[str, Any]]]]
+EntityFn = Callable[[str], "Entity | None"]
+
+
+def _valid_edges(title: str, raw: Iterable[Any], report: BuildReport) -> list[tuple[str, dict[str, Any]]]:
+    """Validate ``neighbours_fn`` output: ``(title, attrs)`` pairs with a known kind; one edge per target."""
+    best: dict[str, dict[str, Any]] = {}
+    for item in raw:
+        try:
+            target, attrs = item
+            attrs = dict(attrs)
+            attrs.setdefault("kind", "link")
+            attrs.setdefault("relation", attrs["kind"])
+            ok = isinstance(target, str) and target and attrs["kind"] in EDGE_KINDS
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            report.bad_edges += 1
+            if report.bad_edges == 1:
+                log.warning("neighbours_fn(%r) returned %r; expected (title, {'kind': one of %s, ...}); "
+                            "skipping such items (counted in report.bad_edges)", title, item, EDGE_KINDS)
+            continue
+        if target == title:
+            report.self_loops += 1
+            continue
+        old = best.get(target)
+        if old is None or EDGE_KINDS.index(attrs["kind"]) < EDGE_KINDS.index(old["kind"]):
+            best[target] = attrs
+    return list(best.items())
+
+
+def build_dense_kg(seeds: Iterable[str], neighbours_fn: NeighboursFn, entity_fn: EntityFn, *, max_nodes: int,
+                   densify: bool = True, rng: random.Random | int = 0,
+                   max_neighbours: int | None = None) -> KnowledgeGraph:
+    """Grow a knowledge graph breadth-first from seed entities, then densify it.
+
+    Args:
+        seeds: Titles to start from (kept in the given order; duplicates ignored).
+        neighbours_fn: ``title -> [(neighbour_title, edge_attrs), ...]``; ``edge_attrs`` needs
+            ``kind`` (``"link"``, ``"mention"`` or ``"infobox"``) and usually ``relation``; malformed
+            items are skipped and counted.
+        entity_fn: ``title -> Entity`` or ``None`` for a title that is not a page (skipped, counted).
+        max_nodes: Stop discovering entities at this many nodes.
+        densify: Add every relation between two discovered entities (else the result is the BFS forest).
+        rng: Random generator (or seed) that shuffles each neighbour list before expansion, so
+            which neighbours fit under ``max_nodes``/``max_neighbours`` is a fair random choice.
+        max_neighbours: Expand at most this many neighbours per entity (densification still
+            considers all of them).
+
+    Returns:
+        The graph; ``kg.report`` holds the counts and the shape before and after densification.
+
+    Raises:
+        ValueError: ``max_nodes`` is not positive.
+    """
+    if max_nodes < 1:
+        raise ValueError(f"max_nodes must be >= 1, got {max_nodes}; pass the number of entities to discover")
+    rng = rng if isinstance(rng, random.Random) else random.Random(rng)
+    kg = KnowledgeGraph()
+    rep = kg.report
+    nbr_cache: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    ent_cache: dict[str, Entity | None] = {}
+
+    def neighbours(t: str) -> list[tuple[str, dict[str, Any]]]:
+        if t not in nbr_cache:
+            rep.neighbours_calls += 1
+            nbr_cache[t] = _valid_edges(t, neighbours_fn(t) or (), rep)
+        return nbr_cache[t]
+
+    def entity(t: str) -> Entity | None:
+        if t not in ent_cache:
+            ent_cache[t] = entity_fn(t)
+        return ent_cache[t]
+
+    queue: deque[str] = deque()
+    for s in dict.fromkeys(seeds):
+        rep.seeds += 1
+        if len(kg) >= max_nodes:
+            break
+        ent = entity(s)
+        if ent is None:
+            rep.seeds_missing += 1
+            continue
+        if s not in kg:
+            kg.add_entity(ent)
+            queue.append(s)
+    if rep.seeds and rep.seeds_missing == rep.seeds:
+        log.warning("none of the %d seeds is a known entity (entity_fn returned None for all)", rep.seeds)
+    while queue and len(kg) < max_nodes:
+        u = queue.popleft()
+        order = list(neighbours(u))
+        rng.shuffle(order)
+        for v, attrs in order[:max_neighbours] if max_neighbours else order:
+            if v in kg:
+                continue
+            if len(kg) >= max_nodes:
+                break
+            ent = entity(v)
+            if ent is None:
+                rep.missing_entities += 1
+                continue
+            kg.add_entity(ent)
+            kg.add_relation(u, v, attrs)
+            rep.tree_edges += 1
+            queue.append(v)
+    rep.before = kg.stats()
+    if densify:
+        for u in sorted(kg.graph.nodes):
+            for v, attrs in neighbours(u):
+                if v in kg and kg.add_relation(u, v, attrs):
+                    rep.dense_edges += 1
+    kg.refresh_degrees()
+    rep.nodes = len(kg)
+    rep.after = kg.stats()
+    log.info("knowledge graph: %d nodes, %d tree edges + %d densified; cycle rank %d -> %d, clustering %.3f -> %.3f",
+             rep.nodes, rep.tree_edges, rep.dense_edges, rep.before.cycle_rank, rep.after.cycle_rank,
+             rep.before.avg_clustering, rep.after.avg_clustering)
+    return kg

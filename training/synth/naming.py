@@ -1,0 +1,217 @@
+"""Names without names: entity descriptions, head nouns, partial names, and the leak check.
+
+An entity is obfuscated by its short description (``"a German-born theoretical physicist"``)
+or, failing that, the predicate of its first sentence; the English around it (articles,
+capitalisation, plurals) is handled by small rules tuned on Wikipedia descriptions. No function
+here ever returns text containing a forbidden name: :func:`leaks` is the one check used
+everywhere (whole words, case-insensitive, with and without a bracketed qualifier).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from training.synth.clues import Clue, UncertaintyType
+
+if TYPE_CHECKING:
+    from training.synth.kg import Entity
+
+# --- names and leaks ---------------------------------------------------------------------
+
+_QUALIFIER = re.compile(r"\s*\([^()]*\)$")
+
+
+def name_variants(title: str) -> list[str]:
+    """The strings that would give a title away: the title and its bare name (``"Mercury (planet)"`` -> ``"Mercury"``)."""
+    base = _QUALIFIER.sub("", title).strip()
+    return [v for v in dict.fromkeys([title.strip(), base]) if v]
+
+
+def leaks(text: str, names: Iterable[str]) -> bool:
+    """Whether ``text`` gives away any of ``names`` (or their bare forms), ignoring case.
+
+    A name of 6+ characters leaks anywhere, even inside a longer word ("educational" gives
+    away "Education", "hydrocarbon" gives away "Carbon"); a shorter one only as a whole word
+    (so "Art" does not leak through "article").
+    """
+    low = text.lower()
+    for name in names:
+        for v in name_variants(name):
+            v = v.lower()
+            if (v in low) if len(v) >= 6 else re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", low):
+                return True
+    return False
+
+
+# --- obfuscated entities -----------------------------------------------------------------
+
+_BRACKET_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
+_PREDICATE = re.compile(r"\b(?:is|was|are|were)\s+((?:an?|the|one of the)\s+.+)$")
+_THE_WORDS = {"first", "second", "third", "fourth", "fifth", "last", "final", "only", "main", "capital",
+              "largest", "highest", "longest", "oldest", "biggest", "smallest", "most", "principal"}
+
+
+_NO_ARTICLE = {"the", "a", "an", "one", "two", "three", "some", "many", "several", "any", "something", "someone",
+               "this", "these", "those", "each", "every", "all", "most"}
+
+
+def with_article(phrase: str, plural: bool = False) -> str:
+    """Prefix "a", "an" or "the" as English wants (nothing for plurals, possessives, quantifiers)."""
+    first = phrase.split(" ", 1)[0]
+    low = first.lower()
+    if first.endswith(("'s", "’s")) or low in _NO_ARTICLE:
+        return phrase
+    if low in _THE_WORDS or (low.endswith("est") and len(low) > 4):
+        return "the " + phrase
+    if plural:
+        return phrase
+    if len(first) >= 2 and first.isupper() and first.isalpha():  # an acronym is read letter by letter
+        return ("an " if first[0] in "AEFHILMNORSX" else "a ") + phrase
+    vowel = (low[:1] in "aeiou" and not re.match(r"(?:one|once|uni|use|usu|uti|eu|ur[aeiou])", low)) \
+        or re.match(r"(?:hour|honest|honou?r|heir)", low) is not None \
+        or re.match(r"(8|11|18)\d*(?:th|s|-|\b)", low) is not None
+    return ("an " if vowel else "a ") + phrase
+
+
+def _recase(description: str, context: str, title: str = "") -> str:
+    """Lower-case the description's first word unless it is a proper word: written capitalised
+    mid-sentence on the page (outside the page's own name), an acronym, a possessive, or a
+    nationality-like adjective."""
+    if title:
+        context = context.replace(title, " ")
+    first = description.split(" ", 1)[0]
+    if len(first) > 1 and first[1:2].isupper():  # an acronym ("NATO member", "US state")
+        return description
+    if re.search(r"(?<!\w)" + re.escape(first.lower()) + r"(?!\w)", context):
+        return first[:1].lower() + description[1:]
+    if re.search(r"(?<=[a-z,] )" + re.escape(first) + r"\b", context) or re.search(
+            r"(?:'s|’s|ian|ean|can|ese|ish|-born)$", first):
+        return description
+    return first[:1].lower() + description[1:]
+
+
+_FUNCTION_WORDS = {"a", "an", "the", "of", "in", "on", "by", "for", "to", "with", "and", "or", "as", "at", "from",
+                   "that", "which", "who", "its", "their", "his", "her", "is", "was", "are", "were", "be", "into"}
+_NOT_A_NOUN_PHRASE = re.compile(r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used|Refers?|See)\b")
+
+
+def _predicate(first_sentence: str) -> str:
+    m = _PREDICATE.search(first_sentence.rstrip(". "))
+    if not m:
+        return ""
+    words = re.split(r"[,;:(]", m.group(1), maxsplit=1)[0].split()
+    if len(words) > 14:  # cut long predicates, then drop a dangling function word ("... enactment by")
+        words = words[:14]
+        while words and words[-1].lower() in _FUNCTION_WORDS:
+            words.pop()
+    return " ".join(words)
+
+
+def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: bool = False) -> Clue:
+    """Name an entity without its name: its short description, else the predicate of its first sentence.
+
+    Args:
+        entity: The entity.
+        forbidden: Other names that must not appear either (the question's answer).
+        named: Use the plain title instead (still checked against ``forbidden``).
+
+    Returns:
+        An ``OBFUSCATED_ENTITY`` clue whose text is a noun phrase (``"a German-born theoretical
+        physicist"``); when every candidate leaks a name, a vague fallback (``"an entity
+        related to geography"``) recorded with ``source=fallback``.
+    """
+    names = [entity.title, *forbidden]
+    bad = list(forbidden)
+    candidates: list[tuple[str, str]] = []
+    if named:
+        candidates.append(("title", entity.title))
+    desc = _BRACKET_TAIL.sub("", entity.description.split(";")[0]).strip()
+    if desc and not _NOT_A_NOUN_PHRASE.search(desc):  # "Used to count, measure, and label" is no noun phrase
+        raw = _raw_head(desc)
+        plural = bool(raw) and _singular(raw) != raw
+        candidates.append(("description", with_article(_recase(desc, entity.first_sentence, entity.title), plural)))
+    pred = _predicate(entity.first_sentence)
+    if pred:
+        candidates.append(("first_sentence", pred))
+    for source, text in candidates:
+        if not leaks(text, bad if source == "title" else names):
+            return Clue(text, UncertaintyType.OBFUSCATED_ENTITY, entity.title, (("source", source),))
+    topic = next((c for c in entity.categories if c and not leaks(c, names) and c != "Uncategorized"), "")
+    text = f"an entity related to {topic.lower()}" if topic else "a certain entity"
+    return Clue(text, UncertaintyType.OBFUSCATED_ENTITY, entity.title, (("source", "fallback"),))
+
+
+_HEAD_CUT = re.compile(r",|;| [a-z]+ing\b| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
+                       r"|over|into|as|used|known|located|based|consisting|made|found|named)\b")
+_NOT_NOUNS = {"one", "two", "three", "first", "second", "third", "any", "some", "other", "many", "various", "several",
+              "something", "someone", "type", "kind", "form"}
+_INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}
+
+
+def _singular(word: str) -> str:
+    if word in _INVARIANT:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith(("ss", "us", "is", "ics")) and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _raw_head(phrase: str) -> str:
+    """The head word of a noun phrase as written (``"basic elements of language"`` -> ``"elements"``)."""
+    chunk = _HEAD_CUT.split(_BRACKET_TAIL.sub("", phrase), maxsplit=1)[0]
+    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", chunk)]
+    words = [w for w in words if not w.endswith(("ly", "ed", "-born")) and w not in _NOT_NOUNS
+             and w not in ("a", "an", "the")]
+    return words[-1] if words else ""
+
+
+def _head_of(phrase: str) -> str:
+    return _singular(_raw_head(phrase))
+
+
+def head_noun(entity: Entity, *, forbidden: Iterable[str] = ()) -> str:
+    """A one-word type for the entity: the head of its description (``"1968 film by ..."`` ->
+    ``"film"``), else of its first sentence's predicate, else ``"person"``/``"entity"``."""
+    names = [entity.title, *forbidden]
+    for phrase in (entity.description, _predicate(entity.first_sentence)):
+        noun = _head_of(phrase) if phrase else ""
+        if len(noun) >= 3 and not leaks(noun, names):
+            return noun
+    return "person" if entity.is_person else "entity"
+
+
+def partial_name_clue(title: str, *, mode: str | None = None, rng: random.Random | None = None) -> Clue:
+    """Reveal a sliver of the name: its initial, a short prefix, its letter count or word count.
+
+    Args:
+        title: The name (its bracketed qualifier is ignored).
+        mode: ``"initial"``, ``"prefix"``, ``"length"`` or ``"words"``; ``None`` picks one at random.
+        rng: Random generator.
+
+    Returns:
+        A ``PARTIAL_NAME`` clue; a prefix is at most a third of the name, so the name never appears whole.
+    """
+    rng = rng or random.Random(0)
+    name = name_variants(title)[-1]
+    mode = mode or ("initial", "prefix", "length", "words")[rng.randrange(4)]
+    letters = sum(c.isalpha() for c in name)
+    if mode == "prefix" and len(name) < 6:
+        mode = "initial"
+    if mode == "initial":
+        text = f'whose name begins with the letter "{name[0].upper()}"'
+    elif mode == "prefix":
+        cut = max(2, min(4, len(name) // 3))
+        text = f'whose name starts with "{name[:cut]}"'
+    elif mode == "length":
+        text = f"whose name has {letters} letters"
+    elif mode == "words":
+        n = len(name.split())
+        text = "whose name is a single word" if n == 1 else f"whose name is {n} words long"
+    else:
+        raise ValueError(f"mode must be 'initial', 'prefix', 'length' or 'words', got {mode!r}")
+    return Clue(text, UncertaintyType.PARTIAL_NAME, title, (("mode", mode),))

@@ -1,0 +1,352 @@
+"""Template question generation from a subgraph, a target and facts (SailorFog-QA-V2, step 5).
+
+Deterministic and model-free: the subgraph is read as a breadth-first tree rooted at the
+target. Every other node becomes a blurred noun phrase (its description, sometimes its name,
+sometimes with a fuzzed date), chained to its parent by a relational clause ("whose article
+mentions ...", "that is the capital of ..."); the target itself gets up to a few direct
+clues (a fuzzed date or number, a sliver of its name), and the structure adds the rest: the
+edges that close cycles become "... are also directly linked" constraints, a high-degree
+neighbour can become a counting clue, a near miss from the whole graph a negation, another
+dated node a temporal order. Several templates per structure turn the clauses into one English question; the
+answer (the target's title) never appears: descriptions avoid it, clues that would contain it
+are dropped, and a template that contains it is not used.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Hashable, Mapping
+from dataclasses import dataclass
+
+import networkx as nx
+
+from training.synth.kg import Entity, KnowledgeGraph
+from training.synth.sampling import Structure, Subgraph, classify_structure
+from training.synth.uncertainty import (
+    Clue,
+    UncertaintyType,
+    counting_clue,
+    date_phrase,
+    describe_entity,
+    fuzz_date,
+    fuzz_number,
+    head_noun,
+    leaks,
+    name_variants,
+    negation_clue,
+    number_phrase,
+    partial_name_clue,
+    relational_clue,
+    temporal_order_clue,
+)
+
+U = UncertaintyType
+
+
+class AnswerLeakError(ValueError):
+    """Every template would show the answer: its name is one of the template's own words
+    (a page called "Name" or "Article"). Skip such targets and count them."""
+
+
+ALL_TYPES: tuple[UncertaintyType, ...] = tuple(UncertaintyType)
+
+
+@dataclass(frozen=True)
+class QuestionDraft:
+    """A synthesised question before any model rewriting or verification.
+
+    Attributes:
+        question: The question text.
+        answer: The target's title.
+        uncertainty_types: The :class:`UncertaintyType` values used, sorted.
+        constraints: Number of atomic clues (relations, blurred facts, exclusions...).
+        hops: Eccentricity of the target in the subgraph (longest chain of relations to follow).
+        structure: The subgraph's :class:`Structure` value.
+        template: Which template rendered it.
+        clues: The top-level clues, with their records.
+        nodes: The subgraph's nodes.
+        scrubbed: Clues that contained the answer's name were dropped (rare: a unit such as
+            "square kilometres" when the answer is "Square"); callers may count these.
+    """
+
+    question: str
+    answer: str
+    uncertainty_types: tuple[str, ...]
+    constraints: int
+    hops: int
+    structure: str
+    template: str
+    clues: tuple[Clue, ...] = ()
+    nodes: tuple = ()
+    scrubbed: bool = False
+
+
+class _Builder:
+    def __init__(self, g: nx.Graph, target: Hashable, facts: Mapping[str, Entity], rng: random.Random,
+                 types: Collection[UncertaintyType], named_prob: float, kg: nx.Graph | None) -> None:
+        self.g, self.target, self.facts, self.rng, self.kg = g, target, facts, rng, kg
+        self.types = set(types)
+        self.named_prob = named_prob
+        self.forbidden = name_variants(str(target))
+        self.used: set[UncertaintyType] = set()
+        self.count = 0
+
+    def entity(self, node: Hashable) -> Entity:
+        ent = self.facts.get(node) if isinstance(node, str) else None
+        for graph in (self.g, self.kg):
+            if ent is None and graph is not None and node in graph:
+                ent = graph.nodes[node].get("entity")
+        return ent or Entity(title=str(node))
+
+    def allow(self, t: UncertaintyType, p: float = 1.0) -> bool:
+        return t in self.types and self.rng.random() < p
+
+    def noun_phrase(self, node: Hashable, with_fact: bool = True) -> Clue:
+        ent = self.entity(node)
+        named = not self.allow(U.OBFUSCATED_ENTITY, 1 - self.named_prob)
+        clue = describe_entity(ent, forbidden=self.forbidden, named=named)
+        if dict(clue.record).get("source") != "title":
+            self.used.add(U.OBFUSCATED_ENTITY)
+        if with_fact and self.rng.random() < 0.5:
+            extra = self.date_clue(ent, generic=False) or self.number_clue(ent) or self.date_clue(ent)
+            if extra is not None:
+                clue = Clue(f"{clue.text} {extra.text}", clue.type, clue.original, clue.record, (extra,))
+        return clue
+
+    def date_clue(self, ent: Entity, generic: bool = True) -> Clue | None:
+        """A fuzzed date with its verb; dates of a known kind first, a bare "date" only if ``generic``."""
+        dated = [d for d in ent.dates if date_phrase(d.attr) is not None]
+        named = [d for d in dated if d.attr != "date"]
+        named = [d for d in named if not leaks(date_phrase(d.attr)[0], self.forbidden)]
+        pool = named or (dated if generic else [])
+        if not pool or U.FUZZY_DATE not in self.types:
+            return None
+        d = pool[self.rng.randrange(len(pool))]
+        fuzzed = fuzz_date(d, rng=self.rng)
+        self.used.add(U.FUZZY_DATE)
+        self.count += 1
+        return Clue(f"{date_phrase(d.attr)[0]} {fuzzed.text}", U.FUZZY_DATE, d.text, fuzzed.record)
+
+    def number_clue(self, ent: Entity) -> Clue | None:
+        if U.FUZZY_NUMBER not in self.types:
+            return None
+        options = [n for n in ent.numbers if n.value > 0 and (p := number_phrase(n, fuzz_number(n, mode="about")))
+                   and not leaks(p, self.forbidden)]
+        if not options:
+            return None
+        n = options[self.rng.randrange(len(options))]
+        fuzzed = fuzz_number(n, rng=self.rng)
+        self.used.add(U.FUZZY_NUMBER)
+        self.count += 1
+        return Clue(number_phrase(n, fuzzed) or fuzzed.text, U.FUZZY_NUMBER, n.text, fuzzed.record)
+
+    def relation(self, node: Hashable, other: Hashable, anchor: Clue) -> Clue:
+        """Describe ``node`` through its edge to ``other`` (described by ``anchor``)."""
+        data = self.g.edges[node, other]
+        self.used.add(U.RELATIONAL)
+        self.count += 1
+        return relational_clue(anchor, str(data.get("relation", "link")),
+                               anchor_is_source=data.get("source_page", other) == other)
+
+    def describe(self, node: Hashable, children: Mapping[Hashable, list]) -> Clue:
+        """A noun phrase for ``node`` with relational clauses for its subtree."""
+        base = self.noun_phrase(node)
+        subs = [self.relation(node, c, self.describe(c, children)) for c in children.get(node, [])]
+        if not subs:
+            return base
+        joined = " and ".join(s.text for s in subs)
+        return Clue(f"{base.text} {joined}", base.type, base.original, base.record, (base, *subs))
+
+
+def _bfs_children(g: nx.Graph, root: Hashable) -> tuple[dict[Hashable, list], dict[Hashable, int]]:
+    children: dict[Hashable, list] = {}
+    depth = {root: 0}
+    frontier = [root]
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in sorted(g.adj[u], key=str):
+                if v not in depth:
+                    depth[v] = depth[u] + 1
+                    children.setdefault(u, []).append(v)
+                    nxt.append(v)
+        frontier = nxt
+    return children, depth
+
+
+def _join(texts: list[str]) -> str:
+    if len(texts) <= 2:
+        return " and ".join(texts)
+    return ", ".join(texts[:-1]) + ", and " + texts[-1]
+
+
+def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Mapping[str, Entity],
+                      rng: random.Random | int = 0, types: Collection[UncertaintyType] = ALL_TYPES, *,
+                      kg: KnowledgeGraph | nx.Graph | None = None, named_prob: float = 0.25,
+                      max_target_facts: int = 2) -> QuestionDraft:
+    """Turn a subgraph, a target node and the entities' facts into one question.
+
+    Args:
+        subgraph: A sampled :class:`Subgraph` (or a connected graph with KG edge attributes).
+        target: The node whose title is the answer.
+        facts: Title -> :class:`Entity` (e.g. ``kg.entities``); nodes missing here fall back to
+            their ``entity`` node attribute, then to a bare title.
+        rng: Random generator or seed (the same seed gives the same question).
+        types: The uncertainty transforms allowed. ``RELATIONAL`` is used whenever the target
+            has neighbours (the subgraph's edges are the question); the others are optional.
+        kg: The whole knowledge graph, for near-miss candidates (a negation names a neighbour of
+            the target's neighbour, related the same way, that is *not* the answer); without it
+            no negation clue is made.
+        named_prob: Probability that a non-target node is named instead of described.
+        max_target_facts: At most this many blurred facts about the target itself.
+
+    Returns:
+        The :class:`QuestionDraft`.
+
+    Raises:
+        KeyError: ``target`` is not a node of the subgraph.
+        ValueError: No clue at all can be made (a lone node without usable facts).
+        AnswerLeakError: The answer's name is a word of every template (skip the target).
+    """
+    rng = rng if isinstance(rng, random.Random) else random.Random(rng)
+    g = subgraph if isinstance(subgraph, nx.Graph) else subgraph.graph
+    if target not in g:
+        raise KeyError(f"target {target!r} is not in the subgraph (nodes: {sorted(map(str, g.nodes))})")
+    structure = classify_structure(g) if nx.is_connected(g) else Structure.OTHER
+    full = kg.graph if isinstance(kg, KnowledgeGraph) else kg
+    b = _Builder(g, target, facts, rng, types, named_prob, full)
+    children, depth = _bfs_children(g, target)
+    ent = b.entity(target)
+    head = head_noun(ent, forbidden=b.forbidden) if U.OBFUSCATED_ENTITY in b.types else "entity"
+    kids = children.get(target, [])
+    clues: list[Clue] = []
+    for c in kids:
+        if b.allow(U.COUNTING, 0.25) and g.nodes[c].get("degree", 0) >= 3:
+            clues.append(counting_clue(int(g.nodes[c]["degree"]), b.describe(c, children)))
+            b.used.add(U.COUNTING)
+            b.count += 1
+        else:
+            clues.append(b.relation(target, c, b.describe(c, children)))
+    own = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
+    rng.shuffle(own)
+    clues.extend(own[:max_target_facts])
+    clues.extend(_structural_clues(b, g, children, ent))
+    if b.allow(U.PARTIAL_NAME, 0.35 if len(clues) > 1 else 1.0):
+        name_clue = partial_name_clue(str(target), rng=rng)
+        if not leaks(name_clue.text, b.forbidden):
+            clues.append(name_clue)
+            b.used.add(U.PARTIAL_NAME)
+            b.count += 1
+    if not clues:
+        raise ValueError(f"no clue can be made for {target!r}: it has no neighbour in the subgraph and no usable "
+                         f"fact among the allowed types; pass a connected subgraph of 2+ nodes")
+    if len(clues) >= 2 and U.INTERSECTION in b.types:
+        b.used.add(U.INTERSECTION)  # the answer is only pinned down by all the top-level clues together
+    kept = [c for c in clues if not leaks(c.text, b.forbidden)]
+    scrubbed = len(kept) < len(clues)
+    if not kept:
+        raise AnswerLeakError(f"every clue for {target!r} contains the answer's name; skip this target")
+    clues = kept
+    question, template = _render(head, clues, structure, kids, rng, b.forbidden)
+    return QuestionDraft(question=question, answer=str(target), uncertainty_types=tuple(sorted(t.value for t in b.used)),
+                         constraints=b.count, hops=max(depth.values()), structure=structure.value, template=template,
+                         clues=tuple(clues), nodes=tuple(g.nodes), scrubbed=scrubbed)
+
+
+def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list], ent: Entity) -> list[Clue]:
+    """Cycle-closing edges, a near-miss negation and a temporal order, as the structure and facts allow."""
+    out: list[Clue] = []
+    tree = {(u, v) for u, vs in children.items() for v in vs}
+    refs = _short_refs(b, g)
+    for u, v in sorted(g.edges, key=lambda e: (str(e[0]), str(e[1]))):
+        if (u, v) in tree or (v, u) in tree or u not in refs or v not in refs or U.INTERSECTION not in b.types:
+            continue
+        text = f"where {refs[u]} and {refs[v]} are also directly linked"
+        out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"),)))
+        b.used.add(U.INTERSECTION)
+        b.count += 1
+    miss = _near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, 0.4) else None
+    if miss is not None:
+        phrase = b.noun_phrase(miss, with_fact=False)
+        own = describe_entity(ent, forbidden=b.forbidden)
+        if phrase.text != own.text and dict(phrase.record).get("source") != "fallback":
+            out.append(negation_clue(phrase))
+            b.used.add(U.NEGATION)
+            b.count += 1
+    if b.allow(U.TEMPORAL_ORDER, 0.5):
+        mine = [d for d in ent.dates if (p := date_phrase(d.attr)) and p[1]]
+        others = sorted((n for n in g if n != b.target), key=str)
+        b.rng.shuffle(others)
+        for n in others:
+            theirs = [d for d in b.entity(n).dates if (p := date_phrase(d.attr)) and p[1]]
+            if mine and theirs:
+                clue = temporal_order_clue(mine[0], theirs[0], b.noun_phrase(n, with_fact=False))
+                if clue is not None:
+                    out.append(clue)
+                    b.used.add(U.TEMPORAL_ORDER)
+                    b.count += 1
+                    break
+    return out
+
+
+def _near_miss(b: _Builder, kids: list) -> Hashable | None:
+    """A KG neighbour of one of the target's neighbours, outside the subgraph, related to it the
+    way the target is (same relation, same direction): it fits that clue but is not the answer."""
+    if not kids:
+        return None
+    c = kids[b.rng.randrange(len(kids))]
+    ref = b.g.edges[b.target, c]
+    ref_out = ref.get("source_page") == c
+    cands = []
+    for s in sorted(b.kg.adj[c], key=str) if c in b.kg else []:
+        if s in b.g:
+            continue
+        e = b.kg.edges[c, s]
+        if e.get("relation") == ref.get("relation") and (e.get("source_page") == c) == ref_out:
+            cands.append(s)
+    return cands[b.rng.randrange(len(cands))] if cands else None
+
+
+def _short_refs(b: _Builder, g: nx.Graph) -> dict[Hashable, str]:
+    """``"the physicist"`` for nodes whose head noun is unique in the subgraph (and not the target's)."""
+    heads = {n: head_noun(b.entity(n), forbidden=b.forbidden) for n in g}
+    counts: dict[str, int] = {}
+    for h in heads.values():
+        counts[h] = counts.get(h, 0) + 1
+    return {n: f"the {h}" for n, h in heads.items()
+            if n != b.target and counts[h] == 1 and h not in ("entity", "person")}
+
+
+_PLAIN = ("which", "what", "name")
+
+
+def _render(head: str, clues: list[Clue], structure: Structure, kids: list, rng: random.Random,
+            forbidden: list[str]) -> tuple[str, str]:
+    """Pick a template at random among those that fit the structure and do not show the answer."""
+    texts = [c.text for c in clues]
+    options = list(_PLAIN)
+    if len(texts) >= 3 or structure in (Structure.CYCLE, Structure.DENSE):
+        options.append("all_of")
+    links = [c for c in clues[: len(kids)] if c.type is U.RELATIONAL and c.parts]
+    if structure is Structure.STAR and len(links) >= 3:
+        options.append("star_centre")
+    rng.shuffle(options)
+    for t in options:
+        q = _fill(t, head, texts, links, clues)
+        if not leaks(q, forbidden):
+            return q, t
+    raise AnswerLeakError(f"the answer {forbidden[0]!r} is a word of every template (e.g. {q!r}); skip this target")
+
+
+def _fill(t: str, head: str, texts: list[str], links: list[Clue], clues: list[Clue]) -> str:
+    if t == "which":
+        return f"Which {head} {_join(texts)}?"
+    if t == "what":
+        return f"What is the name of the {head} {_join(texts)}?"
+    if t == "name":
+        return f"Name the {head} {_join(texts)}."
+    if t == "all_of":
+        return f"Find the {head} that fits all of these clues: {'; '.join(texts)}."
+    rest = [c.text for c in clues if c not in links]
+    q = f"Which {head} is linked with each of the following: {'; '.join(c.parts[0].text for c in links)}?"
+    return q + (f" It is the one {_join(rest)}." if rest else "")

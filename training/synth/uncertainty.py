@@ -1,0 +1,284 @@
+"""Uncertainty transforms: turn exact facts into blurred clues (SailorFog-QA-V2, step 4).
+
+WebSailor-V2 makes questions hard by *removing* information rather than adding length: an
+entity is named by a description, a date by its decade, a number by its order of magnitude,
+and several weak clues must be intersected to pin the answer down. Each transform here takes
+a real fact and returns a :class:`Clue`: the clue text (a phrase that can follow a noun,
+e.g. ``"born in the late 1870s"``) plus a record of what was done, tagged with an
+:class:`UncertaintyType` so a question lists the transforms it uses.
+
+No transform ever writes an entity's own name: :func:`describe_entity` takes the names to
+avoid and falls back to vaguer text when every description leaks one (:func:`leaks`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Sequence
+from enum import Enum
+
+from training.synth.clues import Clue, UncertaintyType
+from training.synth.facts import MEASURE_UNITS, DateFact, NumberFact
+from training.synth.naming import describe_entity, head_noun, leaks, name_variants, partial_name_clue, with_article
+
+__all__ = [
+    "Clue", "DateGranularity", "UncertaintyType", "counting_clue", "date_phrase", "describe_entity", "format_quantity",
+    "fuzz_date", "fuzz_number", "head_noun", "intersection_clue", "leaks", "name_variants", "negation_clue",
+    "number_phrase", "partial_name_clue", "relation_label", "relational_clue", "temporal_order_clue",
+]
+
+
+# --- dates ---------------------------------------------------------------------------------
+
+class DateGranularity(str, Enum):
+    """How far a date is blurred."""
+
+    PART_OF_DECADE = "part_of_decade"  # "in the late 1870s"
+    DECADE = "decade"  # "in the 1870s"
+    YEAR_WINDOW = "year_window"  # "between 1875 and 1882"
+    PART_OF_CENTURY = "part_of_century"  # "in the late 19th century"
+    CENTURY = "century"  # "in the 19th century"
+
+
+_DATE_VERBS = {
+    "birth": ("born", "was born"), "death": ("who died", "died"), "founded": ("founded", "was founded"),
+    "built": ("built", "was built"), "released": ("released", "was released"),
+    "published": ("first published", "was first published"), "discovered": ("discovered", "was discovered"),
+    "invented": ("invented", "was invented"), "independence": ("that became independent", "became independent"),
+    "opened": ("opened", "opened"), "signed": ("signed", "was signed"), "start": ("beginning", "began"),
+    "end": ("ending", "ended"), "reign_start": ("whose reign began", "began to reign"),
+    "reign_end": ("whose reign ended", "stopped reigning"),
+}
+
+
+def date_phrase(attr: str) -> tuple[str, str | None] | None:
+    """``(modifier, predicate)`` for a date attribute: ``"birth"`` -> ``("born", "was born")``.
+
+    Infobox keys are matched by stem (``birth_date`` -> birth, ``established`` -> founded). A
+    date with no known attribute (``"date"``) gets ``("whose article mentions an event", None)``:
+    usable as a clue, not for ordering. ``None`` for any other unknown attribute.
+    """
+    a = attr.lower()
+    if a == "date":
+        return ("whose article mentions an event", None)
+    if a in _DATE_VERBS:
+        return _DATE_VERBS[a]
+    for stem, key in (("birth", "birth"), ("born", "birth"), ("death", "death"), ("died", "death"),
+                      ("found", "founded"), ("establish", "founded"), ("release", "released"),
+                      ("publi", "published"), ("open", "opened"), ("built", "built"), ("discover", "discovered")):
+        if stem in a:
+            return _DATE_VERBS[key]
+    return None
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _allowed_granularities(precision: str) -> list[DateGranularity]:
+    G = DateGranularity
+    if precision == "century":
+        return [G.CENTURY]
+    if precision == "decade":
+        return [G.DECADE, G.PART_OF_CENTURY, G.CENTURY]
+    return list(G)
+
+
+def fuzz_date(date: DateFact, *, granularity: DateGranularity | str | None = None,
+              rng: random.Random | None = None) -> Clue:
+    """Blur a date to a part of a decade, a decade, a window of years, a part of a century or a century.
+
+    Args:
+        date: The date (``14 March 1879``).
+        granularity: A :class:`DateGranularity`; ``None`` picks one at random among those the
+            date's precision allows (a decade cannot become ``"the late 1870s"``).
+        rng: Random generator (for the pick and the window's position).
+
+    Returns:
+        A ``FUZZY_DATE`` clue such as ``"in the late 1870s"`` that is true of the date.
+
+    Raises:
+        ValueError: The granularity is finer than the date (``PART_OF_DECADE`` of a century).
+    """
+    rng = rng or random.Random(0)
+    allowed = _allowed_granularities(date.precision)
+    g = DateGranularity(granularity) if granularity is not None else allowed[rng.randrange(len(allowed))]
+    if g not in allowed:
+        raise ValueError(f"cannot blur a {date.precision}-precision date ({date.text!r}) to {g.value}; "
+                         f"use one of {[a.value for a in allowed]}")
+    y, bc = abs(date.year), date.year < 0
+    era = " BC" if bc else ""
+    part = lambda r: "early" if r < 0.34 else "mid" if r < 0.67 else "late"  # noqa: E731
+    century = (y - 1) // 100 + 1 if not bc else (y + 99) // 100
+    if g is DateGranularity.PART_OF_DECADE:
+        text = f"in the {part((y % 10) / 10)} {y - y % 10}s{era}"
+    elif g is DateGranularity.DECADE:
+        text = f"in the {y - y % 10}s{era}"
+    elif g is DateGranularity.YEAR_WINDOW:
+        width = rng.randint(4, 10)
+        lo = y - rng.randint(1, width - 1)
+        text = f"between {lo}{era} and {lo + width}{era}" if not bc else f"between {lo + width} BC and {lo} BC"
+    else:
+        pos = ((y - 1) % 100) / 100 if not bc else 1 - ((y - 1) % 100) / 100
+        prefix = f"{part(pos)} " if g is DateGranularity.PART_OF_CENTURY else ""
+        text = f"in the {prefix}{_ordinal(century)} century{era}"
+    return Clue(text, UncertaintyType.FUZZY_DATE, date.text, (("attr", date.attr), ("granularity", g.value),
+                                                              ("year", str(date.year))))
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+_SCALE = [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")]
+_MAGNITUDE = {0: "in the single digits", 1: "in the tens", 2: "in the hundreds", 3: "in the thousands",
+              4: "in the tens of thousands", 5: "in the hundreds of thousands", 6: "in the millions",
+              7: "in the tens of millions", 8: "in the hundreds of millions", 9: "in the billions",
+              10: "in the tens of billions", 11: "in the hundreds of billions", 12: "in the trillions"}
+
+
+def _round_sig(v: float, sig: int, how: str = "nearest") -> float:
+    if v <= 0:
+        return 0.0
+    e = math.floor(math.log10(v)) - sig + 1
+    f = {"nearest": round, "down": math.floor, "up": math.ceil}[how]
+    return f(v / 10**e) * 10**e
+
+
+def format_quantity(v: float) -> str:
+    """``3000000`` -> ``"3 million"``, ``8800`` -> ``"8,800"``, ``2.5`` -> ``"2.5"``."""
+    for scale, word in _SCALE:
+        if v >= scale:
+            x = v / scale
+            return f"{x:.1f}".rstrip("0").rstrip(".") + f" {word}"
+    return f"{v:,.0f}" if v >= 100 or v == int(v) else f"{v:.2g}"
+
+
+def _with_unit(q: str, unit: str) -> str:
+    if not unit:
+        return q
+    if unit in ("$", "US$", "£", "€"):
+        return f"{unit}{q}"
+    return f"{q}{'' if unit == '%' else ' '}{unit}"
+
+
+def fuzz_number(number: NumberFact, *, mode: str | None = None, rng: random.Random | None = None) -> Clue:
+    """Blur a quantity to a rounded value, a range around it, or its order of magnitude.
+
+    Args:
+        number: The quantity (``3,287,263 km2``).
+        mode: ``"about"`` (``"about 3 million km2"``), ``"range"`` (``"between 2 million and 5
+            million km2"``), ``"magnitude"`` (``"in the millions"``); ``None`` picks one at random.
+        rng: Random generator.
+
+    Returns:
+        A ``FUZZY_NUMBER`` clue true of the value.
+    """
+    rng = rng or random.Random(0)
+    mode = mode or ("about", "range", "magnitude")[rng.randrange(3)]
+    v = number.value
+    sig = 2 if f"{v:e}".startswith("1") else 1
+    if mode == "about":
+        text = "about " + _with_unit(format_quantity(_round_sig(v, sig)), number.unit)
+        rec = ("rounded", str(_round_sig(v, sig)))
+    elif mode == "range":
+        lo = _round_sig(v * rng.uniform(0.45, 0.9), 1, "down")
+        hi = _round_sig(v * rng.uniform(1.1, 2.0), 1, "up")
+        lo_s, hi_s = format_quantity(lo), format_quantity(hi)
+        if lo_s.split()[-1:] == hi_s.split()[-1:] and " " in lo_s:
+            lo_s = lo_s.rsplit(" ", 1)[0]  # "between 2 and 5 million"
+        text = f"between {lo_s} and " + _with_unit(hi_s, number.unit)
+        rec = ("bounds", f"{lo}-{hi}")
+    elif mode == "magnitude":
+        exp = max(0, min(12, math.floor(math.log10(v)) if v >= 1 else 0))
+        unit = number.unit
+        suffix = "" if not unit or re.fullmatch(r"[a-z]+s", unit) else f" (in {unit})" if unit in ("$", "US$", "£", "€") \
+            else f" of {unit}"
+        text = _MAGNITUDE[exp] + suffix
+        rec = ("exponent", str(exp))
+    else:
+        raise ValueError(f"mode must be 'about', 'range' or 'magnitude', got {mode!r}")
+    return Clue(text, UncertaintyType.FUZZY_NUMBER, number.text, (("attr", number.attr), ("mode", mode), rec))
+
+
+_COUNT_ATTRS = ("speakers", "species", "members", "employees", "residents", "inhabitants")
+
+
+def number_phrase(number: NumberFact, clue: Clue) -> str | None:
+    """Attach a blurred number to its attribute: ``"with a population of about 3 million"``,
+    ``"with about 50 states"``, ``"whose height is in the thousands of m"``; ``None`` for a bare
+    number with neither attribute nor countable unit."""
+    attr = relation_label(number.attr)
+    magnitude = dict(clue.record).get("mode") == "magnitude"
+    plural = re.fullmatch(r"[a-z]+s", number.unit or "") is not None and number.unit not in MEASURE_UNITS
+    if attr in ("quantity", "") or attr in _COUNT_ATTRS:
+        if not plural and attr not in _COUNT_ATTRS:
+            return None
+        noun = number.unit if plural else attr
+        if magnitude:
+            return f"whose number of {noun} is {clue.text}"
+        return f"with {clue.text}" + ("" if clue.text.endswith(noun) else f" {noun}")
+    return f"whose {attr} is {clue.text}" if magnitude else f"with {with_article(attr)} of {clue.text}"
+
+
+# --- relations, intersections and the rest ---------------------------------------------------
+
+def relation_label(relation: str) -> str:
+    """``"birth_place"`` -> ``"birth place"``."""
+    return re.sub(r"[_\s]+", " ", relation).strip().lower()
+
+
+def relational_clue(anchor: Clue, relation: str, *, anchor_is_source: bool) -> Clue:
+    """Describe an entity only through its relation to another (the anchor, itself a clue).
+
+    Args:
+        anchor: The clue naming the other entity (``"a German-born theoretical physicist"``).
+        relation: ``"mention"``, ``"link"`` or an infobox key such as ``"birth_place"``.
+        anchor_is_source: The relation goes from the anchor's page to the described entity
+            (the anchor's article mentions it / the anchor's ``relation`` is it).
+
+    Returns:
+        A ``RELATIONAL`` clue: ``"mentioned in the article on <anchor>"``, ``"whose article
+        mentions <anchor>"``, ``"that is the birth place of <anchor>"`` or ``"whose birth place is <anchor>"``.
+    """
+    rel = relation_label(relation)
+    if rel in ("mention", "link", "links to", ""):
+        text = f"mentioned in the article on {anchor.text}" if anchor_is_source else f"whose article mentions {anchor.text}"
+    else:
+        text = f"that is the {rel} of {anchor.text}" if anchor_is_source else f"whose {rel} is {anchor.text}"
+    return Clue(text, UncertaintyType.RELATIONAL, anchor.original,
+                (("relation", relation), ("direction", "from_anchor" if anchor_is_source else "to_anchor")), (anchor,))
+
+
+def intersection_clue(parts: Sequence[Clue]) -> Clue:
+    """Join several partial clues that must all hold (``"A, B and C"``); needs at least two."""
+    if len(parts) < 2:
+        raise ValueError(f"an intersection needs at least 2 clues, got {len(parts)}")
+    texts = [p.text for p in parts]
+    text = ", ".join(texts[:-1]) + (", and " if len(texts) > 2 else " and ") + texts[-1]
+    return Clue(text, UncertaintyType.INTERSECTION, "", (("n", str(len(parts))),), tuple(parts))
+
+
+def temporal_order_clue(date: DateFact, reference: DateFact, reference_desc: Clue) -> Clue | None:
+    """``"born before <ref> was founded"``: order one date against another entity's; ``None`` when either attribute has no verb or the years tie."""
+    mine, theirs = date_phrase(date.attr), date_phrase(reference.attr)
+    if mine is None or theirs is None or theirs[1] is None or mine[1] is None or date.year == reference.year:
+        return None
+    order = "before" if date.year < reference.year else "after"
+    text = f"{mine[0]} {order} {reference_desc.text} {theirs[1]}"
+    return Clue(text, UncertaintyType.TEMPORAL_ORDER, f"{date.text} vs {reference.text}",
+                (("order", order), ("attr", date.attr), ("reference_attr", reference.attr)), (reference_desc,))
+
+
+def counting_clue(total: int, scope: Clue) -> Clue:
+    """``"among the 14 entities linked with <scope>"``: the answer is one of a counted set."""
+    if total < 2:
+        raise ValueError(f"counting needs a set of at least 2, got {total}")
+    return Clue(f"among the {total} entities linked with {scope.text}", UncertaintyType.COUNTING, str(total),
+                (("total", str(total)),), (scope,))
+
+
+def negation_clue(excluded: Clue) -> Clue:
+    """``"that is not <a near-miss candidate>"``: rule out a candidate that fits the other clues."""
+    return Clue(f"that is not {excluded.text}", UncertaintyType.NEGATION, excluded.original, (), (excluded,))
