@@ -9,6 +9,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 
@@ -29,6 +30,13 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(["--index", args.index] if args.index else [])
 
 
+#: Subcommands defined by the packages built on top of sim_web (``training``, ``agents``). The CLI
+#: is the one place that composes every package, so it names them here as strings and imports
+#: them when the parser is built; each module exposes ``add_parser(subparsers) -> None``, which
+#: registers one subcommand whose ``func(args) -> int`` runs it.
+PLUGINS = {"synth": "training.synth.cli", "eval": "agents.cli"}
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of ``sim-web``."""
     p = argparse.ArgumentParser(prog="sim-web", description="The simulated web for deep-research agents.")
@@ -44,6 +52,14 @@ def make_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
     d.add_argument("--index", default=None)
     d.set_defaults(func=_demo)
+    for name, module in PLUGINS.items():
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name != module:  # the plugin exists but one of its own imports is missing: say so
+                raise
+            continue
+        mod.add_parser(sub)
     return p
 
 

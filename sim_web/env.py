@@ -16,7 +16,7 @@ from sim_web.executor import ExecutorConfig, ToolExecutor
 from sim_web.rewards import Judge, RewardConfig, score_answer
 from sim_web.sim_backend import SimBackend, SimConfig
 from sim_web.spaces import TextSpace
-from sim_web.tasks import Task, derive_tasks, load_tasks
+from sim_web.tasks import Task, default_task_path, derive_tasks, load_tasks
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,8 @@ class EnvConfig:
 
     Attributes:
         index_dir: The index to browse (default: the sample index under ``$SIM_WEB_HOME``).
-        tasks: A task file / saved dataset; ``None`` uses the default task set of the index.
+        tasks: A task file / saved dataset; ``None`` uses the index's default set: its synthesized
+            ``tasks/sailorfog_qa.jsonl`` when present, else tasks derived from its first sentences.
         split: Keep only tasks of this split (``"train"``/``"test"``; ``None`` = all).
         tools: Enabled tools (subset of ``search``, ``visit``, ``google_scholar``, ``PythonInterpreter``).
         sim: Retrieval mode and visit extraction settings.
@@ -149,6 +150,10 @@ class WebResearchEnv(gym.Env):
         self._new_episode()
 
     def _default_tasks(self) -> list[Task]:
+        """The index's synthesized SailorFog-QA set when it has one, else tasks derived from its pages."""
+        synth = default_task_path(self.index.path)
+        if synth.is_file():
+            return load_tasks(synth, self.config.split)
         tasks = derive_tasks(self.index.store)
         return [t for t in tasks if t.metadata.get("split") == self.config.split] if self.config.split else tasks
 

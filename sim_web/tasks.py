@@ -56,6 +56,15 @@ class Task:
         return {"id": self.id, "question": self.question, "answer": self.answer, "aliases": list(self.aliases), **self.metadata}
 
 
+#: Where the default task set of an index lives (written by ``sim-web synth``, read by the env).
+DEFAULT_TASKS_FILE = "tasks/sailorfog_qa.jsonl"
+
+
+def default_task_path(index_dir: str | Path) -> Path:
+    """The default synthesized task file of an index (it may not exist yet)."""
+    return Path(index_dir) / DEFAULT_TASKS_FILE
+
+
 def split_of(task_id: str, test_fraction: float = 0.2) -> str:
     """Deterministic held-out split from the id: ``"test"`` for about ``test_fraction`` of ids."""
     h = int(hashlib.sha1(task_id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
