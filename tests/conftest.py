@@ -48,3 +48,73 @@ def tiny_dense_index(tmp_path_factory, vital_leads) -> Path:
         for i, (title, rec) in enumerate(sorted(data.items())[:150]):
             f.write(json.dumps({"id": f"lead{i}", "title": rec["title"], "text": rec["extract"]}) + "\n")
     return build_index(path, d / "index")
+
+
+class OpenAIStub:
+    """A local stand-in for an OpenAI-compatible server: ``POST /v1/chat/completions`` only.
+
+    It speaks the real wire format (request body with ``model``/``messages``/sampling fields,
+    reply with ``id``, ``object: "chat.completion"``, ``choices[0].message``, ``usage``), so the
+    real ``openai`` client talks to it. Replies come from ``reply``: a list of strings served in
+    order, or a function ``(request_body) -> str``. ``fail_next`` makes the next N requests
+    answer HTTP 500 (to test retries). Every request body is kept in ``requests``.
+    """
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[dict] = []
+        self.reply: list[str] | object = []
+        self.fail_next = 0
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                import json
+
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with stub._lock:
+                    stub.requests.append(body)
+                    if stub.fail_next > 0:
+                        stub.fail_next -= 1
+                        status, payload = 500, {"error": {"message": "stub failure", "type": "server_error"}}
+                    elif not self.path.endswith("/chat/completions"):
+                        status, payload = 404, {"error": {"message": f"no route {self.path}"}}
+                    else:
+                        text = stub.reply(body) if callable(stub.reply) else (stub.reply.pop(0) if stub.reply else "")
+                        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+                        status, payload = 200, {
+                            "id": f"chatcmpl-stub-{len(stub.requests)}", "object": "chat.completion", "created": 0,
+                            "model": body.get("model", "stub"),
+                            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                                      "total_tokens": prompt_tokens + len(text.split())}}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the server."""
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture()
+def openai_stub():
+    """A running :class:`OpenAIStub`; set ``.reply`` before use; ``.base_url`` ends in ``/v1``."""
+    stub = OpenAIStub()
+    yield stub
+    stub.close()
