@@ -1,0 +1,104 @@
+"""Opening indexes, the three search modes, the manifest checks and the ``wiki-index`` CLI."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from wiki_index import Hit
+from wiki_index.errors import ConfigError, IndexMismatchError, IndexNotFoundError
+from wiki_index.hybrid import rrf
+from wiki_index.index import WikiIndex
+
+
+def titles(results) -> list[str]:
+    return [p.title for _, p in results]
+
+
+def test_bm25_finds_known_articles_on_the_sample(sample_index):
+    ix = WikiIndex.from_dir(sample_index)
+    assert ix.manifest["counts"]["pages"] > 10_000 and not ix.has_dense
+    assert "Albert Einstein" in titles(ix.search("Einstein theory of relativity physicist", 5))
+    assert titles(ix.search("Anarchism political philosophy", 3))[0] == "Anarchism"  # a full article of the dump
+    # the one Searcher protocol: search, batch_search, doc agree with each other
+    hits = ix.bm25.search("Mount Everest highest mountain", 5)
+    batch = ix.bm25.batch_search(["Mount Everest highest mountain", "", "Danube river"], 5, threads=2)
+    assert [h.docid for h in batch[0]] == [h.docid for h in hits] and batch[1] == [] and batch[2]
+    p = ix.bm25.doc(hits[0].docid)
+    assert p is not None and p == ix.store.passage(hits[0].docid)
+    assert ix.bm25.doc("no-such-docid") is None and ix.bm25.search("   ", 5) == []
+
+
+def test_dense_and_hybrid_find_a_known_article(tiny_dense_index):
+    ix = WikiIndex.from_dir(tiny_dense_index)
+    assert ix.has_dense and ix.manifest["dense"]["count"] == ix.manifest["counts"]["passages"]
+    target = ix.store.query("SELECT title FROM pages ORDER BY page_id LIMIT 1 OFFSET 40")[0][0]
+    lead = ix.store.page_by_title(target).first_sentence
+    query = lead.replace(target, "").strip()[:200]  # a paraphrase-free but title-free description
+    for mode in ("bm25", "dense", "hybrid"):
+        got = titles(ix.search(query, 10, mode))
+        assert target in got, (mode, query, got)
+    # dense scores are cosine similarities, best first
+    hits = ix.dense.search(query, 5)
+    assert all(-1.0001 <= h.score <= 1.0001 for h in hits) and hits == sorted(hits, key=lambda h: -h.score)
+    assert ix.dense.batch_search(["", query], 3)[0] == []
+    assert ix.hybrid.doc(hits[0].docid).docid == hits[0].docid
+
+
+def test_rrf_fuses_and_breaks_ties_by_docid():
+    a = [Hit("x", 9.0), Hit("y", 8.0), Hit("z", 7.0)]
+    b = [Hit("y", 0.9), Hit("w", 0.8)]
+    fused = rrf([a, b], k=3, rrf_k=60)
+    assert [h.docid for h in fused] == ["y", "x", "w"]  # y: 1/62 + 1/61 beats x: 1/61; w and z tie at 1/62, 1/63
+    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
+    assert [h.docid for h in rrf([[Hit("b", 1)], [Hit("a", 1)]], k=2)] == ["a", "b"]
+
+
+def test_missing_incomplete_and_mismatched_indexes_say_how_to_rebuild(sample_index, tmp_path):
+    with pytest.raises(IndexNotFoundError, match="wiki-index build sample --out"):
+        WikiIndex.from_dir(tmp_path / "nope")
+    half = tmp_path / "half"
+    half.mkdir()
+    with pytest.raises(IndexNotFoundError, match="interrupted build"):
+        WikiIndex.from_dir(half)
+    copy = tmp_path / "copy"
+    shutil.copytree(sample_index, copy, ignore=shutil.ignore_patterns("bm25", "store.duckdb"))
+    m = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**m, "format": "sim-web-index/0"}))
+    with pytest.raises(IndexMismatchError, match="rebuild|Rebuild"):
+        WikiIndex.from_dir(copy)
+    (copy / "manifest.json").write_text(json.dumps({**m, "complete": False}))
+    with pytest.raises(IndexNotFoundError, match="incomplete"):
+        WikiIndex.from_dir(copy)
+    ix = WikiIndex.from_dir(sample_index)
+    with pytest.raises(IndexMismatchError, match="--dense"):
+        ix.dense
+    with pytest.raises(ConfigError, match="bm25"):
+        ix.searcher("splade")
+
+
+def test_cli_build_search_info_end_to_end(vital_leads, tmp_path):
+    data = json.loads(vital_leads.read_text(encoding="utf-8"))
+    corpus = tmp_path / "small.jsonl"
+    with corpus.open("w", encoding="utf-8") as f:
+        for i, (_, rec) in enumerate(sorted(data.items())[:60]):
+            f.write(json.dumps({"id": f"d{i}", "title": rec["title"], "text": rec["extract"]}) + "\n")
+        f.write("{not json\n")
+    out = tmp_path / "ix"
+    cli = [sys.executable, "-m", "wiki_index.cli"]
+    r = subprocess.run([*cli, "build", str(corpus), "--out", str(out), "--no-dense"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "index ready" in r.stdout and "skipped 1" in r.stdout
+    first = sorted(data.values(), key=lambda rec: rec["title"])[0]["title"]
+    r = subprocess.run([*cli, "search", str(out), first, "-k", "3", "--json"], capture_output=True, text=True, check=True)
+    got = json.loads(r.stdout)
+    assert got[0]["title"] == first and got[0]["url"].startswith("https://en.wikipedia.org/wiki/")
+    r = subprocess.run([*cli, "info", str(out), "--json"], capture_output=True, text=True, check=True)
+    m = json.loads(r.stdout)
+    assert m["stats"]["skipped_reasons"] == {"bad_json": 1} and m["counts"]["pages"] == 60
+    r = subprocess.run([*cli, "search", str(tmp_path / "missing"), "x"], capture_output=True, text=True)
+    assert r.returncode == 2 and "wiki-index build" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([*cli, "build", str(tmp_path / "corpus.txt")], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown corpus" in r.stderr
