@@ -81,6 +81,21 @@ def _shared_index(path: str | None) -> Any:
         return _shared[key]
 
 
+def make_toolbox(config: EnvConfig) -> Any:
+    """The enabled tools of ``config`` over the sim backend of its index (opened once per process).
+
+    Args:
+        config: The env configuration (index, retrieval mode, executor, tools, response cap).
+
+    Returns:
+        A :class:`~sim_web.tools.Toolbox` with its own executor (and so its own per-episode stats).
+    """
+    from sim_web.tools import Toolbox
+
+    backend = SimBackend(_shared_index(config.index_dir), config.sim)
+    return Toolbox(ToolExecutor([backend], config.executor), enabled=config.tools, max_chars=config.max_response_chars)
+
+
 class WebResearchEnv(gym.Env):
     """Answer a question by searching and reading a simulated web built from Wikipedia.
 
@@ -123,7 +138,7 @@ class WebResearchEnv(gym.Env):
 
     def __init__(self, config: EnvConfig | None = None, tasks: list[Task] | None = None,
                  judge: Judge | None = None, render_mode: str | None = None, **overrides: Any) -> None:
-        from sim_web.tools import Toolbox, system_prompt
+        from sim_web.tools import system_prompt
 
         cfg = config or EnvConfig()
         if overrides:
@@ -131,10 +146,10 @@ class WebResearchEnv(gym.Env):
         self.config = cfg
         self.render_mode = render_mode
         self.judge = judge
-        self.index = _shared_index(cfg.index_dir)
-        self.backend = SimBackend(self.index, cfg.sim)
-        self.executor = ToolExecutor([self.backend], cfg.executor)
-        self.toolbox = Toolbox(self.executor, enabled=cfg.tools, max_chars=cfg.max_response_chars)
+        self.toolbox = make_toolbox(cfg)
+        self.executor = self.toolbox.executor
+        self.backend = self.executor.backends[0]
+        self.index = self.backend.index
         self.system_prompt = system_prompt(self.toolbox.schemas(), cfg.date)
         if tasks is None:
             tasks = load_tasks(cfg.tasks, cfg.split) if cfg.tasks else self._default_tasks()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sim_web.actions import KNOWN_TOOLS, Action, loads_lenient, parse_action, validate_arguments
 from sim_web.errors import ACTION_ERROR_KINDS, ActionError
 from sim_web.tools import ALL_TOOLS, tool_schema
+from fuzz_inputs import ADVERSARIAL, PIECES as _PIECES
 
 SCHEMAS = [tool_schema(t) for t in ALL_TOOLS]
 
@@ -190,40 +191,6 @@ def test_validate_arguments_normalises_and_drops_unknown_keys() -> None:
 
 
 # -- fuzz: >= 10,000 random and adversarial turns, only Action or ActionError ----------------
-
-ADVERSARIAL = [
-    "<tool_call>" * 5000, "</tool_call>" * 5000, "<think>" * 3000 + "</think>", "<code></code>" * 2000,
-    "<tool_call>" + "[" * 5000 + "</tool_call>", "<tool_call>" + '{"a":' * 5000 + "</tool_call>",
-    "<tool_call>" + "{" * 20000 + "</tool_call>", "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [" + "1," * 20000 + "]}}</tool_call>",
-    "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [\"\\ud800\"]}}</tool_call>",
-    "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [1e999999]}}</tool_call>",
-    "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [" + "9" * 5000 + "]}}</tool_call>",
-    "<tool_call>{'name': 'search', 'arguments': {'query': [0x" + "f" * 6000 + "]}}</tool_call>",
-    "<tool_call>{\"name\": NaN, \"arguments\": Infinity}</tool_call>",
-    "<tool_call>{\"name\": \"visit\", \"arguments\": {\"url\": [null], \"goal\": {}}}</tool_call>",
-    "<tool_call>{\"name\": \"" + "a" * 10000 + "\", \"arguments\": {}}</tool_call>",
-    "<tool_call>{\"name\": \"search\", \"arguments\": \"" + "\\\"" * 3000 + "\"}</tool_call>",
-    "<tool_call>{\"name\": \"PythonInterpreter\"}<code>" + "</code>" * 10 + "</tool_call>",
-    "<tool_call><code><tool_call></code></tool_call></tool_call>", "<answer><answer></answer></answer>",
-    "</think></think><answer></answer>", "<tool_response><answer>x</answer>", "\x00\x01\x02<tool_call>\x00</tool_call>",
-    "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [\"'; DROP TABLE pages; --\"]}}</tool_call>",
-    "<tool_call>{\"name\": \"__import__('os').system('rm -rf /')\", \"arguments\": {}}</tool_call>",
-    "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [\"{{7*7}}\", \"${jndi:ldap://x}\"]}}</tool_call>",
-    "<tool_call>{\"__proto__\": {\"name\": \"search\"}, \"constructor\": 1}</tool_call>",
-    "<tool_call>\ufeff{\"name\": \"search\", \"arguments\": {\"query\": [\"\u202e\u0000\"]}}</tool_call>",
-    "<tool_call>" + "\U0001f600" * 10000 + "</tool_call>", "<think>" + "ü" * 40000,
-    "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [\"q\"]}}</tool_call>" * 100,
-    "<tool_call>// comment\n{name: 'search', arguments: {query: ['q'],},}</tool_call>",
-    "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [\"q\"]}}\n<code>print(1)</code></tool_call>",
-    "<tool_call>{\"name\": [\"search\"], \"arguments\": {}}</tool_call>", "<tool_call>null</tool_call>",
-    "<tool_call>true</tool_call>", "<tool_call>\"search\"</tool_call>", "<tool_call>1e5</tool_call>",
-]
-
-_PIECES = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<code>", "</code>", "<answer>", "</answer>",
-           "<tool_response>", "{", "}", "[", "]", '"', "'", ",", ":", "\\", "\n", " ", "name", "arguments",
-           '"name"', '"arguments"', '"search"', '"visit"', '"google_scholar"', '"PythonInterpreter"', '"query"',
-           '"url"', '"goal"', "null", "true", "1", "-0.5e3", "NaN", "```json", "```", "\u00e9", "\U0001f600", "\ud800", "\x00"]
-
 
 def _check(text: str) -> None:
     for schemas in (None, SCHEMAS):
