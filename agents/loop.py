@@ -1,0 +1,289 @@
+"""The ReAct loop of Tongyi DeepResearch, driving a :class:`~sim_web.env.WebResearchEnv`.
+
+One episode is written top to bottom as a generator (:meth:`ReactAgent.episode`): it yields a
+:class:`Request` each time it needs the policy and receives a
+:class:`~agents.policies.base.Generation` back. That keeps the loop readable and lets one
+driver step many episodes in lockstep (batched generation for local models) while another runs
+each in its own thread (remote endpoints); :func:`run_episode` is the one-episode driver.
+
+Like upstream (``inference/react_agent.py``): the model writes ``<think>`` and one
+``<tool_call>`` or ``<answer>``; anything from a hallucinated ``<tool_response>`` on is cut;
+the tool output comes back as a ``<tool_response>`` user message; the episode has budgets of
+LLM calls, wall-clock time and context tokens, and when the context budget is exceeded the last
+tool response is replaced by the "give your best answer now" prompt. Here the same forcing can
+also spend the last LLM call and the first call after the time is up (``AgentConfig.force_on``),
+and ReSum may condense the context on the way (:mod:`agents.resum`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from agents.config import AgentConfig, SamplingConfig
+from agents.policies.base import Generation, Messages, Policy, approx_tokens
+from agents.prompts import FORCE_ANSWER_PROMPT, LLM_CALLS_EXCEEDED
+from agents.resum import ExtractiveSummariser, close_summary, continue_messages, extract_summary, summary_request
+from sim_web.actions import parse_action
+from sim_web.errors import ActionError
+from sim_web.tasks import Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What an episode needs from the policy next.
+
+    Attributes:
+        messages: The chat to continue.
+        purpose: ``"act"`` (a normal turn), ``"force"`` (the forced answer) or ``"summary"`` (ReSum).
+        sampling: Sampling parameters for this call.
+        seed: Seed of this call (derived from the episode seed and the call index).
+    """
+
+    messages: Messages
+    purpose: str
+    sampling: SamplingConfig
+    seed: int | None
+
+
+def episode_seed(base: int | None, task_id: str, sample: int) -> int:
+    """A stable 31-bit seed for one ``(task, sample)`` episode."""
+    h = hashlib.sha256(f"{base}|{task_id}|{sample}".encode()).hexdigest()
+    return int(h[:8], 16) & 0x7FFFFFFF
+
+
+def clean_turn(text: str) -> str:
+    """Cut a hallucinated tool response (upstream: everything from ``<tool_response>``) and strip."""
+    i = text.find("<tool_response>")
+    return (text[:i] if i >= 0 else text).strip()
+
+
+def describe_action(text: str) -> dict[str, Any]:
+    """How the env will read an action: ``kind`` (``tool_call``/``answer``/``invalid``), tool, arguments, error."""
+    try:
+        a = parse_action(text)
+    except ActionError as e:
+        return {"kind": "invalid", "error": e.kind}
+    if a.kind == "answer":
+        return {"kind": "answer", "answer": a.answer}
+    return {"kind": "tool_call", "tool": a.tool, "arguments": dict(a.arguments), **({"code": a.code} if a.code else {})}
+
+
+class ReactAgent:
+    """Plays episodes of a policy in an env, recording trajectories.
+
+    Args:
+        policy: The acting policy (its :meth:`~agents.policies.base.Policy.count_tokens` measures the context).
+        config: Limits, sampling and ReSum settings.
+        summariser: For ``ReSumConfig.summariser`` ``'openai'``: the object with
+            ``summarise(question, messages) -> str`` (e.g. :class:`agents.resum.ModelSummariser`).
+            ``'extractive'`` needs none; ``'policy'`` sends the request to ``policy``.
+    """
+
+    def __init__(self, policy: Policy, config: AgentConfig | None = None, summariser: Any = None) -> None:
+        self.policy = policy
+        self.config = config or AgentConfig()
+        r = self.config.resum
+        if r.enabled and r.summariser == "openai" and summariser is None:
+            raise ValueError("ReSumConfig.summariser='openai' needs a summariser object (agents.resum.ModelSummariser)")
+        self.summariser = summariser if summariser is not None else ExtractiveSummariser()
+
+    def episode(self, env: Any, task: Task, sample: int = 0) -> Generator[Request, Generation, dict[str, Any]]:
+        """One episode as a generator: yields :class:`Request`, receives :class:`Generation`, returns the trajectory record."""
+        cfg, policy = self.config, self.policy
+        seed = episode_seed(cfg.sampling.seed, task.id, sample)
+        t0 = time.perf_counter()
+        question, info = env.reset(seed=seed, options={"task": task})
+        system = info["messages"][0]["content"]
+        context: Messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        steps: list[dict[str, Any]] = []
+        summaries: list[dict[str, Any]] = []
+        calls = 0
+        last_summary_turn = 0
+        final: dict[str, Any] | None = None
+        termination = ""
+        peak = policy.count_tokens(context)
+
+        def call(messages: Messages, purpose: str, sampling: SamplingConfig) -> Generator[Request, Generation, tuple[Generation, float]]:
+            nonlocal calls
+            calls += 1
+            t = time.perf_counter()
+            gen = yield Request([dict(m) for m in messages], purpose, sampling, seed + calls)
+            return gen, time.perf_counter() - t
+
+        def step_env(text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> tuple[str, bool, bool, dict[str, Any]]:
+            t = time.perf_counter()
+            obs, _, term, trunc, inf = env.step(text)
+            steps.append({"turn": len(steps) + 1, "purpose": purpose, "action": text, **describe_action(text),
+                          "observation_chars": len(obs), "llm_seconds": round(llm_s, 6), "env_seconds": round(time.perf_counter() - t, 6),
+                          "context_tokens": ctx_tokens, "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
+                          "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(gen.text),
+                          "finish_reason": gen.finish_reason})
+            return obs, term, trunc, inf
+
+        def force(reason: str) -> Generator[Request, Generation, tuple[str, dict[str, Any] | None]]:
+            nonlocal context
+            msgs = [dict(m) for m in context]
+            if cfg.force_replaces_observation and len(msgs) > 2 and msgs[-1]["role"] == "user":
+                msgs[-1]["content"] = FORCE_ANSWER_PROMPT
+            else:
+                msgs.append({"role": "user", "content": FORCE_ANSWER_PROMPT})
+            tokens = policy.count_tokens(msgs)
+            gen, llm_s = yield from call(msgs, "force", cfg.sampling)
+            text = clean_turn(gen.text)
+            context = msgs + [{"role": "assistant", "content": text}]
+            if describe_action(text)["kind"] == "answer":
+                _, term, _, inf = step_env(text, "force", gen, llm_s, tokens)
+                return f"forced_answer:{reason}", inf if term else None
+            steps.append({"turn": len(steps) + 1, "purpose": "force", "action": text, **describe_action(text), "observation_chars": 0,
+                          "llm_seconds": round(llm_s, 6), "env_seconds": 0.0, "context_tokens": tokens,
+                          "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else tokens,
+                          "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(text),
+                          "finish_reason": gen.finish_reason})
+            return f"forced_no_answer:{reason}", None
+
+        while True:
+            if time.perf_counter() - t0 > cfg.max_seconds:
+                if "time" in cfg.force_on:
+                    termination, final = yield from force("time")
+                else:
+                    termination = "max_seconds"
+                break
+            if calls >= cfg.max_llm_calls:
+                termination = "max_llm_calls"
+                context[-1] = {"role": context[-1]["role"], "content": LLM_CALLS_EXCEEDED}
+                break
+            if calls == cfg.max_llm_calls - 1 and "calls" in cfg.force_on and len(steps) > 0:
+                termination, final = yield from force("calls")
+                break
+            tokens = policy.count_tokens(context)
+            gen, llm_s = yield from call(context, "act", cfg.sampling)
+            text = clean_turn(gen.text)
+            context.append({"role": "assistant", "content": text})
+            obs, term, trunc, inf = step_env(text, "act", gen, llm_s, tokens)
+            if term:
+                termination, final = "answer", inf
+                break
+            if trunc:
+                termination = f"env_truncated:{inf.get('truncated_by')}"
+                break
+            context.append({"role": "user", "content": obs})
+            tokens = policy.count_tokens(context)
+            peak = max(peak, tokens)
+            trigger = self._resum_trigger(tokens, len(steps) - last_summary_turn, len(summaries))
+            if trigger:
+                context = yield from self._summarise(question, system, context, trigger, tokens, len(steps), summaries, call)
+                last_summary_turn = len(steps)
+                tokens = policy.count_tokens(context)
+            if tokens > cfg.max_context_tokens:
+                if "context" in cfg.force_on:
+                    termination, final = yield from force("context")
+                else:
+                    termination = "max_context_tokens"
+                break
+        return self._record(env, task, sample, seed, t0, termination, final, steps, summaries, context, calls, peak)
+
+    def _resum_trigger(self, tokens: int, turns_since: int, done: int) -> str | None:
+        r = self.config.resum
+        if not r.enabled or done >= r.max_summaries:
+            return None
+        if r.trigger_fraction is not None and tokens >= r.trigger_fraction * self.config.max_context_tokens:
+            return "tokens"
+        if r.every_n_turns is not None and turns_since >= r.every_n_turns:
+            return "every_n_turns"
+        return None
+
+    def _summarise(self, question: str, system: str, context: Messages, trigger: str, tokens: int, turn: int,
+                   summaries: list[dict[str, Any]], call: Any) -> Generator[Request, Generation, Messages]:
+        r = self.config.resum
+        t = time.perf_counter()
+        fallback = False
+        if r.summariser == "policy":
+            sampling = replace(self.config.sampling, max_tokens=r.summary_max_tokens, stop=("</summary>",))
+            gen, _ = yield from call(summary_request(question, context, r), "summary", sampling)
+            summary = extract_summary(close_summary(gen.text))
+            if summary is None:
+                fallback, summary = True, ExtractiveSummariser().summarise(question, context)
+            name = f"policy:{self.policy.name}"
+        else:
+            summary = self.summariser.summarise(question, context)
+            name = getattr(self.summariser, "name", type(self.summariser).__name__)
+        new = continue_messages(system, question, summary)
+        after = self.policy.count_tokens(new)
+        summaries.append({"turn": turn, "trigger": trigger, "summariser": name, "fallback": fallback, "tokens_before": tokens,
+                          "tokens_after": after, "seconds": round(time.perf_counter() - t, 6), "summary": summary,
+                          "context_after": new[1]["content"]})
+        log.debug("ReSum at turn %d (%s): %d -> %d tokens", turn, trigger, tokens, after)
+        return new
+
+    def _record(self, env: Any, task: Task, sample: int, seed: int, t0: float, termination: str, final: dict[str, Any] | None,
+                steps: list[dict[str, Any]], summaries: list[dict[str, Any]], context: Messages, calls: int, peak: int) -> dict[str, Any]:
+        u = getattr(env, "unwrapped", env)
+        messages = [dict(m) for m in u.messages]
+        actions = [s for s in steps if s["purpose"] in ("act", "force")]
+        rec = {
+            "key": f"{task.id}#{sample}", "task_id": task.id, "sample": sample, "seed": seed,
+            "question": task.question, "gold": task.answer, "aliases": list(task.aliases),
+            "metadata": {k: task.metadata[k] for k in ("source", "uncertainty_types", "difficulty", "structure", "split") if k in task.metadata},
+            "policy": self.policy.name,
+            "prediction": final.get("answer") if final else None,
+            "em": float(final.get("em", 0.0)) if final else 0.0, "f1": float(final.get("f1", 0.0)) if final else 0.0,
+            "termination": termination, "turns": len(actions), "llm_calls": calls,
+            "valid_actions": sum(s["kind"] != "invalid" for s in actions),
+            "tool_calls": dict(u.tool_calls), "tool_errors": dict(u.errors),
+            "tokens": {"prompt": sum(s["prompt_tokens"] for s in steps), "completion": sum(s["completion_tokens"] for s in steps),
+                       "peak_context": peak},
+            "timings": {"total_seconds": round(time.perf_counter() - t0, 6), "llm_seconds": round(sum(s["llm_seconds"] for s in steps), 6),
+                        "env_seconds": round(sum(s["env_seconds"] for s in steps), 6), **((final or {}).get("timings") or {})},
+            "steps": steps, "summaries": summaries, "messages": messages,
+            "context": context if summaries else None,
+            "policy_info": self.policy.episode_info(messages),
+            "config": {"agent": asdict(self.config)},
+        }
+        return rec
+
+
+def drive(episodes: Sequence[Generator[Request, Generation, dict[str, Any]]], policy: Policy) -> list[dict[str, Any]]:
+    """Run episodes in lockstep: each round, every waiting request goes to the policy in one batch per sampling setup.
+
+    Args:
+        episodes: Episode generators from :meth:`ReactAgent.episode`.
+        policy: The policy answering the requests.
+
+    Returns:
+        The trajectory records, in the order of ``episodes``.
+    """
+    results: list[dict[str, Any] | None] = [None] * len(episodes)
+    pending: dict[int, Request] = {}
+    for i, ep in enumerate(episodes):
+        try:
+            pending[i] = next(ep)
+        except StopIteration as stop:
+            results[i] = stop.value
+    while pending:
+        groups: dict[SamplingConfig, list[int]] = {}
+        for i, req in pending.items():
+            groups.setdefault(req.sampling, []).append(i)
+        for sampling, ids in groups.items():
+            t = time.perf_counter()
+            gens = policy.generate([pending[i].messages for i in ids], sampling, [pending[i].seed for i in ids])
+            dt = time.perf_counter() - t
+            for i, gen in zip(ids, gens):
+                gen.seconds = gen.seconds or dt
+                try:
+                    pending[i] = episodes[i].send(gen)
+                except StopIteration as stop:
+                    results[i] = stop.value
+                    del pending[i]
+    return [r for r in results if r is not None]
+
+
+def run_episode(agent: ReactAgent, env: Any, task: Task, sample: int = 0) -> dict[str, Any]:
+    """Play one episode to the end and return its trajectory record."""
+    return drive([agent.episode(env, task, sample)], agent.policy)[0]

@@ -1,0 +1,207 @@
+"""The oracle policy: searches and visits its way to the answer using the task's provenance.
+
+It reads the plan from the task's metadata, the SailorFog-QA contract when present
+(``clues[].query`` / ``clues[].entity``, ``evidence[].url``, ``answer_url``), else the derived
+tasks' ``page_id`` and gold answer; then it acts like an honest agent: it only visits pages that
+its searches returned, and it answers the gold answer only when the answer page came up in
+the results of a clue query (or of the question itself) and could be read. Otherwise it answers
+its best guess (the top result), so its success rate is the env's ceiling on a task set, not a
+tautology: a task it fails is a task whose answer page the tools do not surface.
+
+The oracle is stateless: each turn it re-reads the conversation (and a ReSum summary's
+``Searched`` / ``Visited`` lines) to decide the next step, so it is deterministic and
+thread-safe. :meth:`OraclePolicy.episode_info` records how the answer page was reached.
+Successful oracle trajectories are SFT demonstrations (:func:`agents.trajectory.sft_example`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.config import SamplingConfig
+from agents.policies.base import Generation, Messages, Policy
+from sim_web.formatting import INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR
+from sim_web.rewards import normalize_answer
+from sim_web.tasks import Task
+from wiki_index.types import normalize_title, title_to_url, url_to_title
+
+_SEARCH_HEAD = re.compile(r"A Google (?:search|scholar) for '(.*?)' found \d+ results:")
+_NO_RESULTS = re.compile(r"No results found for '(.*?)'\. Try with a more general query\.")
+_URL = r"(https?://(?:[^()\s]|\([^()\s]*\))+)"  # a URL, allowing balanced parentheses (Rowing_(sport))
+_LINK = re.compile(r"\]\(" + _URL + r"\)")
+_RESULT = re.compile(r"^\d+\. \[(.*)\]\(" + _URL + r"\)$", re.MULTILINE)
+_VISIT_HEAD = re.compile(r"The useful information in (\S+) for user goal")
+_SUMMARY_SEARCH = re.compile(r"^- Searched \"(.*?)\": (.*)$", re.MULTILINE)
+_SUMMARY_VISIT = re.compile(r"^- Visited (\S+):", re.MULTILINE)
+_SUMMARY_FAILED = re.compile(r"^- Could not read (\S+)$", re.MULTILINE)
+
+
+@dataclass
+class _Plan:
+    answer_url: str
+    clues: list[tuple[str, str | None, str]]  # (query, entity url, clue text)
+    evidence: list[str]
+    question_queries: list[str]
+    title_query: str
+
+
+@dataclass
+class _State:
+    results: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # query -> [(title, url)]
+    visited: dict[str, bool] = field(default_factory=dict)  # page key -> readable
+    text: str = ""
+
+
+class OraclePolicy(Policy):
+    """Deterministic provenance-following policy.
+
+    Args:
+        tasks: The task set (the question identifies the task).
+        store: Optional :class:`wiki_index.store.Store` to resolve redirects when comparing pages.
+        title_search: When the clue / question queries do not surface the answer page, also search
+            its title (recorded as ``answer_reached_via="title_search"``; the answer is then not given).
+    """
+
+    name = "oracle"
+
+    def __init__(self, tasks: Sequence[Task], store: Any = None, title_search: bool = True) -> None:
+        self.by_question = {t.question: t for t in tasks}
+        self.store = store
+        self.title_search = title_search
+
+    # -- the interface ---------------------------------------------------------------------
+    def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
+                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        """The next oracle turn of each chat."""
+        return [Generation(text=self._next(m)) for m in batch]
+
+    def episode_info(self, messages: Messages) -> dict[str, Any]:
+        """How the episode went: whether and how the answer page was reached, evidence coverage."""
+        task = self._task(messages)
+        if task is None:
+            return {"task_found": False}
+        plan, st = self._plan(task), self._state(messages)
+        legit = self._seen(st, plan, legit_only=True)
+        anywhere = self._seen(st, plan, legit_only=False)
+        akey = self._key(plan.answer_url)
+        golds = [normalize_answer(g) for g in (task.answer, *task.aliases)]
+        obs = normalize_answer(st.text)
+        return {"task_found": True, "answer_url": plan.answer_url,
+                "answer_reached_via": "search" if akey in legit else "title_search" if akey in anywhere else "none",
+                "answer_page_read": st.visited.get(akey, False),
+                "evidence_found": sum(self._key(u) in legit for u in plan.evidence), "evidence_total": len(plan.evidence),
+                "answer_in_observations": any(g and g in obs for g in golds), "queries": len(st.results)}
+
+    # -- planning ----------------------------------------------------------------------------
+    def _task(self, messages: Messages) -> Task | None:
+        if len(messages) < 2:
+            return None
+        q = messages[1]["content"]
+        if q in self.by_question:
+            return self.by_question[q]
+        for question, task in self.by_question.items():  # a ReSum continuation starts with the question
+            if q.startswith(question + "\n"):
+                return task
+        return None
+
+    def _key(self, url: str) -> str:
+        title = normalize_title(url_to_title(url) or "")
+        if self.store is not None and title:
+            pid = self.store.resolve(title)
+            if pid is not None:
+                return f"id:{pid}"
+        return f"t:{title}"
+
+    def _plan(self, task: Task) -> _Plan:
+        md = task.metadata
+        answer_url = md.get("answer_url")
+        if not answer_url and self.store is not None and md.get("page_id") is not None:
+            page = self.store.page(int(md["page_id"]))
+            answer_url = page.url if page is not None else None
+        answer_url = answer_url or title_to_url(task.answer)
+        clues = []
+        for c in md.get("clues") or []:
+            if isinstance(c, dict) and c.get("query"):
+                clues.append((str(c["query"]), title_to_url(c["entity"]) if c.get("entity") else None, str(c.get("text") or c["query"])))
+        evidence = [e["url"] if e.get("url") else title_to_url(e["title"]) for e in md.get("evidence") or [] if isinstance(e, dict) and (e.get("url") or e.get("title"))]
+        quoted = re.search(r'"(.+)"', task.question)
+        queries = []
+        if quoted:
+            queries.append(re.sub(r"^This subject\b,?\s*", "", quoted.group(1)).strip())
+        queries.append(task.question)
+        return _Plan(answer_url, clues, evidence, [q for q in dict.fromkeys(queries) if q], task.answer)
+
+    def _state(self, messages: Messages) -> _State:
+        st = _State()
+        texts = []
+        for m in messages[1:]:
+            content = m["content"]
+            if m["role"] != "user":
+                continue
+            texts.append(content)
+            for q, links in _SUMMARY_SEARCH.findall(content):  # a ReSum summary
+                st.results.setdefault(q, [(url_to_title(u) or u, u) for u in _LINK.findall(links)])
+            for u in _SUMMARY_VISIT.findall(content):
+                st.visited[self._key(u)] = True
+            for u in _SUMMARY_FAILED.findall(content):
+                st.visited.setdefault(self._key(u), False)
+            if not content.startswith("<tool_response>"):
+                continue
+            for block in content.split(OBSERVATION_SEPARATOR):
+                if (h := _SEARCH_HEAD.search(block)):
+                    st.results[h.group(1)] = _RESULT.findall(block)
+                elif (n := _NO_RESULTS.search(block)):
+                    st.results[n.group(1)] = []
+                elif (v := _VISIT_HEAD.search(block)):
+                    st.visited[self._key(v.group(1))] = INACCESSIBLE_EVIDENCE not in block
+        st.text = "\n".join(texts)
+        return st
+
+    def _seen(self, st: _State, plan: _Plan, legit_only: bool) -> set[str]:
+        """Page keys that came up in search results (of clue / question queries only, when ``legit_only``)."""
+        legit = {q for q, _, _ in plan.clues} | set(plan.question_queries)
+        return {self._key(u) for q, res in st.results.items() if not legit_only or q in legit for _, u in res}
+
+    def _next(self, messages: Messages) -> str:
+        task = self._task(messages)
+        if task is None:
+            return "<think>I cannot identify the question.</think>\n<answer>unknown</answer>"
+        plan, st = self._plan(task), self._state(messages)
+        for query, entity_url, text in plan.clues:
+            if query not in st.results:
+                return _search(f"I look for the page behind this clue: {text}", query)
+            if entity_url and self._key(entity_url) not in st.visited and any(self._key(u) == self._key(entity_url) for _, u in st.results[query]):
+                return _visit(f"The results of \"{query}\" include the page the clue is about; I read it.", entity_url, text)
+        legit = self._seen(st, plan, legit_only=True)
+        for url in plan.evidence:
+            if self._key(url) in legit and self._key(url) not in st.visited:
+                return _visit("This result is one of the pages I need; I read it.", url, task.question)
+        akey = self._key(plan.answer_url)
+        if akey not in legit:
+            for q in plan.question_queries:
+                if q not in st.results:
+                    return _search("I search for the description in the question.", q)
+            if self.title_search and plan.title_query not in st.results:
+                return _search("The searches so far did not surface the answer page; I check whether it exists.", plan.title_query)
+        anywhere = self._seen(st, plan, legit_only=False)
+        if akey in anywhere and akey not in st.visited:
+            url = next(u for res in st.results.values() for _, u in res if self._key(u) == akey)
+            return _visit("This result looks like the answer; I read the page to confirm.", url, task.question)
+        if akey in legit and st.visited.get(akey):
+            return f"<think>The page {plan.answer_url} matches every clue, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
+        guess = next((t for res in st.results.values() for t, _ in res), "unknown")
+        return f"<think>I could not confirm the answer; my best guess is the top result.</think>\n<answer>{guess}</answer>"
+
+
+def _search(think: str, query: str) -> str:
+    call = {"name": "search", "arguments": {"query": [query]}}
+    return f"<think>{think}</think>\n<tool_call>\n{json.dumps(call, ensure_ascii=False)}\n</tool_call>"
+
+
+def _visit(think: str, url: str, goal: str) -> str:
+    call = {"name": "visit", "arguments": {"url": [url], "goal": goal}}
+    return f"<think>{think}</think>\n<tool_call>\n{json.dumps(call, ensure_ascii=False)}\n</tool_call>"
