@@ -31,6 +31,7 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\d,.])\b(1\d{3}|20\d{2})\b(?![\d,.]\d|\s?(?:km|m\b|kg|%|people|inhabitants))"), "year"),
 ]
 
+_DATE_KEY = re.compile(r"date|born|birth|death|died|year|established|founded|formed|released|opened|_event")
 _STAMP = re.compile(r"(?:as of|as at|estimated in|census of)\s*$", re.IGNORECASE)
 _MULT = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _UNITS = (r"km2|km²|sq\s?mi|square kilometres|square kilometers|square miles|km/h|mph|km|kilometres|kilometers"
@@ -289,7 +290,8 @@ def facts_from_fields(description: str, lead: str, infobox: dict[str, str] | Non
         if not isinstance(value, str):
             continue
         dates.extend(extract_dates(value, key, person=person))
-        numbers.extend(extract_numbers(value, key))
+        if not _DATE_KEY.search(key.lower()):  # "18 April 1955 (aged 76)" holds a date, not a quantity
+            numbers.extend(extract_numbers(value, key))
     dates.extend(extract_dates(description, None, person=person))
     numbers.extend(extract_numbers(description))
     dates.extend(extract_dates(lead, None, person=person))

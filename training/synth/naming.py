@@ -145,7 +145,8 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
 
 
 _HEAD_CUT = re.compile(r",|;| [a-z]+ing\b| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
-                       r"|over|into|as|used|known|located|based|consisting|made|found|named)\b")
+                       r"|over|into|as|used|known|located|based|consisting|made|found|named|grown|built|written|given|spoken"
+                       r"|drawn|shown|worn|born)\b")
 _NOT_NOUNS = {"one", "two", "three", "first", "second", "third", "any", "some", "other", "many", "various", "several",
               "something", "someone", "type", "kind", "form"}
 _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}

@@ -67,6 +67,7 @@ class QuestionDraft:
         nodes: The subgraph's nodes.
         scrubbed: Clues that contained the answer's name were dropped (rare: a unit such as
             "square kilometres" when the answer is "Square"); callers may count these.
+        head: The type noun the question asks for ("physicist"), itself a constraint on the answer.
     """
 
     question: str
@@ -79,6 +80,7 @@ class QuestionDraft:
     clues: tuple[Clue, ...] = ()
     nodes: tuple = ()
     scrubbed: bool = False
+    head: str = ""
 
 
 class _Builder:
@@ -221,8 +223,10 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     kids = children.get(target, [])
     clues: list[Clue] = []
     for c in kids:
-        if b.allow(U.COUNTING, 0.25) and g.nodes[c].get("degree", 0) >= 3:
-            clues.append(counting_clue(int(g.nodes[c]["degree"]), b.describe(c, children)))
+        # the count a reader can check is the page's degree in the corpus when the graph knows it, not in the KG
+        total = int(g.nodes[c].get("corpus_degree", g.nodes[c].get("degree", 0)))
+        if b.allow(U.COUNTING, 0.25) and total >= 3:
+            clues.append(counting_clue(total, b.describe(c, children)))
             b.used.add(U.COUNTING)
             b.count += 1
         else:
@@ -250,7 +254,7 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     question, template = _render(head, clues, structure, kids, rng, b.forbidden)
     return QuestionDraft(question=question, answer=str(target), uncertainty_types=tuple(sorted(t.value for t in b.used)),
                          constraints=b.count, hops=max(depth.values()), structure=structure.value, template=template,
-                         clues=tuple(clues), nodes=tuple(g.nodes), scrubbed=scrubbed)
+                         clues=tuple(clues), nodes=tuple(g.nodes), scrubbed=scrubbed, head=head)
 
 
 def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list], ent: Entity) -> list[Clue]:
@@ -262,7 +266,7 @@ def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list
         if (u, v) in tree or (v, u) in tree or u not in refs or v not in refs or U.INTERSECTION not in b.types:
             continue
         text = f"where {refs[u]} and {refs[v]} are also directly linked"
-        out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"),)))
+        out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"), ("u", str(u)), ("v", str(v)))))
         b.used.add(U.INTERSECTION)
         b.count += 1
     miss = _near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, 0.4) else None

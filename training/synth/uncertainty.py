@@ -112,25 +112,44 @@ def fuzz_date(date: DateFact, *, granularity: DateGranularity | str | None = Non
     y, bc = abs(date.year), date.year < 0
     era = " BC" if bc else ""
     part = lambda r: "early" if r < 0.34 else "mid" if r < 0.67 else "late"  # noqa: E731
+    thirds = ((0, 3), (4, 6), (7, 9))  # early / mid / late of a decade
     century = (y - 1) // 100 + 1 if not bc else (y + 99) // 100
     if g is DateGranularity.PART_OF_DECADE:
-        text = f"in the {part((y % 10) / 10)} {y - y % 10}s{era}"
+        third = 0 if y % 10 < 4 else 1 if y % 10 < 7 else 2
+        text = f"in the {('early', 'mid', 'late')[third]} {y - y % 10}s{era}"
+        lo, hi = y - y % 10 + thirds[third][0], y - y % 10 + thirds[third][1]
     elif g is DateGranularity.DECADE:
         text = f"in the {y - y % 10}s{era}"
+        lo, hi = y - y % 10, y - y % 10 + 9
     elif g is DateGranularity.YEAR_WINDOW:
         width = rng.randint(4, 10)
         lo = y - rng.randint(1, width - 1)
-        text = f"between {lo}{era} and {lo + width}{era}" if not bc else f"between {lo + width} BC and {lo} BC"
+        hi = lo + width
+        text = f"between {lo}{era} and {hi}{era}" if not bc else f"between {hi} BC and {lo} BC"
     else:
+        first = (century - 1) * 100 + 1  # AD: 1801-1900 is the 19th century; BC: 1900-1801 BC
         pos = ((y - 1) % 100) / 100 if not bc else 1 - ((y - 1) % 100) / 100
-        prefix = f"{part(pos)} " if g is DateGranularity.PART_OF_CENTURY else ""
-        text = f"in the {prefix}{_ordinal(century)} century{era}"
+        if g is DateGranularity.PART_OF_CENTURY:
+            p = part(pos)
+            text = f"in the {p} {_ordinal(century)} century{era}"
+            # offsets into the century's years: BC centuries count down, so their "early" years are the big ones
+            cuts = {"early": (0, 33), "mid": (34, 66), "late": (67, 99)} if not bc else \
+                {"early": (67, 99), "mid": (34, 66), "late": (0, 33)}
+            lo, hi = first + cuts[p][0], first + cuts[p][1]
+        else:
+            text = f"in the {_ordinal(century)} century{era}"
+            lo, hi = first, first + 99
+    if bc:  # the interval in signed years (BC negative), the one a verifier compares against
+        lo, hi = -hi, -lo
     return Clue(text, UncertaintyType.FUZZY_DATE, date.text, (("attr", date.attr), ("granularity", g.value),
-                                                              ("year", str(date.year))))
+                                                              ("year", str(date.year)), ("lo", str(lo)),
+                                                              ("hi", str(hi))))
 
 
 # --- numbers -------------------------------------------------------------------------------
 
+#: The values "about R" admits: ``[0.7 R, 1.4 R]`` (wider than rounding, so a verifier errs towards ambiguity).
+ABOUT_TOLERANCE = (0.7, 1.4)
 _SCALE = [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")]
 _MAGNITUDE = {0: "in the single digits", 1: "in the tens", 2: "in the hundreds", 3: "in the thousands",
               4: "in the tens of thousands", 5: "in the hundreds of thousands", 6: "in the millions",
@@ -180,8 +199,10 @@ def fuzz_number(number: NumberFact, *, mode: str | None = None, rng: random.Rand
     v = number.value
     sig = 2 if f"{v:e}".startswith("1") else 1
     if mode == "about":
-        text = "about " + _with_unit(format_quantity(_round_sig(v, sig)), number.unit)
-        rec = ("rounded", str(_round_sig(v, sig)))
+        r = _round_sig(v, sig)
+        text = "about " + _with_unit(format_quantity(r), number.unit)
+        rec = ("rounded", str(r))
+        lo, hi = r * ABOUT_TOLERANCE[0], r * ABOUT_TOLERANCE[1]  # what "about" admits, for verification
     elif mode == "range":
         lo = _round_sig(v * rng.uniform(0.45, 0.9), 1, "down")
         hi = _round_sig(v * rng.uniform(1.1, 2.0), 1, "up")
@@ -197,9 +218,11 @@ def fuzz_number(number: NumberFact, *, mode: str | None = None, rng: random.Rand
             else f" of {unit}"
         text = _MAGNITUDE[exp] + suffix
         rec = ("exponent", str(exp))
+        lo, hi = (0.0 if exp == 0 else 10.0**exp), 10.0 ** (exp + 1)
     else:
         raise ValueError(f"mode must be 'about', 'range' or 'magnitude', got {mode!r}")
-    return Clue(text, UncertaintyType.FUZZY_NUMBER, number.text, (("attr", number.attr), ("mode", mode), rec))
+    return Clue(text, UncertaintyType.FUZZY_NUMBER, number.text, (("attr", number.attr), ("mode", mode), rec,
+                                                                  ("lo", repr(float(lo))), ("hi", repr(float(hi)))))
 
 
 _COUNT_ATTRS = ("speakers", "species", "members", "employees", "residents", "inhabitants")
@@ -268,7 +291,8 @@ def temporal_order_clue(date: DateFact, reference: DateFact, reference_desc: Clu
     order = "before" if date.year < reference.year else "after"
     text = f"{mine[0]} {order} {reference_desc.text} {theirs[1]}"
     return Clue(text, UncertaintyType.TEMPORAL_ORDER, f"{date.text} vs {reference.text}",
-                (("order", order), ("attr", date.attr), ("reference_attr", reference.attr)), (reference_desc,))
+                (("order", order), ("attr", date.attr), ("reference_attr", reference.attr),
+                 ("reference_year", str(reference.year))), (reference_desc,))
 
 
 def counting_clue(total: int, scope: Clue) -> Clue:
