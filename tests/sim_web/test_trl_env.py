@@ -1,0 +1,129 @@
+"""The TRL ``environment_factory`` shape: unit checks, then TRL's own GRPOTrainer driving it.
+
+The trainer test uses a tiny randomly initialised Qwen3 (built from a config) whose
+``generate`` replays a scripted Tongyi-style turn sequence, so that TRL's real tool-calling
+loop (response parsing, tool dispatch, reward collection, one optimisation step) runs end to
+end on CPU in seconds. Nothing of sim-web is mocked.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import pytest
+
+from sim_web.env import EnvConfig
+from sim_web.rewards import RewardConfig
+from sim_web.trl_env import WebResearchToolEnv, answer_reward, tasks_dataset
+
+
+@pytest.fixture(scope="module")
+def tool_env(sample_index):
+    return WebResearchToolEnv(EnvConfig(index_dir=str(sample_index)))
+
+
+def test_tools_schemas_and_reward(tool_env):
+    from transformers.utils import get_json_schema
+
+    public = sorted(n for n, _ in inspect.getmembers(type(tool_env), predicate=inspect.isfunction) if not n.startswith("_"))
+    assert public == ["PythonInterpreter", "answer", "get_reward", "google_scholar", "reset", "search", "visit"]
+    for name in ("search", "visit", "google_scholar", "PythonInterpreter", "answer"):
+        schema = get_json_schema(getattr(tool_env, name))  # what TRL does with each tool method
+        assert schema["function"]["name"] == name and schema["function"]["description"]
+    assert tool_env.reset(question="Capital of France?", answer="Paris", aliases=["Paris, France"]) is None
+    assert "## Web Results" in tool_env.search(query=["Paris France capital"])
+    assert "Evidence in page" in tool_env.visit(url=["https://en.wikipedia.org/wiki/Paris"], goal="capital")
+    assert tool_env.search(query=[]).startswith("Error:") and tool_env.errors == 1  # a mistake is an observation
+    assert tool_env.get_reward() == 0.0  # nothing submitted yet
+    assert tool_env.answer(answer="paris, france") == "Answer recorded."
+    assert tool_env.answer(answer="Lyon").startswith("Error") and tool_env.get_reward() == 1.0
+    tool_env.reset(question="q", answer="Paris")
+    assert tool_env.errors == 0 and tool_env.get_reward() == 0.0
+
+
+def test_answer_reward_is_pure_and_reads_the_last_answer():
+    completions = ["<think>a</think><answer>The Paris</answer>", "no tag", [{"role": "assistant", "content": "<answer>x</answer>"},
+                   {"role": "tool", "content": "..."}, {"role": "assistant", "content": "<answer>Lyon</answer>"}]]
+    assert answer_reward(completions, answer=["Paris", "Paris", "Lyon"]) == [1.0, 0.0, 1.0]
+    assert answer_reward(["<answer>Paris France</answer>"], answer=["Paris"], config=RewardConfig(kind="f1")) == [pytest.approx(2 / 3)]
+    assert answer_reward(["<answer>PRC</answer>"], answer=["China"], aliases=[["PRC"]]) == [1.0]
+
+
+def test_tasks_dataset_has_prompts(sample_index):
+    ds = tasks_dataset(EnvConfig(index_dir=str(sample_index)), split="test")
+    assert len(ds) > 10 and set(ds.column_names) >= {"prompt", "question", "answer", "aliases", "task_id"}
+    assert ds[0]["prompt"] == [{"role": "user", "content": ds[0]["question"]}]
+
+
+SCRIPT = [
+    '<tool_call>\n{"name": "search", "arguments": {"query": ["capital city of France"]}}\n</tool_call><|im_end|>',
+    '<tool_call>\n{"name": "answer", "arguments": {"answer": "Paris"}}\n</tool_call><|im_end|>',
+    "Done.<|im_end|>",
+]
+
+
+def _tiny_qwen3_and_tokenizer():
+    import torch
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from trl.chat_template_utils import qwen3_chat_template
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>",
+                "<tool_response>", "</tool_response>"]
+    chars = sorted({chr(c) for c in range(32, 127)} | {"\n"})
+    tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(specials + chars + ["<unk>"])}, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split("", "isolated")  # one token per character
+    tk.add_special_tokens([AddedToken(s, special=True) for s in specials])
+    tk.decoder = decoders.Fuse()  # decode by concatenation, no spaces between characters
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok.chat_template = qwen3_chat_template  # TRL knows how to parse this template's tool calls
+
+    class ScriptedQwen3(Qwen3ForCausalLM):
+        """A real (tiny, random) Qwen3 whose sampling is replaced by a fixed Tongyi-style script."""
+
+        def generate(self, input_ids=None, attention_mask=None, **kwargs):
+            rows = []
+            for ids in input_ids:
+                prompt = tok.decode(ids, skip_special_tokens=False)
+                turn = min(prompt.count("<tool_response>"), len(SCRIPT) - 1)
+                rows.append(tok.encode(SCRIPT[turn], add_special_tokens=False))
+            width = max(map(len, rows))
+            out = torch.full((len(rows), width), tok.pad_token_id, dtype=input_ids.dtype)
+            for i, r in enumerate(rows):
+                out[i, :len(r)] = torch.tensor(r)
+            return torch.cat([input_ids, out], dim=1)
+
+    cfg = Qwen3Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                      num_key_value_heads=1, head_dim=16, max_position_embeddings=8192, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    return ScriptedQwen3(cfg), tok
+
+
+def test_grpo_trainer_runs_multi_turn_rollouts_on_the_env(sample_index, tmp_path, monkeypatch):
+    import datasets
+    from trl import GRPOConfig, GRPOTrainer
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model, tok = _tiny_qwen3_and_tokenizer()
+    row = {"prompt": [{"role": "user", "content": "What is the capital of France?"}], "question": "What is the capital of France?",
+           "answer": "Paris", "aliases": ["Paris, France"]}
+    made = []
+
+    def factory() -> WebResearchToolEnv:
+        made.append(WebResearchToolEnv(EnvConfig(index_dir=str(sample_index), max_response_chars=400)))
+        return made[-1]
+
+    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
+                      max_completion_length=1500, report_to="none", use_cpu=True, save_strategy="no", logging_steps=1,
+                      loss_type="dapo", mask_truncated_completions=True, beta=0.0, seed=0)
+    trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=datasets.Dataset.from_list([row] * 4),
+                          environment_factory=factory)
+    assert sorted(t.__name__ for t in trainer.tools) == ["PythonInterpreter", "answer", "google_scholar", "search", "visit"]
+    trainer.train()
+    logs = trainer.state.log_history[0]
+    assert logs["tools/call_frequency"] > 0 and logs["tools/failure_frequency"] == 0
+    assert logs["rewards/WebResearchToolEnv/mean"] == 1.0  # every rollout searched, then answered "Paris"
+    assert any(e._toolbox.executor.stats.counts()["tools"].get("search", {}).get("calls") for e in made)
+    assert os.environ["TRL_EXPERIMENTAL_SILENCE"] == "1"
