@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from training.synth.clues import Clue, UncertaintyType
+from training.synth.naming import with_article
 from training.synth.uncertainty import relational_clue
 
 U = UncertaintyType
@@ -148,7 +149,7 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     for node in walk(root):
         if node is root and head:
-            out.append({"text": f"is a {head}", "type": "type", "entity": node.entity})
+            out.append({"text": f"is {with_article(head)}", "type": "type", "entity": node.entity})
         if node.identity is not None:
             named = node.source == "title"
             out.append({"text": node.identity.text, "type": "named" if named else U.OBFUSCATED_ENTITY.value,

@@ -1,0 +1,98 @@
+"""The ``sim-web synth`` subcommand (also ``python -m training.synth``): synthesise a SailorFog-QA-V2 task set.
+
+Examples::
+
+    sim-web synth                                   # 300 questions from the sample index -> its default task set
+    sim-web synth --n 1000 --seed 1 --out /tmp/qa.jsonl
+    OPENAI_API_KEY=... sim-web synth --generator llm --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from wiki_index.errors import WikiIndexError
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The synth options (shared by ``sim-web synth`` and ``python -m training.synth``)."""
+    from training.synth.pipeline import SHORTCUT_POLICIES, SynthConfig
+
+    d = SynthConfig()
+    p.add_argument("--index", default=None, help="index directory (default: the sample index under $SIM_WEB_HOME)")
+    p.add_argument("--n", type=int, default=d.n, help=f"questions wanted (default {d.n})")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of every random choice (default 0)")
+    p.add_argument("--generator", choices=["template", "llm"], default="template",
+                   help="template (deterministic, no model; default) or llm (an OpenAI-compatible endpoint)")
+    p.add_argument("--out", default=None,
+                   help="output .jsonl (default: <index>/tasks/sailorfog_qa.jsonl, the env's default task set); "
+                        "the HF dataset, DuckDB file and dataset card are written next to it")
+    p.add_argument("--base-url", default=None, help="LLM endpoint root, e.g. http://localhost:8000/v1 (key: $OPENAI_API_KEY)")
+    p.add_argument("--model", default="gpt-4o-mini", help="LLM model name (default gpt-4o-mini)")
+    p.add_argument("--max-nodes", type=int, default=d.max_nodes, help=f"knowledge-graph size (default {d.max_nodes})")
+    p.add_argument("--n-seeds", type=int, default=d.n_seeds, help=f"seed entities (default {d.n_seeds})")
+    p.add_argument("--seed-query", action="append", default=[], help="add the top results of this search as seeds (repeatable)")
+    p.add_argument("--oversample", type=float, default=d.oversample, help=f"subgraphs per wanted question (default {d.oversample})")
+    p.add_argument("--test-fraction", type=float, default=d.test_fraction, help="held-out share (default 0.2)")
+    p.add_argument("--shortcut-policy", choices=SHORTCUT_POLICIES, default=d.shortcut_policy,
+                   help="what to do with questions BM25 answers at rank 1 (default drop)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no card on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the synthesis, write every output, print the dataset card; returns the exit status."""
+    from sim_web.tasks import default_task_path
+    from training.synth.llm import LLMConfig
+    from training.synth.outputs import render_card, build_card, write_outputs
+    from training.synth.pipeline import SynthConfig, generate_with_report
+    from wiki_index.index import WikiIndex
+
+    try:
+        llm = LLMConfig(base_url=args.base_url, model=args.model) if args.generator == "llm" else None
+        cfg = SynthConfig(n=args.n, seed=args.seed, generator=args.generator, max_nodes=args.max_nodes,
+                          n_seeds=args.n_seeds, seed_queries=tuple(args.seed_query), oversample=args.oversample,
+                          test_fraction=args.test_fraction, shortcut_policy=args.shortcut_policy, llm=llm,
+                          progress=not args.quiet)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    index = WikiIndex.from_dir(args.index)
+    out = args.out or default_task_path(index.path)
+    records, report = generate_with_report(index.path, config=cfg)
+    if not records:
+        print("error: no question passed the gates; see the log (-v) and raise --max-nodes or --oversample",
+              file=sys.stderr)
+        return 1
+    paths = write_outputs(records, report, out)
+    if not args.quiet:
+        print(render_card(build_card(records, report)))
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``synth`` on the ``sim-web`` command."""
+    p = subparsers.add_parser("synth", help="synthesise a SailorFog-QA-V2 task set from an index",
+                              description=__doc__.split("\n")[0])
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m training.synth [options]``."""
+    p = argparse.ArgumentParser(prog="python -m training.synth", description=__doc__.split("\n")[0])
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    add_arguments(p)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except WikiIndexError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

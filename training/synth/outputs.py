@@ -1,0 +1,180 @@
+"""Writing a task set: JSONL, a Hugging Face dataset, a DuckDB database and a dataset card, side by side.
+
+For ``OUT = <dir>/sailorfog_qa.jsonl`` (by default ``<index>/tasks/sailorfog_qa.jsonl``, the env's
+default task set):
+
+* ``OUT``: one record per line (the format :func:`sim_web.tasks.load_tasks` reads);
+* ``<dir>/sailorfog_qa.hf/``: a ``datasets.DatasetDict`` with ``train`` and ``test`` (``save_to_disk``);
+* ``<dir>/sailorfog_qa.duckdb``: tables ``tasks`` (one row per question, the full record as
+  JSON in ``record``), ``clues``, ``evidence`` and ``edges``: a separate file, never the index's
+  ``store.duckdb`` (other processes hold that one open read-only);
+* ``<dir>/sailorfog_qa.card.md`` and ``.card.json``: the dataset card.
+
+Each file is written to a temporary name and renamed, so a reader never sees half a task set.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from training.synth.pipeline import SynthReport
+from training.synth.records import LEVELS
+
+
+def sibling(out: Path, suffix: str) -> Path:
+    """``tasks/sailorfog_qa.jsonl`` -> ``tasks/sailorfog_qa{suffix}``."""
+    return out.with_name(out.name[: -len(".jsonl")] + suffix if out.name.endswith(".jsonl") else out.stem + suffix)
+
+
+def write_jsonl(records: list[dict[str, Any]], path: Path) -> None:
+    """One JSON record per line (atomic)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def write_hf(records: list[dict[str, Any]], path: Path) -> None:
+    """A ``DatasetDict`` of the ``train`` and ``test`` splits, saved with ``save_to_disk`` (atomic)."""
+    import datasets
+
+    splits = {s: [r for r in records if r["split"] == s] for s in ("train", "test")}
+    features = datasets.Dataset.from_list(records).features if records else None
+    dd = datasets.DatasetDict({s: datasets.Dataset.from_list(rs, features=features) for s, rs in splits.items()})
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    dd.save_to_disk(str(tmp))
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.replace(path)
+
+
+def write_duckdb(records: list[dict[str, Any]], path: Path) -> None:
+    """Tables ``tasks``, ``clues``, ``evidence`` and ``edges`` in a new DuckDB file (atomic)."""
+    import duckdb
+
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp))
+    try:
+        con.execute("""
+            CREATE TABLE tasks (id VARCHAR PRIMARY KEY, split VARCHAR, question VARCHAR, answer VARCHAR,
+                aliases VARCHAR[], answer_url VARCHAR, structure VARCHAR, uncertainty_types VARCHAR[],
+                target_orbit INTEGER, nodes INTEGER, edges INTEGER, hops INTEGER, constraints INTEGER, level VARCHAR,
+                shortcut BOOLEAN, weight DOUBLE, generator VARCHAR, seed BIGINT, record VARCHAR);
+            CREATE TABLE clues (task_id VARCHAR, ordinal INTEGER, entity VARCHAR, type VARCHAR, text VARCHAR, query VARCHAR);
+            CREATE TABLE evidence (task_id VARCHAR, title VARCHAR, url VARCHAR, docid VARCHAR);
+            CREATE TABLE edges (task_id VARCHAR, source VARCHAR, target VARCHAR, relation VARCHAR, kind VARCHAR,
+                page VARCHAR, passage VARCHAR);
+        """)
+        con.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            (r["id"], r["split"], r["question"], r["answer"], r["aliases"], r["answer_url"], r["structure"],
+             r["uncertainty_types"], r["target_orbit"], r["difficulty"]["nodes"], r["difficulty"]["edges"],
+             r["difficulty"]["hops"], r["difficulty"]["constraints"], r["difficulty"]["level"], r["shortcut"],
+             r["weight"], r["generator"], r["seed"], json.dumps(r, ensure_ascii=False)) for r in records])
+        con.executemany("INSERT INTO clues VALUES (?, ?, ?, ?, ?, ?)", [
+            (r["id"], i, c["entity"], c["type"], c["text"], c["query"]) for r in records for i, c in enumerate(r["clues"])])
+        con.executemany("INSERT INTO evidence VALUES (?, ?, ?, ?)", [
+            (r["id"], e["title"], e["url"], d) for r in records for e in r["evidence"] for d in (e["docids"] or [None])])
+        con.executemany("INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?, ?)", [
+            (r["id"], e["source"], e["target"], e["relation"], e["kind"], e["provenance"]["page"],
+             e["provenance"]["passage"]) for r in records for e in r["subgraph"]["edges"]])
+    finally:
+        con.close()
+    tmp.replace(path)
+
+
+def build_card(records: list[dict[str, Any]], report: SynthReport) -> dict[str, Any]:
+    """The dataset card as data: counts per split / structure / uncertainty type / difficulty, and the gate rates."""
+    f = report.funnel
+    count = lambda key: dict(sorted(Counter(key(r) for r in records).items()))  # noqa: E731
+    return {
+        "records": len(records),
+        "splits": count(lambda r: r["split"]),
+        "structures": count(lambda r: r["structure"]),
+        "uncertainty_types": dict(sorted(Counter(t for r in records for t in r["uncertainty_types"]).items())),
+        "difficulty": {lv: sum(r["difficulty"]["level"] == lv for r in records) for lv in LEVELS},
+        "hops": count(lambda r: r["difficulty"]["hops"]),
+        "subgraph_nodes": count(lambda r: r["difficulty"]["nodes"]),
+        "target_orbit": count(lambda r: r["target_orbit"]),
+        "target_degree": count(lambda r: sum(r["answer"] in (e["source"], e["target"]) for e in r["subgraph"]["edges"])),
+        "generator": count(lambda r: r["generator"]),
+        "gates": {
+            "drafts": f["drafts"], "answer_leak_skipped": f["answer_leak"], "parse_error": f["parse_error"],
+            "duplicates": f["duplicate"],
+            "uniqueness_pass_rate": report.rate("unique", "checked_unique"), "uniqueness": dict(report.uniqueness),
+            "shortcut_rate": report.rate("shortcut", "checked_shortcut"),
+            "shortcut_policy": report.config.get("shortcut_policy"),
+            "answerability_pass_rate": report.rate("answerable", "checked_answerable"),
+            "llm_rejected": f["llm_rejected"], "accepted": f["accepted"],
+            "shortcut_in_set": sum(r["shortcut"] for r in records),
+        },
+        "kg": report.kg, "sampling": report.sampling,
+        "timings_s": {k: round(v, 2) for k, v in report.timings.items()},
+        "searches": f["searches"], "visits": f["visits"], "llm": report.llm,
+        "config": report.config, "index": report.index,
+    }
+
+
+def _table(title: str, rows: dict[Any, Any]) -> list[str]:
+    return [f"| {title} | count |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in rows.items()] + [""]
+
+
+def render_card(card: dict[str, Any]) -> str:
+    """The dataset card as Markdown."""
+    g, kg, cfg = card["gates"], card["kg"], card["config"]
+    lines = [
+        "# SailorFog-QA-V2 task set (synthesised from the simulated web)", "",
+        f"{card['records']} questions ({', '.join(f'{k}: {v}' for k, v in card['splits'].items())}) from `{card['index']}`,",
+        f"generator `{cfg.get('generator')}`, seed {cfg.get('seed')}, in {card['timings_s'].get('total', 0)} s.", "",
+        f"Knowledge graph: {kg.get('nodes')} entities from {kg.get('seeds')} seeds, {kg.get('tree_edges')} BFS edges + "
+        f"{kg.get('dense_edges')} added by densification (cycle rank {kg.get('after', {}).get('cycle_rank')}, "
+        f"clustering {kg.get('after', {}).get('avg_clustering', 0):.3f}); edge kinds {kg.get('edge_kinds')}.",
+        f"Subgraphs: {card['sampling'].get('got')} sampled by random walks in {card['sampling'].get('tries')} tries, "
+        f"{card['sampling'].get('iso_classes')} isomorphism classes (WL hash + isomorphism check).", "",
+        "## Quality gates", "",
+        "| gate | value |", "|---|---:|",
+        f"| drafts | {g['drafts']} |",
+        f"| uniqueness pass rate (clues fit only the answer, checked on the whole corpus) | {g['uniqueness_pass_rate']:.1%} |",
+        f"| shortcut rate (BM25 top-1 on the question is the answer; policy `{g['shortcut_policy']}`) | {g['shortcut_rate']:.1%} |",
+        f"| answerability pass rate (every evidence page found with the sim's own search) | {g['answerability_pass_rate']:.1%} |",
+        f"| duplicates dropped | {g['duplicates']} |", f"| answer leaks skipped | {g['answer_leak_skipped']} |",
+        f"| LLM rewrites rejected | {g['llm_rejected']} |", f"| accepted | {g['accepted']} |",
+        f"| shortcut questions kept in the set | {g['shortcut_in_set']} |", "",
+        f"Uniqueness outcomes: {g['uniqueness']}.", "",
+    ]
+    lines += ["## Counts", ""] + _table("structure", card["structures"]) + _table("uncertainty type", card["uncertainty_types"])
+    lines += _table("difficulty", card["difficulty"]) + _table("hops", card["hops"]) + _table("target orbit", card["target_orbit"])
+    lines += _table("target degree in subgraph", card["target_degree"])
+    lines += ["## Timings (s)", ""] + [f"- {k}: {v}" for k, v in card["timings_s"].items()] + [""]
+    return "\n".join(lines)
+
+
+def write_outputs(records: list[dict[str, Any]], report: SynthReport, out: str | Path) -> dict[str, Path]:
+    """Write the JSONL, the HF dataset, the DuckDB file and the card next to each other.
+
+    Args:
+        records: The records.
+        report: The run's report (for the card).
+        out: The JSONL path; the other outputs take its stem (see the module docstring).
+
+    Returns:
+        Output kind -> path.
+    """
+    out = Path(out)
+    if out.suffix != ".jsonl":
+        raise ValueError(f"the output must be a .jsonl path (the others are written next to it), got {out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paths = {"jsonl": out, "hf": sibling(out, ".hf"), "duckdb": sibling(out, ".duckdb"),
+             "card_md": sibling(out, ".card.md"), "card_json": sibling(out, ".card.json")}
+    write_jsonl(records, paths["jsonl"])
+    write_hf(records, paths["hf"])
+    write_duckdb(records, paths["duckdb"])
+    card = build_card(records, report)
+    paths["card_json"].write_text(json.dumps(card, indent=1, default=str), encoding="utf-8")
+    paths["card_md"].write_text(render_card(card), encoding="utf-8")
+    return paths

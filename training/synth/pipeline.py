@@ -1,0 +1,301 @@
+"""SailorFog-QA-V2 end to end: store -> dense KG -> subgraphs -> orbit-balanced targets -> questions -> gates -> records.
+
+:func:`generate` is deterministic for a seed: every random choice flows from
+``random.Random(seed)`` (the graph, the samples, the targets) or from a per-item generator
+seeded by ``(seed, subgraph index, target)``, so an item does not change when an earlier one
+is rejected. Subgraphs are visited round-robin over their (structure, size) buckets, so the
+accepted set stays balanced over structures when it stops at ``n``.
+
+Gates, in order (each counted in :class:`SynthReport`): the answer never appears in the text
+(generator), the clue tree parses, not a duplicate, the clues single out the answer in the whole
+corpus (:class:`~training.synth.verify.Verifier`), BM25 top-1 on the question is not already the
+answer (``shortcut_policy``), and every evidence page and the answer are reachable with the
+simulator's own search (:class:`~training.synth.gates.SearchGates`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.synth.constraints import ParseError, flatten, parse_clues
+from training.synth.gates import Deduper, SearchGates, sim_search, sim_visit
+from training.synth.kg import build_dense_kg
+from training.synth.llm import LLMConfig, LLMGenerator
+from training.synth.orbits import pick_targets
+from training.synth.records import build_record
+from training.synth.sampling import sample_subgraphs_with_report
+from training.synth.store_source import StoreSource
+from training.synth.templates import AnswerLeakError, generate_question
+from training.synth.verify import Verifier
+
+log = logging.getLogger(__name__)
+GENERATORS = ("template", "llm")
+SHORTCUT_POLICIES = ("drop", "downweight", "keep")
+
+
+@dataclass
+class SynthConfig:
+    """Settings of one synthesis run (the CLI exposes the common ones).
+
+    Attributes:
+        n: Questions wanted.
+        seed: Seed of every random choice.
+        generator: ``"template"`` (deterministic, no model) or ``"llm"`` (needs ``llm``).
+        n_seeds: Seed entities the knowledge graph grows from.
+        min_seed_links: A seed page links to at least this many pages.
+        seed_queries: Optional search queries whose top results are added as seeds (their
+            nodes record the query as provenance).
+        max_nodes: Entities discovered before densification.
+        sizes: Subgraph sizes (nodes) to sample.
+        oversample: Subgraphs sampled per wanted question (the gates reject some).
+        targets_per_subgraph: Questions tried per subgraph, on distinct orbits first.
+        test_fraction: Share of ids in the held-out ``test`` split.
+        k: Search results an agent sees (answerability counts a page found within the top ``k``).
+        shortcut_policy: ``drop`` questions whose BM25 top-1 is the answer, ``downweight`` them
+            (``weight = shortcut_weight``) or ``keep`` them.
+        shortcut_weight: Weight of a down-weighted shortcut question.
+        max_candidates: Candidate sets above this size count as unbounded in the uniqueness check.
+        llm: Endpoint settings for the ``llm`` generator.
+        progress: Show tqdm progress bars.
+    """
+
+    n: int = 300
+    seed: int = 0
+    generator: str = "template"
+    n_seeds: int = 40
+    min_seed_links: int = 3
+    seed_queries: tuple[str, ...] = ()
+    max_nodes: int = 3000
+    sizes: tuple[int, ...] = (3, 4, 5, 6)
+    oversample: float = 4.0
+    targets_per_subgraph: int = 2
+    test_fraction: float = 0.2
+    k: int = 10
+    shortcut_policy: str = "drop"
+    shortcut_weight: float = 0.25
+    max_candidates: int = 20_000
+    llm: LLMConfig | None = None
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        def bad(what: str, found: object, fix: str) -> ValueError:
+            return ValueError(f"SynthConfig.{what}, found {found!r}; {fix}")
+
+        if self.n < 1:
+            raise bad("n must be >= 1", self.n, "ask for at least one question")
+        if self.generator not in GENERATORS:
+            raise bad(f"generator must be one of {GENERATORS}", self.generator, "use --generator template or llm")
+        if self.generator == "llm" and self.llm is None:
+            raise bad("llm must be set for generator='llm'", None, "pass llm=LLMConfig(base_url=..., model=...)")
+        if self.shortcut_policy not in SHORTCUT_POLICIES:
+            raise bad(f"shortcut_policy must be one of {SHORTCUT_POLICIES}", self.shortcut_policy, "pick one")
+        if self.n_seeds < 1 or self.max_nodes < 10 or self.targets_per_subgraph < 1 or self.k < 1:
+            raise bad("n_seeds, targets_per_subgraph and k must be >= 1 and max_nodes >= 10",
+                      (self.n_seeds, self.targets_per_subgraph, self.k, self.max_nodes), "raise them")
+        if not self.sizes or min(self.sizes) < 2 or self.oversample < 1 or not 0 <= self.test_fraction < 1:
+            raise bad("sizes must be >= 2, oversample >= 1 and 0 <= test_fraction < 1",
+                      (self.sizes, self.oversample, self.test_fraction), "fix the values")
+        if not 0 < self.shortcut_weight <= 1:
+            raise bad("shortcut_weight must be in (0, 1]", self.shortcut_weight, "e.g. 0.25")
+
+
+@dataclass
+class SynthReport:
+    """What a run did: the funnel through every gate, the graph, the timings."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    index: str = ""
+    kg: dict[str, Any] = field(default_factory=dict)
+    sampling: dict[str, Any] = field(default_factory=dict)
+    funnel: Counter = field(default_factory=Counter)
+    uniqueness: Counter = field(default_factory=Counter)
+    timings: dict[str, float] = field(default_factory=dict)
+    llm: dict[str, Any] = field(default_factory=dict)
+
+    def rate(self, num: str, den: str) -> float:
+        """``funnel[num] / funnel[den]`` (0 when nothing reached the gate)."""
+        return self.funnel[num] / self.funnel[den] if self.funnel[den] else 0.0
+
+
+def _seeds(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: SearchGates) -> dict[str, str | None]:
+    """Seed titles -> the search query that found them (``None`` for randomly drawn seeds)."""
+    pool = [p for p in src.page_ids() if len(src.out_ids(p)) >= cfg.min_seed_links]
+    if not pool:
+        raise ValueError(f"no page of the store links to {cfg.min_seed_links}+ pages; lower min_seed_links or "
+                         f"build the index from a corpus with links")
+    seeds: dict[str, str | None] = {}
+    for q in cfg.seed_queries:
+        for t in gates.titles(q)[:3]:
+            seeds.setdefault(t, q)
+    for p in rng.sample(pool, min(cfg.n_seeds, len(pool))):
+        seeds.setdefault(src.title(p), None)
+    return seeds
+
+
+def _interleave(subs: list, rng: random.Random) -> list[tuple[int, Any]]:
+    """Subgraphs round-robin over their (structure, size) buckets, each bucket shuffled."""
+    buckets: dict[tuple[str, int], list[tuple[int, Any]]] = {}
+    for i, s in enumerate(subs):
+        buckets.setdefault((s.structure.value, s.size), []).append((i, s))
+    lists = [buckets[b] for b in sorted(buckets)]
+    for b in lists:
+        rng.shuffle(b)
+    out = []
+    for depth in range(max(map(len, lists), default=0)):
+        out.extend(b[depth] for b in lists if depth < len(b))
+    return out
+
+
+def generate_with_report(index_dir: str | Path | None = None, n: int | None = None, seed: int | None = None,
+                         generator: str | None = None, *, config: SynthConfig | None = None,
+                         ) -> tuple[list[dict[str, Any]], SynthReport]:
+    """Synthesise up to ``n`` verified questions from an index.
+
+    Args:
+        index_dir: The index directory (default: the sample index under ``$SIM_WEB_HOME``).
+        n: Questions wanted (overrides ``config.n``).
+        seed: Seed (overrides ``config.seed``).
+        generator: ``"template"`` or ``"llm"`` (overrides ``config.generator``).
+        config: Everything else.
+
+    Returns:
+        ``(records, report)``; fewer than ``n`` records when the graph runs out of subgraphs
+        that pass the gates (logged).
+    """
+    from sim_web.sim_backend import SimBackend
+    from sim_web.tasks import split_of
+    from wiki_index.index import WikiIndex
+
+    base = config or SynthConfig()
+    over = {k: v for k, v in (("n", n), ("seed", seed), ("generator", generator)) if v is not None}
+    cfg = SynthConfig(**{**{f: getattr(base, f) for f in base.__dataclass_fields__}, **over})
+    rep = SynthReport(config={k: v for k, v in asdict(cfg).items() if k != "llm"})
+    t0 = time.perf_counter()
+    index = WikiIndex.from_dir(index_dir)
+    rep.index = str(index.path)
+    src = StoreSource(index.store)
+    backend = SimBackend(index)
+    gates = SearchGates(sim_search(backend, src.docid_title, cfg.k), sim_visit(backend))
+    verifier = Verifier(src, max_candidates=cfg.max_candidates)
+    llm = LLMGenerator(cfg.llm) if cfg.generator == "llm" else None
+    rng = random.Random(cfg.seed)
+    rep.timings["load"] = time.perf_counter() - t0
+
+    t = time.perf_counter()
+    seeds = _seeds(src, cfg, rng, gates)
+    kg = build_dense_kg(list(seeds), src.neighbours, src.entity, max_nodes=cfg.max_nodes, rng=rng)
+    for node, data in kg.graph.nodes(data=True):
+        data.update(src.node_stats(node))
+        data["found_by"] = "seed_query" if seeds.get(node) else "seed" if node in seeds else "expansion"
+        data["query"] = seeds.get(node)
+    rep.timings["kg"] = time.perf_counter() - t
+    r = kg.report
+    rep.kg = {"seeds": r.seeds, "nodes": r.nodes, "tree_edges": r.tree_edges, "dense_edges": r.dense_edges,
+              "before": asdict(r.before), "after": asdict(r.after), "edge_passages_found": src.passage_found,
+              "edge_passages_missing": src.passage_missing,
+              "edge_kinds": dict(Counter(d["kind"] for _, _, d in kg.graph.edges(data=True)))}
+
+    t = time.perf_counter()
+    n_sub = math.ceil(cfg.n * cfg.oversample / cfg.targets_per_subgraph)
+    subs, srep = sample_subgraphs_with_report(kg, n_sub, sizes=cfg.sizes, rng=rng)
+    rep.timings["sample"] = time.perf_counter() - t
+    rep.sampling = {"wanted": n_sub, "got": len(subs), "tries": srep.tries, "iso_classes": srep.classes,
+                    "wl_collisions": srep.wl_collisions, "duplicates": srep.duplicate, "class_full": srep.class_full}
+
+    t = time.perf_counter()
+    records = _run_gates(cfg, kg, _interleave(subs, rng), src, gates, verifier, llm, rep, split_of)
+    rep.timings["generate_and_gate"] = time.perf_counter() - t
+    rep.timings["total"] = time.perf_counter() - t0
+    rep.funnel["searches"], rep.funnel["visits"] = gates.searches, gates.visits
+    if llm is not None:
+        rep.llm = {"requests": llm.requests, "rejected": dict(llm.rejected), "model": cfg.llm.model}
+    if len(records) < cfg.n:
+        log.warning("synthesised %d of %d questions; raise --oversample or max_nodes for more", len(records), cfg.n)
+    return records, rep
+
+
+def _run_gates(cfg: SynthConfig, kg: Any, order: list, src: StoreSource, gates: SearchGates, verifier: Verifier,
+               llm: LLMGenerator | None, rep: SynthReport, split_of: Any) -> list[dict[str, Any]]:
+    """Generate questions subgraph by subgraph until ``cfg.n`` pass every gate."""
+    from tqdm.auto import tqdm
+
+    f, timing = rep.funnel, Counter()
+    dedup, ents, records = Deduper(), kg.entities, []
+    bar = tqdm(total=cfg.n, desc="questions", unit="q", disable=not cfg.progress)
+    for i, sub in order:
+        if len(records) >= cfg.n:
+            break
+        f["subgraphs"] += 1
+        targets = pick_targets(sub, cfg.targets_per_subgraph, random.Random(f"{cfg.seed}:{i}:targets"))
+        for target in targets:
+            if len(records) >= cfg.n:
+                break
+            f["drafts"] += 1
+            try:
+                draft = generate_question(sub, target, ents, random.Random(f"{cfg.seed}:{i}:{target}"), kg=kg)
+                root = parse_clues(draft.answer, draft.clues)
+            except AnswerLeakError:
+                f["answer_leak"] += 1
+                continue
+            except ParseError as e:
+                f["parse_error"] += 1
+                log.debug("unparsable draft for %r: %s", target, e)
+                continue
+            if dedup.seen(draft.question, draft.answer, [str(x) for x in sub.nodes]):
+                f["duplicate"] += 1
+                continue
+            s = time.perf_counter()
+            u = verifier.check(root, draft.head)
+            timing["unique"] += time.perf_counter() - s
+            rep.uniqueness[u.reason] += 1
+            f["checked_unique"] += 1
+            if not u.unique:
+                continue
+            f["unique"] += 1
+            question = draft.question
+            if llm is not None:
+                s = time.perf_counter()
+                question = llm.rewrite(draft, root, sub.graph, flatten(root, draft.head), seed=cfg.seed)
+                timing["llm"] += time.perf_counter() - s
+                if question is None or (question != draft.question and dedup.seen(question, "", [question])):
+                    f["llm_rejected"] += 1
+                    continue
+            s = time.perf_counter()
+            shortcut = gates.shortcut(question, draft.answer)
+            timing["shortcut"] += time.perf_counter() - s
+            f["checked_shortcut"] += 1
+            f["shortcut"] += shortcut
+            if shortcut and cfg.shortcut_policy == "drop":
+                continue
+            s = time.perf_counter()
+            ret = gates.retrieval(root, sub.graph, draft.head)
+            timing["answerable"] += time.perf_counter() - s
+            f["checked_answerable"] += 1
+            if not ret.answerable:
+                f["unanswerable"] += 1
+                continue
+            f["answerable"] += 1
+            weight = cfg.shortcut_weight if shortcut and cfg.shortcut_policy == "downweight" else 1.0
+            rec = build_record(draft=draft, question=question, root=root, sub=sub, src=src, retrieval=ret,
+                               shortcut=shortcut, generator=cfg.generator, seed=cfg.seed, split="train",
+                               weight=weight, candidates=u.candidates)
+            rec["split"] = split_of(rec["id"], cfg.test_fraction)
+            records.append(rec)
+            f["accepted"] += 1
+            bar.update(1)
+    bar.close()
+    rep.timings.update({f"gate_{k}": v for k, v in timing.items()})
+    return records
+
+
+def generate(index_dir: str | Path | None = None, n: int = 300, seed: int = 0, generator: str = "template",
+             *, config: SynthConfig | None = None) -> list[dict[str, Any]]:
+    """Synthesise ``n`` verified questions (see :func:`generate_with_report`); returns the records only."""
+    return generate_with_report(index_dir, n, seed, generator, config=config)[0]

@@ -1,0 +1,151 @@
+"""Task records: one verified question with its subgraph, provenance, evidence and difficulty.
+
+The record schema is what the env (:func:`sim_web.tasks.load_tasks`) and the oracle agent read:
+``id, question, answer, aliases, split`` plus the metadata documented in :func:`build_record`.
+Every nested dict has a fixed set of keys (``None`` where a value is missing) so that the same
+records load into Hugging Face ``datasets`` and DuckDB without schema drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from training.synth.constraints import NodeSpec, flatten, walk
+from training.synth.gates import Retrieval
+from training.synth.naming import name_variants
+from training.synth.orbits import node_orbits
+from training.synth.sampling import Subgraph
+from training.synth.store_source import StoreSource
+from training.synth.templates import QuestionDraft
+from wiki_index.types import title_to_url
+
+LEVELS = ("easy", "medium", "hard")
+_PROVENANCE_KEYS = ("page", "passage", "anchor", "ordinal", "evidence", "query")
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """Difficulty features of a question and the level derived from them.
+
+    ``score = hops + cycle rank + constraints / 4`` (hops: the longest chain of relations from
+    the answer; cycle rank: ``edges - nodes + 1``, the independent cycles a solver must close;
+    constraints: atomic clues). ``easy`` below 4.5, ``hard`` from 6.25, ``medium`` between
+    (fixed thresholds, about a third each on the sample corpus).
+    """
+
+    nodes: int
+    edges: int
+    hops: int
+    constraints: int
+    level: str
+    score: float = 0.0
+
+    @classmethod
+    def of(cls, nodes: int, edges: int, hops: int, constraints: int) -> Difficulty:
+        """Derive the score and level from the features."""
+        score = hops + (edges - nodes + 1) + constraints / 4
+        level = "easy" if score < 4.5 else "hard" if score >= 6.25 else "medium"
+        return cls(nodes, edges, hops, constraints, level, score)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record's ``difficulty`` field."""
+        return {"nodes": self.nodes, "edges": self.edges, "hops": self.hops, "constraints": self.constraints,
+                "score": self.score, "level": self.level}
+
+
+def task_id(seed: int, question: str) -> str:
+    """Stable id of a question: ``sfqa-`` + 12 hex digits of SHA-1 over the seed and the text."""
+    return "sfqa-" + hashlib.sha1(f"{seed}|{question}".encode()).hexdigest()[:12]
+
+
+def target_orbit(g: nx.Graph, target: str) -> tuple[int, list[list[str]]]:
+    """Index of the target's automorphism orbit in :func:`node_orbits` order, and the orbits as sorted title lists."""
+    orbits = [sorted(map(str, o)) for o in node_orbits(g)]
+    return next(i for i, o in enumerate(orbits) if target in o), orbits
+
+
+def _edge(g: nx.Graph, u: str, v: str) -> dict[str, Any]:
+    d = g.edges[u, v]
+    src, dst = d.get("source_page", u), d.get("target_page", v)
+    prov = {k: d.get(k) for k in _PROVENANCE_KEYS}
+    prov["page"] = prov["page"] or src
+    prov["ordinal"] = int(prov["ordinal"]) if prov["ordinal"] is not None else None
+    prov["evidence"] = (prov["evidence"] or "")[:400]
+    return {"source": src, "target": dst, "relation": str(d.get("relation", d.get("kind", "link"))),
+            "kind": str(d.get("kind", "link")), "reciprocal": bool(d.get("reciprocal", False)), "provenance": prov}
+
+
+def _docids(src: StoreSource, node: NodeSpec | None, title: str, edges: list[dict[str, Any]]) -> list[str]:
+    """Passages that back what the question says about ``title``: its lead, the passages holding its
+    relations, and those stating its facts."""
+    pid = src.resolve(title)
+    if pid is None:
+        return []
+    order = {d: i for i, (d, _) in enumerate(src.passages(pid))}
+    found = [d for d, _ in src.passages(pid)[:1]]
+    found += [e["provenance"]["passage"] for e in edges if e["source"] == title and e["provenance"]["passage"]]
+    for f in node.facts if node else []:
+        if f.original:
+            docid, _ = src.find_passage(pid, [f.original])
+            if docid:
+                found.append(docid)
+    return sorted(set(found) & set(order), key=order.get)
+
+
+def build_record(*, draft: QuestionDraft, question: str, root: NodeSpec, sub: Subgraph, src: StoreSource,
+                 retrieval: Retrieval, shortcut: bool, generator: str, seed: int, split: str,
+                 weight: float = 1.0, candidates: int = 1) -> dict[str, Any]:
+    """Assemble one task record.
+
+    Args:
+        draft: The template draft (structure, clues, uncertainty types, hops).
+        question: The final question text (the draft's, or the LLM's rewrite of it).
+        root: The parsed constraint tree of the draft.
+        sub: The sampled subgraph (with KG node and edge attributes).
+        src: The store, for aliases, URLs and passage ids.
+        retrieval: The answerability gate's outcome (its queries become ``clues[].query``).
+        shortcut: Whether BM25 top-1 on the question is the answer page.
+        generator: ``"template"`` or ``"llm"``.
+        seed: The generation seed.
+        split: ``"train"`` or ``"test"``.
+        weight: Sampling weight (below 1 for down-weighted shortcut questions).
+        candidates: Size of the uniqueness check's final candidate set.
+
+    Returns:
+        The record: ``id, question, answer, aliases, split, answer_url, evidence, clues,
+        uncertainty_types, structure, subgraph, target, target_orbit, difficulty, shortcut,
+        generator, seed`` and ``template, weight, verification``.
+    """
+    g = sub.graph
+    answer = draft.answer
+    pid = src.resolve(answer)
+    aliases = sorted({a for a in (src.aliases(pid) if pid is not None else []) + name_variants(answer) if a != answer})
+    edges = [_edge(g, u, v) for u, v in sorted(g.edges, key=lambda e: (str(e[0]), str(e[1])))]
+    specs = {n.entity: n for n in walk(root)}
+    orbit, orbits = target_orbit(g, answer)
+    nodes = sorted(map(str, g.nodes))
+    node_info = []
+    for t in nodes:
+        a = g.nodes[t]
+        node_info.append({"title": t, "page_id": a.get("page_id"), "url": title_to_url(t),
+                          "description": a.get("description", ""), "kg_degree": int(a.get("degree", 0)),
+                          "corpus_degree": a.get("corpus_degree"), "page_len": int(a.get("page_len", 0)),
+                          "found_by": a.get("found_by", ""), "query": a.get("query")})
+    evidence = [{"title": t, "url": title_to_url(t), "docids": _docids(src, specs.get(t), t, edges)} for t in nodes]
+    clues = [{**c, "query": retrieval.queries.get(c["entity"], "")} for c in flatten(root, draft.head)]
+    diff = Difficulty.of(g.number_of_nodes(), g.number_of_edges(), draft.hops, root.constraint_count())
+    return {
+        "id": task_id(seed, question), "question": question, "answer": answer, "aliases": aliases, "split": split,
+        "answer_url": title_to_url(answer), "evidence": evidence, "clues": clues,
+        "uncertainty_types": list(draft.uncertainty_types), "structure": draft.structure,
+        "subgraph": {"nodes": nodes, "edges": edges, "node_info": node_info, "orbits": orbits,
+                     "wl_hash": sub.wl_hash},
+        "target": answer, "target_orbit": orbit, "difficulty": diff.as_dict(), "shortcut": shortcut,
+        "generator": generator, "seed": seed, "template": draft.template, "weight": float(weight),
+        "verification": {"unique": True, "candidates": int(candidates), "answerable": retrieval.answerable,
+                         "resolution_order": list(retrieval.order)},
+    }
