@@ -30,6 +30,7 @@ from agents.prompts import FORCE_ANSWER_PROMPT, LLM_CALLS_EXCEEDED
 from agents.resum import ExtractiveSummariser, close_summary, continue_messages, extract_summary, summary_request
 from sim_web.actions import parse_action
 from sim_web.errors import ActionError
+from sim_web.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
 from sim_web.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,20 @@ def describe_action(text: str) -> dict[str, Any]:
     return {"kind": "tool_call", "tool": a.tool, "arguments": dict(a.arguments), **({"code": a.code} if a.code else {})}
 
 
+def observation_error(obs: str, new_env_errors: Sequence[str] = ()) -> str | None:
+    """What went wrong in a tool response: the env's mistake kind, ``unreachable`` page, ``unavailable`` tool, or ``None``."""
+    if new_env_errors:
+        return new_env_errors[0]
+    body = obs.removeprefix("<tool_response>\n")
+    if body.startswith("[Python Interpreter Error]"):
+        return "python_error"
+    if INACCESSIBLE_EVIDENCE in body:
+        return "unreachable"
+    if SEARCH_UNAVAILABLE in body or SCHOLAR_UNAVAILABLE in body:
+        return "unavailable"
+    return None
+
+
 class ReactAgent:
     """Plays episodes of a policy in an env, recording trajectories.
 
@@ -117,14 +132,21 @@ class ReactAgent:
             gen = yield Request([dict(m) for m in messages], purpose, sampling, seed + calls)
             return gen, time.perf_counter() - t
 
-        def step_env(text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> tuple[str, bool, bool, dict[str, Any]]:
-            t = time.perf_counter()
-            obs, _, term, trunc, inf = env.step(text)
+        def record(text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, env_s: float = 0.0,
+                   obs: str = "", obs_error: str | None = None) -> None:
             steps.append({"turn": len(steps) + 1, "purpose": purpose, "action": text, **describe_action(text),
-                          "observation_chars": len(obs), "llm_seconds": round(llm_s, 6), "env_seconds": round(time.perf_counter() - t, 6),
-                          "context_tokens": ctx_tokens, "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
+                          "observation_chars": len(obs), "obs_error": obs_error,
+                          "llm_seconds": round(llm_s, 6), "env_seconds": round(env_s, 6), "context_tokens": ctx_tokens,
+                          "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
                           "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(gen.text),
                           "finish_reason": gen.finish_reason})
+
+        def step_env(text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> tuple[str, bool, bool, dict[str, Any]]:
+            t = time.perf_counter()
+            before = dict(getattr(env, "unwrapped", env).errors)
+            obs, _, term, trunc, inf = env.step(text)
+            new_errors = [k for k, v in inf.get("errors", {}).items() if v > before.get(k, 0)]
+            record(text, purpose, gen, llm_s, ctx_tokens, time.perf_counter() - t, obs, observation_error(obs, new_errors))
             return obs, term, trunc, inf
 
         def force(reason: str) -> Generator[Request, Generation, tuple[str, dict[str, Any] | None]]:
@@ -141,11 +163,7 @@ class ReactAgent:
             if describe_action(text)["kind"] == "answer":
                 _, term, _, inf = step_env(text, "force", gen, llm_s, tokens)
                 return f"forced_answer:{reason}", inf if term else None
-            steps.append({"turn": len(steps) + 1, "purpose": "force", "action": text, **describe_action(text), "observation_chars": 0,
-                          "llm_seconds": round(llm_s, 6), "env_seconds": 0.0, "context_tokens": tokens,
-                          "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else tokens,
-                          "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(text),
-                          "finish_reason": gen.finish_reason})
+            record(text, "force", gen, llm_s, tokens)
             return f"forced_no_answer:{reason}", None
 
         while True:
@@ -242,7 +260,7 @@ class ReactAgent:
             "timings": {"total_seconds": round(time.perf_counter() - t0, 6), "llm_seconds": round(sum(s["llm_seconds"] for s in steps), 6),
                         "env_seconds": round(sum(s["env_seconds"] for s in steps), 6), **((final or {}).get("timings") or {})},
             "steps": steps, "summaries": summaries, "messages": messages,
-            "context": context if summaries else None,
+            "context": context if summaries or termination.startswith("forced") else None,
             "policy_info": self.policy.episode_info(messages),
             "config": {"agent": asdict(self.config)},
         }

@@ -1,0 +1,106 @@
+"""``sim-web eval``: evaluate a policy on a task set of the simulated web.
+
+Examples::
+
+    sim-web eval --policy oracle                                  # the env's ceiling on the held-out tasks
+    sim-web eval --policy hf:smollm2 --n 5 --temperature 0        # the bundled SmolLM2-135M-Instruct
+    sim-web eval --policy openai:Qwen/Qwen3-8B --base-url http://localhost:8000/v1 --k 4 --resum
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register the ``eval`` subcommand on ``sim-web``'s subparsers."""
+    p = subparsers.add_parser("eval", help="evaluate a policy (oracle, local HF model, OpenAI-compatible endpoint)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--policy", required=True, help="oracle | hf:PATH (hf:smollm2 = the bundled SmolLM2-135M-Instruct) | openai:MODEL")
+    p.add_argument("--tasks", default=None, help="task file, or default | derived | sailorfog | NAME (<index>/tasks/NAME.jsonl)")
+    p.add_argument("--index", default=None, help="index directory (default: the sample index under $SIM_WEB_HOME)")
+    p.add_argument("--split", default="test", help="task split; 'all' for every task (default: test, the held-out split)")
+    p.add_argument("--n", type=int, default=None, help="evaluate the first N tasks")
+    p.add_argument("--k", type=int, default=1, help="samples per task; pass@k is reported (default 1)")
+    p.add_argument("--out", default=None, help="output folder (default: $SIM_WEB_HOME/runs/eval/<run name>)")
+    p.add_argument("--no-resume", action="store_true", help="start over instead of skipping finished episodes")
+    p.add_argument("--backend", default="sim", choices=["sim"], help="tool backend (the simulated web)")
+    p.add_argument("--retrieval", default="bm25", choices=["bm25", "dense", "hybrid"], help="search mode of the sim backend")
+    p.add_argument("--workers", type=int, default=4, help="concurrent episodes for remote / oracle policies")
+    p.add_argument("--batch-size", type=int, default=8, help="episodes generated together for a local model")
+    g = p.add_argument_group("agent limits and sampling (defaults: Tongyi DeepResearch's)")
+    g.add_argument("--max-llm-calls", type=int, default=100)
+    g.add_argument("--max-seconds", type=float, default=150 * 60.0)
+    g.add_argument("--max-context-tokens", type=int, default=108 * 1024)
+    g.add_argument("--temperature", type=float, default=0.6)
+    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--presence-penalty", type=float, default=1.1)
+    g.add_argument("--max-tokens", type=int, default=8192, help="new tokens per turn")
+    g.add_argument("--seed", type=int, default=0)
+    r = p.add_argument_group("ReSum")
+    r.add_argument("--resum", action="store_true", help="summarise the history into <summary> and continue from it")
+    r.add_argument("--resum-fraction", type=float, default=0.6, help="summarise at this fraction of --max-context-tokens")
+    r.add_argument("--resum-every", type=int, default=None, help="also summarise every N turns")
+    r.add_argument("--summariser", default="policy", help="policy | extractive | openai:MODEL")
+    e = p.add_argument_group("endpoints, judge, local model")
+    e.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
+    e.add_argument("--api-key", default=None, help="its key (default $OPENAI_API_KEY)")
+    e.add_argument("--judge", default=None, help="LLM judge openai:MODEL (prompt: agents.prompts.JUDGE_PROMPT)")
+    e.add_argument("--judge-base-url", default=None)
+    e.add_argument("--device", default="cpu")
+    e.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    e.add_argument("--threads", type=int, default=None, help="torch CPU threads for a local model")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~agents.harness.EvalConfig` of parsed arguments."""
+    from agents.config import AgentConfig, ReSumConfig, SamplingConfig
+    from agents.harness import EvalConfig
+
+    summariser, summariser_model = args.summariser, None
+    if summariser.startswith("openai:"):
+        summariser, summariser_model = "openai", summariser.removeprefix("openai:")
+    resum = ReSumConfig(enabled=args.resum, trigger_fraction=args.resum_fraction, every_n_turns=args.resum_every, summariser=summariser)
+    sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, presence_penalty=args.presence_penalty,
+                              max_tokens=args.max_tokens, seed=args.seed)
+    agent = AgentConfig(max_llm_calls=args.max_llm_calls, max_seconds=args.max_seconds, max_context_tokens=args.max_context_tokens,
+                        sampling=sampling, resum=resum)
+    return EvalConfig(policy=args.policy, index_dir=args.index, tasks=args.tasks, split=None if args.split == "all" else args.split,
+                      n=args.n, k=args.k, out=args.out, workers=args.workers, batch_size=args.batch_size, agent=agent,
+                      retrieval=args.retrieval, base_url=args.base_url, api_key=args.api_key, summariser_model=summariser_model,
+                      judge=args.judge, judge_base_url=args.judge_base_url, device=args.device, dtype=args.dtype,
+                      threads=args.threads, resume=not args.no_resume, progress=not args.no_progress)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``sim-web eval``; 0 on success, 1 when some episodes failed (rerun to resume them), 2 on a config error."""
+    from agents.harness import run_eval
+    from agents.metrics import format_table
+
+    try:
+        cfg = config_from_args(args)
+        result = run_eval(cfg)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    m = result.metrics
+    print(format_table(m, f"== {m['run']['policy']} on {m['run']['tasks']} ({cfg.split or 'all'}) =="))
+    print(f"\ntrajectories: {result.out / 'trajectories.jsonl'}\nmetrics:      {result.out / 'metrics.json'}\n"
+          f"plot:         {result.out / 'plot.png'}")
+    if (result.out / "sft.jsonl").is_file():
+        print(f"sft demos:    {result.out / 'sft.jsonl'}")
+    if result.failures:
+        print(f"\n{len(result.failures)} episodes failed (rerun the same command to retry them): "
+              + json.dumps(result.failures[:3]), file=sys.stderr)
+        return 1
+    return 0

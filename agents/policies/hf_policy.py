@@ -1,0 +1,169 @@
+"""A local Hugging Face causal LM as a policy: chat template, batched generation across episodes.
+
+Episodes waiting for the model are answered in one ``generate`` call (left padding), so a
+lockstep driver (:func:`agents.loop.drive`) keeps the model busy with several episodes at once.
+Sampling follows :class:`~agents.config.SamplingConfig`: greedy at temperature 0; the presence
+penalty is applied OpenAI-style (subtracted once from every token already generated in the turn);
+stop sequences end a row through ``stop_strings`` and are cut from the text. Sampling seeds are
+applied inside :func:`torch.random.fork_rng`, so the global RNG is left untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.config import SamplingConfig
+from agents.policies.base import Generation, Messages, Policy, cut_at_stop
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class HFConfig:
+    """Which model to load and how to batch it."""
+
+    path: str = field(default="", metadata={"help": "A Hugging Face model folder (config, weights, tokenizer)."})
+    device: str = field(default="cpu", metadata={"help": "torch device, e.g. 'cpu' or 'cuda'."})
+    dtype: str = field(default="float32", metadata={"help": "Weights dtype: float32, bfloat16 or float16."})
+    batch_size: int = field(default=8, metadata={"help": "Most chats per generate() call."})
+    context_window: int | None = field(default=None, metadata={"help": "Context size (default: the model's max_position_embeddings)."})
+    num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (process-wide; None keeps torch's default). "
+                                                            "1 is often fastest for small models on a busy machine."})
+
+    def __post_init__(self) -> None:
+        if not self.path:
+            raise ConfigError("HFConfig.path is empty: give a model folder, e.g. --policy hf:/models/my-sft or hf:smollm2")
+        if self.dtype not in DTYPES or self.batch_size < 1 or (self.num_threads is not None and self.num_threads < 1):
+            raise ConfigError(f"HFConfig needs dtype in {DTYPES}, batch_size >= 1 and num_threads >= 1 or None; got "
+                              f"{self.dtype!r}, {self.batch_size}, {self.num_threads}")
+
+
+def _presence_processor(penalty: float, prompt_len: int) -> Any:
+    import torch
+    from transformers import LogitsProcessor
+
+    class PresencePenalty(LogitsProcessor):
+        """Subtract ``penalty`` from the logits of every token already generated in this turn."""
+
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+            gen = input_ids[:, prompt_len:]
+            if gen.shape[1] == 0:
+                return scores
+            seen = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, gen, True)
+            return scores - penalty * seen.to(scores.dtype)
+
+    return PresencePenalty()
+
+
+class HFPolicy(Policy):
+    """Generate turns with a local transformers model.
+
+    Args:
+        config: Model folder, device, dtype, batch size.
+        sampling: Default sampling parameters.
+        model: An already loaded model (tests); with ``tokenizer``, ``config.path`` is not read.
+        tokenizer: Its tokenizer (needs a chat template).
+    """
+
+    batched = True
+
+    def __init__(self, config: HFConfig, sampling: SamplingConfig | None = None, model: Any = None, tokenizer: Any = None) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.config = config
+        self.sampling = sampling or SamplingConfig()
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
+        if model is None or tokenizer is None:
+            if not Path(config.path).is_dir():
+                raise ConfigError(f"HF model folder {config.path!r} not found: expected a folder with config.json and weights "
+                                  "(for the bundled SmolLM2 use --policy hf:smollm2)")
+            tokenizer = AutoTokenizer.from_pretrained(config.path)
+            model = AutoModelForCausalLM.from_pretrained(config.path, dtype=getattr(torch, config.dtype))
+        if not getattr(tokenizer, "chat_template", None):
+            raise ConfigError(f"the tokenizer of {config.path!r} has no chat template; set tokenizer.chat_template first")
+        self.tokenizer, self.model = tokenizer, model.to(config.device).eval()
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.name = f"hf:{Path(config.path).name or config.path}"
+        self.context_window = config.context_window or getattr(model.config, "max_position_embeddings", None)
+        self.generated_tokens = 0
+        self.generate_seconds = 0.0
+
+    def prompt(self, messages: Messages) -> str:
+        """The chat rendered with the model's template, ending with the assistant prefix."""
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def count_tokens(self, messages: Messages) -> int:
+        """Exact prompt length under the chat template."""
+        return len(self.tokenizer(self.prompt(messages), add_special_tokens=False)["input_ids"])
+
+    def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
+                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        """Generate for ``batch`` in chunks of ``batch_size`` (shortest prompts together)."""
+        s = sampling or self.sampling
+        seeds = list(seeds) if seeds is not None else [s.seed] * len(batch)
+        prompts = [self.prompt(m) for m in batch]
+        order = sorted(range(len(batch)), key=lambda i: len(prompts[i]))
+        out: list[Generation | None] = [None] * len(batch)
+        bs = self.config.batch_size
+        for c in range(0, len(order), bs):
+            ids = order[c:c + bs]
+            for i, g in zip(ids, self._chunk([prompts[i] for i in ids], s, seeds[ids[0]])):
+                out[i] = g
+        return [g for g in out if g is not None]
+
+    def _chunk(self, prompts: list[str], s: SamplingConfig, seed: int | None) -> list[Generation]:
+        import torch
+
+        tok = self.tokenizer
+        enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        max_new = s.max_tokens
+        if self.context_window:
+            room = self.context_window - enc["input_ids"].shape[1]
+            if room < 16:
+                keep = self.context_window - min(max_new, self.context_window // 4)
+                log.warning("%s: prompt of %d tokens exceeds the %d-token window; keeping its last %d tokens",
+                            self.name, enc["input_ids"].shape[1], self.context_window, keep)
+                enc = {k: v[:, -keep:] for k, v in enc.items()}
+                room = self.context_window - keep
+            max_new = min(max_new, room)
+        enc = {k: v.to(self.config.device) for k, v in enc.items()}
+        plen = enc["input_ids"].shape[1]
+        kwargs: dict[str, Any] = {"max_new_tokens": max_new, "pad_token_id": tok.pad_token_id}
+        if s.temperature > 0:
+            kwargs.update(do_sample=True, temperature=s.temperature, top_p=s.top_p)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if s.stop:
+            kwargs.update(stop_strings=list(s.stop), tokenizer=tok)
+        if s.presence_penalty:
+            from transformers import LogitsProcessorList
+
+            kwargs["logits_processor"] = LogitsProcessorList([_presence_processor(s.presence_penalty, plen)])
+        t = time.perf_counter()
+        with torch.random.fork_rng(devices=[]), torch.inference_mode():
+            if seed is not None:
+                torch.manual_seed(seed)
+            out = self.model.generate(**enc, **kwargs)
+        dt = time.perf_counter() - t
+        gens = []
+        for row, mask in zip(out[:, plen:], enc["attention_mask"]):
+            ids = row.tolist()
+            n = next((k for k, x in enumerate(ids) if x in (tok.eos_token_id, tok.pad_token_id)), len(ids))
+            raw = tok.decode(ids[:n], skip_special_tokens=True)
+            text = cut_at_stop(raw, s.stop)
+            reason = "stop" if n < len(ids) or text != raw else "length"
+            gens.append(Generation(text=text, prompt_tokens=int(mask.sum()), completion_tokens=n, finish_reason=reason, seconds=dt))
+        self.generated_tokens += sum(g.completion_tokens or 0 for g in gens)
+        self.generate_seconds += dt
+        return gens
