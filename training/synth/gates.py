@@ -215,6 +215,15 @@ class Deduper:
         self._shapes: set[tuple[str, tuple[str, ...]]] = set()
         self.dropped = 0
 
+    def seen_text(self, question: str) -> bool:
+        """Record a question text alone (a rewrite); ``True`` when that text was seen before."""
+        text = normalize_question(question)
+        if text in self._texts:
+            self.dropped += 1
+            return True
+        self._texts.add(text)
+        return False
+
     def seen(self, question: str, answer: str, nodes: tuple[str, ...] | list[str]) -> bool:
         """Record the question; ``True`` when it duplicates one seen before."""
         text, shape = normalize_question(question), (answer, tuple(sorted(nodes)))

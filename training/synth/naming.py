@@ -30,18 +30,27 @@ def name_variants(title: str) -> list[str]:
     return [v for v in dict.fromkeys([title.strip(), base]) if v]
 
 
+_DERIVED = r"(?:s|'s|’s|n|ns|an|ans|ian|ians|ean|eans|ese|ish|ic|ics|ite|ites)?"
+
+
 def leaks(text: str, names: Iterable[str]) -> bool:
     """Whether ``text`` gives away any of ``names`` (or their bare forms), ignoring case.
 
     A name of 6+ characters leaks anywhere, even inside a longer word ("educational" gives
-    away "Education", "hydrocarbon" gives away "Carbon"); a shorter one only as a whole word
-    (so "Art" does not leak through "article").
+    away "Education", "hydrocarbon" gives away "Carbon"); a shorter one as a whole word or in a
+    derived form (a plural, a demonym: "Japanese" gives away "Japan", "Korean" "Korea",
+    "Chinese" "China"), but not inside unrelated words (so "Art" does not leak through "article").
     """
     low = text.lower()
     for name in names:
         for v in name_variants(name):
             v = v.lower()
-            if (v in low) if len(v) >= 6 else re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", low):
+            if len(v) >= 6:
+                if v in low:
+                    return True
+                continue
+            stem = v[:-1] if len(v) >= 4 and v[-1] in "aeiouy" else v  # "china" -> "chin" + "ese"
+            if re.search(r"(?<!\w)(?:" + re.escape(v) + "|" + re.escape(stem) + ")" + _DERIVED + r"(?!\w)", low):
                 return True
     return False
 

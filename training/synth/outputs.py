@@ -43,12 +43,12 @@ def write_hf(records: list[dict[str, Any]], path: Path) -> None:
     """A ``DatasetDict`` of the ``train`` and ``test`` splits, saved with ``save_to_disk`` (atomic)."""
     import datasets
 
-    splits = {s: [r for r in records if r["split"] == s] for s in ("train", "test")}
-    features = datasets.Dataset.from_list(records).features if records else None
-    dd = datasets.DatasetDict({s: datasets.Dataset.from_list(rs, features=features) for s, rs in splits.items()})
+    full = datasets.Dataset.from_list(records)  # one schema for both splits, even an empty one
+    dd = datasets.DatasetDict({s: full.select([i for i, r in enumerate(records) if r["split"] == s])
+                               for s in ("train", "test")})
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    dd.save_to_disk(str(tmp))
+    dd.save_to_disk(str(tmp), num_shards={s: 1 for s in dd})  # an empty split still gets a (readable) shard
     shutil.rmtree(path, ignore_errors=True)
     tmp.replace(path)
 

@@ -264,7 +264,7 @@ def _run_gates(cfg: SynthConfig, kg: Any, order: list, src: StoreSource, gates: 
                 s = time.perf_counter()
                 question = llm.rewrite(draft, root, sub.graph, flatten(root, draft.head), seed=cfg.seed)
                 timing["llm"] += time.perf_counter() - s
-                if question is None or (question != draft.question and dedup.seen(question, "", [question])):
+                if question is None or (question != draft.question and dedup.seen_text(question)):
                     f["llm_rejected"] += 1
                     continue
             s = time.perf_counter()

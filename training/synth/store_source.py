@@ -293,11 +293,11 @@ class StoreSource:
         if pid not in self._nbrs:
             src = self._rows[pid]
             kind = "mention" if src.source == "lead" else "link"
-            out: list[tuple[str, dict[str, Any]]] = []
+            out: dict[str, dict[str, Any]] = {}  # one relation per target: an infobox field wins over a link
             for dst, key in self.box_out(pid):
-                out.append((self.title(dst), {"kind": "infobox", "relation": key, "page": src.title, "passage": None,
-                                              "ordinal": None, "anchor": self._box[pid].get(key, "")[:120],
-                                              "evidence": f"{key} = {self._box[pid].get(key, '')[:200]}"}))
+                out.setdefault(self.title(dst), {
+                    "kind": "infobox", "relation": key, "page": src.title, "passage": None, "ordinal": None,
+                    "anchor": self._box[pid].get(key, "")[:120], "evidence": f"{key} = {self._box[pid].get(key, '')[:200]}"})
             for dst, ordinal, anchor in self._out.get(pid, []):
                 tgt = self.title(dst)
                 docid, sent = self.find_passage(pid, [anchor, tgt, _QUALIFIER.sub("", tgt)])
@@ -305,9 +305,12 @@ class StoreSource:
                     self.passage_missing += 1
                 else:
                     self.passage_found += 1
-                out.append((tgt, {"kind": kind, "relation": kind, "page": src.title, "passage": docid,
-                                  "ordinal": ordinal, "anchor": anchor, "evidence": sent}))
-            self._nbrs[pid] = out
+                if tgt in out:  # also linked in the text: the passage naming it backs the infobox relation
+                    out[tgt].update(passage=docid, ordinal=ordinal)
+                    continue
+                out[tgt] = {"kind": kind, "relation": kind, "page": src.title, "passage": docid, "ordinal": ordinal,
+                            "anchor": anchor, "evidence": sent}
+            self._nbrs[pid] = list(out.items())
         return self._nbrs[pid]
 
     def node_stats(self, title: str) -> dict[str, Any]:
