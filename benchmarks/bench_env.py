@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     import sim_web  # noqa: F401
     from sim_web.env import EnvConfig
     from sim_web.executor import ExecutorConfig
+    from sim_web.tasks import derive_tasks
     from wiki_index._java import import_pyserini_search
 
     ap = argparse.ArgumentParser()
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
              for _ in range(1 if args.quick else 3)]
     env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=path, executor=ExecutorConfig(cache=False), max_turns=10**6, max_obs_chars=10**12))
     uenv = env.unwrapped
-    tasks = uenv.tasks[:n]
+    tasks = derive_tasks(uenv.index.store, n=n)  # questions carrying a quoted description to search for
     queries = [t.question.split('"')[1] for t in tasks]
     raw = import_pyserini_search().LuceneSearcher(str(uenv.index.path / "bm25"))
     raw.set_bm25(uenv.index.bm25.k1, uenv.index.bm25.b)

@@ -20,6 +20,7 @@ import datetime
 import functools
 import json
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -127,11 +128,37 @@ class ToolMethods:
 
 @functools.lru_cache(maxsize=None)
 def _generated_schema(tool: str) -> dict[str, Any]:
-    """``get_json_schema`` of a tool method, without the ``return`` entry (not part of OpenAI's format)."""
+    """``get_json_schema`` of a tool method, without the ``return`` entry (not part of OpenAI's format).
+
+    ``get_json_schema`` imports transformers and torch (about 3 s), which would dominate a cold
+    ``gym.make``; its output is therefore cached on disk under ``$SIM_WEB_HOME/cache``, keyed by
+    the method's source (signature and docstring) and the transformers version, so an edit of
+    the docstring or an upgrade regenerates it.
+    """
+    import hashlib
+    import inspect
+    from importlib import metadata
+
+    from wiki_index.settings import sim_web_home
+
+    method = getattr(ToolMethods, tool)
+    key = hashlib.sha256((inspect.getsource(method) + metadata.version("transformers")).encode()).hexdigest()[:16]
+    path = sim_web_home() / "cache" / f"tool-schema-{tool}-{key}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
     from transformers.utils import get_json_schema
 
-    schema = get_json_schema(getattr(ToolMethods, tool))
+    schema = get_json_schema(method)
     schema["function"].pop("return", None)
+    try:  # best effort: a read-only home only costs the next process the regeneration
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(schema), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        log.debug("could not cache the %s schema at %s: %s", tool, path, e)
     return schema
 
 
