@@ -25,6 +25,7 @@ from sim_web.formatting import INACCESSIBLE_EVIDENCE
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _SEARCH_HEAD = re.compile(r"A Google (?:search|scholar) for '(.*?)' found \d+ results:")
 _LINK = re.compile(r"^\d+\. \[(.*)\]\((https?://(?:[^()\s]|\([^()\s]*\))+)\)$", re.MULTILINE)
+_NO_RESULTS = re.compile(r"^No results found for '(.*?)'\. Try with a more general query\.")
 _VISIT_HEAD = re.compile(r"The useful information in (\S+) for user goal (.*?) as follows:")
 
 
@@ -115,6 +116,10 @@ class ExtractiveSummariser:
 
     def _read_block(self, block: str, searches: list[_Search], visited: dict[str, tuple[bool, str]]) -> None:
         block = block.removeprefix("<tool_response>\n").removesuffix("\n</tool_response>")
+        none = _NO_RESULTS.match(block.strip())
+        if none:
+            searches.append(_Search(none.group(1), []))
+            return
         head = _SEARCH_HEAD.search(block)
         if head:
             searches.append(_Search(head.group(1), [(t, u) for t, u in _LINK.findall(block)]))
