@@ -61,7 +61,9 @@ def create_app(index_dir: str | None = None, mode: str = "bm25") -> FastAPI:
         The app (serve it with uvicorn).
     """
     from sim_web.actions import Action
-    from sim_web.errors import ActionError
+    from fastapi.responses import JSONResponse
+
+    from sim_web.errors import ActionError, ToolUnavailableError
     from sim_web.executor import ExecutorConfig, ToolExecutor
     from sim_web.sim_backend import SimBackend, SimConfig
     from sim_web.tools import Toolbox
@@ -74,6 +76,10 @@ def create_app(index_dir: str | None = None, mode: str = "bm25") -> FastAPI:
     names = [s["function"]["name"] for s in toolbox.schemas()]
     app = FastAPI(title="sim-web tool server", version="0.1.0",
                   description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
+
+    @app.exception_handler(ToolUnavailableError)
+    def unavailable(_request: Any, exc: ToolUnavailableError) -> JSONResponse:  # retryable for RemoteBackend
+        return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     @app.get("/health")
     def health() -> dict[str, Any]:
