@@ -193,7 +193,8 @@ class OraclePolicy(Policy):
             return _visit("This result looks like the answer; I read the page to confirm.", url, task.question)
         if akey in legit and st.visited.get(akey):
             return f"<think>The page {plan.answer_url} matches every clue, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
-        guess = next((t for res in st.results.values() for t, _ in res), "unknown")
+        legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
+        guess = next((t for q, res in st.results.items() if q in legit_queries for t, _ in res), "unknown")
         return f"<think>I could not confirm the answer; my best guess is the top result.</think>\n<answer>{guess}</answer>"
 
 
