@@ -338,7 +338,9 @@ def test_question_fields_determinism_and_type_restriction(kg, samples):
     assert "the capital of France" in q.question or "B" in q.question
 
 
-def test_bench_quick_runs():
+def test_bench_quick_runs(sample_index, capsys):
     from benchmarks.bench_synth import main
 
-    assert main(["--quick"]) == 0
+    assert main(["--quick", "--index", str(sample_index)]) == 0
+    out = capsys.readouterr().out
+    assert "store-backed pipeline" in out and "4b) WL hashing alone" in out

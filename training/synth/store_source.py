@@ -89,6 +89,7 @@ class StoreSource:
         self._box_in: dict[int, list[tuple[int, str]]] | None = None
         self._entities: dict[int, Entity] = {}
         self._docids: dict[str, str | None] | None = None
+        self._lowered: dict[int, list[str]] = {}
         self._nbrs: dict[int, list[tuple[str, dict[str, Any]]]] = {}
         self.passage_found = 0
         self.passage_missing = 0
@@ -261,12 +262,15 @@ class StoreSource:
         from wiki_index.text import split_sentences
 
         names = [n for n in dict.fromkeys(names) if n and len(n) >= 3]
+        psg = self.passages(pid)
+        if pid not in self._lowered:
+            self._lowered[pid] = [t.lower() for _, t in psg]
         for fold in (False, True):
-            for docid, text in self.passages(pid):
-                hay = text.lower() if fold else text
+            for (docid, text), low in zip(psg, self._lowered[pid]):
+                hay = low if fold else text
                 for n in names:
                     needle = n.lower() if fold else n
-                    if re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", hay):
+                    if needle in hay and re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", hay):
                         sent = next((s for s in split_sentences(text) if needle in (s.lower() if fold else s)), "")
                         return docid, sent
         return None, ""
