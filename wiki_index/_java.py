@@ -22,6 +22,12 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
+#: Held around every call into Java. pyjnius is not thread-safe: a ``JavaMethod`` object is shared
+#: by all threads and re-targeted (its ``j_self``) per call, so two threads calling Lucene at once
+#: can run a method on the wrong object and crash the JVM (kivy/pyjnius#287, #563, #588; seen
+#: here as a SIGSEGV in ``Document.get`` under 40 concurrent server requests). Python-side
+#: parallelism is bounded by the GIL anyway; scale out with processes (``sim-web serve --workers``).
+jvm_lock = threading.RLock()
 _started = False
 _BAD_OPTION = "--add-modules=jdk.incubator.vector"
 
@@ -65,7 +71,8 @@ def autoclass(name: str) -> Any:
             _started = True
     from jnius import autoclass as _autoclass
 
-    return _autoclass(name)
+    with jvm_lock:
+        return _autoclass(name)
 
 
 def import_pyserini_search() -> Any:

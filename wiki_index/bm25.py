@@ -43,7 +43,8 @@ class BM25Writer:
         JIndexer = _java.autoclass("io.anserini.index.SimpleIndexer")
         args = ["-index", str(index_dir), "-storeRaw", "-storePositions", "-storeDocvectors",
                 "-threads", str(threads), "-input", "", "-collection", "JsonCollection"]
-        self._ix = JIndexer(args)
+        with _java.jvm_lock:
+            self._ix = JIndexer(args)
         self._buf: list[str] = []
         self._batch = batch
         self.count = 0
@@ -57,14 +58,16 @@ class BM25Writer:
 
     def _flush(self) -> None:
         if self._buf:
-            self._ix.addRawDocuments(self._buf)
+            with _java.jvm_lock:
+                self._ix.addRawDocuments(self._buf)
             self.count += len(self._buf)
             self._buf = []
 
     def close(self) -> int:
         """Commit the index; returns the number of passages indexed."""
         self._flush()
-        self._ix.close()
+        with _java.jvm_lock:
+            self._ix.close()
         return self.count
 
 
@@ -82,21 +85,26 @@ class BM25Searcher:
         if not (path.is_dir() and any(path.glob("segments_*"))):
             raise IndexNotFoundError(f"no Lucene index in {path}; build it with `wiki-index build`")
         self.k1, self.b = k1, b
-        self._s = _java.autoclass("io.anserini.search.SimpleSearcher")(str(path))
-        self._s.set_bm25(float(k1), float(b))
+        searcher_class = _java.autoclass("io.anserini.search.SimpleSearcher")
+        with _java.jvm_lock:
+            self._s = searcher_class(str(path))
+            self._s.set_bm25(float(k1), float(b))
         self._JArrayList = _java.autoclass("java.util.ArrayList")
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """Top ``k`` passages for ``query``; an empty or blank query gives ``[]``."""
         if not query.strip():
             return []
-        return [Hit(h.docid, float(h.score)) for h in self._s.search(query, int(k))]
+        with _java.jvm_lock:
+            return [Hit(h.docid, float(h.score)) for h in self._s.search(query, int(k))]
 
     def search_passages(self, query: str, k: int = 10) -> list[tuple[Hit, Passage]]:
         """Like :meth:`search` but with each hit's passage, read from the Lucene stored document."""
         if not query.strip():
             return []
-        return [(Hit(h.docid, float(h.score)), passage_from_raw(h.lucene_document.get("raw"))) for h in self._s.search(query, int(k))]
+        with _java.jvm_lock:
+            hits = [(h.docid, float(h.score), h.lucene_document.get("raw")) for h in self._s.search(query, int(k))]
+        return [(Hit(d, s), passage_from_raw(raw)) for d, s, raw in hits]
 
     def batch_search(self, queries: list[str], k: int = 10, threads: int = 1) -> list[list[Hit]]:
         """Search many queries with Lucene's own thread pool; results in query order."""
@@ -105,24 +113,25 @@ class BM25Searcher:
         live = [(q, i) for q, i in zip(queries, qids) if q.strip()]
         if not live:
             return out
-        jq, jid = self._JArrayList(), self._JArrayList()
-        for q, i in live:
-            jq.add(q)
-            jid.add(i)
-        res = self._s.batch_search(jq, jid, int(k), int(threads))
-        for entry in res.entrySet().toArray():
-            out[int(entry.getKey())] = [Hit(h.docid, float(h.score)) for h in entry.getValue()]
+        with _java.jvm_lock:
+            jq, jid = self._JArrayList(), self._JArrayList()
+            for q, i in live:
+                jq.add(q)
+                jid.add(i)
+            res = self._s.batch_search(jq, jid, int(k), int(threads))
+            for entry in res.entrySet().toArray():
+                out[int(entry.getKey())] = [Hit(h.docid, float(h.score)) for h in entry.getValue()]
         return out
 
     def doc(self, docid: str) -> Passage | None:
         """The passage with id ``docid`` from the Lucene stored fields, or ``None``."""
-        d = self._s.doc(docid)
-        if d is None:
-            return None
-        raw = d.get("raw")
+        with _java.jvm_lock:
+            d = self._s.doc(docid)
+            raw = d.get("raw") if d is not None else None
         return passage_from_raw(raw) if raw else None
 
     @property
     def num_docs(self) -> int:
         """Number of indexed passages."""
-        return int(self._s.get_total_num_docs())
+        with _java.jvm_lock:
+            return int(self._s.get_total_num_docs())
