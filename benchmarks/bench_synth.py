@@ -103,7 +103,7 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
     index = WikiIndex.from_dir(path)
     t_load, src = _median(lambda: StoreSource(index.store), repeats)
     seeds = [src.title(p) for p in random.Random(0).sample(src.page_ids(), 40)]
-    max_nodes = 800 if quick else 3000
+    max_nodes = 400 if quick else 3000
 
     def build(seed_titles: list[str], n: int):  # noqa: ANN202 - a fresh source: its caches must not hide the cost
         s = StoreSource(index.store)
@@ -111,9 +111,9 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
 
     t_kg, kg = _median(lambda: build(seeds, max_nodes), repeats)
     t_all, kg_all = (0.0, None) if quick else _median(lambda: build([r.title for r in src.rows()], src.n_pages), 1)
-    n_sub = 300 if quick else 1200
+    n_sub = 100 if quick else 1200
     t_sample, subs = _median(lambda: sample_subgraphs(kg, n_sub, rng=random.Random(2)), repeats)
-    n_q = 20 if quick else 300
+    n_q = 5 if quick else 300
     cfg = SynthConfig(max_nodes=max_nodes)
     t_run, (records, rep) = _median(lambda: generate_with_report(path, n=n_q, seed=0, config=cfg), 1)
     tm, f = rep.timings, rep.funnel

@@ -22,7 +22,7 @@ def _payload(body: dict) -> dict:
     return json.loads(body["messages"][1]["content"].split("\n", 1)[1])
 
 
-def test_llm_generator_end_to_end_with_the_stub(sample_index, openai_stub):
+def test_llm_generator_end_to_end_with_the_stub(sample_index, openai_stub, synth_run):
     openai_stub.reply = lambda body: json.dumps({"question": "Research task: " + _payload(body)["reference_question"]})
     cfg = SynthConfig(**SMALL, generator="llm", llm=LLMConfig(base_url=openai_stub.base_url, model="stub-model",
                                                               api_key="test-key"))
@@ -38,8 +38,7 @@ def test_llm_generator_end_to_end_with_the_stub(sample_index, openai_stub):
     assert p["graph"]["edges"] and all("relation" in e for e in p["graph"]["edges"])
     assert p["uncertainty_types"] and p["clues"]
     # same record schema as the template generator
-    tmpl, _ = generate_with_report(sample_index, n=1, seed=0, config=SynthConfig(**SMALL))
-    assert set(records[0]) == set(tmpl[0])
+    assert set(records[0]) == set(synth_run[0][0])
 
 
 @pytest.fixture()

@@ -338,9 +338,17 @@ def test_question_fields_determinism_and_type_restriction(kg, samples):
     assert "the capital of France" in q.question or "B" in q.question
 
 
-def test_bench_quick_runs(sample_index, capsys):
+def test_bench_quick_runs(capsys):
+    from benchmarks.bench_synth import main
+
+    assert main(["--quick", "--no-store"]) == 0
+    out = capsys.readouterr().out
+    assert "4b) WL hashing alone" in out and "store-backed" not in out
+
+
+@pytest.mark.slow
+def test_bench_quick_store_table_runs(sample_index, capsys):
     from benchmarks.bench_synth import main
 
     assert main(["--quick", "--index", str(sample_index)]) == 0
-    out = capsys.readouterr().out
-    assert "store-backed pipeline" in out and "4b) WL hashing alone" in out
+    assert "2) store-backed pipeline" in capsys.readouterr().out

@@ -169,14 +169,9 @@ def test_sim_search_matches_the_backend_and_gates_work(src, backend):
 
 # --- end to end --------------------------------------------------------------------------------------------
 
-SMALL = dict(max_nodes=500, n_seeds=12, oversample=3.0, test_fraction=0.5)
-
-
 @pytest.fixture(scope="module")
-def run(sample_index):
-    from training.synth.pipeline import SynthConfig, generate_with_report
-
-    return generate_with_report(sample_index, n=12, seed=0, config=SynthConfig(**SMALL))
+def run(synth_run):
+    return synth_run
 
 
 def test_pipeline_records_pass_every_gate(run, src, backend, index):
@@ -210,12 +205,12 @@ def test_pipeline_records_pass_every_gate(run, src, backend, index):
         assert set(r["uncertainty_types"]) <= {t.value for t in U}
 
 
-def test_pipeline_is_deterministic_and_seed_dependent(run, sample_index):
-    from training.synth.pipeline import SynthConfig, generate
+def test_pipeline_is_deterministic_and_seed_dependent(run, sample_index, small_config):
+    from training.synth.pipeline import generate
 
     records, _ = run
-    assert generate(sample_index, n=12, seed=0, config=SynthConfig(**SMALL)) == records
-    other = generate(sample_index, n=4, seed=1, config=SynthConfig(**SMALL))
+    assert generate(sample_index, n=12, seed=0, config=small_config) == records
+    other = generate(sample_index, n=4, seed=1, config=small_config)
     assert {r["question"] for r in other}.isdisjoint({r["question"] for r in records})
 
 

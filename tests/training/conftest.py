@@ -1,0 +1,23 @@
+"""Fixtures shared by the synthesis tests: one small template run on the sample index, reused."""
+
+from __future__ import annotations
+
+import pytest
+
+_SMALL = dict(max_nodes=500, n_seeds=12, oversample=3.0, test_fraction=0.5)
+
+
+@pytest.fixture(scope="session")
+def small_config():
+    """A small, fast configuration: a 500-entity graph from 12 seeds, half the ids held out."""
+    from training.synth.pipeline import SynthConfig
+
+    return SynthConfig(**_SMALL)
+
+
+@pytest.fixture(scope="session")
+def synth_run(sample_index, small_config):
+    """``(records, report)`` of 12 template questions from the sample index (seed 0)."""
+    from training.synth.pipeline import generate_with_report
+
+    return generate_with_report(sample_index, n=12, seed=0, config=small_config)
