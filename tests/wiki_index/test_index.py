@@ -102,3 +102,16 @@ def test_cli_build_search_info_end_to_end(vital_leads, tmp_path):
     assert r.returncode == 2 and "wiki-index build" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([*cli, "build", str(tmp_path / "corpus.txt")], capture_output=True, text=True)
     assert r.returncode == 2 and "unknown corpus" in r.stderr
+
+
+def test_concurrent_searches_from_many_threads_are_safe_and_identical(sample_index):
+    """Regression: unserialised pyjnius calls from server threads crashed the JVM (SIGSEGV in Document.get)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ix = WikiIndex.from_dir(sample_index)
+    queries = [p.title for p in ix.store.passages_by_id([d for (d,) in ix.store.query("SELECT docid FROM passages LIMIT 300")])]
+    expected = [[(h.docid, p.text) for h, p in ix.bm25.search_passages(q, 10)] for q in queries]
+    with ThreadPoolExecutor(16) as pool:
+        got = list(pool.map(lambda q: [(h.docid, p.text) for h, p in ix.bm25.search_passages(q, 10)], queries * 3))
+        docs = list(pool.map(lambda r: ix.bm25.doc(r[0][0]).docid, expected * 2))
+    assert got == expected * 3 and docs == [r[0][0] for r in expected] * 2
