@@ -113,5 +113,6 @@ def test_concurrent_searches_from_many_threads_are_safe_and_identical(sample_ind
     expected = [[(h.docid, p.text) for h, p in ix.bm25.search_passages(q, 10)] for q in queries]
     with ThreadPoolExecutor(16) as pool:
         got = list(pool.map(lambda q: [(h.docid, p.text) for h, p in ix.bm25.search_passages(q, 10)], queries * 3))
-        docs = list(pool.map(lambda r: ix.bm25.doc(r[0][0]).docid, expected * 2))
-    assert got == expected * 3 and docs == [r[0][0] for r in expected] * 2
+        firsts = [r[0][0] for r in expected if r]
+        docs = list(pool.map(lambda d: ix.bm25.doc(d).docid, firsts * 2))
+    assert got == expected * 3 and len(firsts) > 250 and docs == firsts * 2
