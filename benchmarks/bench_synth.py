@@ -20,6 +20,7 @@ Run: ``python -m benchmarks.bench_synth [--quick] [--repeats N] [--index DIR | -
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import time
@@ -33,6 +34,7 @@ from benchmarks.common import table
 def _median(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeats):
+        gc.collect()  # garbage of the previous step (a 1M-edge graph) must not be collected on this one's clock
         t = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t)

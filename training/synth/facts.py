@@ -161,7 +161,7 @@ def _mark_lifespan(text: str, found: list[tuple[int, int, DateFact]]) -> None:
     for i in range(len(found) - 1):
         (s1, e1, a), (s2, e2, b) = found[i], found[i + 1]
         if a.attr == b.attr == "date" and re.fullmatch(r"\s?[–—-]\s?", text[e1:s2]) \
-                and text[:s1].rstrip().endswith("(") and text[e2:].lstrip().startswith(")"):
+                and re.search(r"\(\s*;?\s*$", text[:s1]) and text[e2:].lstrip().startswith(")"):  # "(; 14 March 1879 –"
             found[i] = (s1, e1, replace(a, attr="birth"))
             found[i + 1] = (s2, e2, replace(b, attr="death"))
 
@@ -263,11 +263,25 @@ def _number_attr(text: str, start: int, unit: str) -> str:
     u = unit.lower()
     if u in ("km2", "km²", "sq mi", "sqmi", "square kilometres", "square kilometers", "square miles"):
         return "area"
+    if u == "%":
+        return "share"  # "90% of the population" is a share, not a head count
     if u in ("people", "inhabitants", "residents"):
-        return "population"
+        before = text[max(0, start - 60):start].lower()
+        return "deaths" if re.search(r"kill|die|death|casualt|victim|fatalit", before) else \
+            "people affected" if re.search(r"affect|suffer|infect", before) else "population"
     if u in ("speakers", "species", "members", "employees"):
         return u
     return _cue(text, start, _NUMBER_CUES, "quantity", window=40)
+
+
+def _once_family(attr: str) -> str:
+    """``"birth"`` for ``birth``/``birth_date``/``born``, likewise ``death`` and ``founded``; ``""`` otherwise."""
+    a = attr.lower()
+    for fam, stems in (("birth", ("birth", "born")), ("death", ("death", "died")),
+                       ("founded", ("found", "establish"))):
+        if any(st in a for st in stems):
+            return fam
+    return ""
 
 
 def facts_from_fields(description: str, lead: str, infobox: dict[str, str] | None = None,
@@ -298,6 +312,15 @@ def facts_from_fields(description: str, lead: str, infobox: dict[str, str] | Non
     numbers.extend(extract_numbers(lead))
     seen_d: set[tuple[str, int]] = set()
     seen_n: set[tuple[str, float]] = set()
-    ud = [d for d in dates if (d.attr, d.year) not in seen_d and not seen_d.add((d.attr, d.year))]
+    once: set[str] = set()  # a page has one birth, one death, one founding: the first source wins (infobox first)
+    kept = []
+    for d in dates:
+        fam = _once_family(d.attr)
+        if fam and fam in once:
+            continue
+        if fam:
+            once.add(fam)
+        kept.append(d)
+    ud = [d for d in kept if (d.attr, d.year) not in seen_d and not seen_d.add((d.attr, d.year))]
     un = [n for n in numbers if (n.attr, n.value) not in seen_n and not seen_n.add((n.attr, n.value))]
     return tuple(ud), tuple(un)

@@ -157,6 +157,7 @@ _HEAD_CUT = re.compile(r",|;| [a-z]+ing\b| (?:of|in|by|from|for|on|at|with|and|o
                        r"|over|into|as|used|known|located|based|consisting|made|found|named|grown|built|written|given|spoken"
                        r"|drawn|shown|worn|born)\b")
 _ADJ_LIST = re.compile(r"^(?:[\w-]+,\s+)+(?:(?:and|or)\s+)?(?=[\w-]+\s+\w)")
+_ADJ_PAIR = re.compile(r"^[\w-]+(?:al|ic|ive|ous|ary|an|ese|ish)\s+(?:and|or)\s+(?=[\w-]+\s+\w)", re.IGNORECASE)
 _NOT_NOUNS = {"one", "two", "three", "first", "second", "third", "any", "some", "other", "many", "various", "several",
               "something", "someone", "type", "kind", "form"}
 _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}
@@ -175,6 +176,7 @@ def _singular(word: str) -> str:
 def _raw_head(phrase: str) -> str:
     """The head word of a noun phrase as written (``"basic elements of language"`` -> ``"elements"``)."""
     phrase = _ADJ_LIST.sub("", _BRACKET_TAIL.sub("", phrase))  # "Artistic, literary, and intellectual movement"
+    phrase = _ADJ_PAIR.sub("", phrase)  # "Architectural and visual arts style" -> "visual arts style"
     chunk = _HEAD_CUT.split(phrase, maxsplit=1)[0]
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", chunk)]
     words = [w for w in words if not w.endswith(("ly", "ed", "-born")) and w not in _NOT_NOUNS
