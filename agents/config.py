@@ -82,7 +82,7 @@ class ReSumConfig:
 class AgentConfig:
     """Limits of one episode of the ReAct loop."""
 
-    max_llm_calls: int = _help("Most policy calls per episode (Tongyi: 100).", 100)
+    max_llm_calls: int = _help("Most policy calls per episode, summaries by the policy included (Tongyi: 100).", 100)
     max_seconds: float = _help("Wall-clock limit of an episode in seconds (Tongyi: 150 minutes).", 150 * 60.0)
     max_context_tokens: int = _help("Context size at which the answer is forced (Tongyi: 108K of a 128K window).", 108 * 1024)
     force_on: tuple[str, ...] = _help(

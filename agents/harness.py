@@ -206,6 +206,10 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     done = finished_keys(out / TRAJECTORIES) if cfg.resume else set()
     todo = [(t, s) for t in tasks for s in range(cfg.k) if f"{t.id}#{s}" not in done]
     owned = policy is None
+    if policy is None and not todo:  # everything is already done: no need to load a model
+        from agents.policies.base import FunctionPolicy
+
+        policy = FunctionPolicy(lambda m: "", name=cfg.policy)
     policy = policy or build_policy(cfg, tasks, index)
     agent_cfg = fit_to_window(cfg.agent, policy.context_window)
     summariser = None

@@ -90,7 +90,10 @@ class OraclePolicy(Policy):
         akey = self._key(plan.answer_url)
         golds = [normalize_answer(g) for g in (task.answer, *task.aliases)]
         obs = normalize_answer(st.text)
-        return {"task_found": True, "answer_url": plan.answer_url,
+        first = next((q for q, res in st.results.items() if any(self._key(u) == akey for _, u in res)), None)
+        by = "clue" if first in {q for q, _, _ in plan.clues} else "question" if first in plan.question_queries else \
+            "title" if first is not None else None
+        return {"task_found": True, "answer_url": plan.answer_url, "answer_query": first, "answer_query_kind": by,
                 "answer_reached_via": "search" if akey in legit else "title_search" if akey in anywhere else "none",
                 "answer_page_read": st.visited.get(akey, False),
                 "evidence_found": sum(self._key(u) in legit for u in plan.evidence), "evidence_total": len(plan.evidence),
