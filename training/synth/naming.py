@@ -77,8 +77,9 @@ def with_article(phrase: str, plural: bool = False) -> str:
         return "the " + phrase
     if plural:
         return phrase
-    if len(first) >= 2 and first.isupper() and first.isalpha():  # an acronym is read letter by letter
-        return ("an " if first[0] in "AEFHILMNORSX" else "a ") + phrase
+    bare = first.replace(".", "")
+    if len(bare) >= 2 and bare.isupper() and bare.isalpha():  # an acronym is read letter by letter ("a U.S. state")
+        return ("an " if bare[0] in "AEFHILMNORSX" else "a ") + phrase
     vowel = (low[:1] in "aeiou" and not re.match(r"(?:one|once|uni|use|usu|uti|eu|ur[aeiou])", low)) \
         or re.match(r"(?:hour|honest|honou?r|heir)", low) is not None \
         or re.match(r"(8|11|18)\d*(?:th|s|-|\b)", low) is not None
@@ -92,7 +93,7 @@ def _recase(description: str, context: str, title: str = "") -> str:
     if title:
         context = context.replace(title, " ")
     first = description.split(" ", 1)[0]
-    if len(first) > 1 and first[1:2].isupper():  # an acronym ("NATO member", "US state")
+    if len(first) > 1 and (first[1:2].isupper() or re.match(r"[A-Z]\.[A-Z]", first)):  # "NATO member", "U.S. state"
         return description
     if re.search(r"(?<!\w)" + re.escape(first.lower()) + r"(?!\w)", context):
         return first[:1].lower() + description[1:]

@@ -43,6 +43,16 @@ def write_hf(records: list[dict[str, Any]], path: Path) -> None:
     """A ``DatasetDict`` of the ``train`` and ``test`` splits, saved with ``save_to_disk`` (atomic)."""
     import datasets
 
+    was_disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()  # a few hundred rows: no bars
+    try:
+        _save_hf(datasets, records, path)
+    finally:
+        if not was_disabled:
+            datasets.enable_progress_bars()
+
+
+def _save_hf(datasets: Any, records: list[dict[str, Any]], path: Path) -> None:
     full = datasets.Dataset.from_list(records)  # one schema for both splits, even an empty one
     dd = datasets.DatasetDict({s: full.select([i for i, r in enumerate(records) if r["split"] == s])
                                for s in ("train", "test")})

@@ -43,6 +43,11 @@ SKIP_INFOBOX_KEYS = frozenset({"name", "image", "caption", "alt", "image_map", "
 #: Infobox keys that hold codes, coordinates, ranks or layout, not facts worth a clue.
 _NO_FACT_KEY = re.compile(r"lat|long|image|caption|coord|code|rank|_ref|footnote|^alt|size|width|map|flag|zoom|cctld|utc"
                           r"|iso|_id$|^id$|db$|omim|icd|mesh|medline|emedicine|website|year$|_note|population_as_of")
+#: Infobox keys that state a date or a quantity worth a clue (``tz1where`` or ``awards`` do not).
+_FACT_KEY = re.compile(r"date|born|birth|death|died|founded|established|formed|released|opened|built|completed"
+                       r"|discovered|published|area|population|length|height|elevation|depth|gdp|gini|hdi|density"
+                       r"|speakers|members|employees|volume|mass|weight|diameter|width|capacity|discharge|revenue"
+                       r"|budget|students|staff|distance|radius|temperature")
 _SPLIT_VALUE = re.compile(r"\s*(?:[,;\n]|\band\b)\s*")
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")
 
@@ -284,7 +289,8 @@ class StoreSource:
             return None
         if pid not in self._entities:
             r = self._rows[pid]
-            box = {k: v for k, v in self._box.get(pid, {}).items() if not _NO_FACT_KEY.search(k.lower())}
+            box = {k: v for k, v in self._box.get(pid, {}).items()
+                   if _FACT_KEY.search(k.lower()) and not _NO_FACT_KEY.search(k.lower())}
             self._entities[pid] = make_entity(r.title, description=r.description, lead=r.lead, infobox=box,
                                               categories=self._cats.get(pid, ()), page_len=r.page_len)
         return self._entities[pid]

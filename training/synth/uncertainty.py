@@ -225,6 +225,7 @@ def fuzz_number(number: NumberFact, *, mode: str | None = None, rng: random.Rand
                                                                   ("lo", repr(float(lo))), ("hi", repr(float(hi)))))
 
 
+_MEASURES = ("length", "height", "area", "elevation", "depth", "width", "distance", "diameter", "mass", "weight")
 _COUNT_ATTRS = ("speakers", "species", "members", "employees", "residents", "inhabitants")
 
 
@@ -233,6 +234,8 @@ def number_phrase(number: NumberFact, clue: Clue) -> str | None:
     ``"with about 50 states"``, ``"whose height is in the thousands of m"``; ``None`` for a bare
     number with neither attribute nor countable unit."""
     attr = relation_label(number.attr)
+    if attr in _MEASURES and not number.unit:
+        return None  # "a length of about 12": a measure without its unit says nothing
     magnitude = dict(clue.record).get("mode") == "magnitude"
     plural = re.fullmatch(r"[a-z]+s", number.unit or "") is not None and number.unit not in MEASURE_UNITS
     if attr in ("quantity", "") or attr in _COUNT_ATTRS:
