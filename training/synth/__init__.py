@@ -1,9 +1,14 @@
 """SailorFog-QA-V2 synthesis core: a dense knowledge graph, subgraph sampling with WL dedup,
 automorphism orbits, uncertainty transforms and template questions (arXiv 2509.13305).
 
-Plain Python / networkx; the store-backed ``neighbours_fn`` / ``entity_fn`` plug into
-:func:`build_dense_kg`. :class:`~training.synth.leads.LeadsSource` is a small real source
-(10k Wikipedia lead sections with title-mention edges) for tests and benchmarks.
+Plain Python / networkx. :class:`~training.synth.store_source.StoreSource` gives
+:func:`build_dense_kg` its ``neighbours_fn`` / ``entity_fn`` over an index's DuckDB store
+(:class:`~training.synth.leads.LeadsSource` does the same over the raw leads JSON, for tests and
+benchmarks). :func:`~training.synth.pipeline.generate` runs the whole recipe: KG -> subgraphs ->
+orbit-balanced targets -> questions -> quality gates (:mod:`~training.synth.verify` for unique
+answers over the whole corpus, :mod:`~training.synth.gates` for answerability and shortcuts
+through the simulator's own search) -> records (:mod:`~training.synth.records`) -> outputs
+(:mod:`~training.synth.outputs`). CLI: ``sim-web synth`` / ``python -m training.synth``.
 """
 
 from training.synth.facts import DateFact, NumberFact, extract_dates, extract_numbers, facts_from_fields
@@ -18,11 +23,13 @@ from training.synth.sampling import (
     sample_subgraphs,
     sample_subgraphs_with_report,
 )
+from training.synth.pipeline import SynthConfig, SynthReport, generate, generate_with_report
+from training.synth.store_source import StoreSource
 from training.synth.templates import QuestionDraft, generate_question
 from training.synth.uncertainty import Clue, DateGranularity, UncertaintyType
 
 __all__ = [
-    "BuildReport", "Clue", "DateFact", "DateGranularity", "Entity", "GraphStats", "KnowledgeGraph", "NumberFact",
+    "BuildReport", "Clue", "StoreSource", "SynthConfig", "SynthReport", "generate", "generate_with_report", "DateFact", "DateGranularity", "Entity", "GraphStats", "KnowledgeGraph", "NumberFact",
     "QuestionDraft", "SamplingReport", "Structure", "StructureRegistry", "Subgraph", "UncertaintyType",
     "build_dense_kg", "classify_structure", "extract_dates", "extract_numbers", "facts_from_fields",
     "generate_question", "graph_stats", "make_entity", "node_orbits", "pick_targets", "sample_subgraphs",

@@ -190,7 +190,15 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
 
     t = time.perf_counter()
     seeds = _seeds(src, cfg, rng, gates)
-    kg = build_dense_kg(list(seeds), src.neighbours, src.entity, max_nodes=cfg.max_nodes, rng=rng)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=cfg.max_nodes, desc="knowledge graph", unit="entity", disable=not cfg.progress) as bar:
+        def entity(title: str) -> Any:
+            ent = src.entity(title)
+            bar.update(ent is not None)
+            return ent
+
+        kg = build_dense_kg(list(seeds), src.neighbours, entity, max_nodes=cfg.max_nodes, rng=rng)
     for node, data in kg.graph.nodes(data=True):
         data.update(src.node_stats(node))
         data["found_by"] = "seed_query" if seeds.get(node) else "seed" if node in seeds else "expansion"
@@ -216,6 +224,8 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     rep.funnel["searches"], rep.funnel["visits"] = gates.searches, gates.visits
     if llm is not None:
         rep.llm = {"requests": llm.requests, "rejected": dict(llm.rejected), "model": cfg.llm.model}
+    log.info("synth: %d records in %.1f s; funnel %s; uniqueness %s", len(records), rep.timings["total"],
+             dict(rep.funnel), dict(rep.uniqueness))
     if len(records) < cfg.n:
         log.warning("synthesised %d of %d questions; raise --oversample or max_nodes for more", len(records), cfg.n)
     return records, rep
