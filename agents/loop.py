@@ -194,7 +194,7 @@ class ReactAgent:
             context.append({"role": "user", "content": obs})
             tokens = policy.count_tokens(context)
             peak = max(peak, tokens)
-            trigger = self._resum_trigger(tokens, len(steps) - last_summary_turn, len(summaries))
+            trigger = self._resum_trigger(tokens, len(steps) - last_summary_turn, len(summaries), cfg.max_llm_calls - calls)
             if trigger:
                 context = yield from self._summarise(question, system, context, trigger, tokens, len(steps), summaries, call)
                 last_summary_turn = len(steps)
@@ -207,10 +207,10 @@ class ReactAgent:
                 break
         return self._record(env, task, sample, seed, t0, termination, final, steps, summaries, context, calls, peak)
 
-    def _resum_trigger(self, tokens: int, turns_since: int, done: int) -> str | None:
+    def _resum_trigger(self, tokens: int, turns_since: int, done: int, calls_left: int) -> str | None:
         r = self.config.resum
-        if not r.enabled or done >= r.max_summaries:
-            return None
+        if not r.enabled or done >= r.max_summaries or (r.summariser == "policy" and calls_left <= 2):
+            return None  # a policy summary needs a call, and the budget's last calls go to acting / the forced answer
         if r.trigger_fraction is not None and tokens >= r.trigger_fraction * self.config.max_context_tokens:
             return "tokens"
         if r.every_n_turns is not None and turns_since >= r.every_n_turns:

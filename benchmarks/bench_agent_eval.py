@@ -13,6 +13,8 @@ from pathlib import Path
 
 from benchmarks.common import ensure_sample_index, table
 
+LATENCY = 0.05  # seconds per request of the simulated remote endpoint
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the tables."""
@@ -34,24 +36,42 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     base = dict(policy="oracle", index_dir=path, n=n, progress=False)
 
-    run_eval(EvalConfig(**base, out=str(tmp / "warm"), workers=1, n=2))  # JVM, index and caches warm
-    rows, seq = [], None
+    for i in range(2):  # warm the JVM's JIT, Lucene's and DuckDB's pages (the first pass is several times slower)
+        run_eval(EvalConfig(**base, out=str(tmp / f"warm{i}"), workers=4))
+    store = WikiIndex.from_dir(path).store
+
+    class Lockstep(FunctionPolicy):
+        batched = True
+
+    class Remote(OraclePolicy):
+        """The oracle behind a simulated endpoint that takes ``LATENCY`` seconds per request."""
+
+        def generate(self, batch, sampling=None, seeds=None):  # type: ignore[no-untyped-def]
+            time.sleep(LATENCY)
+            return super().generate(batch, sampling, seeds)
+
+    rows, seq, seq_remote = [], None, 1.0
     for label, cfg, policy in [
         ("oracle, sequential (1 thread)", EvalConfig(**base, out=str(tmp / "w1"), workers=1), None),
         ("oracle, 4 threads", EvalConfig(**base, out=str(tmp / "w4"), workers=4), None),
         ("oracle, lockstep batches of 8", EvalConfig(**base, out=str(tmp / "b8"), batch_size=8), "lockstep"),
+        (f"oracle + {LATENCY * 1000:.0f} ms endpoint latency, 1 thread", EvalConfig(**base, out=str(tmp / "r1"), workers=1), "remote"),
+        (f"oracle + {LATENCY * 1000:.0f} ms endpoint latency, 8 threads", EvalConfig(**base, out=str(tmp / "r8"), workers=8), "remote"),
     ]:
         pol = None
         if policy == "lockstep":
-            class Lockstep(FunctionPolicy):
-                batched = True
-
-            pol = Lockstep(OraclePolicy(tasks).act_batch, name="oracle", batched_fn=True)
+            pol = Lockstep(OraclePolicy(tasks, store).act_batch, name="oracle", batched_fn=True)
+        elif policy == "remote":
+            pol = Remote(tasks, store)
         t = time.perf_counter()
         res = run_eval(cfg, policy=pol)
         dt = time.perf_counter() - t
         eps = res.metrics["episodes"] / dt
         seq = seq or eps
+        if policy == "remote" and cfg.workers == 1:
+            seq_remote = eps
+        if policy == "remote" and cfg.workers > 1:
+            label += f" ({eps / seq_remote:.2f}x vs 1 thread)"
         rows.append([label, res.metrics["episodes"], f"{res.metrics['pass@1']:.3f}", f"{dt:.2f}", f"{eps:.2f}", f"{eps / seq:.2f}x"])
     print(f"\noracle on the held-out derived tasks of {path}")
     print(table(["run", "episodes", "pass@1", "seconds", "episodes/s", "vs sequential"], rows))

@@ -72,6 +72,8 @@ class OraclePolicy(Policy):
         self.by_question = {t.question: t for t in tasks}
         self.store = store
         self.title_search = title_search
+        self._keys: dict[str, str] = {}  # memo tables (deterministic values, so thread races are harmless)
+        self._plans: dict[str, _Plan] = {}
 
     # -- the interface ---------------------------------------------------------------------
     def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
@@ -112,6 +114,13 @@ class OraclePolicy(Policy):
         return None
 
     def _key(self, url: str) -> str:
+        """A canonical page key for a URL (the page id when the store resolves it; memoised)."""
+        key = self._keys.get(url)
+        if key is None:
+            key = self._keys[url] = self._resolve_key(url)
+        return key
+
+    def _resolve_key(self, url: str) -> str:
         title = normalize_title(url_to_title(url) or "")
         if self.store is not None and title:
             pid = self.store.resolve(title)
@@ -120,11 +129,18 @@ class OraclePolicy(Policy):
         return f"t:{title}"
 
     def _plan(self, task: Task) -> _Plan:
+        """The task's browsing plan (memoised per task id)."""
+        plan = self._plans.get(task.id)
+        if plan is None:
+            plan = self._plans[task.id] = self._make_plan(task)
+        return plan
+
+    def _make_plan(self, task: Task) -> _Plan:
         md = task.metadata
         answer_url = md.get("answer_url")
         if not answer_url and self.store is not None and md.get("page_id") is not None:
-            page = self.store.page(int(md["page_id"]))
-            answer_url = page.url if page is not None else None
+            rows = self.store.query("SELECT url FROM pages WHERE page_id = ?", [int(md["page_id"])])
+            answer_url = rows[0][0] if rows else None
         answer_url = answer_url or title_to_url(task.answer)
         clues = []
         for c in md.get("clues") or []:
