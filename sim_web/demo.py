@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import sim_web  # noqa: F401  (registers WebResearch-v0)
     from sim_web.env import EnvConfig
+    from sim_web.tasks import derive_tasks
     from wiki_index.index import WikiIndex
     from wiki_index.manifest import MANIFEST
 
@@ -41,7 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         for q in QUERIES:
             hits = index.search(q, 3, mode)
             print(f"[{mode}] {q!r}: " + "; ".join(f"{p.title} ({h.score:.3f})" for h, p in hits))
-    env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(path), split="test"), render_mode="ansi")
+    # a simple "identify the subject" question, so that a three-step scripted policy can answer it
+    # (agents.demo then shows the oracle agent on a synthesized multi-hop question)
+    derived = [t for t in derive_tasks(index.store) if t.metadata["split"] == "test"]
+    env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(path)), tasks=derived, render_mode="ansi")
     obs, info = env.reset(seed=0)
     task = env.unwrapped.task
     print(f"\n=== episode on task {task.id} ===\nQUESTION: {obs}\n")

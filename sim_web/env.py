@@ -71,7 +71,7 @@ _shared: dict[str, Any] = {}
 
 
 def _shared_index(path: str | None) -> Any:
-    """One opened index per path per process, shared by all envs (searchers are thread-safe)."""
+    """One opened index per path per process, shared by all envs (safe across threads: the searchers serialise their JVM calls)."""
     from wiki_index.index import WikiIndex
 
     key = str(path)
