@@ -163,7 +163,8 @@ def open_source(spec: str | os.PathLike, *, workers: int = 1) -> CorpusSource:
         spec: ``"sample"`` (the bundled sample), a MediaWiki XML dump (``*.xml``, ``*.xml.bz2``,
             any ``*.bz2``, multistream included) or a JSONL passage corpus (``*.jsonl``,
             ``*.jsonl.gz``, ``*.json.gz``).
-        workers: Parser processes for XML dumps (1 parses in this process).
+        workers: Parser processes for XML dumps (1 parses in this process; more start from a
+            forkserver, so a script that builds with workers > 1 needs the ``__main__`` guard).
 
     Returns:
         The source; nothing is read until :meth:`CorpusSource.records` is iterated.

@@ -271,9 +271,12 @@ class DumpSource:
             for raw in all_raw():
                 yield process_page(raw, cfg)
             return
-        # fork on Linux: no `if __name__ == "__main__"` guard needed in user scripts, and the
-        # workers only run the parser (no locks of the parent's threads are touched).
-        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        # not fork: a process that already runs the JVM or other threads (a server, a test session,
+        # a notebook that searched first) can fork while one of them holds a lock, and the child
+        # then hangs forever (seen here: a worker stuck on a futex after a 16-thread search). The
+        # forkserver starts workers from a clean single-threaded process; like spawn, it needs
+        # the `if __name__ == "__main__":` guard in user scripts that build with workers > 1.
+        method = "forkserver" if sys.platform.startswith("linux") else "spawn"
         timeout = self.batch_pages * cfg.time_limit_s + 120
         with mp.get_context(method).Pool(self.workers) as pool:
             pending: deque = deque()
