@@ -146,9 +146,10 @@ def test_descriptions_match_every_page_with_the_same_description(verifier, src):
 # --- search gates --------------------------------------------------------------------------------------------
 
 def test_sim_search_matches_the_backend_and_gates_work(src, backend):
-    search = sim_search(backend, src.docid_title)
+    search = sim_search(backend)
     for q in ("German-born theoretical physicist", "capital of France", "Religion", "a b c"):
         assert search(q) == [r.title for r in backend.search(q, 10)]
+    assert search("religion")[0] == "Religion" and search("Paris")[0] == "Paris"  # navigational queries
     gates = SearchGates(search, sim_visit(backend))
     lead = src.row(src.resolve("Paris")).lead
     assert gates.shortcut(lead[:200], "Paris") and not gates.shortcut("capital", "Paris")

@@ -147,32 +147,19 @@ def _goal(node: NodeSpec, is_answer: bool, head: str) -> str:
     return strip_article(node.identity.text)
 
 
-def sim_search(backend: Any, docid_title: Callable[[str], str | None], k: int = 10) -> Callable[[str], list[str]]:
-    """The simulator's result pages for a query, as titles, without building snippets.
-
-    Reproduces :meth:`sim_web.sim_backend.SimBackend.search`'s ranking (``k * depth`` passages
-    from the configured retrieval mode, first passage per page, top ``k`` pages) from the
-    searcher's hits and a docid -> title map, which is ~2x faster than the backend call.
+def sim_search(backend: Any, k: int = 10) -> Callable[[str], list[str]]:
+    """The simulator's result pages for a query, as titles (the ranking an agent's ``search`` sees).
 
     Args:
-        backend: A :class:`~sim_web.sim_backend.SimBackend`.
-        docid_title: Maps a passage id to its page title (``None`` if unknown).
+        backend: A :class:`~sim_web.sim_backend.SimBackend`; its
+            :meth:`~sim_web.sim_backend.SimBackend.result_pages` is the one ranking both use.
         k: Result pages per search.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1 (results per search), got {k}")
-    searcher = backend.index.searcher(backend.config.mode)
-    depth = backend.config.depth
 
     def search(query: str) -> list[str]:
-        out: list[str] = []
-        for hit in searcher.search(query, k * depth):
-            t = docid_title(hit.docid)
-            if t is not None and t not in out:
-                out.append(t)
-                if len(out) == k:
-                    break
-        return out
+        return [p.title for p in backend.result_pages(query, k)]
 
     return search
 

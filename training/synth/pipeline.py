@@ -182,7 +182,7 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     rep.index = str(index.path)
     src = StoreSource(index.store)
     backend = SimBackend(index)
-    gates = SearchGates(sim_search(backend, src.docid_title, cfg.k), sim_visit(backend))
+    gates = SearchGates(sim_search(backend, cfg.k), sim_visit(backend))
     verifier = Verifier(src, max_candidates=cfg.max_candidates)
     llm = LLMGenerator(cfg.llm) if cfg.generator == "llm" else None
     rng = random.Random(cfg.seed)

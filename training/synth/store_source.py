@@ -93,7 +93,6 @@ class StoreSource:
         self._box_out: dict[int, list[tuple[int, str]]] = {}
         self._box_in: dict[int, list[tuple[int, str]]] | None = None
         self._entities: dict[int, Entity] = {}
-        self._docids: dict[str, str | None] | None = None
         self._lowered: dict[int, list[str]] = {}
         self._nbrs: dict[int, list[tuple[str, dict[str, Any]]]] = {}
         self.passage_found = 0
@@ -220,16 +219,6 @@ class StoreSource:
     def passages(self, pid: int) -> list[tuple[str, str]]:
         """``[(docid, text)]`` of the page, in order."""
         return self._passages.get(pid, []) if self._ensure(pid) else []
-
-    def docid_title(self, docid: str) -> str | None:
-        """The title of the page a passage belongs to (``None`` for an unknown docid)."""
-        if self._docids is None:
-            self._docids = {d: self._rows[p].title for p, ps in self._passages.items() for d, _ in ps} \
-                if self.preloaded else {}
-        if docid not in self._docids and not self.preloaded:
-            rows = self.store.query("SELECT title FROM passages WHERE docid = ?", [docid])
-            self._docids[docid] = rows[0][0] if rows else None
-        return self._docids.get(docid)
 
     def categories(self, pid: int) -> tuple[str, ...]:
         """Category names of the page."""
