@@ -70,7 +70,7 @@ class SimBackend:
         are read, more when a few long pages fill them).
         """
         seen: dict[int, Passage] = {}
-        nav = self.index.store.resolve(query) if 0 < len(query) <= 256 else None
+        nav = self.index.titles.lookup(query)
         depth = k * self.config.depth
         while True:  # a long article can fill the first k * depth passages: look deeper, up to 64x
             hits = [p for _, p in self.index.search(query, depth, self.config.mode)]

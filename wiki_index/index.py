@@ -74,6 +74,15 @@ class WikiIndex:
         return self._part("dense", lambda: DenseSearcher(self.path / "dense", DenseConfig(**cfg), self.store.passages_by_id))
 
     @property
+    def titles(self) -> Any:
+        """The :class:`~wiki_index.titles.TitleLookup` of this index (built on first use, then cached)."""
+        from wiki_index.settings import sim_web_home
+        from wiki_index.titles import TitleLookup
+
+        cache = sim_web_home() / "cache" / f"titles-{self.manifest['content_sha256'][:16]}-{self.manifest['counts']['redirects']}.npz"
+        return self._part("titles", lambda: TitleLookup(self.store, cache))
+
+    @property
     def hybrid(self) -> Any:
         """The :class:`~wiki_index.hybrid.HybridSearcher` over BM25 and dense."""
         from wiki_index.hybrid import HybridSearcher

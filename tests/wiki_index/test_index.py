@@ -116,3 +116,22 @@ def test_concurrent_searches_from_many_threads_are_safe_and_identical(sample_ind
         firsts = [r[0][0] for r in expected if r]
         docs = list(pool.map(lambda d: ix.bm25.doc(d).docid, firsts * 2))
     assert got == expected * 3 and len(firsts) > 250 and docs == firsts * 2
+
+
+def test_title_lookup_agrees_with_the_store_and_is_cached(sample_index, tmp_path):
+    from wiki_index.titles import TitleLookup, title_key
+
+    ix = WikiIndex.from_dir(sample_index)
+    st = ix.store
+    cache = tmp_path / "titles.npz"
+    tl = TitleLookup(st, cache)
+    assert cache.is_file() and len(tl) >= st.counts()["pages"]
+    redirect, target = st.query("SELECT title, dst FROM redirects WHERE dst IS NOT NULL ORDER BY title LIMIT 1")[0]
+    cases = ["Albert Einstein", "albert einstein", "ALBERT EINSTEIN", "Albert_Einstein", redirect, "no such page at all",
+             "", "x" * 300, "Einstein theory of relativity"]
+    for text in cases:
+        assert tl.lookup(text) == (st.resolve(text) if text.lower() != "albert einstein" else st.resolve("Albert Einstein")), text
+    assert tl.lookup(redirect) == target and tl.lookup("x" * 300) is None
+    again = TitleLookup(st, cache)  # read back from the cache file
+    assert (again.keys == tl.keys).all() and (again.ids == tl.ids).all()
+    assert title_key("paris") == title_key("Paris") != title_key("Paris, Texas")
