@@ -1,10 +1,19 @@
 """Tool server under load: many concurrent clients from a second process on loopback.
 
-Run: ``python -m benchmarks.bench_server [--index DIR] [--clients 200] [--seconds 20] [--workers 2] [--quick]``.
-Starts ``sim-web serve`` in a subprocess, measures a single-request p50 first, then runs
-``--clients`` concurrent asyncio clients (search and visit calls on distinct queries) for a
-bounded time, and prints errors, throughput, p50/p99 and p99 / single-request p50 (target <= 20x).
-The load only targets 127.0.0.1 and stops by itself.
+Run: ``python -m benchmarks.bench_server [--index DIR] [--clients 200] [--seconds 20] [--workers 2]
+[--think-ms 0 500 2000] [--quick]``.
+
+Starts ``sim-web serve`` in a subprocess, warms it (the JVM's JIT needs a few thousand
+searches before Lucene runs at full speed), measures the single-request p50 on a quiet server,
+then runs ``--clients`` concurrent clients (search and visit calls on distinct queries) for
+``--seconds`` per phase, one phase per ``--think-ms`` value: the mean pause each client takes
+between its calls (exponentially distributed, so clients are independent like asynchronous
+rollout workers), standing for the LLM's generation time in an RL rollout (0 = closed loop,
+which measures capacity). It prints errors, throughput, p50/p99 and p99 / single-request p50.
+
+The load comes from ``wrk`` (C, from Debian's ``wrk`` package) when installed, so that the load
+generator does not eat the CPU the server needs on a small machine; else from asyncio httpx
+clients. The load only targets 127.0.0.1 and stops by itself.
 """
 
 from __future__ import annotations
@@ -12,13 +21,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from benchmarks.common import ensure_sample_index, table
+
+_LUA = """
+bodies = {%s}
+paths = {%s}
+counter = 0
+request = function()
+  counter = counter + 1
+  local i = (counter * 7919 + math.random(1, #bodies)) %% #bodies + 1
+  return wrk.format("POST", paths[i], {["Content-Type"] = "application/json"}, bodies[i])
+end
+think = %d
+delay = function()  -- exponential pauses: independent rollout workers, not one synchronised batch
+  if think == 0 then return 0 end
+  return math.floor(-think * math.log(1 - math.random()))
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %%d %%d %%d %%d %%d %%d %%d %%d\\n", summary.requests, e.connect + e.read + e.write + e.timeout,
+           e.status, latency:percentile(50), latency:percentile(99), summary.duration, latency.max, 0))
+end
+"""
 
 
 def _free_port() -> int:
@@ -42,12 +75,31 @@ def _wait_ready(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
     raise RuntimeError("server did not become ready")
 
 
-async def _load(url: str, bodies: list[tuple[str, dict]], clients: int, seconds: float, think_s: float = 0.0) -> tuple[list[float], int, int]:
+def _wrk(url: str, bodies: list[tuple[str, dict]], clients: int, seconds: float, think_ms: int) -> dict[str, float]:
+    """One wrk phase; returns requests, errors, p50/p99 (s) and the measured duration."""
+    lua_str = lambda s: "[==[" + s + "]==]"  # noqa: E731 (Lua long strings need no escaping)
+    script = _LUA % (", ".join(lua_str(json.dumps(b)) for _, b in bodies), ", ".join(lua_str(p) for p, _ in bodies), think_ms)
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(script)
+    threads = max(1, min(2, clients))  # wrk needs connections >= threads
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{clients}", f"-d{seconds:.0f}s", "--timeout", "60s", "-s", f.name, url],
+                         capture_output=True, text=True, check=True).stdout
+    Path(f.name).unlink()
+    n, io_err, status_err, p50, p99, dur_us, _mx, _ = (int(x) for x in out.split("RESULT", 1)[1].split())
+    return {"requests": n, "errors": io_err + status_err, "p50": p50 / 1e6, "p99": p99 / 1e6, "seconds": dur_us / 1e6}
+
+
+async def _httpx_load(url: str, bodies: list[tuple[str, dict]], clients: int, seconds: float, think_ms: int) -> dict[str, float]:
+    """The same phase with asyncio httpx clients (when wrk is not installed)."""
     import httpx
 
+    import random
+
+    rng = random.Random(0)
     lat: list[float] = []
     errors = 0
-    stop = time.perf_counter() + seconds
+    t0 = time.perf_counter()
+    stop = t0 + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
 
@@ -59,74 +111,94 @@ async def _load(url: str, bodies: list[tuple[str, dict]], clients: int, seconds:
                 j += clients
                 t = time.perf_counter()
                 try:
-                    r = await client.post(path, json=body)
-                    if r.status_code != 200:
+                    if (await client.post(path, json=body)).status_code != 200:
                         errors += 1
                 except httpx.HTTPError:
                     errors += 1
                 lat.append(time.perf_counter() - t)
-                if think_s:  # a rollout worker generates between tool calls
-                    await asyncio.sleep(think_s)
+                if think_ms:
+                    await asyncio.sleep(rng.expovariate(1000 / think_ms))
 
         await asyncio.gather(*(worker(i) for i in range(clients)))
-    return lat, errors, len(lat)
+    lat.sort()
+    return {"requests": len(lat), "errors": errors, "p50": lat[len(lat) // 2], "p99": lat[max(0, int(len(lat) * 0.99) - 1)],
+            "seconds": time.perf_counter() - t0}
+
+
+def _bodies(path: str, n: int) -> list[tuple[str, dict]]:
+    from sim_web.tasks import derive_tasks
+    from wiki_index.index import WikiIndex
+
+    out: list[tuple[str, dict]] = []
+    for t in derive_tasks(WikiIndex.from_dir(path).store, n=n):
+        q = t.question.split('"')[1]
+        out.append(("/tools/search", {"arguments": {"query": [q]}}))
+        out.append(("/tools/visit", {"arguments": {"url": [f"https://en.wikipedia.org/wiki/{t.answer.replace(' ', '_')}"], "goal": q}}))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the table."""
+    """Run the benchmark and print the table; non-zero exit if any request failed."""
     import httpx
-
-    from sim_web.tasks import derive_tasks
-    from wiki_index.index import WikiIndex
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--index", default=None)
     ap.add_argument("--clients", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--think-ms", type=float, default=500, help="pause between a client's calls in the second phase (LLM generation time)")
+    ap.add_argument("--think-ms", type=int, nargs="+", default=[0, 500, 2000],
+                    help="pause of each client between its calls, one load phase per value (LLM generation time)")
+    ap.add_argument("--server-cache", action="store_true", help="keep the server's result cache (default off: every call is computed)")
+    ap.add_argument("--no-wrk", action="store_true", help="use asyncio httpx clients even when wrk is installed")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:
-        args.clients, args.seconds = 20, 3
+        args.clients, args.seconds, args.think_ms = 20, 3, [0, 500]
+    use_wrk = shutil.which("wrk") is not None and not args.no_wrk
     path = str(ensure_sample_index(args.index))
-    tasks = derive_tasks(WikiIndex.from_dir(path).store, n=500)
-    bodies: list[tuple[str, dict]] = []
-    for t in tasks:
-        q = t.question.split('"')[1]
-        bodies.append(("/tools/search", {"arguments": {"query": [q]}}))
-        bodies.append(("/tools/visit", {"arguments": {"url": [f"https://en.wikipedia.org/wiki/{t.answer.replace(' ', '_')}"], "goal": q}}))
+    bodies = _bodies(path, 2000 if not args.quick else 300)
+    warm, single_bodies, load_bodies = bodies[:400], bodies[400:600], bodies[600:]
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", path, "--port", str(port), "--workers", str(args.workers)],
+    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", path, "--port", str(port), "--workers", str(args.workers),
+                             "--cache" if args.server_cache else "--no-cache"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    phases: dict[str, dict[str, float]] = {}
     try:
         _wait_ready(url, proc)
-        with httpx.Client(base_url=url, timeout=60) as c:
-            for p, b in bodies[:20]:  # warm every worker's JVM and caches on other bodies
-                c.post(p, json=b)
-            single = []
-            for p, b in bodies[20:120]:
-                t = time.perf_counter()
-                c.post(p, json=b).raise_for_status()
-                single.append(time.perf_counter() - t)
-        p50_single = statistics.median(single)
-        half = len(bodies[120:]) // 2
-        phases = {"closed loop (no pause)": asyncio.run(_load(url, bodies[120:120 + half], args.clients, args.seconds)),
-                  f"rollout-like ({args.think_ms:.0f} ms pause)": asyncio.run(_load(url, bodies[120 + half:], args.clients, args.seconds, args.think_ms / 1000))}
+        # JIT warm-up on every worker with bodies that are not measured later (no cache hits)
+        warm_load = (lambda: _wrk(url, warm, 8, 5 if not args.quick else 2, 0)) if use_wrk else \
+            (lambda: asyncio.run(_httpx_load(url, warm, 8, 5 if not args.quick else 2, 0)))
+        warm_load()
+        if use_wrk:  # the same client as the load phases: one connection, one request at a time
+            p50_single = _wrk(url, single_bodies, 1, 5 if not args.quick else 2, 0)["p50"]
+        else:
+            with httpx.Client(base_url=url, timeout=60) as c:
+                single = []
+                for p, b in single_bodies:
+                    t = time.perf_counter()
+                    c.post(p, json=b).raise_for_status()
+                    single.append(time.perf_counter() - t)
+            p50_single = statistics.median(single)
+        chunk = len(load_bodies) // len(args.think_ms)
+        for i, think in enumerate(args.think_ms):
+            part = load_bodies[i * chunk:(i + 1) * chunk]  # distinct calls per phase: cache misses
+            name = "closed loop (no pause)" if think == 0 else f"rollout-like ({think} ms pause)"
+            phases[name] = _wrk(url, part, args.clients, args.seconds, think) if use_wrk else \
+                asyncio.run(_httpx_load(url, part, args.clients, args.seconds, think))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    print(f"\ntool server ({args.workers} uvicorn workers), {args.clients} concurrent clients, {args.seconds:.0f}s per phase, loopback;"
-          f" single-request p50 {p50_single * 1000:.1f} ms")
+    print(f"\ntool server ({args.workers} uvicorn workers), {args.clients} concurrent clients ({'wrk' if use_wrk else 'httpx asyncio'}), "
+          f"{args.seconds:.0f}s per phase, loopback, server cache {'on' if args.server_cache else 'off'}; single-request p50 {p50_single * 1000:.2f} ms after warm-up")
     rows, total_errors, summary = [], 0, {}
-    for name, (lat, errors, n) in phases.items():
-        lat.sort()
-        p50, p99 = lat[len(lat) // 2], lat[max(0, int(len(lat) * 0.99) - 1)]
-        total_errors += errors
-        rows.append([name, n, errors, f"{n / args.seconds:.0f}", f"{p50 * 1000:.1f}", f"{p99 * 1000:.1f}", f"{p99 / p50_single:.1f}x"])
-        summary[name] = {"errors": errors, "requests": n, "p99_over_single_p50": round(p99 / p50_single, 2)}
+    for name, r in phases.items():
+        total_errors += r["errors"]
+        rows.append([name, r["requests"], r["errors"], f"{r['requests'] / r['seconds']:.0f}", f"{r['p50'] * 1000:.1f}",
+                     f"{r['p99'] * 1000:.1f}", f"{r['p99'] / p50_single:.1f}x"])
+        summary[name] = {"errors": r["errors"], "requests": r["requests"], "p99_over_single_p50": round(r["p99"] / p50_single, 2)}
     print(table(["phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "p99 / single p50 (target <= 20x)"], rows))
+    print("closed loop = capacity: by Little's law its latency is clients / throughput, whatever the server does.")
     print(json.dumps(summary))
     return 0 if total_errors == 0 else 1
 

@@ -20,7 +20,7 @@ def _serve(args: argparse.Namespace) -> int:
     from sim_web.server import serve
 
     print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json)", flush=True)
-    serve(args.index, args.host, args.port, args.workers, args.mode)
+    serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache)
     return 0
 
 
@@ -48,6 +48,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     s.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
+    s.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True, help="content-keyed result cache")
     s.set_defaults(func=_serve)
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
     d.add_argument("--index", default=None)

@@ -18,6 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 log = logging.getLogger(__name__)
 INDEX_ENV = "SIM_WEB_SERVER_INDEX"
 MODE_ENV = "SIM_WEB_SERVER_MODE"
+CACHE_ENV = "SIM_WEB_SERVER_CACHE"
+#: Idle keep-alive connections live this long (uvicorn's default is 5 s): a rollout worker pauses
+#: for a whole LLM turn between two tool calls, and a closed connection costs it a new handshake
+#: or, for clients that do not retry, an error.
+KEEP_ALIVE_S = 120
 
 
 class ToolRequest(BaseModel):
@@ -50,12 +55,14 @@ class VisitRequest(BaseModel):
     goal: str = Field(default="", max_length=4000)
 
 
-def create_app(index_dir: str | None = None, mode: str = "bm25") -> FastAPI:
+def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True) -> FastAPI:
     """Build the FastAPI app over the index at ``index_dir`` (default: the sample index).
 
     Args:
         index_dir: The index directory.
         mode: Retrieval mode of ``search``/``google_scholar``.
+        cache: Keep the executor's content-keyed result cache (off: every call is computed,
+            e.g. to benchmark the uncached cost).
 
     Returns:
         The app (serve it with uvicorn).
@@ -71,7 +78,7 @@ def create_app(index_dir: str | None = None, mode: str = "bm25") -> FastAPI:
 
     index = WikiIndex.from_dir(index_dir)
     backend = SimBackend(index, SimConfig(mode=mode))
-    executor = ToolExecutor([backend], ExecutorConfig())
+    executor = ToolExecutor([backend], ExecutorConfig(cache=cache))
     toolbox = Toolbox(executor)
     names = [s["function"]["name"] for s in toolbox.schemas()]
     app = FastAPI(title="sim-web tool server", version="0.1.0",
@@ -118,12 +125,14 @@ def app_factory() -> FastAPI:
     """uvicorn factory for multi-worker serving: reads the index and mode from the environment."""
     from wiki_index.settings import env
 
-    return create_app(env(INDEX_ENV) or None, env(MODE_ENV) or "bm25")
+    return create_app(env(INDEX_ENV) or None, env(MODE_ENV) or "bm25", env(CACHE_ENV, "1") == "1")
 
 
-def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25") -> None:
+def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",
+          cache: bool = True) -> None:
     """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself."""
     import os
+    import socket
 
     import uvicorn
 
@@ -134,6 +143,16 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         if index_dir:
             os.environ[INDEX_ENV] = str(index_dir)
         os.environ[MODE_ENV] = mode
-        uvicorn.run("sim_web.server:app_factory", factory=True, host=host, port=port, workers=workers, log_level="warning")
+        os.environ[CACHE_ENV] = "1" if cache else "0"
+        from uvicorn.supervisors import Multiprocess
+
+        config = uvicorn.Config("sim_web.server:app_factory", factory=True, host=host, port=port, workers=workers,
+                                log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
+        sock = config.bind_socket()
+        # uvicorn binds this shared socket with proto 0, so asyncio never sets TCP_NODELAY on the
+        # accepted connections: with keep-alive clients every response then waits ~40 ms for a
+        # delayed ACK (Nagle). Linux copies TCP_NODELAY from the listening socket to accepted ones.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        Multiprocess(config, sockets=[sock]).run()
     else:
-        uvicorn.run(create_app(index_dir, mode), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(index_dir, mode, cache), host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
