@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 from networkx.algorithms.isomorphism import GraphMatcher
+from networkx.utils import UnionFind
 
 if TYPE_CHECKING:
     from training.synth.sampling import Subgraph
@@ -89,26 +90,14 @@ def node_orbits(g: nx.Graph, *, max_exact_nodes: int = 10, max_automorphisms: in
         return []
     if g.number_of_nodes() > max_exact_nodes:
         return wl_colour_classes(g)
-    parent = {v: v for v in g}
-
-    def find(v: Hashable) -> Hashable:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    def union(a: Hashable, b: Hashable) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-
+    uf = UnionFind(g)
     classes = wl_colour_classes(g)  # every orbit lies inside one class: stop once they are all merged
     count, complete = 0, True
     for mapping in GraphMatcher(g, g).isomorphisms_iter():
         for a, b in mapping.items():
-            union(a, b)
+            uf.union(a, b)
         count += 1
-        if count % 64 == 0 and all(len({find(v) for v in c}) == 1 for c in classes):
+        if count % 64 == 0 and all(len({uf[v] for v in c}) == 1 for c in classes):
             break
         if count >= max_automorphisms:
             complete = False
@@ -119,12 +108,9 @@ def node_orbits(g: nx.Graph, *, max_exact_nodes: int = 10, max_automorphisms: in
             members = sorted(cls, key=_key)
             for i, a in enumerate(members):
                 for b in members[i + 1:]:
-                    if find(a) != find(b) and _anchored_automorphism(g, a, b):
-                        union(a, b)
-    groups: dict[Hashable, set] = {}
-    for v in g:
-        groups.setdefault(find(v), set()).add(v)
-    return _ordered(groups.values())
+                    if uf[a] != uf[b] and _anchored_automorphism(g, a, b):
+                        uf.union(a, b)
+    return _ordered(uf.to_sets())
 
 
 def pick_targets(subgraph: Subgraph | nx.Graph, n: int, rng: random.Random | int = 0) -> list[Hashable]:

@@ -32,6 +32,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
+from networkx.utils import UnionFind
 
 from training.synth.kg import KnowledgeGraph
 from training.synth.structures import (
@@ -138,19 +139,11 @@ def _edge_subset(nodes: list, g: nx.Graph, rng: random.Random, spanning_prob: fl
     if len(edges) < len(nodes) or rng.random() >= spanning_prob:
         return edges
     rng.shuffle(edges)
-    parent = {v: v for v in nodes}
-
-    def find(v: Hashable) -> Hashable:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
+    uf = UnionFind(nodes)
     tree, extra = [], []
     for u, v in edges:
-        ru, rv = find(u), find(v)
-        if ru != rv:
-            parent[ru] = rv
+        if uf[u] != uf[v]:
+            uf.union(u, v)
             tree.append((u, v))
         else:
             extra.append((u, v))
