@@ -1,5 +1,7 @@
 """Adversarial assistant turns shared by the parser fuzz and the env fuzz."""
 
+import random
+
 ADVERSARIAL = [
     "<tool_call>" * 5000, "</tool_call>" * 5000, "<think>" * 3000 + "</think>", "<code></code>" * 2000,
     "<tool_call>" + "[" * 5000 + "</tool_call>", "<tool_call>" + '{"a":' * 5000 + "</tool_call>",
@@ -32,3 +34,21 @@ PIECES = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<code>", "</cod
           "<tool_response>", "{", "}", "[", "]", '"', "'", ",", ":", "\\", "\n", " ", "name", "arguments",
           '"name"', '"arguments"', '"search"', '"visit"', '"google_scholar"', '"PythonInterpreter"', '"query"',
           '"url"', '"goal"', "null", "true", "1", "-0.5e3", "NaN", "```json", "```", "\u00e9", "\U0001f600", "\ud800", "\x00"]
+
+
+def damage(text: str, rng: random.Random) -> str:
+    """``text`` with 1-6 random character-level edits: deletions, tag insertions, swaps, duplications."""
+    s = list(text)
+    for _ in range(rng.randint(1, 6)):
+        i = rng.randrange(len(s) + 1)
+        op = rng.random()
+        if op < 0.3 and s:
+            del s[i - 1]
+        elif op < 0.6:
+            s.insert(i, rng.choice(PIECES))
+        elif op < 0.8 and s:
+            j = rng.randrange(len(s))
+            s[i - 1], s[j] = s[j], s[i - 1]
+        else:
+            s[i:i] = s[max(0, i - 10):i]
+    return "".join(s)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sim_web.actions import KNOWN_TOOLS, Action, loads_lenient, parse_action, validate_arguments
 from sim_web.errors import ACTION_ERROR_KINDS, ActionError
 from sim_web.tools import ALL_TOOLS, tool_schema
-from fuzz_inputs import ADVERSARIAL, PIECES as _PIECES
+from fuzz_inputs import ADVERSARIAL, PIECES as _PIECES, damage
 
 SCHEMAS = [tool_schema(t) for t in ALL_TOOLS]
 
@@ -224,23 +224,7 @@ def _mutations(n: int, seed: int) -> list[str]:
     bases = [call("search", {"query": ["a", "b"]}), call("visit", {"url": ["u"], "goal": "g"}),
              call("google_scholar", {"query": "q"}), call("PythonInterpreter", {}, code="print(1)"),
              "<think>x</think><answer>y</answer>"]
-    out = []
-    for _ in range(n):
-        s = list(rng.choice(bases))
-        for _ in range(rng.randint(1, 6)):
-            i = rng.randrange(len(s) + 1)
-            op = rng.random()
-            if op < 0.3 and s:
-                del s[i - 1]
-            elif op < 0.6:
-                s.insert(i, rng.choice(_PIECES))
-            elif op < 0.8 and s:
-                j = rng.randrange(len(s))
-                s[i - 1], s[j] = s[j], s[i - 1]
-            else:
-                s[i:i] = s[max(0, i - 10):i]
-        out.append("".join(s))
-    return out
+    return [damage(rng.choice(bases), rng) for _ in range(n)]
 
 
 def test_fuzz_adversarial_and_mutations() -> None:

@@ -13,7 +13,7 @@ import time
 import gymnasium as gym
 
 from sim_web.env import EnvConfig
-from fuzz_inputs import ADVERSARIAL, PIECES
+from fuzz_inputs import ADVERSARIAL, PIECES, damage
 
 TOOLS = ("search", "visit", "google_scholar", "PythonInterpreter")
 
@@ -45,17 +45,7 @@ def _random_turns(n: int, seed: int) -> list[str]:
             args = {key: val} if rng.random() < 0.8 else rng.choice([[], "query", None, 1])
             out.append(_call(tool, args))
         else:  # valid calls with random damage
-            s = list(rng.choice(bases))
-            for _ in range(rng.randint(1, 6)):
-                j = rng.randrange(len(s) + 1)
-                op = rng.random()
-                if op < 0.35 and s:
-                    del s[j - 1]
-                elif op < 0.7:
-                    s.insert(j, rng.choice(PIECES))
-                else:
-                    s[j:j] = s[max(0, j - 10):j]
-            out.append("".join(s))
+            out.append(damage(rng.choice(bases), rng))
     return out
 
 
