@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     tasks = load_tasks(path, "test")
     task = tasks[args.task % len(tasks)]
-    env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=index_dir, tasks=str(path), split="test"))
+    env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=index_dir), tasks=tasks)
     policy = OraclePolicy(tasks, store=WikiIndex.from_dir(index_dir).store)
     rec = run_episode(ReactAgent(policy), env, task)
     meta = task.metadata

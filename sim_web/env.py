@@ -246,9 +246,7 @@ class WebResearchEnv(gym.Env):
         return self._observe(text)
 
     def _observe(self, text: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        from sim_web.formatting import format_tool_response
-
-        from sim_web.formatting import truncate
+        from sim_web.formatting import format_tool_response, truncate
 
         obs = format_tool_response(truncate(text, self.max_obs_len - 64))
         self.obs_chars += len(obs)

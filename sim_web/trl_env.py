@@ -141,8 +141,7 @@ def tasks_dataset(config: EnvConfig | None = None, split: str | None = None) -> 
 
     from sim_web.env import WebResearchEnv
 
-    cfg = config or EnvConfig()
-    env = WebResearchEnv(EnvConfig(**{**{f: getattr(cfg, f) for f in cfg.__dataclass_fields__}, "split": split}))
+    env = WebResearchEnv(config or EnvConfig(), split=split)
     rows = [{"prompt": [{"role": "user", "content": t.question}], "question": t.question, "answer": t.answer,
              "aliases": list(t.aliases), "task_id": t.id} for t in env.tasks]
     return datasets.Dataset.from_list(rows)

@@ -76,11 +76,14 @@ class WikiIndex:
     @property
     def titles(self) -> Any:
         """The :class:`~wiki_index.titles.TitleLookup` of this index (built on first use, then cached)."""
+        return self._part("titles", self._make_titles)
+
+    def _make_titles(self) -> Any:
         from wiki_index.settings import sim_web_home
         from wiki_index.titles import TitleLookup
 
-        cache = sim_web_home() / "cache" / f"titles-{self.manifest['content_sha256'][:16]}-{self.manifest['counts']['redirects']}.npz"
-        return self._part("titles", lambda: TitleLookup(self.store, cache))
+        m = self.manifest
+        return TitleLookup(self.store, sim_web_home() / "cache" / f"titles-{m['content_sha256'][:16]}-{m['counts']['redirects']}.npz")
 
     @property
     def hybrid(self) -> Any:
