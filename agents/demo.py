@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from sim_web.tasks import default_task_path, load_tasks
+from sim_web.env.tasks import default_task_path, load_tasks
 from wiki_index.settings import default_index_dir
 
 

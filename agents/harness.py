@@ -28,8 +28,8 @@ from agents.plot import plot_run
 from agents.policies.base import Generation, Policy
 from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft_example
 from sim_web.env import ALL_TOOLS, EnvConfig, WebResearchEnv
-from sim_web.sim_backend import SimConfig
-from sim_web.tasks import Task, default_task_path, derive_tasks, load_tasks
+from sim_web.backends.sim import SimConfig
+from sim_web.env.tasks import Task, resolve_tasks
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
@@ -91,34 +91,6 @@ class EvalResult:
     records: list[dict[str, Any]]
     out: Path
     failures: list[tuple[str, str]]
-
-
-def resolve_tasks(index: Any, spec: str | None, split: str | None) -> list[Task]:
-    """The task set named by ``spec`` for an index.
-
-    Args:
-        index: The opened :class:`wiki_index.index.WikiIndex`.
-        spec: ``None``/``"default"`` (the env's default: the synthesized set when present, else
-            derived), ``"derived"``, ``"sailorfog"``, a file path, or ``NAME`` for ``<index>/tasks/NAME.jsonl``.
-        split: Keep this split only (``None`` = all).
-    """
-    synth = default_task_path(index.path)
-    if spec in (None, "default"):
-        spec = "sailorfog" if synth.is_file() else "derived"
-    if spec == "derived":
-        tasks = derive_tasks(index.store)
-        return [t for t in tasks if t.metadata.get("split") == split] if split else tasks
-    if spec in ("sailorfog", "synth"):
-        if not synth.is_file():
-            raise ConfigError(f"no synthesized task set at {synth}; run `sim-web synth` first or use --tasks derived")
-        return load_tasks(synth, split)
-    if Path(spec).exists():
-        return load_tasks(spec, split)
-    named = index.path / "tasks" / f"{spec}.jsonl"
-    if named.is_file():
-        return load_tasks(named, split)
-    raise ConfigError(f"--tasks {spec!r} is neither a file nor a task set of {index.path} (expected default, derived, sailorfog, "
-                      f"a path, or a name of {index.path / 'tasks'}/*.jsonl)")
 
 
 def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:

@@ -29,7 +29,7 @@ def parse_verdict(reply: str) -> float | None:
 
 
 class LLMJudge:
-    """``judge(question, prediction, golds) -> score`` (the :data:`sim_web.rewards.Judge` signature).
+    """``judge(question, prediction, golds) -> score`` (the :data:`sim_web.env.rewards.Judge` signature).
 
     Args:
         policy: The judging model (normally an :class:`~agents.policies.openai_policy.OpenAIPolicy`).

@@ -28,10 +28,10 @@ from agents.config import AgentConfig, SamplingConfig
 from agents.policies.base import Generation, Messages, Policy, approx_tokens
 from agents.prompts import FORCE_ANSWER_PROMPT, LLM_CALLS_EXCEEDED
 from agents.resum import ExtractiveSummariser, close_summary, continue_messages, extract_summary, summary_request
-from sim_web.actions import parse_action
-from sim_web.errors import ActionError
-from sim_web.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
-from sim_web.tasks import Task
+from sim_web.protocol.actions import parse_action
+from sim_web.protocol.errors import ActionError
+from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
+from sim_web.env.tasks import Task
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from agents.config import ReSumConfig, SamplingConfig
 from agents.policies.base import Messages, Policy
 from agents.prompts import RESUM_CONTINUE, RESUM_PROMPT, RESUM_SYSTEM
-from sim_web.actions import parse_action
-from sim_web.errors import ActionError
-from sim_web.formatting import INACCESSIBLE_EVIDENCE
+from sim_web.protocol.actions import parse_action
+from sim_web.protocol.errors import ActionError
+from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE
 
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _SEARCH_HEAD = re.compile(r"A Google (?:search|scholar) for '(.*?)' found \d+ results:")

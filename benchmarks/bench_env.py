@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     import sim_web  # noqa: F401
     from sim_web.env import EnvConfig
     from sim_web.executor import ExecutorConfig
-    from sim_web.tasks import derive_tasks
+    from sim_web.env.tasks import derive_tasks
     from wiki_index._java import import_pyserini_search
 
     ap = argparse.ArgumentParser()

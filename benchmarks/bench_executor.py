@@ -22,7 +22,7 @@ class MemoryBackend:
     name = "memory"
 
     def search(self, query: str, k: int = 10):  # noqa: ANN201 - benchmark fixture
-        from sim_web.results import SearchResult
+        from sim_web.protocol.results import SearchResult
 
         return [SearchResult(title=f"{query} {i}", link=f"https://en.wikipedia.org/wiki/P{i}", snippet="s" * 200)
                 for i in range(k)]
@@ -31,7 +31,7 @@ class MemoryBackend:
         return []
 
     def visit(self, url: str, goal: str):  # noqa: ANN201
-        from sim_web.results import VisitResult
+        from sim_web.protocol.results import VisitResult
 
         return VisitResult(url=url, goal=goal, ok=True, evidence="e" * 1000, summary="s" * 200)
 
@@ -47,7 +47,7 @@ def _per_call_us(fn: Callable[[int], object], n: int) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from sim_web.actions import parse_action
+    from sim_web.protocol.actions import parse_action
     from sim_web.executor import ExecutorConfig, ToolExecutor
     from sim_web.tools import Toolbox
 

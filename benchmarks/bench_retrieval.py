@@ -29,7 +29,7 @@ def _lat(fn: Callable[[str], object], queries: list[str], reps: int = 3) -> floa
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the tables."""
-    from sim_web.tasks import derive_tasks
+    from sim_web.env.tasks import derive_tasks
     from wiki_index._java import import_pyserini_search
     from wiki_index.index import WikiIndex
 

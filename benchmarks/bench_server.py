@@ -126,7 +126,7 @@ async def _httpx_load(url: str, bodies: list[tuple[str, dict]], clients: int, se
 
 
 def _bodies(path: str, n: int) -> list[tuple[str, dict]]:
-    from sim_web.tasks import derive_tasks
+    from sim_web.env.tasks import derive_tasks
     from wiki_index.index import WikiIndex
 
     out: list[tuple[str, dict]] = []

@@ -17,7 +17,7 @@ from wiki_index.errors import WikiIndexError
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sim_web.server import serve
+    from sim_web.serve.http import serve
 
     print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json)", flush=True)
     serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache)
@@ -34,7 +34,7 @@ def _demo(args: argparse.Namespace) -> int:
 #: is the one place that composes every package, so it names them here as strings and imports
 #: them when the parser is built; each module exposes ``add_parser(subparsers) -> None``, which
 #: registers one subcommand whose ``func(args) -> int`` runs it.
-PLUGINS = {"synth": "training.synth.cli", "eval": "agents.cli"}
+PLUGINS = {"synth": "training.synth.cli", "sft": "training.sft.cli", "grpo": "training.grpo.cli", "eval": "agents.cli"}
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -57,7 +57,7 @@ def make_parser() -> argparse.ArgumentParser:
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
-            if e.name != module:  # the plugin exists but one of its own imports is missing: say so
+            if not e.name or not (module == e.name or module.startswith(e.name + ".")):  # a missing import inside it: say so
                 raise
             continue
         mod.add_parser(sub)

@@ -3,7 +3,7 @@
 from agents.config import AgentConfig, ReSumConfig
 from agents.loop import ReactAgent, run_episode
 from agents.policies.oracle import OraclePolicy
-from sim_web.tasks import Task
+from sim_web.env.tasks import Task
 from wiki_index.types import title_to_url
 
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim_web.actions import KNOWN_TOOLS, Action, loads_lenient, parse_action, validate_arguments
-from sim_web.errors import ACTION_ERROR_KINDS, ActionError
+from sim_web.protocol.actions import TOOL_NAMES, Action, loads_lenient, parse_action, validate_arguments
+from sim_web.protocol.errors import ACTION_ERROR_KINDS, ActionError
 from sim_web.tools import ALL_TOOLS, tool_schema
 from fuzz_inputs import ADVERSARIAL, PIECES as _PIECES, damage
 
@@ -204,7 +204,7 @@ def _check(text: str) -> None:
             assert isinstance(a.answer, str)
             continue
         for c in a.calls or (a,):
-            assert c.tool in KNOWN_TOOLS and isinstance(c.arguments, dict)
+            assert c.tool in TOOL_NAMES and isinstance(c.arguments, dict)
             if c.tool == "PythonInterpreter":
                 assert isinstance(c.code, str) and c.code.strip()
 

@@ -9,7 +9,6 @@ from gymnasium.utils.env_checker import check_env
 
 import sim_web
 from sim_web.env import EnvConfig, WebResearchEnv
-from sim_web.tasks import Task
 
 
 def call(name: str, **arguments) -> str:
@@ -86,7 +85,10 @@ def test_unknown_page_and_disabled_tool(sample_index):
     obs, *_ = e.step(call("visit", url=["https://en.wikipedia.org/wiki/No_such_page_zzz"], goal="x"))
     assert "The provided webpage content could not be accessed." in obs
     obs, _, _, _, info = e.step(call("google_scholar", query=["x"]))
-    assert "not available" in obs and info["errors"]["unknown_tool"] == 1
+    assert "Tool google_scholar not found. Available tools: search, visit." in obs and info["errors"]["unknown_tool"] == 1
+    for bad in ("PythonInterpreter", "nonsense", "Python"):  # every unknown-tool error names exactly the enabled subset
+        obs, _, _, _, info = e.step(call(bad))
+        assert obs.endswith("Available tools: search, visit.\n</tool_response>"), obs
     assert "google_scholar" not in info["messages"][0]["content"]
 
 

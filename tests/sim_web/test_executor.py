@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sim_web.errors import BackendError, ToolUnavailableError
+from sim_web.protocol.errors import BackendError, ToolUnavailableError
 from sim_web.executor import ExecutorConfig, LRUCache, TokenBucket, ToolExecutor
-from sim_web.results import Backend, ScholarResult, SearchResult, VisitResult
+from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 
 FAST = dict(backoff_base_s=0.001, backoff_max_s=0.002, jitter_s=0.001)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from sim_web.formatting import (
+from sim_web.protocol.formatting import (
     format_scholar, format_search, format_tool_response, format_unavailable, format_visit, format_visits,
     join_observations, truncate,
 )
-from sim_web.results import ScholarResult, SearchResult, VisitResult
+from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 
 
 def test_search_all_fields_and_missing_fields() -> None:

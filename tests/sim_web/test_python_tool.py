@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sim_web import python_tool
-from sim_web.python_tool import (
+from sim_web.tools.python import sandbox as python_tool
+from sim_web.tools.python.sandbox import (
     ERROR_PREFIX,
     NO_OUTPUT_TEXT,
     TIMEOUT_TEXT,
@@ -41,7 +41,7 @@ def _sandbox_processes() -> list[int]:
                 cmdline = Path("/proc", entry, "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"_sandbox_runner.py" in cmdline:
+            if b"sim_web/tools/python/_runner.py" in cmdline:
                 found.append(int(entry))
     return found
 
@@ -64,7 +64,7 @@ def test_stdout_stderr_and_traceback():
     assert out.startswith("stdout:\nbefore\n\nstderr:\nwarn\nTraceback (most recent call last):\n")
     assert '  File "main.py", line 4, in <module>\n' in out
     assert out.endswith("ZeroDivisionError: division by zero\n")
-    assert "_sandbox_runner" not in out  # our frames are not shown
+    assert "_runner" not in out  # our frames are not shown
     syntax = run_python("def f(:\n    pass")
     assert syntax.startswith('stderr:\n  File "main.py", line 1\n') and "SyntaxError" in syntax
     assert run_python("import sys; sys.exit('bye')") == "stderr:\nbye\n"

@@ -1,6 +1,6 @@
 import pytest
 
-from sim_web.rewards import RewardConfig, exact_match, f1_score, normalize_answer, score_answer
+from sim_web.env.rewards import RewardConfig, exact_match, f1_score, normalize_answer, score_answer
 from wiki_index.errors import ConfigError
 
 

@@ -11,12 +11,12 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from sim_web.actions import Action
-from sim_web.errors import BackendError
+from sim_web.protocol.actions import Action
+from sim_web.protocol.errors import BackendError
 from sim_web.executor import ExecutorConfig, ToolExecutor
-from sim_web.remote_backend import RemoteBackend
-from sim_web.server import create_app
-from sim_web.sim_backend import SimBackend
+from sim_web.backends.remote import RemoteBackend
+from sim_web.serve.http import create_app
+from sim_web.backends.sim import SimBackend
 from sim_web.tools import Toolbox
 from wiki_index.index import WikiIndex
 

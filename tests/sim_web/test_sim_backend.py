@@ -1,6 +1,6 @@
 """The sim backend's ranking: one result per page, navigational queries first, deterministic."""
 
-from sim_web.sim_backend import SimBackend, SimConfig
+from sim_web.backends.sim import SimBackend, SimConfig
 from wiki_index.index import WikiIndex
 
 

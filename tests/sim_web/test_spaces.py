@@ -1,6 +1,6 @@
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
-from sim_web.spaces import TextSpace
+from sim_web.env.spaces import TextSpace
 
 
 def test_text_space_accepts_real_text():

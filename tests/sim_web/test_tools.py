@@ -7,11 +7,11 @@ import json
 import pytest
 from transformers.utils import get_json_schema
 
-from sim_web.actions import parse_action
-from sim_web.errors import ActionError, BackendError
+from sim_web.protocol.actions import parse_action
+from sim_web.protocol.errors import ActionError, BackendError
 from sim_web.executor import ExecutorConfig, ToolExecutor
-from sim_web.formatting import format_tool_response
-from sim_web.results import ScholarResult, SearchResult, VisitResult
+from sim_web.protocol.formatting import format_tool_response
+from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from sim_web.tools import ALL_TOOLS, Toolbox, ToolMethods, system_prompt, tool_schema
 from wiki_index.errors import ConfigError
 
@@ -225,6 +225,6 @@ def test_toolbox_config_errors() -> None:
 
 
 def test_default_python_runner_is_the_sandbox() -> None:
-    tb = Toolbox(ToolExecutor([Wiki()], ExecutorConfig()))  # no runner given: sim_web.python_tool.run_python
+    tb = Toolbox(ToolExecutor([Wiki()], ExecutorConfig()))  # no runner given: sim_web.tools.python.sandbox.run_python
     act = parse_action('<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(sum(range(101)))\n</code>\n</tool_call>')
     assert tb.call(act) == "stdout:\n5050\n"

@@ -14,8 +14,8 @@ import os
 import pytest
 
 from sim_web.env import EnvConfig
-from sim_web.rewards import RewardConfig
-from sim_web.trl_env import WebResearchToolEnv, answer_reward, tasks_dataset
+from sim_web.env.rewards import RewardConfig
+from sim_web.serve.trl import WebResearchToolEnv, answer_reward, tasks_dataset
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ def verifier(src) -> Verifier:
 
 @pytest.fixture(scope="module")
 def backend(index):
-    from sim_web.sim_backend import SimBackend
+    from sim_web.backends.sim import SimBackend
 
     return SimBackend(index)
 
@@ -176,7 +176,7 @@ def run(synth_run):
 
 
 def test_pipeline_records_pass_every_gate(run, src, backend, index):
-    from sim_web.tasks import split_of
+    from sim_web.env.tasks import split_of
 
     records, rep = run
     assert len(records) == 12 == rep.funnel["accepted"]
@@ -220,7 +220,7 @@ def test_outputs_load_in_the_env_hf_and_duckdb(run, sample_index, tmp_path):
     import gymnasium as gym
 
     from sim_web.env import EnvConfig
-    from sim_web.tasks import load_tasks
+    from sim_web.env.tasks import load_tasks
     from training.synth.outputs import write_outputs
 
     records, rep = run

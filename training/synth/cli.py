@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the synthesis, write every output, print the dataset card; returns the exit status."""
-    from sim_web.tasks import default_task_path
+    from sim_web.env.tasks import default_task_path
     from training.synth.llm import LLMConfig
     from training.synth.outputs import render_card, build_card, write_outputs
     from training.synth.pipeline import SynthConfig, generate_with_report

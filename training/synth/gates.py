@@ -1,7 +1,7 @@
 """Search-based quality gates: answerable in the simulator, not answerable by one search, not a duplicate.
 
 * :meth:`SearchGates.retrieval` plays an oracle searcher over the *simulator's own* tools
-  (:class:`sim_web.sim_backend.SimBackend`, the results an agent sees): it resolves the
+  (:class:`sim_web.backends.sim.SimBackend`, the results an agent sees): it resolves the
   question's entities bottom-up, leaves first, each with a query built only from what a solver
   knows at that point (the entity's noun phrase and facts from the question, the names of its
   neighbours already resolved, and its own name once the question or a visited neighbour page
@@ -151,8 +151,8 @@ def sim_search(backend: Any, k: int = 10) -> Callable[[str], list[str]]:
     """The simulator's result pages for a query, as titles (the ranking an agent's ``search`` sees).
 
     Args:
-        backend: A :class:`~sim_web.sim_backend.SimBackend`; its
-            :meth:`~sim_web.sim_backend.SimBackend.result_pages` is the one ranking both use.
+        backend: A :class:`~sim_web.backends.sim.SimBackend`; its
+            :meth:`~sim_web.backends.sim.SimBackend.result_pages` is the one ranking both use.
         k: Result pages per search.
     """
     if k < 1:

@@ -3,7 +3,7 @@
 For ``OUT = <dir>/sailorfog_qa.jsonl`` (by default ``<index>/tasks/sailorfog_qa.jsonl``, the env's
 default task set):
 
-* ``OUT``: one record per line (the format :func:`sim_web.tasks.load_tasks` reads);
+* ``OUT``: one record per line (the format :func:`sim_web.env.tasks.load_tasks` reads);
 * ``<dir>/sailorfog_qa.hf/``: a ``datasets.DatasetDict`` with ``train`` and ``test`` (``save_to_disk``);
 * ``<dir>/sailorfog_qa.duckdb``: tables ``tasks`` (one row per question, the full record as
   JSON in ``record``), ``clues``, ``evidence`` and ``edges``: a separate file, never the index's

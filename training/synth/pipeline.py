@@ -169,8 +169,8 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
         ``(records, report)``; fewer than ``n`` records when the graph runs out of subgraphs
         that pass the gates (logged).
     """
-    from sim_web.sim_backend import SimBackend
-    from sim_web.tasks import split_of
+    from sim_web.backends.sim import SimBackend
+    from sim_web.env.tasks import split_of
     from wiki_index.index import WikiIndex
 
     base = config or SynthConfig()

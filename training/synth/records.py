@@ -1,6 +1,6 @@
 """Task records: one verified question with its subgraph, provenance, evidence and difficulty.
 
-The record schema is what the env (:func:`sim_web.tasks.load_tasks`) and the oracle agent read:
+The record schema is what the env (:func:`sim_web.env.tasks.load_tasks`) and the oracle agent read:
 ``id, question, answer, aliases, split`` plus the metadata documented in :func:`build_record`.
 Every nested dict has a fixed set of keys (``None`` where a value is missing) so that the same
 records load into Hugging Face ``datasets`` and DuckDB without schema drift.

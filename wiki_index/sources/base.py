@@ -1,9 +1,8 @@
-"""What every corpus source yields (:class:`Page` or :class:`Redirect`) and :func:`open_source`."""
+"""What every corpus source yields (:class:`Page` or :class:`Redirect`), and the helpers the readers share."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import threading
 import time
@@ -12,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, runtime_checkable
 
-from wiki_index.errors import CorpusError
-from wiki_index.settings import SAMPLE_NAME
 from wiki_index.types import Page
 
 DUMP_SUFFIXES = (".xml", ".xml.bz2", ".bz2")
@@ -154,43 +151,3 @@ def strip_suffixes(name: str) -> str:
         if low.endswith(suf):
             name, low = name[: -len(suf)], low[: -len(suf)]
     return name
-
-
-def open_source(spec: str | os.PathLike, *, workers: int = 1) -> CorpusSource:
-    """Open a corpus by name or path.
-
-    Args:
-        spec: ``"sample"`` (the bundled sample), a MediaWiki XML dump (``*.xml``, ``*.xml.bz2``,
-            any ``*.bz2``, multistream included) or a JSONL passage corpus (``*.jsonl``,
-            ``*.jsonl.gz``, ``*.json.gz``).
-        workers: Parser processes for XML dumps (1 parses in this process; more start from a
-            forkserver, so a script that builds with workers > 1 needs the ``__main__`` guard).
-
-    Returns:
-        The source; nothing is read until :meth:`CorpusSource.records` is iterated.
-
-    Raises:
-        CorpusError: The file does not exist or its name matches no known format.
-    """
-    if str(spec) == SAMPLE_NAME:
-        from wiki_index.sources.sample import SampleSource
-
-        return SampleSource()
-    path = Path(spec).expanduser()
-    low = path.name.lower()
-    kind = "dump" if low.endswith(DUMP_SUFFIXES) else "jsonl" if low.endswith(JSONL_SUFFIXES) else None
-    if kind is None:
-        raise CorpusError(
-            f"unknown corpus {str(spec)!r}: expected {SAMPLE_NAME!r}, a MediaWiki XML dump "
-            f"({', '.join('*' + s for s in DUMP_SUFFIXES)}) or a JSONL corpus "
-            f"({', '.join('*' + s for s in JSONL_SUFFIXES)}); found a file name ending in "
-            f"{''.join(path.suffixes) or 'no suffix'!r}. Rename the file or convert it to one of these formats.")
-    if not path.is_file():
-        raise CorpusError(f"corpus file {str(path)!r} does not exist (or is not a file); check the path")
-    if kind == "dump":
-        from wiki_index.sources.dump import DumpSource
-
-        return DumpSource(path, workers=workers)
-    from wiki_index.sources.jsonl import JsonlSource
-
-    return JsonlSource(path)

@@ -22,7 +22,7 @@ hallucinated ``<tool_response>`` on is ignored and the JSON is read leniently (u
 ``json5``; we try strict JSON, then ``json5`` when installed, then a small repair of single
 quotes and trailing commas). Unlike upstream, a search for "python" is not routed to the
 interpreter: the tool is chosen by the parsed name. Every agent mistake raises
-:class:`~sim_web.errors.ActionError` with a message for the model; nothing else escapes.
+:class:`~sim_web.protocol.errors.ActionError` with a message for the model; nothing else escapes.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim_web.errors import ActionError
+from sim_web.protocol.errors import ActionError
 
-KNOWN_TOOLS = ("search", "visit", "google_scholar", "PythonInterpreter")
 PYTHON_TOOL = "PythonInterpreter"
+#: The one list of tool names, in the order upstream's system prompt shows them.
+TOOL_NAMES = ("search", "visit", PYTHON_TOOL, "google_scholar")
 DEFAULT_MAX_ACTION_CHARS = 50_000
 #: json5 is a pure-Python parser (~1 s for 40k characters); longer bodies get the quick repair only.
 JSON5_MAX_CHARS = 10_000
@@ -197,8 +198,21 @@ def _canonical_tool(name: str, tools: Collection[str]) -> str:
         return folded[name.lower()]
     if "python" in name.lower() and PYTHON_TOOL in tools:  # upstream routes any "python" call here
         return PYTHON_TOOL
+    raise unknown_tool(name, tools)
+
+
+def unknown_tool(name: str, tools: Collection[str]) -> ActionError:
+    """The one ``unknown_tool`` error: names exactly the tools that are available.
+
+    Args:
+        name: The tool name the model wrote.
+        tools: The enabled tools.
+
+    Returns:
+        The error to raise (kind ``unknown_tool``).
+    """
     shown = name if len(name) <= 80 else name[:80] + "..."
-    raise ActionError("unknown_tool", f"Tool {shown} not found. Available tools: {', '.join(tools)}.")
+    return ActionError("unknown_tool", f"Tool {shown} not found. Available tools: {', '.join(tools)}.")
 
 
 def _parse_call(body: str, code: str | None, tools: Collection[str],
@@ -352,7 +366,7 @@ def validate_arguments(tool: str, arguments: Mapping[str, Any],
 
 
 def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DEFAULT_MAX_ACTION_CHARS,
-                 tools: Collection[str] = KNOWN_TOOLS,
+                 tools: Collection[str] = TOOL_NAMES,
                  schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None) -> Action:
     """Parse one assistant turn.
 
@@ -371,7 +385,7 @@ def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DE
 
     Raises:
         ActionError: For every agent mistake; ``kind`` says which
-            (see :data:`sim_web.errors.ACTION_ERROR_KINDS`).
+            (see :data:`sim_web.protocol.errors.ACTION_ERROR_KINDS`).
     """
     if not isinstance(text, str):
         raise ActionError("no_action", f"Expected the assistant turn as text, got a {type(text).__name__}.")

@@ -1,7 +1,7 @@
 """Structured tool results and the backend protocol that produces them.
 
 A backend (the Wikipedia simulation, Serper + Jina, a remote tool server) returns these records;
-:mod:`sim_web.formatting` turns them into the exact Tongyi DeepResearch observation strings, so
+:mod:`sim_web.protocol.formatting` turns them into the exact Tongyi DeepResearch observation strings, so
 every backend prints byte-identical text for the same results.
 """
 
@@ -77,7 +77,7 @@ class VisitResult:
 class Backend(Protocol):
     """A source of search, scholar and visit results.
 
-    Implementations raise :class:`sim_web.errors.BackendError` (with ``retryable`` set) when a
+    Implementations raise :class:`sim_web.protocol.errors.BackendError` (with ``retryable`` set) when a
     call fails; an unknown or inaccessible page is not a failure but ``VisitResult(ok=False)``.
     ``name`` identifies the backend in cache keys and stats.
     """

@@ -1,6 +1,6 @@
-"""Child entry point of :mod:`sim_web.python_tool`: runs one agent program inside the sandbox.
+"""Child entry point of :mod:`sim_web.tools.python.sandbox`: runs one agent program inside the sandbox.
 
-Started as ``python -s -S -P -B _sandbox_runner.py name=value ...`` (the code is in ``main.py``
+Started as ``python -s -S -P -B _runner.py name=value ...`` (the code is in ``main.py``
 in the working directory). Uses the standard library only and never imports :mod:`sim_web`;
 it avoids ``json``, ``socket`` and anything that pulls in ``re``/``enum`` so that startup stays
 cheap (those imports cost about 30 ms, more than the interpreter itself).
@@ -243,7 +243,7 @@ def _print_exception(exc):
 
 
 def _parse_settings(args):
-    """``name=value`` arguments; the parent (:mod:`sim_web.python_tool`) writes them."""
+    """``name=value`` arguments; the parent (:mod:`sim_web.tools.python.sandbox`) writes them."""
     settings = {}
     for arg in args:
         name, _, value = arg.partition("=")

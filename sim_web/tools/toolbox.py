@@ -25,17 +25,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sim_web.actions import PYTHON_TOOL, Action, validate_arguments
-from sim_web.errors import ActionError, ToolUnavailableError
+from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action, unknown_tool, validate_arguments
+from sim_web.protocol.errors import ActionError, ToolUnavailableError
 from sim_web.executor import ToolExecutor
-from sim_web.formatting import (
+from sim_web.protocol.formatting import (
     format_scholar, format_search, format_unavailable, format_visits, join_observations, truncate,
 )
-from sim_web.results import VisitResult
+from sim_web.protocol.results import VisitResult
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
-ALL_TOOLS = ("search", "visit", PYTHON_TOOL, "google_scholar")  # upstream's order in the prompt
+ALL_TOOLS = TOOL_NAMES  #: the one list of tool names (upstream's prompt order), defined with the parser
 #: Several tool responses of one turn are separate blocks of one user message (Qwen's chat format).
 MULTI_RESPONSE_JOINER = "\n</tool_response>\n<tool_response>\n"
 
@@ -221,7 +221,7 @@ def system_prompt(schemas: Sequence[dict[str, Any]], date: str) -> str:
 
 
 def _default_python_runner(code: str) -> str:
-    from sim_web.python_tool import run_python
+    from sim_web.tools.python.sandbox import run_python
 
     return run_python(code)
 
@@ -233,7 +233,7 @@ class Toolbox(ToolMethods):
         executor: Runs search / scholar / visit on the backends.
         enabled: Tool names to offer, any subset of :data:`ALL_TOOLS` (prompt order is upstream's).
         max_chars: Cap on one tool response; longer ones are cut with a marker.
-        python_runner: ``code -> output text`` (default: :func:`sim_web.python_tool.run_python`).
+        python_runner: ``code -> output text`` (default: :func:`sim_web.tools.python.sandbox.run_python`).
         k: Results per query for search and scholar (upstream: Serper's 10).
         max_items: Most queries / URLs accepted in one call.
 
@@ -262,7 +262,7 @@ class Toolbox(ToolMethods):
         """Run a tool-call action and return its observation text (without ``<tool_response>``).
 
         Several calls in one action (``Action.calls``) give their responses joined so that
-        :func:`~sim_web.formatting.format_tool_response` wraps each in its own block.
+        :func:`~sim_web.protocol.formatting.format_tool_response` wraps each in its own block.
 
         Raises:
             ActionError: Agent mistakes: a disabled tool, missing or ill-typed arguments.
@@ -273,7 +273,7 @@ class Toolbox(ToolMethods):
             raise ActionError("no_action", "Expected a tool call, e.g.\n<tool_call>\n"
                               '{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>')
         if action.tool not in self.enabled:
-            raise ActionError("unknown_tool", f"Tool {action.tool} not found. Available tools: {', '.join(self.enabled)}.")
+            raise unknown_tool(action.tool, self.enabled)
         if action.tool == PYTHON_TOOL:
             code = action.code if action.code is not None else action.arguments.get("code")
             if not isinstance(code, str) or not code.strip():

@@ -2,69 +2,25 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
 
-from sim_web.errors import ActionError
-from sim_web.executor import ExecutorConfig, ToolExecutor
-from sim_web.rewards import Judge, RewardConfig, score_answer
-from sim_web.sim_backend import SimBackend, SimConfig
-from sim_web.spaces import TextSpace
-from sim_web.tasks import Task, default_task_path, derive_tasks, load_tasks
+from sim_web.backends.sim import SimBackend
+from sim_web.env.config import EnvConfig
+from sim_web.env.rewards import Judge, score_answer
+from sim_web.env.spaces import TextSpace
+from sim_web.env.tasks import Task, resolve_tasks
+from sim_web.executor import ToolExecutor
+from sim_web.protocol.actions import parse_action
+from sim_web.protocol.errors import ActionError
+from sim_web.protocol.formatting import format_tool_response, truncate
+from sim_web.tools import Toolbox, system_prompt
 from wiki_index.errors import ConfigError
-
-log = logging.getLogger(__name__)
-ALL_TOOLS = ("search", "visit", "google_scholar", "PythonInterpreter")
-
-
-@dataclass(frozen=True)
-class EnvConfig:
-    """Everything that defines a ``WebResearchEnv``.
-
-    Attributes:
-        index_dir: The index to browse (default: the sample index under ``$SIM_WEB_HOME``).
-        tasks: A task file / saved dataset; ``None`` uses the index's default set: its synthesized
-            ``tasks/sailorfog_qa.jsonl`` when present, else tasks derived from its first sentences.
-        split: Keep only tasks of this split (``"train"``/``"test"``; ``None`` = all).
-        tools: Enabled tools (subset of ``search``, ``visit``, ``google_scholar``, ``PythonInterpreter``).
-        sim: Retrieval mode and visit extraction settings.
-        executor: Cache, rate limit, timeout and retry settings of the tool executor.
-        reward: How the final answer is scored.
-        max_turns: Agent turns before truncation (reward 0).
-        max_obs_chars: Total characters of tool output per episode (the observation budget).
-        max_response_chars: Cap on one tool response (longer ones are cut with a marker).
-        max_action_chars: Longer actions are rejected as oversize.
-        allow_multiple_calls: Whether one turn may hold several ``<tool_call>`` blocks.
-        date: The "current date" in the system prompt (fixed for determinism).
-    """
-
-    index_dir: str | None = None
-    tasks: str | None = None
-    split: str | None = None
-    tools: tuple[str, ...] = ALL_TOOLS
-    sim: SimConfig = field(default_factory=SimConfig)
-    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    max_turns: int = 30
-    max_obs_chars: int = 200_000
-    max_response_chars: int = 20_000
-    max_action_chars: int = 50_000
-    allow_multiple_calls: bool = False
-    date: str = "2025-01-01"
-
-    def __post_init__(self) -> None:
-        bad = [t for t in self.tools if t not in ALL_TOOLS]
-        if bad or not self.tools:
-            raise ConfigError(f"EnvConfig.tools must be a non-empty subset of {ALL_TOOLS}, got {self.tools}")
-        if self.max_turns < 1 or self.max_obs_chars < 1 or self.max_response_chars < 100:
-            raise ConfigError("EnvConfig.max_turns and max_obs_chars must be >= 1 and max_response_chars >= 100")
-
 
 _shared_lock = threading.Lock()
 _shared: dict[str, Any] = {}
@@ -81,7 +37,7 @@ def _shared_index(path: str | None) -> Any:
         return _shared[key]
 
 
-def make_toolbox(config: EnvConfig) -> Any:
+def make_toolbox(config: EnvConfig) -> Toolbox:
     """The enabled tools of ``config`` over the sim backend of its index (opened once per process).
 
     Args:
@@ -90,13 +46,11 @@ def make_toolbox(config: EnvConfig) -> Any:
     Returns:
         A :class:`~sim_web.tools.Toolbox` with its own executor (and so its own per-episode stats).
     """
-    from sim_web.tools import Toolbox
-
     backend = SimBackend(_shared_index(config.index_dir), config.sim)
     return Toolbox(ToolExecutor([backend], config.executor), enabled=config.tools, max_chars=config.max_response_chars)
 
 
-class WebResearchEnv(gym.Env):
+class WebResearchEnv(gym.Env[str, str]):
     """Answer a question by searching and reading a simulated web built from Wikipedia.
 
     ## Description
@@ -134,15 +88,11 @@ class WebResearchEnv(gym.Env):
     * v0: initial version.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, config: EnvConfig | None = None, tasks: list[Task] | None = None,
                  judge: Judge | None = None, render_mode: str | None = None, **overrides: Any) -> None:
-        from sim_web.tools import system_prompt
-
-        cfg = config or EnvConfig()
-        if overrides:
-            cfg = EnvConfig(**{**{f: getattr(cfg, f) for f in cfg.__dataclass_fields__}, **overrides})
+        cfg = replace(config or EnvConfig(), **overrides)
         self.config = cfg
         self.render_mode = render_mode
         self.judge = judge
@@ -152,7 +102,7 @@ class WebResearchEnv(gym.Env):
         self.index = self.backend.index
         self.system_prompt = system_prompt(self.toolbox.schemas(), cfg.date)
         if tasks is None:
-            tasks = load_tasks(cfg.tasks, cfg.split) if cfg.tasks else self._default_tasks()
+            tasks = resolve_tasks(self.index, cfg.tasks, cfg.split)
         if not tasks:
             raise ConfigError(f"WebResearchEnv got an empty task set (tasks={cfg.tasks!r}, split={cfg.split!r})")
         self.tasks = list(tasks)
@@ -163,14 +113,6 @@ class WebResearchEnv(gym.Env):
         self.action_space = TextSpace(cfg.max_action_chars)
         self.task: Task | None = None
         self._new_episode()
-
-    def _default_tasks(self) -> list[Task]:
-        """The index's synthesized SailorFog-QA set when it has one, else tasks derived from its pages."""
-        synth = default_task_path(self.index.path)
-        if synth.is_file():
-            return load_tasks(synth, self.config.split)
-        tasks = derive_tasks(self.index.store)
-        return [t for t in tasks if t.metadata.get("split") == self.config.split] if self.config.split else tasks
 
     def _new_episode(self) -> None:
         self.messages: list[dict[str, str]] = []
@@ -219,8 +161,6 @@ class WebResearchEnv(gym.Env):
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Apply one assistant turn: run its tool call, or score its answer."""
-        from sim_web.actions import parse_action
-
         if self.task is None or self.done:
             raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
         if not isinstance(action, str):
@@ -228,16 +168,14 @@ class WebResearchEnv(gym.Env):
         self.turn += 1
         self.messages.append({"role": "assistant", "content": action})
         try:
-            act = parse_action(action, allow_multiple=self.config.allow_multiple_calls, max_chars=self.config.max_action_chars)
+            act = parse_action(action, allow_multiple=self.config.allow_multiple_calls, max_chars=self.config.max_action_chars,
+                               tools=self.toolbox.enabled)
         except ActionError as e:
             self.errors[e.kind] += 1
             return self._observe(f"Error: {e}")
         if act.kind == "answer":
             return self._finish(act.answer or "")
-        if act.tool not in self.config.tools:
-            self.errors["unknown_tool"] += 1
-            return self._observe(f"Error: tool {act.tool!r} is not available. Available tools: {', '.join(self.config.tools)}.")
-        self.tool_calls[act.tool] += 1
+        self.tool_calls.update(c.tool for c in (act.calls or (act,)))  # every call of a multi-call turn
         try:
             text = self.toolbox.call(act)
         except ActionError as e:
@@ -246,8 +184,6 @@ class WebResearchEnv(gym.Env):
         return self._observe(text)
 
     def _observe(self, text: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        from sim_web.formatting import format_tool_response, truncate
-
         obs = format_tool_response(truncate(text, self.max_obs_len - 64))
         self.obs_chars += len(obs)
         self.messages.append({"role": "user", "content": obs})
@@ -276,7 +212,3 @@ class WebResearchEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages[1:])
-
-    def config_dict(self) -> dict[str, Any]:
-        """The env's configuration as a JSON-ready dict."""
-        return asdict(self.config)

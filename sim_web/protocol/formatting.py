@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim_web.results import ScholarResult, SearchResult, VisitResult
+from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 
 #: Separator between the outputs of several queries / URLs in one call (all three tools).
 OBSERVATION_SEPARATOR = "\n=======\n"

@@ -19,7 +19,7 @@ Containment, strongest layer first (each used when the machine allows it, probed
 * always: a new session (process group) killed as a whole on exit, timeout or output
   overflow; ``RLIMIT_CPU``/``RLIMIT_AS``/``RLIMIT_FSIZE``; a fresh private working directory,
   deleted afterwards; an environment with nothing inherited; Python-level guards
-  (:mod:`sim_web._sandbox_runner`) against sockets, writes outside the working directory,
+  (:mod:`sim_web.tools.python._runner`) against sockets, writes outside the working directory,
   leaving the process group and creating more than ``max_processes`` processes.
 
 The Python-level guards are best effort and **not** a security boundary (``ctypes`` or a
@@ -46,15 +46,14 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["TOOL_NAME", "PythonConfig", "run_python"]
+__all__ = ["PythonConfig", "run_python"]
 
 logger = logging.getLogger(__name__)
 
-TOOL_NAME = "PythonInterpreter"
 TIMEOUT_TEXT = "[PythonInterpreter Error] TimeoutError: Execution timed out."
 NO_OUTPUT_TEXT = "Finished execution."
 ERROR_PREFIX = "[Python Interpreter Error]: "
-_RUNNER = Path(__file__).with_name("_sandbox_runner.py")
+_RUNNER = Path(__file__).with_name("_runner.py")
 _DRAIN_S = 0.2  # after the program exits, how long background children may hold the pipes
 _FLOOD_FACTOR = 16  # read (and discard) up to this many times the kept bytes, then kill
 _SEQ = itertools.count()
@@ -229,7 +228,7 @@ def _run(code: str, config: PythonConfig) -> str:
             except OSError as exc:
                 logger.warning("no pids cgroup for this call (%s); using the other layers", exc)
                 cgroup = None
-        settings = {  # read by _sandbox_runner.main
+        settings = {  # read by _runner.main
             "workdir": workdir,
             "site_dirs": os.pathsep.join(_site_dirs()),
             "cpu_s": config.cpu_s,

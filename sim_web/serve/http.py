@@ -3,7 +3,7 @@
 Stateless apart from a content-keyed cache, so replicas behind any load balancer agree.
 Endpoints: ``GET /health``, ``GET /tools`` (schemas), ``POST /tools/{name}`` (Tongyi-formatted
 text, exactly what the env prints), ``POST /backend/{search,scholar,visit}`` (structured results,
-used by :class:`sim_web.remote_backend.RemoteBackend`). OpenAPI schema at ``/openapi.json``.
+used by :class:`sim_web.backends.remote.RemoteBackend`). OpenAPI schema at ``/openapi.json``.
 """
 
 from __future__ import annotations
@@ -67,12 +67,12 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     Returns:
         The app (serve it with uvicorn).
     """
-    from sim_web.actions import Action
+    from sim_web.protocol.actions import Action
     from fastapi.responses import JSONResponse
 
-    from sim_web.errors import ActionError, ToolUnavailableError
+    from sim_web.protocol.errors import ActionError, ToolUnavailableError
     from sim_web.executor import ExecutorConfig, ToolExecutor
-    from sim_web.sim_backend import SimBackend, SimConfig
+    from sim_web.backends.sim import SimBackend, SimConfig
     from sim_web.tools import Toolbox
     from wiki_index.index import WikiIndex
 
@@ -146,7 +146,7 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         os.environ[CACHE_ENV] = "1" if cache else "0"
         from uvicorn.supervisors import Multiprocess
 
-        config = uvicorn.Config("sim_web.server:app_factory", factory=True, host=host, port=port, workers=workers,
+        config = uvicorn.Config("sim_web.serve.http:app_factory", factory=True, host=host, port=port, workers=workers,
                                 log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
         sock = config.bind_socket()
         # uvicorn binds this shared socket with proto 0, so asyncio never sets TCP_NODELAY on the

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sim_web.extract import bm25_rank, snippet, summarize, top_indices
-from sim_web.results import ScholarResult, SearchResult, VisitResult
+from sim_web.backends.extract import bm25_rank, snippet, summarize, top_indices
+from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 from wiki_index.index import MODES, WikiIndex
 from wiki_index.text import split_sentences
@@ -47,7 +47,7 @@ class SimConfig:
 
 
 class SimBackend:
-    """A :class:`sim_web.results.Backend` over a built index.
+    """A :class:`sim_web.protocol.results.Backend` over a built index.
 
     Args:
         index: The opened index (``WikiIndex.from_dir(...)``).

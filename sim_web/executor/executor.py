@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 import tenacity
 
-from sim_web.errors import BackendError, ToolUnavailableError
-from sim_web.results import Backend, ScholarResult, SearchResult, VisitResult
+from sim_web.protocol.errors import BackendError, ToolUnavailableError
+from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)

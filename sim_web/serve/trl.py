@@ -1,0 +1,147 @@
+"""The simulated web in TRL's ``environment_factory`` shape, for ``GRPOTrainer`` multi-turn rollouts.
+
+TRL (>= 1.x) builds one instance per rollout, calls ``reset(**row)`` with the dataset row,
+exposes every public method but ``reset`` / ``get_reward`` as a tool (schemas read from the
+type hints and Google docstrings with ``transformers.utils.get_json_schema``), and, when the
+class has ``get_reward()``, calls it once per finished rollout.
+
+The tools are the same methods as everywhere else (:class:`~sim_web.tools.ToolMethods`):
+``search``, ``visit``, ``google_scholar``, ``PythonInterpreter``, plus ``answer``, through
+which the policy submits its final answer (TRL's tool loop cannot see text after the last
+tool call, so an environment-owned reward needs the answer as a call). Models trained in the
+Tongyi format that end with ``<answer>...</answer>`` in plain text are scored instead by the
+pure reward function :func:`answer_reward`; use one of the two, not both.
+
+Example::
+
+    from trl import GRPOConfig, GRPOTrainer
+    from sim_web.serve.trl import WebResearchToolEnv, tasks_dataset
+
+    trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=tasks_dataset(split="train"),
+                          environment_factory=WebResearchToolEnv)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from sim_web.env import EnvConfig, make_toolbox
+from sim_web.protocol.errors import ActionError
+from sim_web.env.rewards import RewardConfig, score_answer
+from sim_web.tools import ToolMethods
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+
+
+class WebResearchToolEnv(ToolMethods):
+    """One research episode for TRL: the tools, the submitted answer and its reward.
+
+    The tool methods (``search``, ``visit``, ``google_scholar``, ``PythonInterpreter``) are
+    inherited from :class:`~sim_web.tools.ToolMethods`, the single definition of their schemas.
+
+    Args:
+        config: The env configuration (index, tools, retrieval mode, reward kind, caps); the
+            default opens the sample index. Tools disabled in ``config.tools`` answer with an
+            error text, as the gym env does.
+    """
+
+    def __init__(self, config: EnvConfig | None = None) -> None:
+        self.config = config or EnvConfig()
+        self._toolbox = make_toolbox(self.config)
+        self._gold: tuple[str, tuple[str, ...], str] = ("", (), "")
+        self._submitted: str | None = None
+        self.errors = 0
+
+    def reset(self, **row: Any) -> str | None:
+        """Start an episode for one dataset row (``question``, ``answer``, optional ``aliases``).
+
+        Returns:
+            ``None``: the question is already the row's prompt, so nothing is appended to it.
+        """
+        aliases = row.get("aliases") or ()
+        self._gold = (str(row.get("answer") or ""), tuple(aliases if not isinstance(aliases, str) else [aliases]),
+                      str(row.get("question") or ""))
+        self._submitted = None
+        self.errors = 0
+        self._toolbox.executor.stats.reset()
+        return None
+
+    def answer(self, answer: str) -> str:
+        """Submit the final answer to the question; call it once, when the research is done.
+
+        Args:
+            answer: The final answer, as short as possible (e.g. a name, a date, a number).
+        """
+        if self._submitted is not None:
+            self.errors += 1
+            return "Error: an answer was already submitted; only the first one counts."
+        self._submitted = str(answer)
+        return "Answer recorded."
+
+    def get_reward(self) -> float:
+        """The reward of the submitted answer (0.0 when none was submitted), per ``config.reward``."""
+        if self._submitted is None:
+            return 0.0
+        gold, aliases, question = self._gold
+        scores = score_answer(self._submitted, gold, aliases, question, self.config.reward)
+        return float(scores["reward"]) - self.config.reward.format_penalty * self.errors
+
+    def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:
+        from sim_web.protocol.actions import Action
+
+        try:
+            return self._toolbox.call(Action(kind="tool_call", tool=tool, arguments=arguments, code=code))
+        except ActionError as e:  # an agent mistake is an observation, as in the gym env
+            self.errors += 1
+            return f"Error: {e}"
+
+
+def answer_reward(completions: Sequence[Any], answer: Sequence[str], aliases: Sequence[Sequence[str]] | None = None,
+                  *, config: RewardConfig = RewardConfig(), **_: Any) -> list[float]:
+    """A pure TRL reward function: score the last ``<answer>...</answer>`` of each completion.
+
+    Args:
+        completions: TRL's completions: strings, or lists of chat messages (the last
+            assistant message is read).
+        answer: The gold answer of each row (the dataset column).
+        aliases: The accepted aliases of each row (optional column).
+        config: EM / F1 and alias use (``kind="judge"`` is not available here).
+
+    Returns:
+        One reward per completion; 0.0 when no ``<answer>`` tag is present.
+    """
+    out = []
+    for i, completion in enumerate(completions):
+        if isinstance(completion, list):
+            texts = [m.get("content") or "" for m in completion if isinstance(m, dict) and m.get("role") == "assistant"]
+            completion = texts[-1] if texts else ""
+        found = _ANSWER.findall(str(completion))
+        if not found:
+            out.append(0.0)
+            continue
+        row_aliases = tuple(aliases[i]) if aliases is not None and aliases[i] else ()
+        out.append(float(score_answer(found[-1].strip(), answer[i], row_aliases, "", config)["reward"]))
+    return out
+
+
+def tasks_dataset(config: EnvConfig | None = None, split: str | None = None) -> Any:
+    """The env's task set as a ``datasets.Dataset`` with a chat ``prompt`` column for ``GRPOTrainer``.
+
+    Args:
+        config: Which index / task set (default: the sample index and its default tasks).
+        split: ``"train"`` / ``"test"`` / ``None`` for all.
+
+    Returns:
+        Columns ``prompt`` (``[{"role": "user", "content": question}]``), ``question``,
+        ``answer``, ``aliases``, ``task_id``.
+    """
+    import datasets
+
+    from sim_web.env import WebResearchEnv
+
+    env = WebResearchEnv(config or EnvConfig(), split=split)
+    rows = [{"prompt": [{"role": "user", "content": t.question}], "question": t.question, "answer": t.answer,
+             "aliases": list(t.aliases), "task_id": t.id} for t in env.tasks]
+    return datasets.Dataset.from_list(rows)

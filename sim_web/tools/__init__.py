@@ -1,0 +1,8 @@
+"""The Tongyi tools: :class:`ToolMethods` (the one definition behind every schema), the system prompt, the
+:class:`Toolbox` that runs calls through the executor, and the sandboxed PythonInterpreter (``tools.python``)."""
+
+from sim_web.tools.toolbox import (
+    ALL_TOOLS, MULTI_RESPONSE_JOINER, PYTHON_DESCRIPTION, Toolbox, ToolMethods, system_prompt, tool_schema,
+)
+
+__all__ = ["ALL_TOOLS", "MULTI_RESPONSE_JOINER", "PYTHON_DESCRIPTION", "ToolMethods", "Toolbox", "system_prompt", "tool_schema"]

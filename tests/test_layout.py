@@ -1,0 +1,104 @@
+"""The package layout: imports run one way (wiki_index -> sim_web -> agents / training) and, inside sim_web,
+bottom-up through its layers (protocol <- backends, executor <- tools <- env <- serve <- cli / demo)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("wiki_index", "sim_web", "agents", "training")
+#: Package rank: a package may import only packages of lower or equal rank (agents and training are peers
+#: that must not import each other).
+PACKAGE_RANK = {"wiki_index": 0, "sim_web": 1, "agents": 2, "training": 2}
+#: sim_web's layers, bottom-up; the top level (cli, demo, __init__, the kept import paths) is above all.
+LAYERS = {"protocol": 0, "backends": 1, "executor": 1, "tools": 2, "env": 3, "serve": 4}
+TOP = 5
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Every absolute module this file imports (top level or inside functions), with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+            found += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]  # `from pkg import submodule`
+    return found
+
+
+def _edges() -> list[tuple[str, str, int, str]]:
+    edges = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            src = _module_name(path)
+            for target, line in _imports(path):
+                if target.split(".")[0] in PACKAGES:
+                    edges.append((src, target, line, str(path.relative_to(ROOT))))
+    return edges
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS.get(parts[1], TOP) if len(parts) > 1 else TOP
+
+
+def test_packages_import_one_way() -> None:
+    bad = [f"{where}:{line}: {src} imports {dst}" for src, dst, line, where in _edges()
+           if PACKAGE_RANK[dst.split(".")[0]] > PACKAGE_RANK[src.split(".")[0]]
+           or {src.split(".")[0], dst.split(".")[0]} == {"agents", "training"}]
+    assert not bad, "upward imports across packages:\n" + "\n".join(bad)
+
+
+def test_sim_web_layers_import_bottom_up() -> None:
+    bad = []
+    for src, dst, line, where in _edges():
+        if not (src.startswith("sim_web.") and dst.startswith("sim_web.")):
+            continue
+        ls, ld = _layer(src), _layer(dst)
+        sibling = ls == ld and ls != TOP and src.split(".")[1] != dst.split(".")[1]  # backends <-> executor
+        if ld > ls or sibling:
+            bad.append(f"{where}:{line}: {src} (layer {ls}) imports {dst} (layer {ld})")
+    assert not bad, "sim_web imports must run protocol <- backends, executor <- tools <- env <- serve <- cli:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles_between_modules() -> None:
+    modules = {_module_name(p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    graph = nx.DiGraph()
+    for src, dst, _, _ in _edges():
+        dst = dst if dst in modules else dst.rsplit(".", 1)[0]  # `from pkg.mod import name` -> pkg.mod
+        if dst in modules and dst != src and not src.startswith(dst + ".") and not dst.startswith(src + "."):
+            graph.add_edge(src, dst)  # a package and its own submodules are not a cycle
+    cycles = list(nx.simple_cycles(graph))
+    assert not cycles, f"import cycles: {cycles}"
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_every_layer_is_a_package_that_reexports(layer: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(f"sim_web.{layer}")
+    assert mod.__all__, f"sim_web.{layer}.__init__ re-exports nothing"
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None
+
+
+def test_readme_file_tree_matches_the_folders() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    tree = readme.split("## File structure", 1)[1].split("```")[1]
+    for pkg in PACKAGES:
+        folders = sorted(p.parent.relative_to(ROOT).as_posix() for p in (ROOT / pkg).rglob("__init__.py"))
+        for folder in folders:
+            assert f"{folder.rsplit('/', 1)[-1]}/" in tree, f"README's file structure does not show {folder}/"
