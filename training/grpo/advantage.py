@@ -1,0 +1,122 @@
+"""Group advantages and the truncated-negative drop mask: pure functions on flat reward tensors.
+
+Rewards arrive flat, ``G`` consecutive samples per prompt (TRL's layout after ``gather``). A NaN reward
+marks an unscorable sample (every reward function returned ``None``): it is left out of its group's
+baseline and gets advantage 0.
+
+- ``grpo``: ``A_i = r_i - mean_j r_j`` (TRL's ``scale_rewards="none"``).
+- ``loo``: leave-one-out, ``A_i = r_i - mean_{j != i} r_j``, computed in the explicit form
+  ``r_i - (sum_group - r_i) / (n_scorable - 1)`` so that NaN samples drop out of the sums; with no NaN it
+  equals ``G / (G - 1) * (r_i - mean)`` (SkyRL's and verl's RLOO).
+- ``loo_std``: ``loo`` divided by the group's standard deviation (unbiased, over scorable samples, plus
+  ``eps``; TRL's ``nanstd``).
+
+A group with a single scorable sample has no baseline: its advantage is 0.
+
+Example:
+    >>> import torch
+    >>> group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), 4, "loo").tolist()
+    [1.0, -0.3333333432674408, -0.3333333432674408, -0.3333333432674408]
+"""
+
+from __future__ import annotations
+
+import torch
+
+from wiki_index.errors import ConfigError
+
+ADVANTAGES = ("grpo", "loo", "loo_std")
+TRUNCATION_RULES = ("keep_all", "drop_all_truncated", "drop_truncated_negatives")
+EPS = 1e-4  # TRL's epsilon when scaling by the std
+
+
+def _grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    if rewards.dim() != 1:
+        raise ConfigError(f"rewards must be a flat tensor (one reward per sample), got shape {tuple(rewards.shape)}")
+    if group_size < 2 or rewards.numel() % group_size:
+        raise ConfigError(f"{rewards.numel()} rewards cannot be split into groups of {group_size} "
+                          "(num_generations must be >= 2 and divide the generation batch)")
+    return rewards.float().view(-1, group_size)
+
+
+def group_std(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Per-sample standard deviation of its group (unbiased, over scorable samples; 0 when fewer than 2).
+
+    Args:
+        rewards: Flat rewards, ``group_size`` consecutive samples per group; NaN = unscorable.
+        group_size: ``G``.
+
+    Returns:
+        A flat tensor like ``rewards``.
+    """
+    r = _grouped(rewards, group_size)
+    ok = ~torch.isnan(r)
+    n = ok.sum(1, keepdim=True).float()
+    mean = torch.where(ok, r, 0.0).sum(1, keepdim=True) / n.clamp(min=1)
+    var = torch.where(ok, (r - mean) ** 2, 0.0).sum(1, keepdim=True) / (n - 1).clamp(min=1)
+    return var.sqrt().expand_as(r).reshape(-1)
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, kind: str = "loo", eps: float = EPS) -> torch.Tensor:
+    """Advantages of a flat batch of grouped rewards.
+
+    Args:
+        rewards: Flat rewards, ``group_size`` consecutive samples per prompt; NaN = unscorable.
+        group_size: ``G`` (TRL's ``num_generations``), at least 2.
+        kind: ``grpo``, ``loo`` or ``loo_std`` (see the module docstring).
+        eps: Added to the std before dividing (``loo_std``).
+
+    Returns:
+        A flat float tensor like ``rewards``; 0 for NaN samples and for groups with one scorable sample.
+
+    Raises:
+        ConfigError: For an unknown ``kind`` or a batch that is not a whole number of groups.
+    """
+    if kind not in ADVANTAGES:
+        raise ConfigError(f"advantage must be one of {ADVANTAGES}, got {kind!r}")
+    r = _grouped(rewards, group_size)
+    ok = ~torch.isnan(r)
+    n = ok.sum(1, keepdim=True).float()
+    total = torch.where(ok, r, 0.0).sum(1, keepdim=True)
+    if kind == "grpo":
+        adv = r - total / n.clamp(min=1)
+    else:
+        adv = r - (total - r) / (n - 1).clamp(min=1)
+    adv = torch.where(ok & (n > 1), adv, 0.0)
+    if kind == "loo_std":
+        adv = adv / (group_std(rewards, group_size).view_as(r) + eps)
+    return adv.reshape(-1)
+
+
+def zero_variance_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """One bool per group: all scorable rewards of the group are equal (no learning signal)."""
+    return torch.isclose(group_std(rewards, group_size).view(-1, group_size)[:, 0], torch.tensor(0.0))
+
+
+def drop_mask(rewards: torch.Tensor, no_answer: torch.Tensor, rule: str = "drop_truncated_negatives") -> torch.Tensor:
+    """Which samples leave the loss (True = dropped); they stay in their group's baseline.
+
+    Args:
+        rewards: Flat rewards (NaN = unscorable, never dropped here: its advantage is already 0).
+        no_answer: Flat bools: the episode ended without a final answer (length cut, turn cap, tool
+            output rolled back for length, observation budget).
+        rule: ``keep_all``; ``drop_all_truncated`` (every sample without a final answer, like TRL's
+            ``mask_truncated_completions`` but with the fuller notion of truncation); or
+            ``drop_truncated_negatives`` (no final answer AND reward <= 0: truncated successes stay).
+
+    Returns:
+        A flat bool tensor.
+
+    Raises:
+        ConfigError: For an unknown rule or mismatched shapes.
+    """
+    if rule not in TRUNCATION_RULES:
+        raise ConfigError(f"truncation rule must be one of {TRUNCATION_RULES}, got {rule!r}")
+    if rewards.shape != no_answer.shape:
+        raise ConfigError(f"rewards {tuple(rewards.shape)} and no_answer {tuple(no_answer.shape)} must have the same shape")
+    no_answer = no_answer.bool()
+    if rule == "keep_all":
+        return torch.zeros_like(no_answer)
+    if rule == "drop_all_truncated":
+        return no_answer
+    return no_answer & (rewards <= 0)  # NaN <= 0 is False
