@@ -132,15 +132,13 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
 
 def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Passage]]:
     """Stream every passage from a finished store, ordered by page and position."""
-    import duckdb
+    from wiki_index.store import Store
 
-    con = duckdb.connect(str(store_path), read_only=True)
+    store = Store(store_path)
     try:
-        cur = con.execute("SELECT docid, page_id, title, text, section, ordinal FROM passages ORDER BY page_id, ordinal")
-        while rows := cur.fetchmany(batch):
-            yield [Passage(*r) for r in rows]
+        yield from store.iter_passages(batch)
     finally:
-        con.close()
+        store.close()
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:

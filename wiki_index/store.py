@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from wiki_index.errors import IndexNotFoundError
 from wiki_index.types import Page, Passage, Section, normalize_title
@@ -37,6 +37,30 @@ _COLUMNS = {
     "categories": ["page_id", "category"],
     "infobox": ["page_id", "key", "value"],
 }
+
+
+class PageInfo(NamedTuple):
+    """One page without its body: the fields that task derivation and synthesis read for every page.
+
+    Attributes:
+        page_id: The page id.
+        title: The normalised title.
+        description: The short description (``""`` when none).
+        source: Where the page came from (``"dump"``, ``"lead"``, ``"jsonl"``; ``""`` when unknown).
+        text_chars: Length of the page text in characters (``None`` when the text is missing).
+        lead: The text of the lead section (``""`` when the page has none).
+    """
+
+    page_id: int
+    title: str
+    description: str
+    source: str
+    text_chars: int | None
+    lead: str
+
+
+_PAGE_INFO_SQL = ("SELECT p.page_id, p.title, coalesce(p.description, ''), coalesce(p.source, ''), length(p.text), "
+                  "coalesce(s.text, '') FROM pages p LEFT JOIN sections s ON s.page_id = p.page_id AND s.ordinal = 0")
 
 
 class StoreWriter:
@@ -142,7 +166,15 @@ class Store:
         return cur
 
     def query(self, sql: str, params: list | tuple = ()) -> list[tuple]:
-        """Run a read-only SQL query and return all rows (for tools that need custom joins)."""
+        """Run a read-only SQL query and return all rows.
+
+        Kept for callers outside the packages that have not moved to the named methods yet;
+        package code calls the named methods below (``tests/test_no_sql_outside_store.py``
+        refuses SQL anywhere else), so that the schema is this module's business alone.
+        """
+        return self._rows(sql, params)
+
+    def _rows(self, sql: str, params: list | tuple = ()) -> list[tuple]:
         return self._cur().execute(sql, params).fetchall()
 
     def resolve(self, title: str) -> int | None:
@@ -150,27 +182,27 @@ class Store:
         t = normalize_title(title)
         if not t:
             return None
-        row = self.query("SELECT page_id FROM pages WHERE title = ?", [t])
+        row = self._rows("SELECT page_id FROM pages WHERE title = ?", [t])
         if row:
             return int(row[0][0])
-        row = self.query("SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t])
+        row = self._rows("SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t])
         if row:
             return int(row[0][0])
         # last resort, as Wikipedia's own case-insensitive redirects do: a unique case-insensitive match
-        row = self.query("SELECT page_id FROM pages WHERE lower(title) = lower(?) LIMIT 2", [t])
+        row = self._rows("SELECT page_id FROM pages WHERE lower(title) = lower(?) LIMIT 2", [t])
         return int(row[0][0]) if len(row) == 1 else None
 
     def page(self, page_id: int) -> Page | None:
         """Rebuild the full :class:`Page` with id ``page_id`` (links as resolved titles), or ``None``."""
-        row = self.query("SELECT page_id, title, url, text, description, infobox_type, source FROM pages WHERE page_id = ?", [page_id])
+        row = self._rows("SELECT page_id, title, url, text, description, infobox_type, source FROM pages WHERE page_id = ?", [page_id])
         if not row:
             return None
         pid, title, url, text, desc, ibt, source = row[0]
-        sections = tuple(Section(t, lv, x) for t, lv, x in self.query("SELECT title, level, text FROM sections WHERE page_id = ? ORDER BY ordinal", [pid]))
-        links = tuple(dict.fromkeys(r[0] for r in self.query(
+        sections = tuple(Section(t, lv, x) for t, lv, x in self._rows("SELECT title, level, text FROM sections WHERE page_id = ? ORDER BY ordinal", [pid]))
+        links = tuple(dict.fromkeys(r[0] for r in self._rows(
             "SELECT coalesce(p.title, l.target) FROM links l LEFT JOIN pages p ON p.page_id = l.dst WHERE l.src = ? ORDER BY l.ordinal", [pid])))
-        cats = tuple(r[0] for r in self.query("SELECT category FROM categories WHERE page_id = ?", [pid]))
-        info = dict(self.query("SELECT key, value FROM infobox WHERE page_id = ?", [pid]))
+        cats = tuple(self.categories(pid))
+        info = dict(self._rows("SELECT key, value FROM infobox WHERE page_id = ?", [pid]))
         return Page(pid, title, text, url, sections, links, cats, info, ibt or "", desc or "", source or "")
 
     def page_by_title(self, title: str) -> Page | None:
@@ -180,7 +212,7 @@ class Store:
 
     def passages(self, page_id: int) -> list[Passage]:
         """All passages of a page, in order."""
-        rows = self.query("SELECT docid, page_id, title, text, section, ordinal FROM passages WHERE page_id = ? ORDER BY ordinal", [page_id])
+        rows = self._rows("SELECT docid, page_id, title, text, section, ordinal FROM passages WHERE page_id = ? ORDER BY ordinal", [page_id])
         return [Passage(*r) for r in rows]
 
     def passage(self, docid: str) -> Passage | None:
@@ -192,22 +224,131 @@ class Store:
         """The passages with these ids, in the order given (unknown ids are left out)."""
         if not docids:
             return []
-        rows = self.query("SELECT docid, page_id, title, text, section, ordinal FROM passages WHERE docid IN (SELECT unnest(?))", [docids])
+        rows = self._rows("SELECT docid, page_id, title, text, section, ordinal FROM passages WHERE docid IN (SELECT unnest(?))", [docids])
         by_id = {r[0]: Passage(*r) for r in rows}
         return [by_id[d] for d in docids if d in by_id]
 
     def aliases(self, page_id: int) -> list[str]:
         """Redirect titles that lead to the page (natural answer aliases), sorted."""
-        return sorted(r[0] for r in self.query("SELECT title FROM redirects WHERE dst = ?", [page_id]))
+        return sorted(r[0] for r in self._rows("SELECT title FROM redirects WHERE dst = ?", [page_id]))
 
     def out_links(self, page_id: int) -> list[int]:
         """Ids of the pages this page links to (resolved links only), in link order, no duplicates."""
-        rows = self.query("SELECT dst FROM links WHERE src = ? AND dst IS NOT NULL ORDER BY ordinal", [page_id])
+        rows = self._rows("SELECT dst FROM links WHERE src = ? AND dst IS NOT NULL ORDER BY ordinal", [page_id])
         return list(dict.fromkeys(int(r[0]) for r in rows))
 
     def counts(self) -> dict[str, int]:
         """Row counts of every table."""
-        return {t: self.query(f"SELECT count(*) FROM {t}")[0][0] for t in _COLUMNS}
+        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in _COLUMNS}
+
+    # --- whole-corpus reads (task derivation, knowledge-graph synthesis, title lookup, builds) ---
+
+    def page_count(self) -> int:
+        """Number of pages."""
+        return int(self._rows("SELECT count(*) FROM pages")[0][0])
+
+    def page_ids(self) -> list[int]:
+        """Every page id, ascending."""
+        return [int(r[0]) for r in self._rows("SELECT page_id FROM pages ORDER BY page_id")]
+
+    def url(self, page_id: int) -> str | None:
+        """The stored URL of a page, or ``None`` (no such page, or no URL stored)."""
+        row = self._rows("SELECT url FROM pages WHERE page_id = ?", [page_id])
+        return row[0][0] if row else None
+
+    def page_leads(self) -> list[tuple[int, str, str]]:
+        """``(page_id, title, lead text)`` of every page that has a lead section, by page id."""
+        return self._rows("SELECT p.page_id, p.title, s.text FROM pages p JOIN sections s "
+                          "ON s.page_id = p.page_id AND s.ordinal = 0 ORDER BY p.page_id")
+
+    def page_infos(self) -> list[PageInfo]:
+        """A :class:`PageInfo` for every page, in table order."""
+        return [PageInfo(*r) for r in self._rows(_PAGE_INFO_SQL)]
+
+    def page_info(self, page_id: int) -> PageInfo | None:
+        """The :class:`PageInfo` of one page, or ``None``."""
+        row = self._rows(_PAGE_INFO_SQL + " WHERE p.page_id = ?", [page_id])
+        return PageInfo(*row[0]) if row else None
+
+    def pages_matching(self, phrase: str, limit: int, lead_chars: int = 600) -> list[int]:
+        """Pages whose description or lead start contains ``phrase``, case-insensitively.
+
+        Args:
+            phrase: A lowercase phrase (matched as a substring of the lowercased fields).
+            limit: The most page ids returned.
+            lead_chars: How much of the lead section is searched.
+
+        Returns:
+            Page ids, in no particular order.
+        """
+        return [int(r[0]) for r in self._rows(
+            "SELECT p.page_id FROM pages p LEFT JOIN sections s ON s.page_id = p.page_id AND s.ordinal = 0 "
+            "WHERE contains(lower(coalesce(p.description, '')), ?) OR contains(lower(left(coalesce(s.text, ''), ?)), ?) "
+            "LIMIT ?", [phrase, lead_chars, phrase, limit])]
+
+    def title_ids(self) -> list[tuple[str, int]]:
+        """``(title, page_id)`` of every page, then ``(redirect title, target page id)`` of every resolved redirect."""
+        return self._rows("SELECT title, page_id FROM pages UNION ALL SELECT title, dst FROM redirects WHERE dst IS NOT NULL")
+
+    def redirect_targets(self) -> list[tuple[str, int]]:
+        """``(redirect title, target page id)`` of every resolved redirect, in table order."""
+        return self._rows("SELECT title, dst FROM redirects WHERE dst IS NOT NULL")
+
+    def link_edges(self) -> list[tuple[int, int, int, str]]:
+        """Every resolved link between two different pages, once per page pair.
+
+        Returns:
+            ``(src, dst, ordinal, anchor)``: the position and target text of the first link from
+            ``src`` to ``dst``; sorted by ``src``, then ``ordinal``.
+        """
+        return self._rows("SELECT src, dst, min(ordinal), arg_min(target, ordinal) FROM links "
+                          "WHERE dst IS NOT NULL AND dst <> src GROUP BY src, dst ORDER BY src, 3")
+
+    def links_from(self, page_id: int) -> list[tuple[int, int, str]]:
+        """``(dst, ordinal, anchor)`` of the first link to each other page from this one, in link order."""
+        return self._rows("SELECT dst, min(ordinal), arg_min(target, ordinal) FROM links WHERE src = ? "
+                          "AND dst IS NOT NULL AND dst <> src GROUP BY dst ORDER BY 2", [page_id])
+
+    def in_links(self, page_id: int) -> list[int]:
+        """Ids of the other pages that link to this one, ascending, no duplicates."""
+        return sorted({int(r[0]) for r in self._rows("SELECT src FROM links WHERE dst = ? AND src <> dst", [page_id])})
+
+    def infobox_rows(self) -> list[tuple[int, str, str]]:
+        """``(page_id, key, value)`` of every infobox field, in table order."""
+        return self._rows("SELECT page_id, key, value FROM infobox")
+
+    def infobox_facts(self, page_id: int) -> dict[str, str]:
+        """The infobox of one page, one value per key (DuckDB's ``any_value`` where a key repeats)."""
+        return dict(self._rows("SELECT key, any_value(value) FROM infobox WHERE page_id = ? GROUP BY key", [page_id]))
+
+    def categories(self, page_id: int) -> list[str]:
+        """Category names of one page, in table order."""
+        return [r[0] for r in self._rows("SELECT category FROM categories WHERE page_id = ?", [page_id])]
+
+    def category_rows(self) -> list[tuple[int, str]]:
+        """``(page_id, category)`` of every category membership, in table order."""
+        return self._rows("SELECT page_id, category FROM categories")
+
+    def category_members(self) -> dict[str, list[int]]:
+        """Page ids of each category, keyed by the category name lowercased by DuckDB, in table order."""
+        members: dict[str, list[int]] = {}
+        for cat, pid in self._rows("SELECT lower(category), page_id FROM categories"):
+            members.setdefault(cat, []).append(int(pid))
+        return members
+
+    def iter_passages(self, batch: int = 4096) -> Iterator[list[Passage]]:
+        """Stream every passage in batches, ordered by page id and position (a cursor of its own).
+
+        Args:
+            batch: Passages per yielded list.
+        """
+        cur = self._con.cursor()
+        try:
+            cur.execute("SELECT docid, page_id, title, text, section, ordinal FROM passages ORDER BY page_id, ordinal")
+            while rows := cur.fetchmany(batch):
+                yield [Passage(*r) for r in rows]
+        finally:
+            cur.close()
 
     def close(self) -> None:
         """Close the connection."""

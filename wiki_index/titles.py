@@ -50,10 +50,8 @@ class TitleLookup:
                     return data["keys"], data["ids"]
             except (OSError, ValueError, KeyError) as e:
                 log.warning("rebuilding the title lookup: cannot read %s (%s)", cache, e)
-        rows = self.store.query("SELECT title, page_id FROM pages UNION ALL "
-                                "SELECT title, dst FROM redirects WHERE dst IS NOT NULL")
         pairs: dict[int, int] = {}
-        for title, pid in rows:
+        for title, pid in self.store.title_ids():
             k = title_key(title)
             pairs[k] = pid if pairs.get(k, pid) == pid else AMBIGUOUS
         keys = np.fromiter(pairs.keys(), dtype=np.int64, count=len(pairs))

@@ -139,8 +139,7 @@ class OraclePolicy(Policy):
         md = task.metadata
         answer_url = md.get("answer_url")
         if not answer_url and self.store is not None and md.get("page_id") is not None:
-            rows = self.store.query("SELECT url FROM pages WHERE page_id = ?", [int(md["page_id"])])
-            answer_url = rows[0][0] if rows else None
+            answer_url = self.store.url(int(md["page_id"]))
         answer_url = answer_url or title_to_url(task.answer)
         clues = []
         for c in md.get("clues") or []:

@@ -51,10 +51,6 @@ class Task:
         tid = str(rec.get("id") or hashlib.sha1(rec["question"].encode()).hexdigest()[:12])
         return cls(tid, rec["question"], rec["answer"], tuple(str(a) for a in aliases), meta)
 
-    def to_record(self) -> dict[str, Any]:
-        """The task as a JSON-ready dict."""
-        return {"id": self.id, "question": self.question, "answer": self.answer, "aliases": list(self.aliases), **self.metadata}
-
 
 #: Where the default task set of an index lives (written by ``sim-web synth``, read by the env).
 DEFAULT_TASKS_FILE = "tasks/sailorfog_qa.jsonl"
@@ -155,9 +151,8 @@ def derive_tasks(store: Any, n: int = 300, min_words: int = 8, max_words: int = 
     Returns:
         Tasks with ``metadata = {"source": "derived-first-sentence", "page_id", "split"}``.
     """
-    rows = store.query("SELECT p.page_id, p.title, s.text FROM pages p JOIN sections s ON s.page_id = p.page_id AND s.ordinal = 0 ORDER BY p.page_id")
     eligible = []
-    for pid, title, lead in rows:
+    for pid, title, lead in store.page_leads():
         sent = first_sentence(lead)
         masked = _mask(sent, title)
         if masked and min_words <= len(masked.split()) <= max_words:

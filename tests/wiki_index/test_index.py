@@ -34,7 +34,7 @@ def test_bm25_finds_known_articles_on_the_sample(sample_index):
 def test_dense_and_hybrid_find_a_known_article(tiny_dense_index):
     ix = WikiIndex.from_dir(tiny_dense_index)
     assert ix.has_dense and ix.manifest["dense"]["count"] == ix.manifest["counts"]["passages"]
-    target = ix.store.query("SELECT title FROM pages ORDER BY page_id LIMIT 1 OFFSET 40")[0][0]
+    target = ix.store.page_info(ix.store.page_ids()[40]).title
     lead = ix.store.page_by_title(target).first_sentence
     query = lead.replace(target, "").strip()[:200]  # a paraphrase-free but title-free description
     for mode in ("bm25", "dense", "hybrid"):
@@ -109,7 +109,7 @@ def test_concurrent_searches_from_many_threads_are_safe_and_identical(sample_ind
     from concurrent.futures import ThreadPoolExecutor
 
     ix = WikiIndex.from_dir(sample_index)
-    queries = [p.title for p in ix.store.passages_by_id([d for (d,) in ix.store.query("SELECT docid FROM passages LIMIT 300")])]
+    queries = [p.title for p in next(ix.store.iter_passages(300))]
     expected = [[(h.docid, p.text) for h, p in ix.bm25.search_passages(q, 10)] for q in queries]
     with ThreadPoolExecutor(16) as pool:
         got = list(pool.map(lambda q: [(h.docid, p.text) for h, p in ix.bm25.search_passages(q, 10)], queries * 3))
@@ -126,7 +126,7 @@ def test_title_lookup_agrees_with_the_store_and_is_cached(sample_index, tmp_path
     cache = tmp_path / "titles.npz"
     tl = TitleLookup(st, cache)
     assert cache.is_file() and len(tl) >= st.counts()["pages"]
-    redirect, target = st.query("SELECT title, dst FROM redirects WHERE dst IS NOT NULL ORDER BY title LIMIT 1")[0]
+    redirect, target = min(st.redirect_targets())
     cases = ["Albert Einstein", "albert einstein", "ALBERT EINSTEIN", "Albert_Einstein", redirect, "no such page at all",
              "", "x" * 300, "Einstein theory of relativity"]
     for text in cases:

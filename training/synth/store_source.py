@@ -73,14 +73,14 @@ class StoreSource:
     """Read-only view of a page store for knowledge-graph synthesis.
 
     Args:
-        store: A :class:`wiki_index.store.Store` (anything with ``query(sql, params)``).
+        store: A :class:`wiki_index.store.Store` (its named read methods are all this class uses).
         preload: Read the whole store up front (``None``: when it has at most ``preload_max_pages`` pages).
         preload_max_pages: Size limit of the automatic preload.
     """
 
     def __init__(self, store: Any, *, preload: bool | None = None, preload_max_pages: int = 300_000) -> None:
         self.store = store
-        self.n_pages = int(store.query("SELECT count(*) FROM pages")[0][0])
+        self.n_pages = store.page_count()
         self.preloaded = self.n_pages <= preload_max_pages if preload is None else preload
         self._rows: dict[int, PageRow] = {}
         self._ids: dict[str, int] = {}
@@ -102,34 +102,31 @@ class StoreSource:
 
     # --- loading ------------------------------------------------------------------------------
 
-    _PAGE_SQL = ("SELECT p.page_id, p.title, coalesce(p.description, ''), coalesce(p.source, ''), length(p.text), "
-                 "coalesce(s.text, '') FROM pages p LEFT JOIN sections s ON s.page_id = p.page_id AND s.ordinal = 0")
-
     def _preload(self) -> None:
-        q = self.store.query
-        for row in q(self._PAGE_SQL):
+        store = self.store
+        for row in store.page_infos():
             self._add_row(row)
-        for title, dst in q("SELECT title, dst FROM redirects WHERE dst IS NOT NULL"):
+        for title, dst in store.redirect_targets():
             self._ids.setdefault(title, int(dst))
         out: dict[int, list] = defaultdict(list)
         inc: dict[int, list] = defaultdict(list)
-        for src, dst, ordinal, anchor in q("SELECT src, dst, min(ordinal), arg_min(target, ordinal) FROM links "
-                                           "WHERE dst IS NOT NULL AND dst <> src GROUP BY src, dst ORDER BY src, 3"):
+        for src, dst, ordinal, anchor in store.link_edges():
             out[int(src)].append((int(dst), int(ordinal), anchor))
             inc[int(dst)].append(int(src))
         self._out = {pid: out.get(pid, []) for pid in self._rows}
         self._in = {pid: sorted(inc.get(pid, [])) for pid in self._rows}
         box: dict[int, dict[str, str]] = defaultdict(dict)
-        for pid, key, value in q("SELECT page_id, key, value FROM infobox"):
+        for pid, key, value in store.infobox_rows():
             box[int(pid)].setdefault(key, value)
         cats: dict[int, list[str]] = defaultdict(list)
-        for pid, cat in q("SELECT page_id, category FROM categories"):
+        for pid, cat in store.category_rows():
             cats[int(pid)].append(cat)
         self._box = {pid: box.get(pid, {}) for pid in self._rows}
         self._cats = {pid: tuple(cats.get(pid, ())) for pid in self._rows}
         psg: dict[int, list] = defaultdict(list)
-        for docid, pid, text in q("SELECT docid, page_id, text FROM passages ORDER BY page_id, ordinal"):
-            psg[int(pid)].append((docid, text))
+        for batch in store.iter_passages():
+            for p in batch:
+                psg[int(p.page_id)].append((p.docid, p.text))
         self._passages = {pid: psg.get(pid, []) for pid in self._rows}
         log.info("store source: preloaded %d pages, %d links, %d infobox pages", len(self._rows),
                  sum(map(len, self._out.values())), sum(1 for b in self._box.values() if b))
@@ -147,18 +144,15 @@ class StoreSource:
             return True
         if self.preloaded:
             return pid in self._rows
-        q = self.store.query
-        rows = q(self._PAGE_SQL + " WHERE p.page_id = ?", [pid])
-        if not rows:
+        store = self.store
+        info = store.page_info(pid)
+        if info is None:
             return False
-        self._add_row(rows[0])
-        self._out[pid] = [(int(d), int(o), a) for d, o, a in q(
-            "SELECT dst, min(ordinal), arg_min(target, ordinal) FROM links WHERE src = ? AND dst IS NOT NULL "
-            "AND dst <> src GROUP BY dst ORDER BY 2", [pid])]
-        self._box[pid] = dict(q("SELECT key, any_value(value) FROM infobox WHERE page_id = ? GROUP BY key", [pid]))
-        self._cats[pid] = tuple(r[0] for r in q("SELECT category FROM categories WHERE page_id = ?", [pid]))
-        self._passages[pid] = [(d, t) for d, t in q("SELECT docid, text FROM passages WHERE page_id = ? ORDER BY ordinal",
-                                                    [pid])]
+        self._add_row(info)
+        self._out[pid] = [(int(d), int(o), a) for d, o, a in store.links_from(pid)]
+        self._box[pid] = store.infobox_facts(pid)
+        self._cats[pid] = tuple(store.categories(pid))
+        self._passages[pid] = [(p.docid, p.text) for p in store.passages(pid)]
         return True
 
     # --- lookups ------------------------------------------------------------------------------
@@ -188,7 +182,7 @@ class StoreSource:
     def page_ids(self) -> list[int]:
         """All page ids (preloaded stores only), sorted."""
         if not self.preloaded:
-            return [int(r[0]) for r in self.store.query("SELECT page_id FROM pages ORDER BY page_id")]
+            return self.store.page_ids()
         return sorted(self._rows)
 
     def rows(self) -> list[PageRow]:
@@ -199,7 +193,7 @@ class StoreSource:
 
     def aliases(self, pid: int) -> list[str]:
         """Redirect titles leading to the page, sorted (natural answer aliases)."""
-        return sorted(r[0] for r in self.store.query("SELECT title FROM redirects WHERE dst = ?", [pid]))
+        return self.store.aliases(pid)
 
     def out_ids(self, pid: int) -> list[int]:
         """Pages this page links to or mentions, in link order."""
@@ -208,8 +202,7 @@ class StoreSource:
     def in_ids(self, pid: int) -> list[int]:
         """Pages that link to or mention this page, sorted."""
         if pid not in self._in:
-            self._in[pid] = sorted({int(r[0]) for r in self.store.query(
-                "SELECT src FROM links WHERE dst = ? AND src <> dst", [pid])})
+            self._in[pid] = self.store.in_links(pid)
         return self._in[pid]
 
     def degree(self, pid: int) -> int:

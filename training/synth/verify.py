@@ -108,19 +108,11 @@ class Verifier:
                 self._first = {r.page_id: " ".join((first_sentence(r.lead) + " \x00 " + r.description).lower().split())
                                for r in self.src.rows()}
             return [pid for pid, text in self._first.items() if key in text]
-        rows = self.src.store.query(
-            "SELECT p.page_id FROM pages p LEFT JOIN sections s ON s.page_id = p.page_id AND s.ordinal = 0 "
-            "WHERE contains(lower(coalesce(p.description, '')), ?) OR contains(lower(left(coalesce(s.text, ''), 600)), ?) "
-            "LIMIT ?", [key, key, self.max_candidates + 1])
-        return [int(r[0]) for r in rows]
+        return self.src.store.pages_matching(key, self.max_candidates + 1)
 
     def _category_pool(self, category: str) -> list[int]:
         if self._cat_index is None:
-            idx: dict[str, list[int]] = {}
-            rows = self.src.store.query("SELECT lower(category), page_id FROM categories")
-            for cat, pid in rows:
-                idx.setdefault(cat, []).append(int(pid))
-            self._cat_index = idx
+            self._cat_index = self.src.store.category_members()
         return self._cat_index.get(category.lower(), [])
 
     # --- clue semantics -----------------------------------------------------------------------
