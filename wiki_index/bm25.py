@@ -129,9 +129,3 @@ class BM25Searcher:
             d = self._s.doc(docid)
             raw = d.get("raw") if d is not None else None
         return passage_from_raw(raw) if raw else None
-
-    @property
-    def num_docs(self) -> int:
-        """Number of indexed passages."""
-        with _java.jvm_lock:
-            return int(self._s.get_total_num_docs())
