@@ -1,0 +1,173 @@
+"""``AgentGRPOTrainer``: TRL's ``GRPOTrainer`` with leave-one-out advantages and truncated negatives out of the loss.
+
+A subclass, not a fork. TRL 1.16 computes advantages inline in ``_generate_and_score_completions``;
+this class calls it, then replaces ``out["advantages"]`` by :func:`training.grpo.advantage.group_advantages`
+over the gathered rewards (captured in ``_calculate_rewards``), drops samples from the loss through
+``tool_mask`` (never ``completion_mask``, which is also the attention mask) and recomputes the DAPO
+normaliser ``num_items_in_batch``. Dropped samples stay in their group's baseline. Every choice is a
+switch of :class:`AgentGRPOConfig`, so the ablation grid can flip it.
+
+Metrics logged every step (``agent/...``, ``time/...``): reward mean/std, fraction of zero-variance
+groups, fraction dropped, answer rate, tool calls per episode by tool, tool error rate, tokens
+generated, and the time split between generation, tool calls and training.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from trl import GRPOConfig, GRPOTrainer
+
+from sim_web.protocol.actions import TOOL_NAMES
+from training.grpo.advantage import ADVANTAGES, TRUNCATION_RULES, drop_mask, group_advantages, group_std, zero_variance_groups
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AgentGRPOConfig(GRPOConfig):
+    """``GRPOConfig`` plus the agent-RL switches, with the Tongyi recipe's defaults.
+
+    Defaults that differ from TRL's: ``scale_rewards="none"`` (LOO does its own scaling),
+    ``epsilon_high=0.28`` (clip-higher), ``beta=0.0``; ``loss_type="dapo"`` and
+    ``mask_truncated_completions=False`` are TRL's defaults, kept.
+    """
+
+    advantage: str = field(default="loo", metadata={"help": "Group advantage: 'grpo' (TRL's own, honouring scale_rewards), "
+                                                   "'loo' (leave-one-out r_i - mean_{j!=i} r_j) or 'loo_std' (LOO / group std)."})
+    truncation: str = field(default="drop_truncated_negatives", metadata={
+        "help": "Which samples leave the loss: 'keep_all'; 'drop_all_truncated' (every episode without a final answer, "
+                "TRL's mask_truncated_completions rule); 'drop_truncated_negatives' (no final answer AND reward <= 0; "
+                "truncated successes stay). Dropped samples stay in the group baseline."})
+    strict_on_policy: bool = field(default=True, metadata={
+        "help": "Require one optimiser step per generation batch (num_iterations=1, steps_per_generation="
+                "gradient_accumulation_steps), so every sample is from the current policy."})
+    scale_rewards: str = field(default="none", metadata={"help": "TRL's reward scaling, used only by advantage='grpo'."})
+    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clip (clip-higher, DAPO: 0.28); None = epsilon."})
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model, as in the Tongyi recipe)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.advantage not in ADVANTAGES:
+            raise ConfigError(f"AgentGRPOConfig.advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
+        if self.truncation not in TRUNCATION_RULES:
+            raise ConfigError(f"AgentGRPOConfig.truncation must be one of {TRUNCATION_RULES}, got {self.truncation!r}")
+        if self.advantage != "grpo" and self.scale_rewards != "none":
+            raise ConfigError(f"advantage={self.advantage!r} ignores scale_rewards={self.scale_rewards!r}: set scale_rewards='none' "
+                              "(use advantage='loo_std' to divide by the group std)")
+        if self.advantage != "grpo" and self.multi_objective_aggregation != "sum_then_normalize":
+            raise ConfigError("leave-one-out advantages need multi_objective_aggregation='sum_then_normalize'")
+        if self.mask_truncated_completions:
+            raise ConfigError("mask_truncated_completions=True drops samples before rewards exist and zeroes the attention mask; "
+                              "use truncation='drop_all_truncated' (or 'drop_truncated_negatives') instead")
+        if self.strict_on_policy and (self.num_iterations != 1 or self.steps_per_generation != self.gradient_accumulation_steps):
+            raise ConfigError(f"strict_on_policy needs num_iterations=1 and steps_per_generation == gradient_accumulation_steps "
+                              f"(got {self.num_iterations}, {self.steps_per_generation}, {self.gradient_accumulation_steps}); "
+                              "leave steps_per_generation/generation_batch_size unset, or set strict_on_policy=False")
+
+
+def _no_answer_from_ids(out: dict[str, Any], eos_ids: list[int]) -> torch.Tensor:
+    """TRL's truncation test on the padded output (last real token is not an end token): the fallback flag."""
+    ids, mask = out["completion_ids"], out["completion_mask"]
+    last = ids.gather(1, (mask.sum(1) - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+    return ~torch.isin(last, torch.tensor(eos_ids, device=ids.device))
+
+
+class AgentGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` with the switches of :class:`AgentGRPOConfig`.
+
+    Takes ``GRPOTrainer``'s arguments. With :func:`training.grpo.rollout.make_rollout_func` as
+    ``rollout_func`` the per-episode fields (``no_answer``, ``answered``, ``tool_calls``...) feed the drop
+    rule and the metrics; with any other rollout, "no final answer" falls back to TRL's test (the
+    completion does not end with an end-of-turn token).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not isinstance(self.args, AgentGRPOConfig):
+            raise ConfigError("AgentGRPOTrainer needs args=AgentGRPOConfig(...) (it carries the advantage and truncation switches)")
+        self._rewards_per_func: torch.Tensor | None = None
+        self._rollout_seconds = 0.0
+
+    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> torch.Tensor:
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._rewards_per_func = rewards_per_func  # gathered across processes, groups contiguous
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        out = super()._generate_and_score_completions(inputs)  # merges the rollout's extra fields into `inputs`
+        mode = "train" if self.model.training else "eval"
+        device = out["completion_mask"].device
+        rpf = self._rewards_per_func
+        assert rpf is not None, "_calculate_rewards did not run"
+        rewards = (rpf * self.reward_weights.to(rpf.device).unsqueeze(0)).nansum(dim=1)
+        rewards[torch.isnan(rpf).all(dim=1)] = torch.nan
+        group = self.num_generations if mode == "train" else self.num_generations_eval
+        n = len(inputs)
+        local = slice(self.accelerator.process_index * n, (self.accelerator.process_index + 1) * n)
+        if self.args.advantage != "grpo":
+            out["advantages"] = group_advantages(rewards.cpu(), group, self.args.advantage).to(device)[local]
+        if "no_answer" in inputs[0]:
+            no_answer = torch.tensor([bool(x["no_answer"]) for x in inputs], device=device)
+        else:
+            no_answer = _no_answer_from_ids(out, [*self.eos_token_ids, self._tokenizer.pad_token_id])
+        dropped = drop_mask(rewards[local].to(device), no_answer, self.args.truncation)
+        completion_mask = out["completion_mask"]
+        tool_mask = out.get("tool_mask")
+        tool_mask = torch.ones_like(completion_mask) if tool_mask is None else tool_mask
+        out["tool_mask"] = tool_mask * (~dropped).unsqueeze(1).to(tool_mask.dtype)
+        out["num_items_in_batch"] = self.accelerator.gather((completion_mask * out["tool_mask"]).sum()).sum()
+        self._rollout_seconds += time.perf_counter() - t0
+        self._log_agent_metrics(mode, inputs, rewards, group, no_answer, dropped)
+        return out
+
+    def _gather_mean(self, values: list[float]) -> float:
+        """Mean over every process's samples."""
+        t = torch.tensor([sum(values), len(values)], dtype=torch.float64, device=self.accelerator.device)
+        total, count = self.accelerator.gather(t).view(-1, 2).sum(0).tolist()
+        return total / count if count else 0.0
+
+    def _log_agent_metrics(self, mode: str, inputs: list[dict[str, Any]], rewards: torch.Tensor, group: int,
+                           no_answer: torch.Tensor, dropped: torch.Tensor) -> None:
+        m = self._metrics[mode]
+        ok = rewards[~torch.isnan(rewards)]
+        m["agent/reward_mean"].append(ok.mean().item() if ok.numel() else float("nan"))
+        m["agent/reward_std"].append(ok.std().item() if ok.numel() > 1 else 0.0)
+        m["agent/frac_zero_variance_groups"].append(zero_variance_groups(rewards.cpu(), group).float().mean().item())
+        m["agent/group_std_mean"].append(group_std(rewards.cpu(), group).mean().item())
+        m["agent/frac_dropped"].append(self._gather_mean(dropped.float().tolist()))
+        m["agent/frac_no_answer"].append(self._gather_mean(no_answer.float().tolist()))
+        m["agent/frac_unscorable"].append(torch.isnan(rewards).float().mean().item())
+        if "answered" not in inputs[0]:
+            return
+        m["agent/answer_rate"].append(self._gather_mean([float(x["answered"]) for x in inputs]))
+        m["agent/turns"].append(self._gather_mean([float(x["turns"]) for x in inputs]))
+        calls = [sum(x["tool_calls"].values()) for x in inputs]
+        for tool in TOOL_NAMES:
+            m[f"agent/tool_calls/{tool}"].append(self._gather_mean([float(x["tool_calls"].get(tool, 0)) for x in inputs]))
+        errors = self._gather_mean([float(x["tool_errors"]) for x in inputs])
+        m["agent/tool_error_rate"].append(errors / max(self._gather_mean([float(c) for c in calls]), 1e-9) if any(calls) else 0.0)
+        m["agent/errors_per_episode"].append(errors)
+        m["agent/generated_tokens"].append(self._gather_mean([float(x["generated_tokens"]) for x in inputs]) * len(inputs)
+                                           * self.accelerator.num_processes)
+        for reason in ("length", "turn_cap", "rollback", "obs_budget"):
+            m[f"agent/no_answer/{reason}"].append(self._gather_mean([float(x["no_answer"] == reason) for x in inputs]))
+        timing = inputs[0].get("rollout_timing") or {}
+        for key in ("generation_seconds", "tool_seconds"):
+            if key in timing:
+                m[f"time/{key.replace('_seconds', '')}"].append(float(timing[key]))
+
+    def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any) -> torch.Tensor:
+        """TRL's step, timed: what is not rollout (generation, tools, scoring) is training."""
+        self._rollout_seconds = 0.0
+        t0 = time.perf_counter()
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        self._metrics["train"]["time/training"].append(time.perf_counter() - t0 - self._rollout_seconds)
+        self._metrics["train"]["time/rollout"].append(self._rollout_seconds)
+        return loss
