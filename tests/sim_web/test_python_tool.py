@@ -1,57 +1,59 @@
 """The sandboxed PythonInterpreter tool: Tongyi output format and containment.
 
-Every containment test runs the real sandbox on real code, then checks that the next call
-still works and that no sandbox process is left behind.
+Every containment test runs the real sandbox on real code. The ones that check that nothing is
+left behind run the call in a child subreaper (``sandbox_probe.py``), so the check covers exactly
+this test's own process tree, whatever else runs on the machine.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
-import time
+import subprocess
+import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from sim_web.tools.python import sandbox as python_tool
+from sim_web.tools.python._cgroup import cgroup_roots
 from sim_web.tools.python.sandbox import (
     ERROR_PREFIX,
     NO_OUTPUT_TEXT,
     TIMEOUT_TEXT,
     PythonConfig,
     run_python,
+    sandbox_problem,
 )
 
-_ISOLATION = python_tool._isolation()
-KERNEL_LAYER = bool(_ISOLATION.net_pid_prefix or _ISOLATION.cgroup_root)
-# Process-group kill and the Python-level guards only (what a machine without unshare or a
-# writable cgroup gets); used to test that those layers hold on their own.
-BARE = {"use_namespaces": False, "use_cgroup": False}
+pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
+PROBE = Path(__file__).with_name("sandbox_probe.py")
+KERNEL_PIDS_CAP = cgroup_roots().pids is not None
+#: The best-effort sandbox with nothing but the process group and the Python-level guards (what a
+#: machine without unshare or a writable cgroup gets); used to test that those layers hold alone.
+BARE = {"isolation": "best-effort", "use_namespaces": False, "use_cgroup": False}
 
 
-def _sandbox_processes() -> list[int]:
-    """Live processes running the sandbox runner (forked children share its command line)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path("/proc", entry, "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"sim_web/tools/python/_runner.py" in cmdline:
-                found.append(int(entry))
-    return found
+def probe(request: dict) -> dict:
+    """Run a ``sandbox_probe.py`` request (see there); its report."""
+    done = subprocess.run([sys.executable, str(PROBE)], input=json.dumps(request), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def run_contained(code: str, **config: object) -> str:
+    """One call in a child subreaper: its output, after asserting it left no process behind."""
+    report = probe({"mode": "run", "code": code, "config": config})
+    assert report["leftover"] is False, report
+    return report["out"]
 
 
 def _assert_still_works() -> None:
     assert run_python("print(6 * 7)") == "stdout:\n42\n"
-    deadline = time.monotonic() + 2
-    while _sandbox_processes() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _sandbox_processes() == []
 
 
 def test_print_and_math_match_tongyi_format():
@@ -75,18 +77,15 @@ def test_no_output_and_empty_code():
     assert run_python("   \n") == ERROR_PREFIX + "Empty code."
 
 
-def test_infinite_loop_times_out_within_the_limit():
-    started = time.monotonic()
-    out = run_python("print('start', flush=False)\nwhile True: pass", PythonConfig(timeout_s=1.5))
-    assert time.monotonic() - started < 1.5 + 2
+def test_infinite_loop_times_out():
+    out = run_contained("print('start', flush=False)\nwhile True: pass", timeout_s=1.5)
     assert out == "stdout:\nstart\n\n" + TIMEOUT_TEXT  # output printed before the kill is kept
     _assert_still_works()
 
 
 def test_cpu_limit_reads_as_timeout():
-    started = time.monotonic()
-    out = run_python("while True: pass", PythonConfig(cpu_s=1, timeout_s=20))
-    assert out == TIMEOUT_TEXT and time.monotonic() - started < 4
+    out = run_contained("while True: pass", cpu_s=1, timeout_s=60)
+    assert out == TIMEOUT_TEXT
     _assert_still_works()
 
 
@@ -100,17 +99,13 @@ def test_memory_bomb_is_a_memory_error(code):
     _assert_still_works()
 
 
-@pytest.mark.parametrize("layers", [{}, BARE], ids=["all-layers", "process-group-only"])
+@pytest.mark.parametrize("layers", [{}, BARE], ids=["bwrap", "process-group-only"])
 def test_fork_bomb_is_capped_and_nothing_survives(layers):
-    config = PythonConfig(max_processes=8, timeout_s=5, **layers)
-    started = time.monotonic()
-    out = run_python("import os\nwhile True: os.fork()", config)
-    assert time.monotonic() - started < 5
+    out = run_contained("import os\nwhile True: os.fork()", max_processes=8, timeout_s=5, **layers)
     assert "BlockingIOError" in out and "at most 8 child processes" in out
     _assert_still_works()
 
 
-@pytest.mark.skipif(not KERNEL_LAYER, reason="needs a namespace or pids cgroup on this machine")
 def test_kernel_layers_cap_and_kill_what_the_guards_miss():
     # ctypes bypasses the Python-level counter and setsid guard: only the kernel layers hold.
     code = (
@@ -119,14 +114,13 @@ def test_kernel_layers_cap_and_kill_what_the_guards_miss():
         "        libc.setsid(); time.sleep(60)\n    if pid < 0:\n        break\n    n += 1\n"
         "print('forked', n)"
     )
-    out = run_python(code, PythonConfig(max_processes=8, timeout_s=5))
-    if _ISOLATION.cgroup_root:
+    out = run_contained(code, max_processes=8, timeout_s=5)  # the sleeping escapees are gone too
+    if KERNEL_PIDS_CAP:
         assert out == "stdout:\nforked 8\n"
     assert out.startswith("stdout:\nforked ")
-    _assert_still_works()  # the sleeping escapees are gone too
 
 
-@pytest.mark.parametrize("layers", [{}, BARE], ids=["all-layers", "guard-only"])
+@pytest.mark.parametrize("layers", [{}, BARE], ids=["bwrap", "guard-only"])
 def test_network_is_blocked(layers):
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -144,9 +138,10 @@ def test_network_is_blocked(layers):
     _assert_still_works()
 
 
-@pytest.mark.parametrize("layers", [{}, BARE], ids=["all-layers", "guard-only"])
+@pytest.mark.parametrize("layers", [{}, BARE], ids=["bwrap", "guard-only"])
 def test_writing_outside_the_directory_is_blocked(layers):
-    target = f"/tmp/evil_{uuid.uuid4().hex}"
+    # bwrap's /tmp is private and writable, so aim at a read-only tree there; the guard answers first
+    target = f"/tmp/evil_{uuid.uuid4().hex}" if layers else f"/usr/evil_{uuid.uuid4().hex}"
     for code in (f"open({target!r}, 'w').write('x')",
                  f"import pathlib; pathlib.Path({target!r}).write_text('x')",
                  f"import os; os.close(os.open({target!r}, os.O_CREAT | os.O_WRONLY))"):
@@ -156,15 +151,19 @@ def test_writing_outside_the_directory_is_blocked(layers):
     _assert_still_works()
 
 
-def test_working_directory_is_private_writable_and_deleted():
-    code = ("import os, tempfile\nopen('notes.txt', 'w').write('kept')\n"
+@pytest.mark.parametrize("layers", [{}, BARE], ids=["bwrap", "best-effort"])
+def test_working_directory_is_private_writable_and_deleted(layers):
+    code = ("import os, tempfile\nprint(os.path.exists('notes.txt'))\nopen('notes.txt', 'w').write('kept')\n"
             "with tempfile.NamedTemporaryFile(dir=None) as f: pass\n"
             "os.mkdir('locked'); os.chmod('locked', 0)\n"
             "print(os.getcwd()); print(open('notes.txt').read()); print(os.environ['HOME'])")
-    out = run_python(code)
-    workdir, content, home = out.removeprefix("stdout:\n").splitlines()
-    assert content == "kept" and home == workdir
-    assert not os.path.exists(workdir)  # deleted even with an unreadable directory inside
+    out = run_python(code, PythonConfig(**layers))
+    existed, workdir, content, home = out.removeprefix("stdout:\n").splitlines()
+    assert existed == "False" and content == "kept" and home == workdir
+    if layers:  # best effort: a host directory, deleted even with an unreadable directory inside
+        assert not os.path.exists(workdir)
+    else:  # bwrap: the same private tmpfs path in every call, and the next call starts empty
+        assert workdir == "/sandbox" and run_python(code).startswith("stdout:\nFalse\n/sandbox\n")
 
 
 def test_environment_has_no_secrets_and_hashing_is_reproducible(monkeypatch):
@@ -177,10 +176,8 @@ def test_environment_has_no_secrets_and_hashing_is_reproducible(monkeypatch):
     assert seeded[0] != seeded[1]  # the order really depends on the seed we pass
 
 
-def test_huge_output_is_truncated_quickly():
-    started = time.monotonic()
+def test_huge_output_is_truncated():
     out = run_python("print('x' * 10**8)", PythonConfig(max_output_chars=1000))
-    assert time.monotonic() - started < 5
     head = "stdout:\n" + "x" * 1000 + "\n...[output truncated: showing the first 1000 of more than"
     assert out.startswith(head)
     assert "the program was stopped" in out and len(out) < 1200
@@ -221,6 +218,31 @@ def test_sandbox_failure_becomes_error_text(tmp_path):
     not_python.chmod(not_python.stat().st_mode | stat.S_IXUSR)
     out = run_python("print(1)", PythonConfig(python=str(not_python), **BARE))
     assert out.startswith(ERROR_PREFIX) and "Exec format error" in out
+
+
+def test_missing_bubblewrap_refuses_with_install_hint(monkeypatch):
+    from sim_web.tools.python import _bwrap
+
+    _bwrap.bwrap_problem.cache_clear()
+    monkeypatch.setenv("PATH", "/nonexistent")  # no bwrap on PATH
+    try:
+        out = run_python("print('ran')")
+        assert out.startswith(ERROR_PREFIX) and "apt-get install bubblewrap" in out and "ran" not in out
+        assert "SIM_WEB_PYTHON_SANDBOX=best-effort" in out  # the documented opt-in is named
+        trusted = run_python("print('ran')", PythonConfig(**BARE))
+        assert trusted == "stdout:\nran\n"  # the explicit opt-in still runs trusted code
+    finally:
+        _bwrap.bwrap_problem.cache_clear()
+
+
+def test_isolation_opt_in_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("SIM_WEB_PYTHON_SANDBOX", "best-effort")
+    assert PythonConfig().isolation == "best-effort"
+    monkeypatch.setenv("SIM_WEB_PYTHON_SANDBOX", "none")
+    with pytest.raises(ValueError, match="SIM_WEB_PYTHON_SANDBOX"):
+        PythonConfig()
+    monkeypatch.delenv("SIM_WEB_PYTHON_SANDBOX")
+    assert PythonConfig().isolation == "bwrap"
 
 
 @pytest.mark.parametrize(

@@ -1,25 +1,25 @@
 """Child entry point of :mod:`sim_web.tools.python.sandbox`: runs one agent program inside the sandbox.
 
 Started as ``python -s -S -P -B _runner.py name=value ...`` (the code is in ``main.py``
-in the working directory). Uses the standard library only and never imports :mod:`sim_web`;
+in the working directory), inside bubblewrap (or, for trusted code, the best-effort sandbox). Uses the standard library only and never imports :mod:`sim_web`;
 it avoids ``json``, ``socket`` and anything that pulls in ``re``/``enum`` so that startup stays
 cheap (those imports cost about 30 ms, more than the interpreter itself).
 
 Order of work, all before the first line of user code:
 
-1. join the per-call pids cgroup when the parent made one (a kernel cap on tasks);
+1. (the parent's starter already put the process into the call's cgroups, if any)
 2. set the resource limits (CPU seconds, address space, file size, no core files, and
    ``RLIMIT_NPROC`` when the parent computed one: the kernel ignores it for root);
-3. in a PID namespace, stay as PID 1 and fork the worker (PID 1 ignores signals it has no
+3. in the best-effort PID namespace, stay as PID 1 (bubblewrap brings its own init) and fork the worker (PID 1 ignores signals it has no
    handler for, even ``SIGXCPU`` and ``SIGSEGV``, so user code must not run as PID 1); when the
    worker exits, PID 1 exits with its status and the kernel kills whatever is left;
 4. install the best-effort Python-level guards: no sockets (unless allowed), no writes outside
-   the working directory, no new sessions, and a shared counter that caps process creation.
+   the writable directories, no new sessions, and a shared counter that caps process creation.
 
 The guards patch Python functions only. Code that uses ``ctypes``, ``_io.FileIO``, ``posix``
 or a shell goes around them; they give a clear error to ordinary code and are **not** a
-security boundary. The real boundaries are the ones the kernel enforces (namespaces, cgroup,
-rlimits) and those depend on what the parent could set up.
+security boundary. The boundary is what the kernel enforces: bubblewrap's namespaces and
+read-only mounts, the cgroups and the rlimits.
 """
 
 import errno
@@ -28,13 +28,8 @@ import resource
 import sys
 
 _NET_DENIED = "network access is disabled in this sandbox (PythonInterpreter runs offline)"
-_WRITE_DENIED = "writing outside the working directory is disabled in this sandbox"
+_WRITE_DENIED = "writing outside the working directory (and /tmp) is disabled in this sandbox"
 _DEVICES = (os.devnull, "/dev/stdout", "/dev/stderr")  # writable although outside
-
-
-def _join_cgroup(procs_file):
-    with open(procs_file, "w") as handle:  # "0" means the writing process, v1 and v2 alike
-        handle.write("0")
 
 
 def _set_limits(settings):
@@ -68,8 +63,8 @@ def _supervise(worker):
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _inside(path, root, dir_fd=None):
-    """Whether ``path`` (str, bytes, PathLike or fd) resolves inside ``root``."""
+def _inside(path, roots, dir_fd=None):
+    """Whether ``path`` (str, bytes, PathLike or fd) resolves inside one of ``roots``."""
     if isinstance(path, int):
         return True  # an already-open descriptor
     path = os.fsdecode(os.fspath(path))
@@ -78,10 +73,10 @@ def _inside(path, root, dir_fd=None):
     if dir_fd is not None and not os.path.isabs(path):
         path = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
     real = os.path.realpath(path)
-    return real == root or real.startswith(root + os.sep) or real in _DEVICES
+    return real in _DEVICES or any(real == root or real.startswith(root + os.sep) for root in roots)
 
 
-def _install_write_guard(root):
+def _install_write_guard(roots):
     import builtins
     import io
 
@@ -91,7 +86,7 @@ def _install_write_guard(root):
     real_open = builtins.open
 
     def guarded_open(file, mode="r", *args, **kwargs):
-        if any(flag in mode for flag in "wax+") and not _inside(file, root):
+        if any(flag in mode for flag in "wax+") and not _inside(file, roots):
             deny(file)
         return real_open(file, mode, *args, **kwargs)
 
@@ -100,7 +95,7 @@ def _install_write_guard(root):
     real_os_open = os.open
 
     def guarded_os_open(path, flags, mode=0o777, *, dir_fd=None):
-        if flags & write_flags and not _inside(path, root, dir_fd):
+        if flags & write_flags and not _inside(path, roots, dir_fd):
             deny(path)
         return real_os_open(path, flags, mode, dir_fd=dir_fd)
 
@@ -110,7 +105,7 @@ def _install_write_guard(root):
         def guarded(*args, **kwargs):
             dir_fd = kwargs.get("dir_fd")
             for index in positions:
-                if index < len(args) and not _inside(args[index], root, dir_fd):
+                if index < len(args) and not _inside(args[index], roots, dir_fd):
                     deny(args[index])
             return function(*args, **kwargs)
 
@@ -256,8 +251,6 @@ def main():
     root = os.path.realpath(settings["workdir"])
     os.chdir(root)
     sys.path.extend(p for p in settings["site_dirs"].split(os.pathsep) if p)
-    if settings["cgroup_procs"]:
-        _join_cgroup(settings["cgroup_procs"])
     _set_limits(settings)
     if settings["pid1"] == "1":
         worker = os.fork()
@@ -266,7 +259,8 @@ def main():
     for stream in (sys.stdout, sys.stderr):  # keep output written before a timeout kill
         stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
     _install_process_guard(int(settings["max_processes"]), root)
-    _install_write_guard(root)
+    writable = [os.path.realpath(p) for p in settings["writable"].split(os.pathsep) if p]
+    _install_write_guard(writable or [root])
     if settings["allow_network"] != "1":
         _install_network_guard()
     _run_main("main.py")

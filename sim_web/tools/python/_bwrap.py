@@ -1,0 +1,168 @@
+"""The bubblewrap (``bwrap``) command line of one PythonInterpreter call: what the sandbox sees and may do.
+
+Everything is decided here, on the parent side, and the kernel enforces it:
+
+* new user, mount, PID, IPC, UTS and cgroup namespaces, and a new network namespace (only a
+  loopback that is down) unless the call allows the network; no nested user namespaces
+  (``--disable-userns``); every capability dropped; uid/gid 65534 inside; a new terminal session;
+  the environment cleared and rebuilt from a short list; ``--die-with-parent``;
+* a filesystem built from nothing: ``/usr`` (and the ``/bin``, ``/lib``... links into it),
+  ``/etc/ld.so.cache``, the interpreter's installation prefix and the allowed site-packages
+  directories, all read-only; the project's own packages, ``SIM_WEB_HOME``, the home directory and
+  the caller's working directory are covered by an empty tmpfs wherever they fall inside one of
+  those; nothing else of the host exists inside (no ``/home``, ``/root``, ``/etc``, ``/work``,
+  ``/sys``, no index or task file);
+* its own ``/proc`` (of the new PID namespace: no host process is visible) and a minimal ``/dev``;
+* private, size-capped tmpfs mounts for the working directory ``/sandbox``, ``/tmp`` and
+  ``/dev/shm``; then ``/`` and ``/dev`` are remounted read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import site
+import subprocess
+from functools import cache
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+WORKDIR = "/sandbox"  #: the sandbox's working directory and HOME, the same path in every call
+RUNNER_PATH = "/run/sim-web/runner.py"  #: where the runner script appears inside
+SANDBOX_UID = 65534  #: "nobody": the uid and gid inside the sandbox
+_RUNNER = Path(__file__).with_name("_runner.py")
+#: The top-level packages of this project: never visible inside, even when installed into site-packages.
+_OWN_PACKAGES = ("sim_web", "wiki_index", "agents", "training", "benchmarks")
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`, "
+                "Arch: `pacman -S bubblewrap`); it needs user namespaces (`unshare -Ur true` must succeed). "
+                "For trusted code only, PythonConfig(isolation='best-effort') or SIM_WEB_PYTHON_SANDBOX=best-effort "
+                "keeps the weaker process-level sandbox")
+
+
+@cache
+def site_dirs() -> tuple[str, ...]:
+    """The allowed package directories: this interpreter's site-packages (the child runs with ``-S``)."""
+    return tuple(d for d in site.getsitepackages() if os.path.isdir(d))
+
+
+def _system_binds() -> list[str]:
+    """``/usr`` read-only, the merged-usr links (or directories) beside it, and the loader cache."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    if os.path.isfile("/etc/ld.so.cache"):
+        args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    return args
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def hidden_paths() -> list[str]:
+    """Host paths that must never be visible inside: the data, the project and the caller's own files."""
+    from wiki_index.settings import sim_web_home
+
+    found = [str(sim_web_home()), str(Path.home()), os.getcwd(), str(Path(__file__).resolve().parents[3])]
+    for directory in site_dirs():
+        found += [os.path.join(directory, name) for name in _OWN_PACKAGES]
+    return [os.path.realpath(p) for p in found]
+
+
+def _interpreter(python: str) -> tuple[str, str]:
+    """The real interpreter file and its installation prefix (``<prefix>/bin/python3.x``)."""
+    real = os.path.realpath(python)
+    return real, str(Path(real).parent.parent)
+
+
+def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, disk_mb: int,
+               env: dict[str, str], runner_args: list[str] | None) -> list[str]:
+    """The full ``bwrap ... python runner.py ...`` command line of one call.
+
+    Args:
+        bwrap: Path of the ``bwrap`` executable.
+        python: The interpreter that runs the code.
+        code_fd: An inherited descriptor holding the program; copied to ``/sandbox/main.py``.
+        allow_network: Keep the host's network namespace (else a private one with no interfaces up).
+        disk_mb: Size of each private tmpfs (``/sandbox``, ``/tmp``, ``/dev/shm``).
+        env: The whole environment of the program.
+        runner_args: ``name=value`` settings for the runner; ``None`` runs ``python -S -c pass``
+            instead of the runner (the probe).
+
+    Returns:
+        The argv.
+    """
+    real, prefix = _interpreter(python)
+    argv = [bwrap, "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", *([] if allow_network else ["--unshare-net"]),
+            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
+            "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    argv += _system_binds()
+    bound = ["/usr"]
+    for directory in (prefix, *site_dirs()):
+        if not any(_under(directory, b) for b in bound):
+            argv += ["--ro-bind", directory, directory]
+            bound.append(directory)
+    for path in hidden_paths():
+        # an empty tmpfs over a hidden path inside a bound tree; never over a bound directory itself
+        if any(_under(path, b) and path != b for b in bound) and os.path.isdir(path):
+            argv += ["--tmpfs", path, "--remount-ro", path]
+    size = str(disk_mb * 1024 * 1024)
+    argv += ["--proc", "/proc", "--dev", "/dev",
+             "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp",
+             "--size", size, "--tmpfs", WORKDIR, "--file", str(code_fd), f"{WORKDIR}/main.py",
+             "--ro-bind", str(_RUNNER), RUNNER_PATH,
+             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR]
+    if runner_args is None:
+        return argv + [real, "-S", "-c", "pass"]
+    return argv + [real, "-s", "-S", "-P", "-B", RUNNER_PATH, *runner_args]
+
+
+@cache
+def bwrap_problem(python: str) -> str | None:
+    """Why the bubblewrap sandbox cannot run here (``None`` when it can); probed once per interpreter.
+
+    Args:
+        python: The interpreter the sandbox will run.
+
+    Returns:
+        ``None``, or a sentence saying what is missing and how to install it.
+    """
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return f"the PythonInterpreter sandbox needs bubblewrap (`bwrap`), which is not on PATH: {INSTALL_HINT}."
+    import tempfile
+
+    with tempfile.TemporaryFile() as code:
+        code.write(b"pass\n")
+        code.flush()
+        code.seek(0)
+        argv = bwrap_argv(bwrap, python, code_fd=code.fileno(), allow_network=False, disk_mb=1, env={},
+                          runner_args=None)
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
+                                  pass_fds=(code.fileno(),))
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bubblewrap at {bwrap} could not be started ({exc}): {INSTALL_HINT}."
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip()[-300:]
+        return (f"bubblewrap at {bwrap} failed to start a sandbox (exit {done.returncode}: {detail!r}); "
+                f"user namespaces may be disabled on this machine: {INSTALL_HINT}.")
+    log.info("PythonInterpreter sandbox: bubblewrap at %s", bwrap)
+    return None
+
+
+def bwrap_path() -> str:
+    """The ``bwrap`` executable (call only after :func:`bwrap_problem` returned ``None``)."""
+    path = shutil.which("bwrap")
+    if path is None:  # removed since the probe
+        raise FileNotFoundError(f"bwrap is no longer on PATH: {INSTALL_HINT}")
+    return path
