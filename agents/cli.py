@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from typing import Any
 
 from wiki_index.errors import ConfigError
 
-log = logging.getLogger(__name__)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -32,7 +30,6 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--k", type=int, default=1, help="samples per task; pass@k is reported (default 1)")
     p.add_argument("--out", default=None, help="output folder (default: $SIM_WEB_HOME/runs/eval/<run name>)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of skipping finished episodes")
-    p.add_argument("--backend", default="sim", choices=["sim"], help="tool backend (the simulated web)")
     p.add_argument("--retrieval", default="bm25", choices=["bm25", "dense", "hybrid"], help="search mode of the sim backend")
     p.add_argument("--workers", type=int, default=4, help="concurrent episodes for remote / oracle policies")
     p.add_argument("--batch-size", type=int, default=8, help="episodes generated together for a local model")

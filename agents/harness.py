@@ -10,13 +10,16 @@ resumes where it stopped (finished episodes are not rerun). At the end the harne
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,7 @@ from wiki_index.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 RUN_FILE = "run.json"
+LOCK_FILE = ".lock"
 TRAJECTORIES = "trajectories.jsonl"
 
 
@@ -152,6 +156,34 @@ def _prepare_out(out: Path, cfg: EvalConfig) -> None:
     run_file.write_text(json.dumps({"identity": identity, "config": json.loads(json.dumps(asdict(cfg)))}, indent=2), encoding="utf-8")
 
 
+@contextmanager
+def exclusive_out(out: Path) -> Iterator[None]:
+    """Hold ``out/.lock`` for the whole run, so two evals on one folder never run (or record) an episode twice.
+
+    The lock is an ``flock``: the kernel drops it when the holder exits, killed or not, so no stale lock remains.
+
+    Raises:
+        ConfigError: When another process holds it.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / LOCK_FILE).open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise ConfigError(f"{out} is in use by another `sim-web eval` ({holder}); wait for it to finish (rerunning "
+                              "then resumes), or pass another --out") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}")
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     """Run (or resume) an evaluation and write its outputs.
 
@@ -162,9 +194,10 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     Returns:
         The metrics, all records of the run (resumed ones included), the output folder and the
         episodes that failed (policy or infrastructure errors; they are rerun on the next resume).
-    """
-    from tqdm import tqdm
 
+    Raises:
+        ConfigError: For an empty task set, a folder holding another run's settings, or a folder in use.
+    """
     from wiki_index.index import WikiIndex
 
     t_start = time.perf_counter()
@@ -173,16 +206,39 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     if not tasks:
         raise ConfigError(f"the task set {cfg.tasks or 'default'!r} (split {cfg.split!r}) of {index.path} is empty")
     out = Path(cfg.out) if cfg.out else default_out(cfg)
-    _prepare_out(out, cfg)
-    keys = [f"{t.id}#{s}" for t in tasks for s in range(cfg.k)]
-    done = finished_keys(out / TRAJECTORIES) if cfg.resume else set()
-    todo = [(t, s) for t in tasks for s in range(cfg.k) if f"{t.id}#{s}" not in done]
-    owned = policy is None
-    if policy is None and not todo:  # everything is already done: no need to load a model
-        from agents.policies.base import FunctionPolicy
+    with exclusive_out(out):
+        _prepare_out(out, cfg)
+        keys = [f"{t.id}#{s}" for t in tasks for s in range(cfg.k)]
+        done = finished_keys(out / TRAJECTORIES) if cfg.resume else set()
+        todo = [(t, s) for t in tasks for s in range(cfg.k) if f"{t.id}#{s}" not in done]
+        owned = policy is None
+        if policy is None and not todo:  # everything is already done: no need to load a model
+            from agents.policies.base import FunctionPolicy
 
-        policy = FunctionPolicy(lambda m: "", name=cfg.policy)
-    policy = policy or build_policy(cfg, tasks, index)
+            policy = FunctionPolicy(lambda m: "", name=cfg.policy)
+        policy = policy or build_policy(cfg, tasks, index)
+        t_run = time.perf_counter()
+        failures = _run_episodes(cfg, policy, index, tasks, todo, out, initial=len(keys) - len(todo))
+        run_seconds = time.perf_counter() - t_run
+        ran = len(todo) - len(failures)
+        run_info = {"policy": policy.name, "tasks": cfg.tasks or "default", "split": cfg.split, "episodes_run": ran,
+                    "episodes_resumed": len(keys) - len(todo), "failed": len(failures),
+                    "wall_seconds": round(time.perf_counter() - t_start, 3),
+                    "episodes_per_second": round(ran / run_seconds, 4) if run_seconds > 0 and ran else None,
+                    "concurrency": cfg.batch_size if policy.batched else cfg.workers, "judge": cfg.judge}
+        if getattr(policy, "generate_seconds", 0):
+            run_info["generated_tokens_per_second"] = round(policy.generated_tokens / policy.generate_seconds, 3)  # type: ignore[attr-defined]
+        metrics, records = _write_outputs(cfg, out, keys, run_info)
+    if owned:
+        policy.close()
+    return EvalResult(metrics, records, out, failures)
+
+
+def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[Task], todo: list[tuple[Task, int]],
+                  out: Path, initial: int) -> list[tuple[str, str]]:
+    """Play the episodes still to do, appending each finished one to the trajectory file; returns the failures."""
+    from tqdm import tqdm
+
     agent_cfg = fit_to_window(cfg.agent, policy.context_window)
     summariser = None
     if agent_cfg.resum.enabled and agent_cfg.resum.summariser == "openai":
@@ -197,9 +253,9 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     agent = ReactAgent(policy, agent_cfg, summariser)
     env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools), sim=SimConfig(mode=cfg.retrieval),
                         max_turns=agent_cfg.max_llm_calls + 2, max_obs_chars=cfg.max_obs_chars)
-    make_env = lambda: WebResearchEnv(env_cfg, tasks=tasks)  # noqa: E731
+    make_env = lambda: WebResearchEnv(env_cfg, tasks=list(tasks))  # noqa: E731
     writer = TrajectoryWriter(out / TRAJECTORIES)
-    bar = tqdm(total=len(keys), initial=len(keys) - len(todo), disable=not cfg.progress, desc=f"eval {policy.name}", unit="ep")
+    bar = tqdm(total=initial + len(todo), initial=initial, disable=not cfg.progress, desc=f"eval {policy.name}", unit="ep")
     lock = threading.Lock()
     failures: list[tuple[str, str]] = []
 
@@ -216,7 +272,6 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
         with lock:
             failures.append((key, f"{type(exc).__name__}: {exc}"))
 
-    t_run = time.perf_counter()
     try:
         if policy.batched:
             _lockstep(agent, make_env, todo, cfg.batch_size, finish, fail)
@@ -224,29 +279,25 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
             _threaded(agent, make_env, todo, cfg.workers, finish, fail)
     finally:
         bar.close()
-    run_seconds = time.perf_counter() - t_run
+    return failures
+
+
+def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``metrics.json``, ``plot.png`` and (for the oracle) ``sft.jsonl`` from every record of the run."""
     order = {k: i for i, k in enumerate(keys)}
     records = sorted((r for r in load_records(out / TRAJECTORIES) if r["key"] in order), key=lambda r: order[r["key"]])
     ks = sorted({1, cfg.k} | {2 ** i for i in range(1, 8) if 2 ** i < cfg.k})
     metrics = aggregate(records, ks)
-    ran = len(todo) - len(failures)
-    metrics["run"] = {"policy": policy.name, "tasks": cfg.tasks or "default", "split": cfg.split, "episodes_run": ran,
-                      "episodes_resumed": len(keys) - len(todo), "failed": len(failures), "wall_seconds": round(time.perf_counter() - t_start, 3),
-                      "episodes_per_second": round(ran / run_seconds, 4) if run_seconds > 0 and ran else None,
-                      "concurrency": cfg.batch_size if policy.batched else cfg.workers, "judge": cfg.judge}
-    if getattr(policy, "generate_seconds", 0):
-        metrics["run"]["generated_tokens_per_second"] = round(policy.generated_tokens / policy.generate_seconds, 3)  # type: ignore[attr-defined]
+    metrics["run"] = run_info
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     if records:
-        plot_run(records, metrics, out / "plot.png", f"{policy.name} on {cfg.tasks or 'default'} ({cfg.split or 'all'}): "
+        plot_run(records, metrics, out / "plot.png", f"{run_info['policy']} on {cfg.tasks or 'default'} ({cfg.split or 'all'}): "
                  f"pass@1 {metrics['pass@1']}, {len(records)} episodes")
     if cfg.sft if cfg.sft is not None else cfg.policy == "oracle":
         demos = [d for d in (sft_example(r) for r in records) if d]
         with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
             f.writelines(json.dumps(d, ensure_ascii=False) + "\n" for d in demos)
-    if owned:
-        policy.close()
-    return EvalResult(metrics, records, out, failures)
+    return metrics, records
 
 
 def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], workers: int,

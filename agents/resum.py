@@ -12,14 +12,11 @@ which is also the fallback when a model's summary has no ``<summary>`` block.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.config import ReSumConfig, SamplingConfig
 from agents.policies.base import Messages, Policy
 from agents.prompts import RESUM_CONTINUE, RESUM_PROMPT, RESUM_SYSTEM
-from sim_web.protocol.actions import parse_action
-from sim_web.protocol.errors import ActionError
 from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE
 
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
@@ -162,18 +159,3 @@ class ModelSummariser:
 def close_summary(text: str) -> str:
     """Re-add a ``</summary>`` that a stop sequence removed."""
     return text + "</summary>" if "<summary>" in text and "</summary>" not in text else text
-
-
-def tool_calls_of(messages: Sequence[dict[str, str]]) -> list[tuple[str, dict]]:
-    """The ``(tool, arguments)`` of every well-formed assistant tool call in ``messages``."""
-    out = []
-    for m in messages:
-        if m["role"] != "assistant":
-            continue
-        try:
-            a = parse_action(m["content"])
-        except ActionError:
-            continue
-        if a.kind == "tool_call" and a.tool:
-            out.append((a.tool, dict(a.arguments)))
-    return out

@@ -27,14 +27,6 @@ def vital_leads() -> Path:
 
 
 @pytest.fixture(scope="session")
-def sample_index(tmp_path_factory) -> Path:
-    """The bundled sample built BM25-only (store + Lucene), once per test session."""
-    from wiki_index.build import BuildConfig, build_index
-
-    return build_index("sample", tmp_path_factory.mktemp("idx") / "sample", BuildConfig(dense=False))
-
-
-@pytest.fixture(scope="session")
 def tiny_dense_index(tmp_path_factory, vital_leads) -> Path:
     """A 150-page JSONL corpus of real leads, indexed with BM25 and dense (flat FAISS)."""
     import json

@@ -8,7 +8,6 @@ system prompt) into the next assistant turn. Implementations override :meth:`Pol
 
 from __future__ import annotations
 
-import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +15,6 @@ from typing import Any
 
 from agents.config import SamplingConfig
 
-log = logging.getLogger(__name__)
 Messages = list[dict[str, str]]
 
 

@@ -6,7 +6,6 @@ Everything here is deterministic: same index, same call, same result.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from sim_web.backends.extract import bm25_rank, snippet, summarize, top_indices
@@ -16,7 +15,6 @@ from wiki_index.index import MODES, WikiIndex
 from wiki_index.text import split_sentences
 from wiki_index.types import Passage, title_to_url, url_to_title
 
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

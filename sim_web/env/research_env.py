@@ -84,6 +84,21 @@ class WebResearchEnv(gym.Env[str, str]):
     executor's per-episode ``tool_stats`` (counts only, so that infos are deterministic); the
     final step adds ``answer``, ``em``, ``f1`` and ``timings`` (episode wall time, tool latency).
 
+    ## Example
+    >>> import gymnasium as gym
+    >>> import sim_web
+    >>> env = gym.make("WebResearch-v0")              # the sample index and its default task set
+    >>> question, info = env.reset(seed=0)
+    >>> [m["role"] for m in info["messages"]], info["turn"]
+    (['system', 'user'], 0)
+    >>> obs, reward, terminated, truncated, info = env.step(
+    ...     '<tool_call>{"name": "search", "arguments": {"query": ["Paris"]}}</tool_call>')
+    >>> obs.startswith("<tool_response>\\nA Google search for 'Paris' found"), reward, info["tool_calls"]
+    (True, 0.0, {'search': 1})
+    >>> obs, reward, terminated, truncated, info = env.step("<answer>Paris</answer>")
+    >>> terminated, sorted(k for k in ("answer", "em", "f1") if k in info)
+    (True, ['answer', 'em', 'f1'])
+
     ## Version History
     * v0: initial version.
     """

@@ -120,3 +120,31 @@ def test_cli_eval(sample_index, tmp_path, capsys):
     assert "neither a file nor a task set" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="'oracle', 'hf:PATH' or 'openai:MODEL'"):
         EvalConfig(policy="gpt4")
+
+
+def test_two_evals_on_one_out_never_run_together(sample_index, tmp_path):
+    """A second eval on a folder in use fails fast (no episode recorded twice); a killed holder leaves no stale lock."""
+    import signal
+    import subprocess
+    import sys
+
+    from agents.harness import exclusive_out
+
+    out = tmp_path / "run"
+    with exclusive_out(out):
+        with pytest.raises(ConfigError, match="in use by another `sim-web eval`"):
+            run_eval(cfg(sample_index, out, n=2))
+    assert not (out / "trajectories.jsonl").exists()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom agents.harness import "
+                               "exclusive_out\nwith exclusive_out(Path(sys.argv[1])):\n    print('held', flush=True)\n    "
+                               "time.sleep(600)", str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=f"pid {holder.pid}"):
+            run_eval(cfg(sample_index, out, n=2))
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    res = run_eval(cfg(sample_index, out, n=2))
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    assert res.metrics["episodes"] == 2 and len(lines) == 2

@@ -15,7 +15,6 @@ import sys
 
 from wiki_index.errors import WikiIndexError
 
-log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

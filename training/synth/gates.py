@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -27,7 +26,6 @@ import networkx as nx
 from training.synth.constraints import NodeSpec, strip_article, walk
 from training.synth.naming import name_variants
 
-log = logging.getLogger(__name__)
 
 
 @dataclass
