@@ -5,6 +5,8 @@ Importing it registers ``WebResearch-v0`` with Gymnasium, so both
 Heavy parts (the index, torch) load only when an env is made.
 """
 
+from importlib import metadata as _metadata
+
 from gymnasium.envs.registration import register, registry
 
 ENV_IDS = ("WebResearch-v0",)
@@ -15,4 +17,4 @@ if "WebResearch-v0" not in registry:
     register(id="WebResearch-v0", entry_point="sim_web.env:WebResearchEnv")
 
 __all__ = ["ENV_IDS"]
-__version__ = "0.1.0"
+__version__ = _metadata.version("sim-web")  # the one version: pyproject.toml

@@ -4,6 +4,8 @@ Importing this package is cheap: it pulls in neither torch nor pyserini; heavy m
 when first used.
 """
 
+from importlib import metadata as _metadata
+
 from wiki_index.errors import ConfigError, CorpusError, IndexMismatchError, IndexNotFoundError, WikiIndexError
 from wiki_index.types import Hit, Page, Passage, Section, normalize_title, title_to_url
 
@@ -20,4 +22,4 @@ __all__ = [
     "normalize_title",
     "title_to_url",
 ]
-__version__ = "0.1.0"
+__version__ = _metadata.version("sim-web")  # the one version: pyproject.toml
