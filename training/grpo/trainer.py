@@ -151,9 +151,11 @@ class AgentGRPOTrainer(GRPOTrainer):
         calls = [sum(x["tool_calls"].values()) for x in inputs]
         for tool in TOOL_NAMES:
             m[f"agent/tool_calls/{tool}"].append(self._gather_mean([float(x["tool_calls"].get(tool, 0)) for x in inputs]))
-        errors = self._gather_mean([float(x["tool_errors"]) for x in inputs])
-        m["agent/tool_error_rate"].append(errors / max(self._gather_mean([float(c) for c in calls]), 1e-9) if any(calls) else 0.0)
-        m["agent/errors_per_episode"].append(errors)
+        per_episode = self._gather_mean([float(c) for c in calls])
+        m["agent/tool_calls_per_episode"].append(per_episode)
+        failed = self._gather_mean([float(x["tool_errors"]) for x in inputs])
+        m["agent/tool_error_rate"].append(failed / per_episode if per_episode else 0.0)
+        m["agent/action_errors_per_episode"].append(self._gather_mean([float(x.get("action_errors", 0)) for x in inputs]))
         m["agent/generated_tokens"].append(self._gather_mean([float(x["generated_tokens"]) for x in inputs]) * len(inputs)
                                            * self.accelerator.num_processes)
         for reason in ("length", "turn_cap", "rollback", "obs_budget"):

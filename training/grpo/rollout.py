@@ -1,0 +1,304 @@
+"""GRPO rollouts: our own ReAct loop over :class:`sim_web.env.WebResearchEnv`, as a TRL ``rollout_func``.
+
+The sequence a rollout builds is the wire format of :mod:`training.wire`, token for token what SFT trains
+on and ``sim-web eval`` prompts with:
+
+- ``prompt_ids`` = the env's chat (Tongyi system prompt with the tool schemas and date, then the question)
+  rendered with the generation prompt;
+- per turn, the policy's sampled ids up to and including its end-of-turn token (``env_mask`` 1, real
+  per-token logprobs), then :func:`training.wire.tool_suffix_ids` of the env's chat: the end of the turn,
+  the ``<tool_response>`` user turn and the next assistant header (``env_mask`` 0, logprob 0.0).
+
+``max_completion_length`` is the budget of the whole multi-turn completion, tool tokens included. An
+episode ends with a final answer (scored by the env: :func:`sim_web.env.rewards.score_answer`, the code
+``sim-web eval`` uses), or without one: ``length`` (a turn hit the token budget before its end-of-turn
+token), ``turn_cap`` (the env's ``max_turns``), ``obs_budget`` (the env's ``max_obs_chars``) or
+``rollback`` (the next tool output would overflow the budget, so it is left out and the completion ends
+after the assistant's end-of-turn token, a stop that TRL's own truncation test cannot see).
+
+Generation: with ``use_vllm`` through TRL's ``trainer.vllm_generation.generate`` (one completion per
+context; untested here: no GPU), else ``generate`` on ``trainer.model`` with the trainer's temperature /
+top_p / top_k, seeded per call inside :func:`torch.random.fork_rng` (the global RNG is left alone).
+Sampling follows the trainer, not ``sim-web eval``'s Tongyi settings: no presence penalty and no stop
+strings (a turn ends at the end-of-turn token; a hallucinated ``<tool_response>`` is cut before the env
+reads the turn, as the eval loop does, but stays in the trained ids).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim_web.env import EnvConfig, Task, WebResearchEnv
+from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
+from training.wire import render, tokenize, tool_suffix_ids
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+REASONS = ("length", "turn_cap", "obs_budget", "rollback")
+
+
+def env_reward(completions: list[Any], env_reward: list[float | None] | None = None, **kwargs: Any) -> list[float | None]:
+    """The env's own score of each episode (``None`` = unscorable), as a pure TRL reward function.
+
+    Args:
+        completions: The decoded completions (unused: the env already scored the answer).
+        env_reward: The rollout's per-episode reward field.
+        **kwargs: Other dataset / rollout columns (ignored).
+
+    Returns:
+        One reward per completion.
+
+    Raises:
+        ConfigError: When the rollout did not provide ``env_reward``.
+    """
+    if env_reward is None:
+        raise ConfigError("env_reward needs the 'env_reward' field: use training.grpo.rollout.AgentRollout as rollout_func")
+    return [None if r is None else float(r) for r in env_reward]
+
+
+def task_dataset(tasks: Sequence[Task]) -> Any:
+    """A ``datasets.Dataset`` of the tasks for GRPO: ``prompt`` (the question as a user turn; the env adds the system
+    prompt) and ``task_id``.
+
+    Args:
+        tasks: The task set (the same one the rollout's env draws from).
+
+    Returns:
+        The dataset, in task order.
+    """
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": t.question}], "task_id": t.id} for t in tasks])
+
+
+def env_text(text: str) -> str:
+    """What the env reads of a generated turn: cut at a hallucinated ``<tool_response>``, stripped (as ``sim-web eval``)."""
+    i = text.find("<tool_response>")
+    return (text[:i] if i >= 0 else text).strip()
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """Limits of one rollout episode (the completion budget is the trainer's ``max_completion_length``)."""
+
+    max_turn_tokens: int = field(default=512, metadata={"help": "Most new tokens of one assistant turn."})
+    seed: int = field(default=0, metadata={"help": "Base seed of the sampling (each generate call derives its own)."})
+    batch_size: int = field(default=16, metadata={"help": "Most contexts per HF generate() call (CPU path)."})
+
+    def __post_init__(self) -> None:
+        if self.max_turn_tokens < 1 or self.batch_size < 1:
+            raise ConfigError(f"RolloutConfig needs max_turn_tokens >= 1 and batch_size >= 1, got {self.max_turn_tokens}, {self.batch_size}")
+
+
+@dataclass
+class Episode:
+    """One rollout in progress: the env, the ids built so far and what happened."""
+
+    env: WebResearchEnv
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    reward: float | None = 0.0
+    answered: bool = False
+    no_answer: str = ""
+    done: bool = False
+    turns: int = 0
+    tool_errors: int = 0
+    generated: int = 0
+
+
+def _seed(*parts: Any) -> int:
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+class AgentRollout:
+    """``rollout_func(prompts, trainer)`` for :class:`~training.grpo.trainer.AgentGRPOTrainer`.
+
+    Args:
+        env_config: The env of every episode (tools, budgets, reward); PythonInterpreter must be off.
+        tasks: The task set; a prompt's last user message is a task's question.
+        config: Turn budget, seed, batch size.
+        judge: Optional judge callable for ``RewardConfig.kind="judge"``.
+    """
+
+    def __init__(self, env_config: EnvConfig, tasks: Sequence[Task], config: RolloutConfig | None = None, judge: Any = None) -> None:
+        if "PythonInterpreter" in env_config.tools:
+            raise ConfigError("PythonInterpreter is disabled for training until the sandbox security issue lands (a policy can "
+                              "read the gold answers through it): use tools=('search', 'visit', 'google_scholar')")
+        self.env_config, self.tasks, self.config, self.judge = env_config, list(tasks), config or RolloutConfig(), judge
+        self.by_question = {t.question: t for t in reversed(self.tasks)}
+        self._envs: list[WebResearchEnv] = []
+        self.calls = 0
+
+    def _env(self, i: int) -> WebResearchEnv:
+        while len(self._envs) <= i:
+            self._envs.append(WebResearchEnv(self.env_config, tasks=self.tasks, judge=self.judge))
+        return self._envs[i]
+
+    def _task(self, prompt: Any) -> Task:
+        question = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
+        task = self.by_question.get(question)
+        if task is None:
+            raise ConfigError(f"the prompt {question[:80]!r} is not a question of the rollout's task set: build the dataset with "
+                              "training.grpo.rollout.task_dataset from the same tasks")
+        return task
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """Play one episode per prompt, in lockstep (one batched generate per turn), and return TRL's fields."""
+        tok = trainer.processing_class
+        budget = int(trainer.max_completion_length)
+        step = getattr(getattr(trainer, "state", None), "global_step", 0)
+        rank = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
+        self.calls += 1
+        episodes = []
+        for i, prompt in enumerate(prompts):
+            env = self._env(i)
+            _, info = env.reset(seed=_seed(self.config.seed, step, rank, self.calls, i), options={"task": self._task(prompt)})
+            episodes.append(Episode(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True))))
+        gen_s = tool_s = 0.0
+        turn = 0
+        while active := [e for e in episodes if not e.done]:
+            turn += 1
+            t = time.perf_counter()
+            outs = generate(trainer, [e.prompt_ids + e.completion_ids for e in active],
+                            [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for e in active],
+                            _seed(self.config.seed, step, rank, self.calls, turn), self.config.batch_size)
+            gen_s += time.perf_counter() - t
+            t = time.perf_counter()
+            for e, (ids, lps, ended) in zip(active, outs):
+                self._advance(e, ids, lps, ended, tok, budget)
+            tool_s += time.perf_counter() - t
+        return _fields(episodes, {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn})
+
+    def _advance(self, e: Episode, ids: list[int], lps: list[float], ended: bool, tok: Any, budget: int) -> None:
+        """Append one generated turn, step the env, append the tool suffix or end the episode."""
+        e.completion_ids += ids
+        e.env_mask += [1] * len(ids)
+        e.logprobs += lps
+        e.generated += len(ids)
+        e.turns += 1
+        if not ended:
+            e.done, e.no_answer = True, "length"
+            return
+        errors_before, calls_before = sum(e.env.errors.values()), sum(e.env.tool_calls.values())
+        try:
+            obs, reward, term, trunc, info = e.env.step(env_text(tok.decode(ids, skip_special_tokens=True)))
+        except Exception as exc:  # a judge or backend failure: the episode is unscorable, the batch goes on
+            log.warning("episode of task %s could not be scored: %s", e.env.task.id if e.env.task else "?", exc)
+            e.done, e.reward, e.no_answer = True, None, "error"
+            return
+        if sum(e.env.tool_calls.values()) > calls_before and (sum(info["errors"].values()) > errors_before or any(
+                s in obs for s in (INACCESSIBLE_EVIDENCE, SEARCH_UNAVAILABLE, SCHOLAR_UNAVAILABLE))):
+            e.tool_errors += 1  # a tool call that failed (bad arguments, unreachable page, tool unavailable)
+        if term:
+            e.done, e.answered, e.reward = True, True, float(reward)
+            return
+        if trunc:
+            e.done, e.no_answer = True, "turn_cap" if info.get("truncated_by") == "max_turns" else "obs_budget"
+            return
+        suffix = tool_suffix_ids(tok, e.env.messages)
+        if len(e.completion_ids) + len(suffix) >= budget:  # no room for the tool output and one more token
+            e.done, e.no_answer = True, "rollback"
+            return
+        e.completion_ids += suffix
+        e.env_mask += [0] * len(suffix)
+        e.logprobs += [0.0] * len(suffix)
+
+
+def _fields(episodes: list[Episode], timing: dict[str, float]) -> dict[str, Any]:
+    """TRL's required keys, ``env_mask``, and the per-episode fields the reward function and metrics read."""
+    return {
+        "prompt_ids": [e.prompt_ids for e in episodes],
+        "completion_ids": [e.completion_ids for e in episodes],
+        "logprobs": [e.logprobs for e in episodes],
+        "env_mask": [e.env_mask for e in episodes],
+        "env_reward": [e.reward for e in episodes],
+        "answered": [e.answered for e in episodes],
+        "no_answer": [e.no_answer for e in episodes],
+        "turns": [e.turns for e in episodes],
+        "tool_calls": [dict(e.env.tool_calls) for e in episodes],
+        "tool_errors": [e.tool_errors for e in episodes],
+        "action_errors": [sum(e.env.errors.values()) for e in episodes],
+        "generated_tokens": [e.generated for e in episodes],
+        "rollout_timing": timing,
+    }
+
+
+def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: int, batch_size: int = 16) -> list[tuple[list[int], list[float], bool]]:
+    """One turn for each context: ``(ids, logprobs, ended)`` with ``ids`` up to and including the end-of-turn token.
+
+    Args:
+        trainer: The GRPO trainer (its model or vLLM engine, tokenizer, sampling settings, end tokens).
+        contexts: Token ids to continue.
+        max_new: Most new tokens per context (<= 0: nothing is generated, the turn counts as cut).
+        seed: Sampling seed of this call (HF path).
+        batch_size: Most contexts per ``generate`` call (HF path).
+
+    Returns:
+        One triple per context; ``ended`` is False when the turn was cut by ``max_new``.
+    """
+    eos = set(trainer.eos_token_ids)
+    out: list[tuple[list[int], list[float], bool]] = [([], [], False)] * len(contexts)
+    todo = [i for i, m in enumerate(max_new) if m > 0]
+    window = getattr(getattr(trainer.model, "config", None), "max_position_embeddings", None)
+    if window:
+        todo = [i for i in todo if len(contexts[i]) < window]
+    for c in range(0, len(todo), batch_size):
+        ids = todo[c:c + batch_size]
+        cap = max(max_new[i] for i in ids)
+        if window:
+            cap = min(cap, window - max(len(contexts[i]) for i in ids))
+        rows = _vllm(trainer, [contexts[i] for i in ids], cap) if trainer.use_vllm else \
+            _hf(trainer, [contexts[i] for i in ids], cap, seed + c)
+        for i, (toks, lps) in zip(ids, rows):
+            n = next((k + 1 for k, x in enumerate(toks) if x in eos), None)
+            limit = min(max_new[i], len(toks))
+            if n is not None and n <= max_new[i]:
+                out[i] = (toks[:n], lps[:n], True)
+            else:
+                out[i] = (toks[:limit], lps[:limit], False)
+    return out
+
+
+def _hf(trainer: Any, contexts: list[list[int]], max_new: int, seed: int) -> list[tuple[list[int], list[float]]]:
+    """Sample with ``trainer.model.generate`` (left padding); logprobs of the sampled tokens at the trainer's temperature."""
+    import copy
+
+    import torch
+    from trl.models.utils import unwrap_model_for_generation
+
+    pad = trainer.processing_class.pad_token_id
+    width = max(len(c) for c in contexts)
+    input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])
+    attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
+    config = copy.deepcopy(trainer.generation_config)
+    config.max_new_tokens = max_new
+    device = trainer.accelerator.device
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), \
+            unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
+        torch.manual_seed(seed)
+        res = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), generation_config=config,
+                             output_logits=True, return_dict_in_generate=True)
+    new = res.sequences[:, width:].cpu()
+    logits = torch.stack(res.logits, dim=1).float().cpu() / max(trainer.temperature, 1e-6)
+    lps = torch.log_softmax(logits, dim=-1).gather(2, new.unsqueeze(2)).squeeze(2)
+    return [(row.tolist(), lp.tolist()) for row, lp in zip(new, lps)]
+
+
+def _vllm(trainer: Any, contexts: list[list[int]], max_new: int) -> list[tuple[list[int], list[float]]]:
+    """Sample with TRL's vLLM engine (colocate or server); untested without a GPU."""
+    gen = trainer.vllm_generation
+    old = gen.max_completion_length
+    gen.max_completion_length = max_new
+    try:
+        _, ids, logprobs, _ = gen.generate(prompts=contexts, images=None, num_generations=1)
+    finally:
+        gen.max_completion_length = old
+    return [(list(row), [float("nan") if lp[0] is None else lp[0] for lp in lps]) for row, lps in zip(ids, logprobs)]
