@@ -1,7 +1,9 @@
 """Build an index directory: source -> parse -> chunk -> DuckDB store + Lucene BM25 (+ FAISS).
 
-Everything is written to a temporary sibling directory and moved into place only when the
-build is complete, so an interrupted build never leaves a half index under the real name.
+Everything is written to a temporary sibling directory (``.NAME.building-PID``) and moved into
+place only when the build is complete, so an interrupted build never leaves a half index under
+the real name. A build holds a lock on its directory; the next build in the same parent removes
+the directories of killed builds (owner PID gone and lock free), never a running build's.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import datetime as dt
 import hashlib
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -78,9 +81,7 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
     src = open_source(source, workers=config.workers)
     target = Path(out) if out else default_index_dir(src.name)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.building-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp, lock = _new_build_dir(target)
     t0 = time.perf_counter()
     try:
         store = StoreWriter(tmp / "store.duckdb")
@@ -122,12 +123,106 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
             "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         }
         write_manifest(tmp, manifest)
+        _unlock_build_dir(tmp, lock)
+        lock = None
         _swap_into_place(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if lock is not None:
+            os.close(lock)
     log.info("built %s: %d pages, %d passages in %.1fs", target, counts["pages"], n_passages, time.perf_counter() - t0)
     return target
+
+
+_BUILDING = re.compile(r"\.(?P<name>.+)\.building-(?P<pid>[0-9]+)")
+_LOCK_FILE = ".build.lock"
+
+
+def remove_stale_builds(parent: Path) -> list[Path]:
+    """Remove the ``.NAME.building-PID`` directories in ``parent`` that killed builds left behind.
+
+    A directory goes only when its process is gone (``ProcessLookupError`` for the PID) and, when it
+    has a lock file, nobody holds that lock (so a build running in another PID namespace that
+    shares the folder, such as another container, is left alone). POSIX only: elsewhere nothing is
+    removed.
+
+    Args:
+        parent: The folder the index directories live in.
+
+    Returns:
+        The directories removed.
+    """
+    if os.name != "posix" or not parent.is_dir():
+        return []
+    removed = []
+    for path in sorted(parent.iterdir()):
+        m = _BUILDING.fullmatch(path.name)
+        if not m or not path.is_dir() or _owner_alive(int(m["pid"])) or _lock_held(path / _LOCK_FILE):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            log.info("removed %s, left behind by build process %s, which is gone", path, m["pid"])
+            removed.append(path)
+    return removed
+
+
+def _owner_alive(pid: int) -> bool:
+    """Whether ``pid`` may be a live process (anything but a clear "no such process" counts as alive)."""
+    if pid <= 0 or pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # PermissionError: alive under another user; OverflowError: not a PID here
+        return True
+    return True
+
+
+def _new_build_dir(target: Path) -> tuple[Path, int | None]:
+    """Clear killed builds' leftovers, then create and lock this build's ``.NAME.building-PID`` directory."""
+    remove_stale_builds(target.parent)
+    tmp = target.parent / f".{target.name}.building-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    return tmp, _lock_build_dir(tmp)
+
+
+def _lock_build_dir(tmp: Path) -> int | None:
+    """Create and hold (``flock``) the lock file of a build directory; returns its descriptor (``None``: not POSIX)."""
+    if os.name != "posix":
+        return None
+    import fcntl
+
+    fd = os.open(tmp / _LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _unlock_build_dir(tmp: Path, fd: int | None) -> None:
+    """Drop the lock file before the directory becomes the index."""
+    if fd is not None:
+        os.unlink(tmp / _LOCK_FILE)
+        os.close(fd)
+
+
+def _lock_held(lock: Path) -> bool:
+    """Whether another process holds ``lock`` (a missing or unreadable lock file is not held)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Passage]]:

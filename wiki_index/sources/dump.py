@@ -34,16 +34,23 @@ log = logging.getLogger(__name__)
 
 _REDIRECT_RE = re.compile(r"^\s*#\s*redirect\s*:?\s*\[\[([^\]|]*)", re.I)
 _MAX_WARNINGS = 20
+#: Skip reasons worth a warning (the others, like ``namespace``, are routine in every dump).
+_WARN_REASONS = frozenset({"parse_timeout", "parse_error", "xml_namespace", "bad_id", "bad_ns"})
+#: Page ids are stored as DuckDB BIGINT.
+_MAX_PAGE_ID = 2**63 - 1
+_INTEGER = re.compile(r"-?[0-9]{1,40}")
 
 
 class RawPage(NamedTuple):
-    """One ``<page>`` as read from the XML, before parsing."""
+    """One ``<page>`` as read from the XML, before parsing (``skip``: why it cannot be used, with ``detail``)."""
 
     title: str
     ns: int
     page_id: int
     redirect: str | None
     text: str
+    skip: str = ""
+    detail: str = ""
 
 
 class Skip(NamedTuple):
@@ -63,8 +70,13 @@ def process_page(raw: RawPage, config: ParseConfig) -> Page | Redirect | Skip:
 
     Returns:
         ``Skip`` reasons: ``"namespace"`` (not ns 0), ``"bad_redirect"``, ``"empty"`` (no text
-        after cleaning), ``"parse_timeout"``, ``"parse_error"``.
+        after cleaning), ``"parse_timeout"``, ``"parse_error"``, and those the reader found:
+        ``"xml_namespace"`` (a ``<page>`` in another XML namespace than the export's),
+        ``"bad_id"`` (an ``<id>`` that is not an integer from 0 to 2^63-1), ``"bad_ns"`` (a
+        non-integer ``<ns>``).
     """
+    if raw.skip:
+        return Skip(raw.skip, raw.title, raw.detail)
     if raw.ns != 0:
         return Skip("namespace", raw.title)
     title = normalize_title(raw.title)
@@ -183,27 +195,51 @@ class _XmlPages:
                               f"found <{local}>; export pages with Special:Export or use a pages-articles dump")
         q = q + "}" if q else ""
         page_tag, siteinfo_tag = q + "page", q + "siteinfo"
+        depth = 1  # inside <mediawiki>
         for event, elem in ctx:
-            if event != "end":
+            if event == "start":
+                depth += 1
                 continue
-            if elem.tag == page_tag:
-                revs = elem.findall(q + "revision")
-                red = elem.find(q + "redirect")
-                raw = RawPage(
-                    title=elem.findtext(q + "title") or "",
-                    ns=int(elem.findtext(q + "ns") or 0),
-                    page_id=int(elem.findtext(q + "id") or 0),
-                    redirect=None if red is None else red.get("title", ""),
-                    text=(revs[-1].findtext(q + "text") or "") if revs else "",
-                )
+            depth -= 1
+            if elem.tag == page_tag or (depth == 1 and elem.tag.rpartition("}")[2] == "page"):
+                raw = _raw_page(elem, q)
                 root.clear()
                 self.pages += 1
                 yield raw
                 self.last_title = raw.title
             elif elem.tag == siteinfo_tag:
                 for ns in elem.iter(q + "namespace"):
-                    self.namespaces[int(ns.get("key", "0"))] = ns.text or ""
+                    key = _integer(ns.get("key", "0"))
+                    if key is None:  # one unusable name costs nothing but its prefix being recognised
+                        log.warning("%s: ignored <namespace key=%r> in <siteinfo> (expected an integer key)", self.path.name, ns.get("key"))
+                        continue
+                    self.namespaces[key] = ns.text or ""
                 root.clear()
+
+
+def _raw_page(elem: ET.Element, q: str) -> RawPage:
+    """Read one ``<page>`` element (``q``: the export's ``{namespace}``); problems become ``RawPage.skip``."""
+    own_q = elem.tag[: elem.tag.rfind("}") + 1]
+    title = elem.findtext(own_q + "title") or ""
+    if own_q != q:
+        return RawPage(title, 0, 0, None, "", "xml_namespace",
+                       f"<page> in XML namespace {own_q[1:-1] or 'none'!r}, expected {q[1:-1] or 'none'!r} as the "
+                       "rest of the export; re-export the page with the same MediaWiki version")
+    ns_text, id_text = elem.findtext(q + "ns") or "0", elem.findtext(q + "id") or "0"
+    ns, page_id = _integer(ns_text), _integer(id_text)
+    if ns is None:
+        return RawPage(title, 0, 0, None, "", "bad_ns", f"<ns> is {ns_text[:40]!r}, expected an integer")
+    if page_id is None or not 0 <= page_id <= _MAX_PAGE_ID:
+        return RawPage(title, ns, 0, None, "", "bad_id", f"<id> is {id_text[:40]!r}, expected an integer from 0 to 2^63-1")
+    revs = elem.findall(q + "revision")
+    red = elem.find(q + "redirect")
+    return RawPage(title, ns, page_id, None if red is None else red.get("title", ""),
+                   (revs[-1].findtext(q + "text") or "") if revs else "")
+
+
+def _integer(text: str) -> int | None:
+    """``int(text)``, or ``None`` when it is not a plain decimal integer (at most 40 characters)."""
+    return int(text) if _INTEGER.fullmatch(text.strip()) else None
 
 
 @dataclass
@@ -289,7 +325,7 @@ class DumpSource:
 
     def _skip(self, rec: Skip) -> None:
         self.stats.skip(rec.reason)
-        if rec.reason in ("parse_timeout", "parse_error") and self._warned < _MAX_WARNINGS:
+        if rec.reason in _WARN_REASONS and self._warned < _MAX_WARNINGS:
             self._warned += 1
             log.warning("%s: skipped page %r (%s): %s", self.path.name, rec.title, rec.reason, rec.detail)
 

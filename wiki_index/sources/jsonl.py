@@ -9,7 +9,8 @@ Two record shapes are read, one per line:
 Consecutive passages with the same title become one :class:`Page`; each keeps its record id as
 ``Passage.docid`` (so existing qrels keep working) and the page text is the passages joined by
 spaces. Page ids come from a ``page_id``/``wikipedia_id``/``wiki_id`` field when the first
-passage of the page has an integer one, else they count pages in input order from 1. A passage
+passage of the page has an integer one (one too large for the store's BIGINT makes the line
+a bad line, ``bad_page_id``), else they count pages in input order from 1. A passage
 without an ``id`` gets ``"{page_id}-{ordinal}"``. The same title appearing again later (not
 consecutively) starts a new page; the store keeps the first and counts the duplicate.
 """
@@ -31,6 +32,8 @@ from wiki_index.types import Page, Passage, Section, normalize_title
 log = logging.getLogger(__name__)
 
 _PAGE_ID_FIELDS = ("page_id", "wikipedia_id", "wiki_id")
+#: Page ids are DuckDB BIGINTs; one below the maximum, so the page after it can still be numbered ``id + 1``.
+_MIN_PAGE_ID, _MAX_PAGE_ID = -(2**63), 2**63 - 2
 _MAX_LOGGED = 5
 
 
@@ -56,7 +59,8 @@ class JsonlSource:
     Attributes:
         path: The file.
         strict: Raise :class:`CorpusError` (naming ``file:line``) on the first bad line instead of
-            skipping and counting it (reasons ``"bad_json"``, ``"missing_field"``, ``"empty"``).
+            skipping and counting it (reasons ``"bad_json"``, ``"missing_field"``, ``"empty"``,
+            ``"bad_page_id"``: a page id too large for a DuckDB BIGINT).
     """
 
     path: Path
@@ -127,8 +131,12 @@ class JsonlSource:
         if not title or not text:
             return self._bad("empty", lineno, "empty title or text")
         docid = rec.get("id", rec.get("_id"))
-        pid = next((rec[f] for f in _PAGE_ID_FIELDS if isinstance(rec.get(f), int) or str(rec.get(f, "")).isdigit()), None)
-        return title, text, None if docid is None else str(docid), None if pid is None else int(pid)
+        field = next((f for f in _PAGE_ID_FIELDS if isinstance(rec.get(f), int) or str(rec.get(f, "")).isdigit()), None)
+        pid = None if field is None else int(rec[field])
+        if pid is not None and not _MIN_PAGE_ID <= pid <= _MAX_PAGE_ID:
+            return self._bad("bad_page_id", lineno, f"{field} {str(rec[field])[:40]} is out of range; expected an "
+                                                    f"integer from 0 to {_MAX_PAGE_ID} (a DuckDB BIGINT)")
+        return title, text, None if docid is None else str(docid), pid
 
     def _bad(self, reason: str, lineno: int, detail: str) -> None:
         if self.strict:
