@@ -32,7 +32,7 @@ real = subprocess.Popen
 class Spy(real):
     def __init__(self, args, *a, **k):
         super().__init__(args, *a, **k)
-        if any("runner" in str(x) for x in args):
+        if any(str(x).startswith("workdir=") for x in args):  # the runner's settings: not bwrap's probe
             print("started", flush=True)
 subprocess.Popen = Spy
 from sim_web.tools.python.sandbox import PythonConfig, run_python
@@ -40,6 +40,26 @@ req = json.loads(sys.argv[1])
 run_python(req["code"], PythonConfig(**req["config"]))
 print("finished", flush=True)
 """
+
+
+#: The best-effort sandbox with nothing but the process group and the Python-level guards (what a
+#: machine without unshare or a writable cgroup gets); used to test that those layers hold alone.
+BARE = {"isolation": "best-effort", "use_namespaces": False, "use_cgroup": False}
+
+
+def probe(request: dict) -> dict:
+    """Run one request in a child ``sandbox_probe.py`` (``request["env"]``: extra environment); its report."""
+    done = subprocess.run([sys.executable, __file__], input=json.dumps(request), capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **request.get("env", {})})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def run_contained(code: str, **config: object) -> str:
+    """One call in a child subreaper: its output, after asserting it left no process behind."""
+    report = probe({"mode": "run", "code": code, "config": config})
+    assert report["leftover"] is False, report
+    return report["out"]
 
 
 def _settle(limit_s: float) -> tuple[bool, int]:

@@ -70,8 +70,27 @@ def user_task_count() -> int | None:
 
 
 def make_workdir() -> str:
-    """A fresh private working directory for one call (delete it with :func:`remove_tree`)."""
+    """A fresh private working directory for one call (delete it with :func:`remove_tree`).
+
+    Its name carries this process's pid, so the first call of a later process removes the
+    directories of owners that were killed before they could (:func:`_sweep_stale`).
+    """
+    _sweep_stale(tempfile.gettempdir())
     return os.path.realpath(tempfile.mkdtemp(prefix=f"simweb-py-{os.getpid()}-"))
+
+
+@cache
+def _sweep_stale(parent: str) -> None:
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        owner = entry.name.split("-")[2:3]
+        if entry.name.startswith("simweb-py-") and owner and owner[0].isdigit() and entry.is_dir(follow_symlinks=False) \
+                and not os.path.exists(f"/proc/{owner[0]}"):
+            log.info("removing the stale PythonInterpreter working directory %s (owner %s is gone)", entry.path, owner[0])
+            remove_tree(entry.path)
 
 
 def remove_tree(path: str) -> None:

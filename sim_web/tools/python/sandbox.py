@@ -115,24 +115,27 @@ class PythonConfig:
                              f"check ${ISOLATION_ENV} (unset it for the default 'bwrap')")
 
 
-def sandbox_problem(config: PythonConfig = PythonConfig()) -> str | None:
+def sandbox_problem(config: PythonConfig | None = None) -> str | None:
     """Why ``run_python`` would refuse to run with ``config`` here, or ``None`` when it can run.
 
     Args:
-        config: The configuration to check (only ``isolation`` and ``python`` matter).
+        config: The configuration to check (only ``isolation`` and ``python`` matter); default
+            ``PythonConfig()``, read at call time (so ``$SIM_WEB_PYTHON_SANDBOX`` applies).
 
     Returns:
         ``None``, or what is missing and how to install it.
     """
+    config = config or PythonConfig()
     return _bwrap.bwrap_problem(config.python) if config.isolation == "bwrap" else None
 
 
-def run_python(code: str, config: PythonConfig = PythonConfig()) -> str:
+def run_python(code: str, config: PythonConfig | None = None) -> str:
     """Run ``code`` in a sandbox and return the Tongyi-style observation text.
 
     Args:
         code: The program, as the agent wrote it inside ``<code>...</code>``.
-        config: Limits of the run.
+        config: Limits of the run; default ``PythonConfig()``, built at call time (so
+            ``$SIM_WEB_PYTHON_SANDBOX`` set after import applies).
 
     Returns:
         ``stdout:\\n...`` and/or ``stderr:\\n...`` (joined by a newline), then the timeout line
@@ -142,6 +145,10 @@ def run_python(code: str, config: PythonConfig = PythonConfig()) -> str:
     """
     if not isinstance(code, str) or not code.strip():
         return ERROR_PREFIX + "Empty code."
+    try:
+        config = config or PythonConfig()
+    except ValueError as exc:  # e.g. a bad $SIM_WEB_PYTHON_SANDBOX
+        return f"{ERROR_PREFIX}{exc}"
     problem = sandbox_problem(config)
     if problem is not None:
         _warn_once(problem, logging.ERROR)
