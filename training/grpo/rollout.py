@@ -279,13 +279,13 @@ def _hf(trainer: Any, contexts: list[list[int]], max_new: int, seed: int) -> lis
     attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
     config = copy.deepcopy(trainer.generation_config)
     config.max_new_tokens = max_new
+    config.output_logits = config.return_dict_in_generate = True
     device = trainer.accelerator.device
     with torch.random.fork_rng(devices=[]), torch.no_grad(), \
             unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
         torch.manual_seed(seed)
-        res = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), generation_config=config,
-                             output_logits=True, return_dict_in_generate=True)
+        res = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), generation_config=config)
     new = res.sequences[:, width:].cpu()
     logits = torch.stack(res.logits, dim=1).float().cpu() / max(trainer.temperature, 1e-6)
     lps = torch.log_softmax(logits, dim=-1).gather(2, new.unsqueeze(2)).squeeze(2)

@@ -9,7 +9,7 @@ from training.wire import CHATML
 
 
 def tiny_model(texts: Sequence[str], vocab_size: int = 400, hidden: int = 32, layers: int = 2, seed: int = 0,
-               max_positions: int = 8192) -> tuple[Any, Any]:
+               max_positions: int = 8192, eos_bias: float = 0.0) -> tuple[Any, Any]:
     """A 2-layer Llama and its tokenizer (BPE trained on ``texts``, ChatML template, ``<|im_end|>`` as eos).
 
     Args:
@@ -19,6 +19,10 @@ def tiny_model(texts: Sequence[str], vocab_size: int = 400, hidden: int = 32, la
         layers: Decoder layers.
         seed: Weight initialisation seed (the global RNG is left untouched).
         max_positions: Context window.
+        eos_bias: Added to the end-of-turn logit through a bias on the output layer, so that a random model ends its
+            turns after a few tokens (about ``vocab / e**eos_bias`` on average) and smoke rollouts step the env.
+            The bias is part of the model (sampled and trained) but ``LlamaForCausalLM.from_pretrained`` does not
+            restore it: the tiny model is for smoke runs only.
 
     Returns:
         ``(model, tokenizer)``.
@@ -41,4 +45,11 @@ def tiny_model(texts: Sequence[str], vocab_size: int = 400, hidden: int = 32, la
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(cfg)
+    if eos_bias:
+        head = torch.nn.Linear(hidden, len(tok), bias=True)
+        with torch.no_grad():
+            head.weight.copy_(model.lm_head.weight)
+            head.bias.zero_()
+            head.bias[tok.eos_token_id] = eos_bias
+        model.lm_head = head
     return model, tok

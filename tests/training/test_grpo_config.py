@@ -1,0 +1,59 @@
+"""GRPO recipes: every file loads, overrides apply, mistakes are errors that name the fix, the CLI is registered."""
+
+import pytest
+
+from training.grpo.config import CONFIG_DIR, GRPORecipe, load_recipe, parse_value
+from wiki_index.errors import ConfigError
+
+RECIPES = ("cpu-smoke", "single-gpu", "multi-gpu")
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_recipe_loads_without_python_interpreter(name):
+    r = load_recipe(name)
+    assert r.name == name and "PythonInterpreter" not in r.tools
+    assert (r.advantage, r.truncation, r.loss_type) == ("loo", "drop_truncated_negatives", "dapo")
+    assert r.use_vllm == (name != "cpu-smoke") and r.max_completion_length >= r.max_turn_tokens
+    assert "PythonInterpreter is disabled" in (CONFIG_DIR / f"{name}.yaml").read_text()
+
+
+def test_multi_gpu_recipe_documents_the_server_mode_hang():
+    text = (CONFIG_DIR / "multi-gpu.yaml").read_text()
+    assert "accelerate launch" in text and "trl#6673" in text and "colocate" in text
+    assert (CONFIG_DIR / "accelerate-multi-gpu.yaml").is_file()
+
+
+def test_overrides_and_trl_arguments(tmp_path):
+    pytest.importorskip("trl")
+    r = load_recipe("cpu-smoke", max_steps=5, advantage="loo_std", output_dir=str(tmp_path), tools=["search", "visit"])
+    assert (r.max_steps, r.advantage, r.tools) == (5, "loo_std", ("search", "visit"))
+    args = r.grpo_config()
+    assert (args.advantage, args.truncation, args.num_generations, args.per_device_train_batch_size) == ("loo_std", r.truncation, 2, 4)
+    assert (args.loss_type, args.scale_rewards, args.mask_truncated_completions, args.num_iterations) == ("dapo", "none", False, 1)
+    assert args.steps_per_generation == args.gradient_accumulation_steps and args.epsilon_high == 0.28
+
+
+def test_mistakes_name_the_fix():
+    with pytest.raises(ConfigError, match="PythonInterpreter is disabled"):
+        GRPORecipe(tools=("search", "PythonInterpreter"))
+    with pytest.raises(ConfigError, match="unknown GRPO recipe fields \\['max_step'\\]"):
+        load_recipe("cpu-smoke", max_step=3)
+    with pytest.raises(ConfigError, match="one of \\['cpu-smoke', 'multi-gpu', 'single-gpu'\\]"):
+        load_recipe("gpu")
+    with pytest.raises(ConfigError, match="raise it or lower max_turn_tokens"):
+        GRPORecipe(max_completion_length=100, max_turn_tokens=512)
+    with pytest.raises(ConfigError, match="num_generations must be >= 2"):
+        GRPORecipe(num_generations=1)
+    with pytest.raises(ConfigError, match="not 'tiny', 'smollm2' or a model folder"):
+        GRPORecipe(model="/no/such/model").model_path()
+
+
+def test_set_values_parse_as_yaml():
+    assert [parse_value(v) for v in ("3", "1e-6", "true", "null", "[search, visit]", "/a/b")] == [3, 1e-6, True, None, ["search", "visit"], "/a/b"]
+
+
+def test_sim_web_cli_lists_grpo():
+    from sim_web.cli import make_parser
+
+    args = make_parser().parse_args(["grpo", "--recipe", "cpu-smoke", "--set", "max_steps=1", "--no-resume"])
+    assert args.recipe == "cpu-smoke" and args.set == ["max_steps=1"] and args.no_resume and callable(args.func)

@@ -1,0 +1,51 @@
+"""The cpu-smoke recipe end to end: `sim-web grpo` in a subprocess on SailorFog tasks of the sample, then a resume."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sailorfog_tasks(synth_run, tmp_path_factory):
+    """The synthesized SailorFog-QA questions of the sample index as a task file."""
+    records, _ = synth_run
+    path = tmp_path_factory.mktemp("tasks") / "sailorfog_qa.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert any(r.get("split") == "train" for r in records)
+    return path
+
+
+def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog_tasks, tmp_path):
+    out = tmp_path / "run"
+    sets = [f"index_dir={sample_index}", f"tasks={sailorfog_tasks}"]
+    cmd = [sys.executable, "-m", "sim_web.cli", "grpo", "--recipe", "cpu-smoke", "--out", str(out)]
+    for s in sets:
+        cmd += ["--set", s]
+    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"}
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "PythonInterpreter is disabled" in res.stderr
+    assert "reward  answered  dropped" in res.stdout and "final model" in res.stdout
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["agent/turns"] >= 1 and r["agent/generated_tokens"] > 0 and r["time/generation"] > 0
+        assert 0.0 <= r["agent/frac_dropped"] <= 1.0 and r["agent/answer_rate"] <= 1.0
+        assert sum(r[f"agent/no_answer/{k}"] for k in ("length", "turn_cap", "rollback", "obs_budget")) == pytest.approx(
+            r["agent/frac_no_answer"])
+    assert (out / "checkpoint-2").is_dir() and (out / "final" / "config.json").is_file()
+
+    from training.grpo.config import load_recipe
+    from training.grpo.train import main
+
+    summary = main(load_recipe("cpu-smoke", index_dir=str(sample_index), tasks=str(sailorfog_tasks), output_dir=str(out), max_steps=3))
+    assert summary["resumed_from"].endswith("checkpoint-2") and summary["steps"] == 3
+    assert [r["step"] for r in summary["metrics"]] == [1, 2, 3]  # one new step after the resume

@@ -1,0 +1,194 @@
+"""``GRPORecipe``: everything one GRPO run needs (model, tasks, env budgets, GRPO switches), loadable from a recipe file.
+
+Recipes live in ``training/configs/<name>.yaml`` (``cpu-smoke``, ``single-gpu``, ``multi-gpu``); any field can be
+overridden (``sim-web grpo --recipe cpu-smoke --set max_steps=5``). :meth:`GRPORecipe.grpo_config` turns a recipe
+into TRL arguments (:class:`~training.grpo.trainer.AgentGRPOConfig`).
+
+PythonInterpreter is disabled in every recipe (and refused here) until the sandbox security issue lands: today a
+policy can read the gold answers through it.
+
+Example:
+    >>> GRPORecipe(model="tiny", max_steps=2).per_device_batch
+    8
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.grpo.advantage import ADVANTAGES, TRUNCATION_RULES
+from wiki_index.errors import ConfigError
+from wiki_index.settings import sim_web_home
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+TRAIN_TOOLS = ("search", "visit", "google_scholar")
+PYTHON_DISABLED = ("PythonInterpreter is disabled for training until the sandbox security issue lands: today a policy can read "
+                   "the gold answers through it")
+SMOLLM2_DIR = "models/SmolLM2-135M-Instruct"  # where agents.models.smollm2_path() converts the bundled GGUF
+
+
+def _f(default: Any, text: str) -> Any:
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use default_factory for mutable defaults")
+    return field(default=default, metadata={"help": text})
+
+
+@dataclass(frozen=True)
+class GRPORecipe:
+    """One GRPO run on the simulated web."""
+
+    model: str = _f("smollm2", "'tiny' (a random 2-layer Llama, CPU smoke), 'smollm2' (the bundled SmolLM2-135M-Instruct, "
+                               "converted under $SIM_WEB_HOME/models) or a Hugging Face model folder (e.g. an SFT checkpoint).")
+    index_dir: str | None = _f(None, "Index to browse (default: the sample index under $SIM_WEB_HOME).")
+    tasks: str | None = _f(None, "Task set: default (the index's SailorFog-QA set when synthesized), derived, sailorfog, or a path.")
+    split: str | None = _f("train", "Task split to train on (the test split stays held out for `sim-web eval`).")
+    n_tasks: int | None = _f(None, "Use the first n tasks of the split (None = all).")
+    tools: tuple[str, ...] = _f(TRAIN_TOOLS, "Enabled tools. " + PYTHON_DISABLED + ".")
+    max_turns: int = _f(8, "Agent turns per episode (the env's turn cap; reaching it ends the episode without an answer).")
+    max_response_chars: int = _f(4000, "Cap on one tool response in characters (shorter outputs keep rollouts within budget).")
+    max_obs_chars: int = _f(50_000, "Tool output budget per episode in characters.")
+    reward: str = _f("em", "Answer score: 'em' (exact match) or 'f1' (token F1), over the gold answer and its aliases.")
+    num_generations: int = _f(4, "Group size G (larger groups instead of dynamic sampling).")
+    prompts_per_step: int = _f(2, "Tasks per optimiser step per process (the batch is prompts_per_step * num_generations).")
+    max_steps: int = _f(20, "Optimiser steps (one per generation batch: strictly on-policy).")
+    learning_rate: float = _f(1e-6, "AdamW learning rate.")
+    max_completion_length: int = _f(4096, "Token budget of the whole multi-turn completion, tool outputs included.")
+    max_turn_tokens: int = _f(512, "Most new tokens of one assistant turn.")
+    temperature: float = _f(1.0, "Sampling temperature of the rollouts (also used for the trained logprobs).")
+    top_p: float = _f(1.0, "Nucleus sampling mass of the rollouts.")
+    advantage: str = _f("loo", f"Group advantage, one of {ADVANTAGES}.")
+    truncation: str = _f("drop_truncated_negatives", f"Which samples leave the loss, one of {TRUNCATION_RULES}.")
+    epsilon_high: float = _f(0.28, "Upper clip of the ratio (clip-higher); set it to 0.2 for symmetric clipping.")
+    loss_type: str = _f("dapo", "TRL loss aggregation ('dapo': token-level, normalised by the batch's trained tokens).")
+    lora_r: int = _f(0, "LoRA rank (0 = full fine-tuning); LoRA needs peft.")
+    gradient_checkpointing: bool = _f(False, "Trade compute for memory on long completions.")
+    bf16: bool = _f(False, "bfloat16 training (GPU; CPUs here have no native bf16).")
+    use_vllm: bool = _f(False, "Generate with vLLM (GPU, `pip install -e .[gpu]`); colocate shares the training GPU.")
+    vllm_mode: str = _f("colocate", "'colocate' (one process per GPU, safe with tools) or 'server' (see the README: TRL 1.16 can "
+                                    "hang with tools and more than one trainer process per server).")
+    vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory share of the colocated vLLM engine.")
+    threads: int | None = _f(None, "torch CPU threads (None: torch's default).")
+    output_dir: str | None = _f(None, "Checkpoints, metrics.jsonl and the final model (default $SIM_WEB_HOME/runs/grpo/<recipe>).")
+    save_steps: int = _f(10, "Save a checkpoint every N steps (resuming starts from the last one).")
+    resume: bool = _f(True, "Resume from the last checkpoint in output_dir when there is one.")
+    seed: int = _f(0, "Seed of the model init (tiny), data order and sampling.")
+    name: str = _f("custom", "Recipe name (names the default output folder).")
+
+    def __post_init__(self) -> None:
+        if "PythonInterpreter" in self.tools:
+            raise ConfigError(f"GRPORecipe.tools includes PythonInterpreter: {PYTHON_DISABLED}. Use tools={TRAIN_TOOLS}")
+        if self.advantage not in ADVANTAGES or self.truncation not in TRUNCATION_RULES:
+            raise ConfigError(f"GRPORecipe needs advantage in {ADVANTAGES} and truncation in {TRUNCATION_RULES}; got "
+                              f"{self.advantage!r}, {self.truncation!r}")
+        if self.reward not in ("em", "f1"):
+            raise ConfigError(f"GRPORecipe.reward must be 'em' or 'f1', got {self.reward!r} (judge rewards need a judge endpoint)")
+        if self.num_generations < 2:
+            raise ConfigError(f"GRPORecipe.num_generations must be >= 2 (a group needs a baseline), got {self.num_generations}")
+        if min(self.prompts_per_step, self.max_steps, self.max_turns, self.max_turn_tokens, self.save_steps) < 1:
+            raise ConfigError("GRPORecipe needs prompts_per_step, max_steps, max_turns, max_turn_tokens and save_steps >= 1")
+        if self.max_completion_length < self.max_turn_tokens:
+            raise ConfigError(f"GRPORecipe.max_completion_length ({self.max_completion_length}) is the budget of the whole "
+                              f"episode and must be >= max_turn_tokens ({self.max_turn_tokens}); raise it or lower max_turn_tokens")
+        if self.vllm_mode not in ("colocate", "server"):
+            raise ConfigError(f"GRPORecipe.vllm_mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
+
+    @property
+    def per_device_batch(self) -> int:
+        """Episodes per process per step."""
+        return self.prompts_per_step * self.num_generations
+
+    def out_dir(self) -> Path:
+        """Where the run writes (``output_dir`` or ``$SIM_WEB_HOME/runs/grpo/<name>``)."""
+        return Path(self.output_dir) if self.output_dir else sim_web_home() / "runs" / "grpo" / self.name
+
+    def model_path(self) -> str:
+        """The model folder (``tiny`` has none).
+
+        Raises:
+            ConfigError: When SmolLM2 has not been converted yet or the folder does not exist.
+        """
+        if self.model.lower() in ("smollm2", "smollm2-135m-instruct"):
+            path = sim_web_home() / SMOLLM2_DIR
+            if not (path / "config.json").is_file():
+                raise ConfigError(f"SmolLM2 is not converted yet at {path}: run once `python -c \"from agents.models import "
+                                  "smollm2_path; smollm2_path()\"` (or `sim-web eval --policy hf:smollm2`)")
+            return str(path)
+        if not (Path(self.model) / "config.json").is_file():
+            raise ConfigError(f"GRPORecipe.model {self.model!r} is not 'tiny', 'smollm2' or a model folder with config.json")
+        return self.model
+
+    def grpo_config(self, **overrides: Any) -> Any:
+        """The TRL arguments of this recipe (:class:`~training.grpo.trainer.AgentGRPOConfig`)."""
+        from training.grpo.trainer import AgentGRPOConfig
+
+        kw = dict(output_dir=str(self.out_dir()), per_device_train_batch_size=self.per_device_batch,
+                  num_generations=self.num_generations, max_steps=self.max_steps, learning_rate=self.learning_rate,
+                  max_completion_length=self.max_completion_length, temperature=self.temperature, top_p=self.top_p,
+                  advantage=self.advantage, truncation=self.truncation, epsilon_high=self.epsilon_high, loss_type=self.loss_type,
+                  gradient_checkpointing=self.gradient_checkpointing, bf16=self.bf16, use_cpu=not self.use_vllm and not self.bf16
+                  and not _cuda(), use_vllm=self.use_vllm, vllm_mode=self.vllm_mode,
+                  vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization, logging_steps=1, save_steps=self.save_steps,
+                  save_strategy="steps", report_to="none", seed=self.seed, data_seed=self.seed, log_completions=False)
+        kw.update(overrides)
+        return AgentGRPOConfig(**kw)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def recipe_path(name: str) -> Path:
+    """``training/configs/<name>.yaml``, or ``name`` itself when it is a file."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    found = CONFIG_DIR / f"{name}.yaml"
+    if not found.is_file():
+        names = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if not p.stem.startswith("accelerate"))
+        raise ConfigError(f"no GRPO recipe {name!r}: expected a YAML file or one of {names}")
+    return found
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set key=value`` value: YAML scalars and lists (``3``, ``1e-6``, ``true``, ``null``, ``[search, visit]``)."""
+    import yaml
+
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        try:
+            return float(value)  # YAML 1.1 reads 1e-6 (no dot) as a string
+        except ValueError:
+            return value
+    return value
+
+
+def load_recipe(name: str, **overrides: Any) -> GRPORecipe:
+    """Read a recipe file and apply overrides.
+
+    Args:
+        name: A recipe name under ``training/configs`` or a YAML path.
+        **overrides: Field values that win over the file.
+
+    Returns:
+        The recipe.
+
+    Raises:
+        ConfigError: For an unknown recipe or field, or a value the recipe rejects.
+    """
+    import yaml
+
+    path = recipe_path(name)
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = {"name": path.stem, **data, **overrides}
+    known = {f.name for f in dataclasses.fields(GRPORecipe)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown GRPO recipe fields {unknown}; known fields: {sorted(known)}")
+    if isinstance(data.get("tools"), list):
+        data["tools"] = tuple(data["tools"])
+    return GRPORecipe(**data)

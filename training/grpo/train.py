@@ -1,0 +1,199 @@
+"""Train the research agent with GRPO on the simulated web: one recipe, read top to bottom.
+
+    python -m training.grpo.train --recipe cpu-smoke
+    sim-web grpo --recipe single-gpu --set model=/ckpt/sft-smollm2
+    accelerate launch --config_file training/configs/accelerate-multi-gpu.yaml -m training.grpo.train --recipe multi-gpu
+
+Steps: tasks (the index's SailorFog-QA train split) -> env config (PythonInterpreter off) -> model and tokenizer
+-> AgentGRPOTrainer with our rollout (the env's ReAct loop, the SFT/eval wire format) and the env's own reward
+-> train, resuming from the last checkpoint in the output folder -> save the final model and print the metrics
+table. Outputs in ``output_dir``: ``checkpoint-N/`` (every ``save_steps``), ``metrics.jsonl`` (one line per step),
+``final/`` (model + tokenizer, loadable by ``sim-web eval --policy hf:<output_dir>/final``), ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from training.grpo.config import PYTHON_DISABLED, GRPORecipe, load_recipe, parse_value
+
+log = logging.getLogger(__name__)
+#: Columns of the metrics table: (header, log key, format).
+TABLE = [("step", "step", "{:>4d}"), ("reward", "agent/reward_mean", "{:6.3f}"), ("answered", "agent/answer_rate", "{:8.2f}"),
+         ("dropped", "agent/frac_dropped", "{:7.2f}"), ("0-var", "agent/frac_zero_variance_groups", "{:5.2f}"),
+         ("calls", "agent/tool_calls_per_episode", "{:5.2f}"), ("tool-err", "agent/tool_error_rate", "{:8.2f}"),
+         ("tokens", "agent/generated_tokens", "{:6.0f}"), ("gen s", "time/generation", "{:6.1f}"),
+         ("tool s", "time/tool", "{:6.2f}"), ("train s", "time/training", "{:7.1f}")]
+
+
+def load_model(recipe: GRPORecipe, texts: list[str]) -> tuple[Any, Any]:
+    """The policy and its tokenizer: a tiny random Llama (BPE trained on ``texts``) or a model folder."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from training.grpo.tiny import tiny_model
+    from training.wire import CHATML
+
+    if recipe.model == "tiny":  # random weights, turns of ~8 tokens (eos_bias) so that smoke rollouts step the env
+        return tiny_model(texts, seed=recipe.seed, eos_bias=4.0)
+    path = recipe.model_path()
+    tok = AutoTokenizer.from_pretrained(path)
+    if not getattr(tok, "chat_template", None):
+        tok.chat_template = CHATML
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if recipe.bf16 else torch.float32)
+    return model, tok
+
+
+def metrics_callback(path: Path, max_steps: int) -> Any:
+    """A callback that appends each step's logs to ``metrics.jsonl`` and shows a progress bar with the key numbers."""
+    from tqdm import tqdm
+    from transformers import TrainerCallback
+
+    class AgentProgress(TrainerCallback):
+        bar: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.is_world_process_zero:
+                self.bar = tqdm(total=max_steps, initial=state.global_step, desc="grpo", unit="step")
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+            if not state.is_world_process_zero or not logs or "agent/reward_mean" not in logs:
+                return
+            with path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+            if self.bar is not None:
+                self.bar.n = state.global_step
+                self.bar.set_postfix(reward=f"{logs['agent/reward_mean']:.3f}", answered=f"{logs.get('agent/answer_rate', 0):.2f}")
+                self.bar.refresh()
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.bar is not None:
+                self.bar.close()
+
+    return AgentProgress()
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """The per-step metrics as a fixed-width table."""
+    lines = ["  ".join(h for h, _, _ in TABLE)]
+    for r in rows:
+        cells = []
+        for h, key, fmt in TABLE:
+            v = r.get(key)
+            cells.append(fmt.format(v).rjust(len(h)) if isinstance(v, (int, float)) else "-".rjust(len(h)))
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def main(recipe: GRPORecipe) -> dict[str, Any]:
+    """Run (or resume) one GRPO recipe; returns the summary written to ``summary.json``."""
+    import torch
+    from transformers.trainer_callback import ProgressCallback
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from sim_web.env import EnvConfig, RewardConfig
+    from sim_web.env.tasks import resolve_tasks
+    from sim_web.tools import system_prompt, tool_schema
+    from training.grpo.rollout import AgentRollout, RolloutConfig, env_reward, task_dataset
+    from training.grpo.trainer import AgentGRPOTrainer
+    from wiki_index.index import WikiIndex
+
+    t0 = time.perf_counter()
+    if recipe.threads:
+        torch.set_num_threads(recipe.threads)
+    out = recipe.out_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    log.warning("%s; training with tools %s", PYTHON_DISABLED, ", ".join(recipe.tools))
+
+    # 1. tasks: the train split of the index's task set
+    index = WikiIndex.from_dir(recipe.index_dir)
+    tasks = resolve_tasks(index, recipe.tasks, recipe.split)[: recipe.n_tasks]
+    if not tasks:
+        raise ValueError(f"no tasks in {recipe.tasks or 'the default set'} (split {recipe.split!r}) of {index.path}")
+    # 2. the env every rollout plays in
+    env_config = EnvConfig(index_dir=str(index.path), tools=recipe.tools, max_turns=recipe.max_turns,
+                           max_obs_chars=recipe.max_obs_chars, max_response_chars=recipe.max_response_chars,
+                           reward=RewardConfig(kind=recipe.reward))
+    # 3. the policy
+    model, tok = load_model(recipe, [system_prompt([tool_schema(t) for t in recipe.tools], env_config.date)] +
+                            [t.question for t in tasks[:50]])
+    peft_config = None
+    if recipe.lora_r:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=recipe.lora_r, lora_alpha=2 * recipe.lora_r, target_modules="all-linear", task_type="CAUSAL_LM")
+    # 4. the trainer: our rollout, the env's reward, the recipe's switches
+    rollout = AgentRollout(env_config, tasks, RolloutConfig(max_turn_tokens=recipe.max_turn_tokens, seed=recipe.seed,
+                                                             batch_size=recipe.per_device_batch))
+    trainer = AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[env_reward], args=recipe.grpo_config(),
+                               train_dataset=task_dataset(tasks), rollout_func=rollout, peft_config=peft_config)
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(metrics_callback(out / "metrics.jsonl", recipe.max_steps))
+    # 5. train, from the last checkpoint when there is one
+    last = get_last_checkpoint(str(out)) if recipe.resume else None
+    if last:
+        log.warning("resuming from %s", last)
+    else:  # starting over: this run's own old checkpoints and metrics would mix with the new ones
+        for old in out.glob("checkpoint-*"):
+            shutil.rmtree(old)
+        (out / "metrics.jsonl").unlink(missing_ok=True)
+    trainer.train(resume_from_checkpoint=last)
+    # 6. save and summarise
+    trainer.save_model(str(out / "final"))
+    tok.save_pretrained(str(out / "final"))
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    summary = {"recipe": recipe.name, "steps": trainer.state.global_step, "resumed_from": last, "tasks": len(tasks),
+               "wall_seconds": round(time.perf_counter() - t0, 1), "final_model": str(out / "final"), "metrics": rows}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return summary
+
+
+def recipe_from_args(argv: list[str] | None = None) -> GRPORecipe:
+    """``--recipe NAME`` plus ``--set key=value`` overrides (the ``sim-web grpo`` options)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m training.grpo.train", description="GRPO on the simulated web.")
+    add_arguments(p)
+    return recipe_from_namespace(p.parse_args(argv))
+
+
+def add_arguments(p: Any) -> None:
+    """The options of ``sim-web grpo`` and ``python -m training.grpo.train``."""
+    p.add_argument("--recipe", default="cpu-smoke", help="recipe name under training/configs (cpu-smoke, single-gpu, multi-gpu) "
+                                                         "or a YAML path (default cpu-smoke)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a recipe field (repeatable), e.g. "
+                                                                                   "--set max_steps=5 --set model=/ckpt/sft")
+    p.add_argument("--out", default=None, help="output folder (default $SIM_WEB_HOME/runs/grpo/<recipe>)")
+    p.add_argument("--no-resume", action="store_true", help="start over instead of resuming from the last checkpoint")
+
+
+def recipe_from_namespace(args: Any) -> GRPORecipe:
+    """The recipe named by parsed ``add_arguments`` options."""
+    from wiki_index.errors import ConfigError
+
+    overrides: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = parse_value(value)
+    if args.out:
+        overrides["output_dir"] = args.out
+    if args.no_resume:
+        overrides["resume"] = False
+    return load_recipe(args.recipe, **overrides)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    result = main(recipe_from_args())
+    print(format_table(result["metrics"]))
+    sys.exit(0)
