@@ -1,0 +1,146 @@
+"""Record / replay of real-web traffic at the HTTP layer (httpx transports).
+
+Recording writes every request and its response (status, headers, body bytes) to one JSON file
+per exchange in a directory; replaying answers each request from that directory, so a real-web
+run can be repeated offline, byte for byte, without keys. Requests are matched by content
+(method, URL, body; never the ``Authorization`` / ``X-API-KEY`` headers, which are not stored).
+A request recorded several times (a 429, then a 200 on retry) replays its responses in recorded
+order and then repeats the last one.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from wiki_index.errors import ConfigError
+
+#: Request headers never written to a recording (credentials).
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+#: Response headers kept (the rest vary run to run and no backend reads them).
+KEPT_RESPONSE_HEADERS = ("content-type", "retry-after")
+
+
+class ReplayMiss(httpx.TransportError):
+    """A request that the recording does not hold (not retryable: replaying it again cannot help)."""
+
+    replay_miss = True
+
+
+def request_key(request: httpx.Request) -> str:
+    """The content key of a request: method, URL and body, without credentials."""
+    h = hashlib.sha256()
+    for part in (request.method.encode(), str(request.url).encode(), request.content):
+        h.update(len(part).to_bytes(8, "big") + part)
+    return h.hexdigest()
+
+
+class RecordingTransport(httpx.BaseTransport):
+    """Pass requests through ``inner`` and write each exchange to ``directory``.
+
+    Args:
+        directory: Where to write (created if missing); several processes may record into one.
+        inner: The real transport (default: ``httpx.HTTPTransport()``).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], inner: httpx.BaseTransport | None = None) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.inner = inner or httpx.HTTPTransport()
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Forward the request, record the exchange, return the response (body read in full)."""
+        response = self.inner.handle_request(request)
+        body = response.read()
+        key = request_key(request)
+        record = {
+            "key": key, "time_ns": time.time_ns(),
+            "request": {"method": request.method, "url": str(request.url),
+                        "headers": {k: v for k, v in request.headers.items() if k.lower() not in SECRET_HEADERS},
+                        "body": base64.b64encode(request.content).decode()},
+            "response": {"status": response.status_code,
+                         "headers": {k: response.headers[k] for k in KEPT_RESPONSE_HEADERS if k in response.headers},
+                         "body": base64.b64encode(body).decode()},
+        }
+        with self._lock:
+            n = next(self._counter)
+        name = f"{key[:24]}-{record['time_ns']}-{os.getpid()}-{n}.json"
+        tmp = self.directory / (name + ".tmp")
+        tmp.write_text(json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, self.directory / name)
+        return httpx.Response(response.status_code, headers=response.headers, content=body, request=request)
+
+    def close(self) -> None:
+        """Close the inner transport."""
+        self.inner.close()
+
+
+class ReplayTransport(httpx.BaseTransport):
+    """Answer requests from a recording made by :class:`RecordingTransport`; nothing goes on the network.
+
+    Args:
+        directory: The recording.
+
+    Raises:
+        ConfigError: When the directory holds no recording.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        records = []
+        for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []:
+            records.append(json.loads(path.read_text(encoding="utf-8")))
+        if not records:
+            raise ConfigError(f"replay_dir {str(self.directory)!r} holds no recorded exchanges (*.json); "
+                              "record a run first with record_dir=... (sim-web eval --record DIR)")
+        records.sort(key=lambda r: (r["key"], r["time_ns"]))
+        self._responses: dict[str, list[dict]] = {}
+        for r in records:
+            self._responses.setdefault(r["key"], []).append(r["response"])
+        self._served: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._responses.values())
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """The recorded response to this request (in recorded order for repeats).
+
+        Raises:
+            ReplayMiss: When the recording never saw this request.
+        """
+        key = request_key(request)
+        with self._lock:
+            answers = self._responses.get(key)
+            if not answers:
+                raise ReplayMiss(f"{request.method} {request.url} is not in the recording {str(self.directory)!r} "
+                                 "(record this run again with record_dir=...)", request=request)
+            i = self._served.get(key, 0)
+            self._served[key] = i + 1
+            rec = answers[min(i, len(answers) - 1)]
+        return httpx.Response(rec["status"], headers=rec["headers"], content=base64.b64decode(rec["body"]), request=request)
+
+
+def make_transport(record_dir: str | None, replay_dir: str | None) -> httpx.BaseTransport | None:
+    """The transport for the real backends: replaying, recording, or ``None`` (httpx's default).
+
+    Raises:
+        ConfigError: When both directories are given.
+    """
+    if record_dir and replay_dir:
+        raise ConfigError("record_dir and replay_dir are exclusive: record a run, then replay it in another")
+    if replay_dir:
+        return ReplayTransport(replay_dir)
+    if record_dir:
+        return RecordingTransport(record_dir)
+    return None

@@ -1,0 +1,153 @@
+"""Serper (google.serper.dev): the real ``search`` and ``google_scholar`` backends.
+
+Requests are Tongyi DeepResearch's (``inference/tool_search.py``, ``tool_scholar.py``): ``POST /search``
+with ``{"q", "location", "gl", "hl"}`` (a query with a CJK character asks for China / cn / zh-cn) and
+``POST /scholar`` with ``{"q"}``, the key in ``X-API-KEY``. Unlike upstream, the HTTP status is checked
+(see :mod:`sim_web.backends.upstream`), so a 403 or a 429 is an error the executor handles, never a
+silent "No results found". Raw replies are cached apart from parsed results, by request content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
+from sim_web.protocol.results import ScholarResult, SearchResult
+from wiki_index.errors import ConfigError
+
+KEY_VAR = "SERPER_KEY_ID"
+_CJK = re.compile("[\u4e00-\u9fff]")
+
+
+@dataclass(frozen=True)
+class SerperConfig:
+    """Where and how to call Serper."""
+
+    base_url: str = field(default="https://google.serper.dev", metadata={"help": "Serper's API root (a mock's URL in tests)."})
+    timeout_s: float = field(default=20.0, metadata={"help": "HTTP timeout of one request, in seconds."})
+    location: str = field(default="United States", metadata={"help": "Serper `location` for queries without CJK characters."})
+    gl: str = field(default="us", metadata={"help": "Serper `gl` (country) for queries without CJK characters."})
+    hl: str = field(default="en", metadata={"help": "Serper `hl` (language) for queries without CJK characters."})
+    raw_ttl_s: float | None = field(default=7 * 86400.0, metadata={
+        "help": "How long a raw reply stays valid in the persistent cache (None: forever)."})
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"SerperConfig.base_url must start with http:// or https://, got {self.base_url!r}")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"SerperConfig.timeout_s must be > 0 seconds, got {self.timeout_s}")
+
+
+def request_body(query: str, config: SerperConfig) -> dict[str, str]:
+    """Tongyi's search body: CJK queries search from China in Chinese, the rest with ``config``'s locale."""
+    if _CJK.search(query):
+        return {"q": query, "location": "China", "gl": "cn", "hl": "zh-cn"}
+    return {"q": query, "location": config.location, "gl": config.gl, "hl": config.hl}
+
+
+def _str(item: dict[str, Any], key: str) -> str | None:
+    v = item.get(key)
+    return None if v is None else str(v)
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return None if v is None else int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _organic(payload: Any, what: str) -> list[dict[str, Any]]:
+    """The ``organic`` items of a reply (an absent list is no results; a wrong shape is an error)."""
+    if not isinstance(payload, dict):
+        raise UpstreamError(f"serper {what} reply is {type(payload).__name__}, expected a JSON object", retryable=True)
+    organic = payload.get("organic", [])
+    if not isinstance(organic, list):
+        raise UpstreamError(f"serper {what} reply has organic of type {type(organic).__name__}, expected a list", retryable=True)
+    return [o for o in organic if isinstance(o, dict) and o.get("link" if what == "search" else "title")]
+
+
+def parse_search(payload: Any, k: int) -> list[SearchResult]:
+    """Serper ``/search`` JSON -> results (``title, link, snippet, date, source``), at most ``k``."""
+    return [SearchResult(title=str(o.get("title", "")), link=str(o["link"]), snippet=str(o.get("snippet") or ""),
+                         date=_str(o, "date"), source=_str(o, "source")) for o in _organic(payload, "search")[:k]]
+
+
+def parse_scholar(payload: Any, k: int) -> list[ScholarResult]:
+    """Serper ``/scholar`` JSON -> results (``title, pdfUrl, link, publicationInfo, year, citedBy, snippet``)."""
+    return [ScholarResult(title=str(o["title"]), pdf_url=_str(o, "pdfUrl"), link=_str(o, "link"),
+                          publication_info=_str(o, "publicationInfo"), year=o.get("year"), cited_by=_int(o.get("citedBy")),
+                          snippet=str(o.get("snippet") or "")) for o in _organic(payload, "scholar")[:k]]
+
+
+class SerperBackend:
+    """Serper as a backend for ``search`` and ``google_scholar`` (``visit`` is Jina's).
+
+    Args:
+        api_key: Serper key (``$SERPER_KEY_ID``).
+        config: Endpoint, timeout and locale.
+        transport: An httpx transport (recording / replaying), or ``None`` for the network.
+        raw_cache: Persistent store of raw replies (``None``: no raw cache).
+    """
+
+    name = "serper"
+    tools = frozenset({"search", "scholar"})
+
+    def __init__(self, api_key: str, config: SerperConfig = SerperConfig(), *, transport: httpx.BaseTransport | None = None,
+                 raw_cache: RawCache | None = None) -> None:
+        self.config = config
+        self.raw_cache = raw_cache
+        self.cache_namespace = cache_key("serper", config.base_url, config.location, config.gl, config.hl)
+        self._client = httpx.Client(timeout=config.timeout_s, transport=transport,
+                                    headers={"X-API-KEY": api_key, "Content-Type": "application/json"})
+        self._events: EventSink = lambda _name: None
+
+    def bind_events(self, sink: EventSink) -> None:
+        """Report events (``serper.raw_cache_hits``, ``serper.http_requests``) to ``sink`` (the executor's stats)."""
+        self._events = sink
+
+    def _post(self, path: str, body: dict[str, str]) -> Any:
+        url = self.config.base_url.rstrip("/") + path
+        key = cache_key("serper-raw", url, body)
+        text = self.raw_cache.get(key, self.config.raw_ttl_s) if self.raw_cache is not None else None
+        if text is not None:
+            self._events("serper.raw_cache_hits")
+        else:
+            self._events("serper.http_requests")
+            text = request(self._client, "serper", KEY_VAR, "POST", url, content=json.dumps(body).encode()).text
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            raise UpstreamError(f"serper {path} reply is not JSON: {text[:120]!r}", retryable=True) from None
+        if self.raw_cache is not None:
+            self.raw_cache.put(key, text)  # only well-formed 2xx replies reach here
+        return payload
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        """Google web results for ``query`` (Serper's default 10 per page, cut to ``k``).
+
+        Raises:
+            UpstreamError: On a failed request or a malformed reply.
+        """
+        return parse_search(self._post("/search", request_body(query, self.config)), k)
+
+    def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
+        """Google Scholar results for ``query``.
+
+        Raises:
+            UpstreamError: On a failed request or a malformed reply.
+        """
+        return parse_scholar(self._post("/scholar", {"q": query}), k)
+
+    def visit(self, url: str, goal: str) -> Any:
+        """Not served here (the executor routes ``visit`` to the Jina backend)."""
+        raise UpstreamError("serper does not serve visit (configure the jina backend)", retryable=False)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
