@@ -1,5 +1,9 @@
-"""The one executor every tool call goes through: cache, rate limit, timeout, retry, fallback, degradation, stats."""
+"""The one executor every tool call goes through: cache, rate limit, timeout, retry, circuit breaker, fallback, stats."""
 
-from sim_web.executor.executor import ExecutorConfig, ExecutorStats, LRUCache, TokenBucket, ToolExecutor
+from sim_web.executor.cache import LRUCache, SqliteCache
+from sim_web.executor.executor import ExecutorConfig, ToolExecutor
+from sim_web.executor.policy import BackendPolicy, CircuitBreaker, TokenBucket
+from sim_web.executor.stats import ExecutorStats
 
-__all__ = ["ExecutorConfig", "ExecutorStats", "LRUCache", "TokenBucket", "ToolExecutor"]
+__all__ = ["BackendPolicy", "CircuitBreaker", "ExecutorConfig", "ExecutorStats", "LRUCache", "SqliteCache", "TokenBucket",
+           "ToolExecutor"]

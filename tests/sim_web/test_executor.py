@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from sim_web.protocol.errors import BackendError, ToolUnavailableError
-from sim_web.executor import ExecutorConfig, LRUCache, TokenBucket, ToolExecutor
+from sim_web.executor import BackendPolicy, CircuitBreaker, ExecutorConfig, LRUCache, SqliteCache, TokenBucket, ToolExecutor
 from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 
@@ -149,7 +149,7 @@ def test_retries_then_success() -> None:
     ex = ToolExecutor([b], cfg(max_retries=2))
     assert ex.search("q", 1)[0].title == "flaky:q"
     s = ex.stats.snapshot()
-    assert len(b.calls) == 3 and s["retries"] == 2 and s["failures"] == 0 and s["fallbacks"] == 0
+    assert len(b.calls) == 3 and s["retries"] == 2 and s["failures"] == 0 and s["fallbacks"] == 0 and s["successes"] == 1
 
 
 def test_retries_exhausted_fall_back_to_next_backend() -> None:
@@ -157,7 +157,8 @@ def test_retries_exhausted_fall_back_to_next_backend() -> None:
     ex = ToolExecutor([flaky, good], cfg(max_retries=1))
     assert ex.search("q", 1)[0].title == "good:q:0"
     s = ex.stats.snapshot()
-    assert len(flaky.calls) == 2 and s["retries"] == 1 and s["failures"] == 1 and s["fallbacks"] == 1
+    assert len(flaky.calls) == 2 and s["retries"] == 1 and s["backend_errors"] == 1 and s["fallbacks"] == 1
+    assert s["failures"] == 0 and s["successes"] == 0 and s["backends"]["flaky"] == {"backend_errors": 1, "retries": 1}
 
 
 def test_fallback_answers_are_cached_so_an_outage_is_paid_once() -> None:
@@ -287,3 +288,140 @@ def test_benchmark_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "ratio vs baseline" in out and "executor, cache hit" in out
+
+
+# -- per-backend policies: routing, Retry-After, circuit breaker, persistent cache ---------------------------
+
+
+class Upstream(Good):
+    """Serves only ``tools``; fails with the errors queued in ``errors`` (one per call), then answers."""
+
+    def __init__(self, name: str, tools: set[str], errors: list[BackendError] | None = None) -> None:
+        super().__init__(name)
+        self.tools = frozenset(tools)
+        self.errors = list(errors or [])
+        self.cache_namespace = f"ns-{name}"
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        self._log("search", query, k)
+        if self.errors:
+            raise self.errors.pop(0)
+        return [SearchResult(title=f"{self.name}:{query}", link="https://x")]
+
+
+def error(retryable: bool, retry_after_s: float | None = None, opens_circuit: bool = False) -> BackendError:
+    e = BackendError("upstream says no", retryable=retryable)
+    e.retry_after_s, e.opens_circuit = retry_after_s, opens_circuit  # the attributes UpstreamError carries
+    return e
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now, self.slept = 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+
+
+def test_backends_serve_only_their_tools_and_count_reconciles() -> None:
+    serper, jina, sim = Upstream("serper", {"search", "scholar"}), Upstream("jina", {"visit"}), Good("sim")
+    ex = ToolExecutor([serper, jina, sim], cfg())
+    assert ex.search("q", 1)[0].title == "serper:q"
+    assert ex.visit("https://a", "g").evidence == "jina"
+    assert [b.name for b in ex.chain("visit")] == ["jina", "sim"] and not serper.calls[1:]
+    s = ex.stats.counts()
+    assert s["calls"] == s["successes"] + s["fallbacks"] + s["failures"] == 2 and s["fallbacks"] == 0
+    assert s["backends"] == {"jina": {"answered": 1}, "serper": {"answered": 1}}
+
+
+def test_retry_after_is_honoured_with_an_injected_sleep() -> None:
+    t = FakeTime()
+    up = Upstream("serper", {"search"}, [error(True, retry_after_s=7.0), error(True)])
+    ex = ToolExecutor([up], cfg(backoff_base_s=1.0, backoff_max_s=8.0, jitter_s=0.0, max_retries=3), sleep=t.sleep, clock=t.clock)
+    assert ex.search("q", 1)[0].title == "serper:q"
+    assert t.slept == [7.0, 2.0]  # Retry-After beats the 1 s backoff, then the plain 2 s backoff
+    assert ex.stats.counts()["retries"] == 2
+
+
+def test_a_retry_after_beyond_the_cap_falls_back_at_once() -> None:
+    t = FakeTime()
+    up = Upstream("serper", {"search"}, [error(True, retry_after_s=3600.0)])
+    ex = ToolExecutor([up, Good("sim")], cfg(max_retries=5, max_retry_after_s=60.0), sleep=t.sleep, clock=t.clock)
+    assert ex.search("q", 1)[0].title == "sim:q:0"
+    assert t.slept == [] and len(up.calls) == 1 and ex.stats.counts()["fallbacks"] == 1
+
+
+def test_non_retryable_errors_never_retry() -> None:
+    t = FakeTime()
+    up = Upstream("serper", {"search"}, [error(False)] * 3)
+    ex = ToolExecutor([up], cfg(max_retries=5), sleep=t.sleep, clock=t.clock)
+    with pytest.raises(ToolUnavailableError, match="upstream says no"):
+        ex.search("q", 1)
+    assert len(up.calls) == 1 and t.slept == [] and ex.stats.counts()["failures"] == 1
+
+
+def test_circuit_opens_after_failures_then_probes_and_closes() -> None:
+    t = FakeTime()
+    up = Upstream("serper", {"search"}, [error(False)] * 3)
+    policy = BackendPolicy(timeout_s=None, max_retries=0, breaker_failures=2, breaker_reset_s=30.0)
+    ex = ToolExecutor([up, Good("sim")], cfg(cache=False, policies={"serper": policy}), sleep=t.sleep, clock=t.clock)
+    for i in range(4):
+        ex.search(f"q{i}", 1)
+    assert len(up.calls) == 2 and ex.breakers["serper"].state == "open"  # calls 3 and 4 skipped the upstream
+    s = ex.stats.counts()
+    assert s["short_circuits"] == 2 and s["fallbacks"] == 4 and s["calls"] == s["successes"] + s["fallbacks"] + s["failures"]
+    t.now += 31  # half-open: one probe, which fails (error #3) and reopens
+    ex.search("probe1", 1)
+    assert len(up.calls) == 3 and ex.breakers["serper"].state == "open"
+    t.now += 31  # the next probe succeeds and closes the circuit
+    assert ex.search("probe2", 1)[0].title == "serper:probe2" and ex.breakers["serper"].state == "closed"
+
+
+def test_an_auth_error_opens_the_circuit_at_once() -> None:
+    up = Upstream("serper", {"search"}, [error(False, opens_circuit=True)])
+    ex = ToolExecutor([up, Good("sim")], cfg(breaker_failures=5))
+    ex.search("a", 1), ex.search("b", 1)
+    assert len(up.calls) == 1 and ex.stats.counts()["short_circuits"] == 1
+
+
+def test_breaker_half_open_lets_one_caller_through() -> None:
+    t = FakeTime()
+    b = CircuitBreaker(1, 10.0, clock=t.clock)
+    assert b.failure() and not b.allow()
+    t.now = 10.0
+    assert b.allow() and not b.allow()  # only the first caller probes
+    b.success()
+    assert b.allow() and b.state == "closed"
+
+
+def test_persistent_cache_is_shared_across_executors_and_expires(tmp_path) -> None:
+    now = [1000.0]
+    store = SqliteCache(tmp_path / "results.sqlite", clock=lambda: now[0])
+    policy = BackendPolicy(timeout_s=None, cache_ttl_s=60.0)
+    up = Upstream("serper", {"search"})
+    ToolExecutor([up], cfg(policies={"serper": policy}), persistent=store).search("q", 1)
+    other = ToolExecutor([up], cfg(policies={"serper": policy}), persistent=SqliteCache(tmp_path / "results.sqlite", clock=lambda: now[0]))
+    assert other.search("q", 1)[0].title == "serper:q" and len(up.calls) == 1  # a fresh executor: the disk answers
+    assert other.stats.counts()["cache_hits"] == 1
+    now[0] += 61  # past the TTL: asked again
+    ToolExecutor([up], cfg(policies={"serper": policy}), persistent=store).search("q", 1)
+    assert len(up.calls) == 2
+    plain = Good("sim")  # no cache_namespace: never persisted
+    ToolExecutor([plain], cfg(), persistent=store).search("q", 1)
+    ToolExecutor([plain], cfg(), persistent=store).search("q", 1)
+    assert len(plain.calls) == 2
+
+
+def test_policies_must_be_backend_policies() -> None:
+    with pytest.raises(ConfigError, match="policies values must be BackendPolicy"):
+        ExecutorConfig(policies={"serper": {"qps": 1}})  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match="breaker_failures must be >= 1"):
+        BackendPolicy(breaker_failures=0)
+    assert ExecutorConfig(max_retries=4).policy_for("anything").max_retries == 4
+    assert ExecutorConfig(policies={"x": BackendPolicy(max_retries=1)}).policy_for("x").max_retries == 1
+    for f in BackendPolicy.__dataclass_fields__.values():
+        assert f.metadata.get("help"), f"BackendPolicy.{f.name} needs a help text"

@@ -1,0 +1,115 @@
+"""The executor's caches: an in-process LRU map and a persistent SQLite store shared across processes.
+
+:class:`SqliteCache` is content-keyed (string keys, usually SHA-256 hex digests) with a per-read TTL,
+so one file holds raw upstream replies (Serper JSON, Jina text: long TTLs) and extracted results
+(keyed by goal and summariser model) side by side. SQLite's own locking makes it safe for many
+processes and threads (WAL mode, a busy timeout); a rollout fleet on one machine shares one file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
+
+_TYPES = {"search": SearchResult, "scholar": ScholarResult, "visit": VisitResult}
+
+
+class LRUCache:
+    """A thread-safe least-recently-used map; shareable between executors of one process.
+
+    Args:
+        maxsize: Capacity in entries.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The value of ``key`` (now most recently used), or ``default``."""
+        with self._lock:
+            if key not in self._data:
+                return default
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Store ``value``, evicting the least recently used entry when full."""
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class SqliteCache:
+    """A persistent string -> string store with timestamps, shared by processes through one SQLite file.
+
+    Args:
+        path: The database file (its directory is created).
+        clock: Wall clock in seconds (injectable, to test TTLs without waiting).
+    """
+
+    def __init__(self, path: str | Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+
+    def get(self, key: str, ttl_s: float | None = None) -> str | None:
+        """The value of ``key``, or ``None`` when missing or older than ``ttl_s`` seconds (``None``: no expiry)."""
+        with self._lock:
+            row = self._db.execute("SELECT value, created FROM cache WHERE key = ?", (key,)).fetchone()
+        if row is None or (ttl_s is not None and self._clock() - row[1] > ttl_s):
+            return None
+        return row[0]
+
+    def put(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key`` (replacing, with a fresh timestamp)."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO cache (key, value, created) VALUES (?, ?, ?)", (key, value, self._clock()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM cache").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+
+def encode_result(tool: str, value: Any) -> str:
+    """A tool result (a list of search / scholar results, or a visit result) as JSON text."""
+    if tool == "visit":
+        return json.dumps(asdict(value), ensure_ascii=False)
+    return json.dumps([asdict(v) for v in value], ensure_ascii=False)
+
+
+def decode_result(tool: str, text: str) -> Any:
+    """The inverse of :func:`encode_result` (tuples for lists, as the executor caches them)."""
+    cls = _TYPES[tool]
+    data = json.loads(text)
+    return cls(**data) if tool == "visit" else tuple(cls(**d) for d in data)
