@@ -14,11 +14,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: Files allowed to hold SQL, and why.
+#: Files allowed to hold SQL, and why: the store itself, and modules that own a database of their own
+#: (never an index's store.duckdb).
 ALLOWED = {
     "wiki_index/store.py": "the page store: every query on an index's store.duckdb",
     "training/synth/outputs.py": "writes the synthesized task set's own DuckDB file (tasks, clues, evidence, edges)",
     "tests/training/test_synth_pipeline.py": "reads that task-set DuckDB file back",
+    "sim_web/executor/cache.py": "the executor's own SQLite result cache (its own file and table), not an index store",
     "tests/wiki_index/test_no_sql_outside_store.py": "this test's own examples",
     "tests/sim_web/fuzz_inputs.py": "an SQL-injection string fed to the env as hostile agent input, never run",
     "tests/sim_web/test_env_fuzz.py": "the same hostile input",
