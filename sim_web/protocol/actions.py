@@ -45,6 +45,10 @@ JSON5_MAX_CHARS = 10_000
 BAD_JSON_TEXT = 'Tool call is not a valid JSON. Tool call must contain a valid "name" and "arguments" field.'
 CALL_EXAMPLE = '<tool_call>\n{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>'
 PYTHON_EXAMPLE = '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(1 + 1)\n</code>\n</tool_call>'
+#: Longest search / scholar query accepted (characters). It also bounds the distinct terms of a query
+#: (under 1,024, Lucene's clause limit, whose overflow the backends would report as a failed search).
+MAX_QUERY_CHARS = 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _FENCE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
@@ -71,6 +75,62 @@ class Action:
     code: str | None = None
     answer: str | None = None
     calls: tuple[Action, ...] = ()
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with every lone surrogate (e.g. from a JSON ``\\udc80`` escape) replaced by U+FFFD.
+
+    Such a character cannot be encoded as UTF-8, so it would break every observation, trajectory
+    line, tokenizer call and HTTP response it reached; valid text is returned unchanged (the same object).
+
+    Args:
+        text: Any string.
+
+    Returns:
+        A string that ``text.encode("utf-8")`` accepts.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+
+
+def valid_unicode_value(value: Any) -> Any:
+    """:func:`valid_unicode` applied to every string inside a JSON value (dict keys included).
+
+    Args:
+        value: A parsed JSON value.
+
+    Returns:
+        The same value with valid strings (containers are rebuilt only where something changed).
+    """
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, list):
+        return [valid_unicode_value(v) for v in value]
+    if isinstance(value, dict):
+        return {valid_unicode(k) if isinstance(k, str) else k: valid_unicode_value(v) for k, v in value.items()}
+    return value
+
+
+def check_queries(tool: str, queries: Sequence[str], max_chars: int = MAX_QUERY_CHARS) -> None:
+    """Reject a search / scholar query longer than ``max_chars`` as an agent mistake.
+
+    Args:
+        tool: The tool name, for the message.
+        queries: The validated query list.
+        max_chars: The limit (default :data:`MAX_QUERY_CHARS`).
+
+    Raises:
+        ActionError: ``bad_argument``, naming the length found, the limit and what to do.
+    """
+    for q in queries:
+        if len(q) > max_chars:
+            raise ActionError("bad_argument", f"{tool}: a query is {len(q)} characters long; the limit is {max_chars}. "
+                              "Search with a few keywords (split long questions into several short queries).")
 
 
 def _between(text: str, start: str, end: str) -> str | None:
@@ -235,7 +295,7 @@ def _parse_call(body: str, code: str | None, tools: Collection[str],
     if not isinstance(name, str) or not name.strip():
         raise ActionError("bad_json", f'{BAD_JSON_TEXT} (the "name" field is missing or not a string) Expected:\n{CALL_EXAMPLE}')
     tool = _canonical_tool(name.strip(), tools)
-    args = obj.get("arguments", obj.get("parameters", {}))
+    args = valid_unicode_value(obj.get("arguments", obj.get("parameters", {})))
     if args is None:
         args = {}
     if isinstance(args, str):  # some models send "arguments" as a JSON string
@@ -392,6 +452,7 @@ def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DE
     if len(text) > max_chars:
         raise ActionError("oversize", f"Your turn is {len(text)} characters long; the limit is {max_chars}. "
                           "Think briefly, then make one tool call or give the final <answer>.")
+    text = valid_unicode(text)  # JSON escapes of lone surrogates are caught after parsing, in _parse_call
     cut = text.find("<tool_response>")  # upstream drops a hallucinated tool response and what follows
     if cut >= 0:
         text = text[:cut]

@@ -25,7 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action, unknown_tool, validate_arguments
+from sim_web.protocol.actions import (
+    MAX_QUERY_CHARS, PYTHON_TOOL, TOOL_NAMES, Action, check_queries, unknown_tool, valid_unicode, valid_unicode_value,
+    validate_arguments,
+)
 from sim_web.protocol.errors import ActionError, ToolUnavailableError
 from sim_web.executor import ToolExecutor
 from sim_web.protocol.formatting import (
@@ -236,21 +239,24 @@ class Toolbox(ToolMethods):
         python_runner: ``code -> output text`` (default: :func:`sim_web.tools.python.sandbox.run_python`).
         k: Results per query for search and scholar (upstream: Serper's 10).
         max_items: Most queries / URLs accepted in one call.
+        max_query_chars: Longest search / scholar query; longer ones are an agent error (``bad_argument``).
 
     Raises:
         ConfigError: For unknown tool names or out-of-range limits.
     """
 
     def __init__(self, executor: ToolExecutor, *, enabled: Sequence[str] = ALL_TOOLS, max_chars: int = 20_000,
-                 python_runner: Callable[[str], str] | None = None, k: int = 10, max_items: int = 10) -> None:
+                 python_runner: Callable[[str], str] | None = None, k: int = 10, max_items: int = 10,
+                 max_query_chars: int = MAX_QUERY_CHARS) -> None:
         unknown = [t for t in enabled if t not in ALL_TOOLS]
         if unknown or not enabled:
             raise ConfigError(f"Toolbox.enabled must be a non-empty subset of {ALL_TOOLS}, got {tuple(enabled)}")
-        if max_chars < 100 or k < 1 or max_items < 1:
-            raise ConfigError(f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1; got {max_chars}, {k}, {max_items}")
+        if max_chars < 100 or k < 1 or max_items < 1 or max_query_chars < 1:
+            raise ConfigError(f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1, max_query_chars >= 1; "
+                              f"got {max_chars}, {k}, {max_items}, {max_query_chars}")
         self.executor = executor
         self.enabled = tuple(t for t in ALL_TOOLS if t in enabled)
-        self.max_chars, self.k, self.max_items = max_chars, k, max_items
+        self.max_chars, self.k, self.max_items, self.max_query_chars = max_chars, k, max_items, max_query_chars
         self._python = python_runner or _default_python_runner
         self._schemas = [tool_schema(t) for t in self.enabled]
 
@@ -263,6 +269,8 @@ class Toolbox(ToolMethods):
 
         Several calls in one action (``Action.calls``) give their responses joined so that
         :func:`~sim_web.protocol.formatting.format_tool_response` wraps each in its own block.
+        Arguments and code are made valid Unicode first (lone surrogates become U+FFFD), so every
+        observation can be encoded as UTF-8, whichever route the call came by (env, HTTP, TRL).
 
         Raises:
             ActionError: Agent mistakes: a disabled tool, missing or ill-typed arguments.
@@ -276,11 +284,15 @@ class Toolbox(ToolMethods):
             raise unknown_tool(action.tool, self.enabled)
         if action.tool == PYTHON_TOOL:
             code = action.code if action.code is not None else action.arguments.get("code")
+            code = valid_unicode(code) if isinstance(code, str) else code
             if not isinstance(code, str) or not code.strip():
                 raise ActionError("missing_argument", "[Python Interpreter Error]: Formatting error. Put the code after the "
                                   "JSON, inside <code></code>, and print() what you want to see.")
             return truncate(self._run_python(code), self.max_chars)
-        args = validate_arguments(action.tool, action.arguments, self._schemas, max_items=self.max_items)
+        args = validate_arguments(action.tool, valid_unicode_value(action.arguments), self._schemas,
+                                  max_items=self.max_items)
+        if "query" in args:
+            check_queries(action.tool, args["query"], self.max_query_chars)
         return truncate(self._execute(action.tool, args), self.max_chars)
 
     def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:

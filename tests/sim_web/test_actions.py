@@ -234,3 +234,56 @@ def test_fuzz_adversarial_and_mutations() -> None:
         _check(t)
     assert len(texts) + 5000 >= 10_000  # with test_fuzz_hypothesis's 5,000 examples
     assert time.perf_counter() - t0 < 20
+
+
+# -- text hygiene: lone surrogates and over-long queries (issue 16) ------------------------------
+
+def test_valid_unicode_replaces_only_lone_surrogates() -> None:
+    from sim_web.protocol.actions import valid_unicode, valid_unicode_value
+
+    ok = "héllo 世界 🌍"
+    assert valid_unicode(ok) is ok and valid_unicode("ascii") == "ascii"
+    assert valid_unicode("a\udc80b\ud800") == "a\ufffdb\ufffd"
+    assert valid_unicode_value({"q\udc80": ["x\ud83d", 1, None], "n": 2}) == {"q\ufffd": ["x\ufffd", 1, None], "n": 2}
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>{"name": "search", "arguments": {"query": ["Danube\\udc80"]}}</tool_call>',  # a JSON escape
+    '<tool_call>{"name": "visit", "arguments": {"url": "https://en.wikipedia.org/wiki/X\\ud800", "goal": "\\udfff"}}</tool_call>',
+    '<tool_call>{"name": "PythonInterpreter", "arguments": {"code": "print(\'\\udc80\')"}}</tool_call>',
+    '<tool_call>{"name": "search", "arguments": {"query": ["raw \udc80 surrogate"]}}</tool_call>',  # in the text itself
+    "<answer>Paris\udc80</answer>",
+])
+def test_parsed_actions_are_valid_utf8(text: str) -> None:
+    a = parse_action(text)
+    json.dumps([a.arguments, a.code, a.answer], ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
+    assert "\ufffd" in json.dumps([a.arguments, a.code, a.answer], ensure_ascii=False)
+
+
+def test_check_queries_names_the_limit() -> None:
+    from sim_web.protocol.actions import MAX_QUERY_CHARS, check_queries
+
+    check_queries("search", ["x" * MAX_QUERY_CHARS])
+    with pytest.raises(ActionError) as e:
+        check_queries("search", ["ok", "x" * (MAX_QUERY_CHARS + 1)])
+    assert e.value.kind == "bad_argument" and f"{MAX_QUERY_CHARS + 1} characters" in e.value.message
+    assert f"limit is {MAX_QUERY_CHARS}" in e.value.message
+
+
+def test_env_observations_stay_valid_utf8_and_long_queries_are_agent_errors(sample_index) -> None:
+    from sim_web.env import EnvConfig, WebResearchEnv
+
+    env = WebResearchEnv(EnvConfig(index_dir=str(sample_index), max_turns=20))
+    env.reset(seed=0)
+    for name, args in [("search", {"query": ["Danube\udc80"]}), ("google_scholar", {"query": "algebra\ud800"}),
+                       ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube\udc80"], "goal": "length\udfff"})]:
+        action = call(name, args)  # json.dumps writes the surrogates as \udc80 escapes: an ASCII action
+        assert action.isascii()
+        obs, _r, _term, _trunc, info = env.step(action)
+        obs.encode("utf-8")
+        json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")  # the trajectory line is valid too
+        assert "Timeout" not in obs and "unavailable" not in obs and info["error_count"] == 0, obs
+    terms = " ".join(f"term{i}" for i in range(1100))  # over 1,024 distinct terms
+    obs, _r, _term, _trunc, info = env.step(call("search", {"query": [terms]}))
+    assert "the limit is 1024" in obs and "Timeout" not in obs
+    assert info["errors"] == {"bad_argument": 1} and info["tool_calls"]["search"] == 2
