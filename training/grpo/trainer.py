@@ -93,6 +93,7 @@ class AgentGRPOTrainer(GRPOTrainer):
             raise ConfigError("AgentGRPOTrainer needs args=AgentGRPOConfig(...) (it carries the advantage and truncation switches)")
         self._rewards_per_func: torch.Tensor | None = None
         self._rollout_seconds = 0.0
+        self._train_seconds = 0.0
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -166,10 +167,12 @@ class AgentGRPOTrainer(GRPOTrainer):
                 m[f"time/{key.replace('_seconds', '')}"].append(float(timing[key]))
 
     def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any) -> torch.Tensor:
-        """TRL's step, timed: what is not rollout (generation, tools, scoring) is training."""
-        self._rollout_seconds = 0.0
-        t0 = time.perf_counter()
-        loss = super().training_step(model, inputs, num_items_in_batch)
-        self._metrics["train"]["time/training"].append(time.perf_counter() - t0 - self._rollout_seconds)
-        self._metrics["train"]["time/rollout"].append(self._rollout_seconds)
+        """TRL's step, timed: what is not rollout (generation, tools, scoring) is training; logged once per optimiser step."""
+        t0, before = time.perf_counter(), self._rollout_seconds
+        loss = super().training_step(model, inputs, num_items_in_batch)  # generates on the first micro-step of a batch
+        self._train_seconds += time.perf_counter() - t0 - (self._rollout_seconds - before)
+        if self._step % self.current_gradient_accumulation_steps == 0:  # TRL counts micro-steps in _step
+            self._metrics["train"]["time/training"].append(self._train_seconds)
+            self._metrics["train"]["time/rollout"].append(self._rollout_seconds)
+            self._train_seconds = self._rollout_seconds = 0.0
         return loss
