@@ -1,0 +1,233 @@
+"""Rejection sampling for the SFT cold start: keep only correct, clean, short, unique episodes of an eval run.
+
+The episodes come from the evaluation harness (``sim-web eval`` / ``agents.harness.run_eval``), which runs any
+policy (``oracle``, ``hf:PATH``, ``openai:MODEL``) on a task set, ``k`` samples per task, and writes one record
+per episode to ``<run>/trajectories.jsonl`` next to the run's settings in ``<run>/run.json``. ``training`` does
+not import ``agents`` (they are peers, see ``tests/test_layout.py``), so this module reads those files; the record
+keys it relies on are ``key``, ``task_id``, ``correct``, ``termination``, ``turns``, ``steps`` (each with ``kind``
+and ``obs_error``), ``summaries``, ``messages`` and ``metadata`` (``uncertainty_types``, ``difficulty.level``).
+
+An episode is kept when, checked in this order (the first failed check is its reason):
+
+1. ``over_turn_cap``: it ended with its own ``<answer>`` within ``max_turns`` agent turns (forced answers and
+   episodes stopped by a limit are over the cap);
+2. ``malformed``: every turn parsed (no step of kind ``invalid``);
+3. ``tool_error``: no tool call failed on the agent's side (unknown page, bad arguments: ``obs_error``);
+4. ``summarised``: the chat is the one the model saw (no ReSum rewrite);
+5. ``incorrect``: its answer was judged correct (judge score, else exact match);
+6. ``duplicate``: no earlier kept episode has the same message texts.
+
+Example:
+    >>> stats = AcceptStats()
+    >>> stats.add({"metadata": {"uncertainty_types": ["counting"], "difficulty": {"level": "easy"}}}, None)
+    >>> stats.table()["overall"]
+    {'seen': 1, 'kept': 1, 'rate': 1.0}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+#: The tools the recipes train with: PythonInterpreter stays off until the security issue lands (a policy can
+#: read the gold answers through it today).
+RECIPE_TOOLS = ("search", "visit", "google_scholar")
+REASONS = ("over_turn_cap", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
+TRAJECTORIES = "trajectories.jsonl"
+RUN_FILE = "run.json"
+
+
+@dataclass(frozen=True)
+class CollectConfig:
+    """Which episodes of the harness runs become SFT demonstrations."""
+
+    runs: tuple[str, ...] = field(default=(), metadata={"help": "Eval run folders (each with trajectories.jsonl and run.json), "
+                                                                "e.g. from `sim-web eval --split train --k 4 --out RUN`."})
+    max_turns: int = field(default=12, metadata={"help": "Turn cap: episodes with more agent turns (or stopped by a limit) are rejected."})
+    min_score: float = field(default=1.0, metadata={"help": "Least correctness score (judge, else exact match) to keep an episode."})
+    require_split: str | None = field(default="train", metadata={"help": "Refuse runs on another task split (None = any); "
+                                                                          "training on held-out tasks would leak the test set."})
+    allow_python: bool = field(default=False, metadata={"help": "Accept runs with PythonInterpreter enabled. Off: the recipes train "
+                                                                "without it until the security issue lands."})
+
+    def __post_init__(self) -> None:
+        if isinstance(self.runs, str):
+            raise ConfigError(f"CollectConfig.runs must be a tuple of folders, got the string {self.runs!r}; write runs=({self.runs!r},)")
+        if self.max_turns < 1:
+            raise ConfigError(f"CollectConfig.max_turns must be >= 1, got {self.max_turns}")
+        if not 0.0 < self.min_score <= 1.0:
+            raise ConfigError(f"CollectConfig.min_score must be in (0, 1], got {self.min_score} (1.0 keeps only fully correct answers)")
+
+
+def _level(record: dict[str, Any]) -> str:
+    difficulty = (record.get("metadata") or {}).get("difficulty")
+    if isinstance(difficulty, dict):
+        return str(difficulty.get("level", "unknown"))
+    return str(difficulty) if difficulty is not None else "unknown"
+
+
+@dataclass
+class AcceptStats:
+    """Acceptance counts overall, per rejection reason, per uncertainty type and per difficulty level."""
+
+    seen: int = 0
+    kept: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    by_group: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+
+    def add(self, record: dict[str, Any], reason: str | None) -> None:
+        """Count one episode; ``reason`` is ``None`` when it was kept."""
+        self.seen += 1
+        self.kept += reason is None
+        if reason:
+            self.reasons[reason] += 1
+        groups = [f"uncertainty_type={u}" for u in (record.get("metadata") or {}).get("uncertainty_types") or []]
+        for g in groups + [f"difficulty={_level(record)}"]:
+            self.by_group[g][0] += 1
+            self.by_group[g][1] += reason is None
+
+    def table(self) -> dict[str, Any]:
+        """``{"overall": {...}, "rejected": {reason: n}, "groups": {group: {seen, kept, rate}}}``."""
+        rate = lambda seen, kept: round(kept / seen, 4) if seen else None  # noqa: E731
+        return {"overall": {"seen": self.seen, "kept": self.kept, "rate": rate(self.seen, self.kept)},
+                "rejected": {r: self.reasons.get(r, 0) for r in REASONS},
+                "groups": {g: {"seen": s, "kept": k, "rate": rate(s, k)} for g, (s, k) in sorted(self.by_group.items())}}
+
+
+def chat_key(messages: Sequence[dict[str, Any]]) -> str:
+    """A digest of a chat's roles and texts (two episodes with the same key are duplicates)."""
+    flat = json.dumps([[m.get("role"), m.get("content")] for m in messages], ensure_ascii=False)
+    return hashlib.sha256(flat.encode("utf-8")).hexdigest()
+
+
+def reject_reason(record: dict[str, Any], cfg: CollectConfig) -> str | None:
+    """Why an episode is not a demonstration (``None`` when it passes every check but the duplicate one).
+
+    Args:
+        record: A harness trajectory record.
+        cfg: The turn cap and the least score.
+
+    Returns:
+        One of :data:`REASONS` (not ``duplicate``), or ``None``.
+    """
+    steps = record.get("steps") or []
+    if record.get("termination") != "answer" or int(record.get("turns", len(steps))) > cfg.max_turns:
+        return "over_turn_cap"
+    if any(s.get("kind") == "invalid" for s in steps):
+        return "malformed"
+    if any(s.get("obs_error") for s in steps):
+        return "tool_error"
+    messages = record.get("messages") or []
+    if record.get("summaries") or not messages or messages[-1].get("role") != "assistant":
+        return "summarised"
+    score = record.get("correct", record.get("em"))
+    if score is None or float(score) < cfg.min_score:
+        return "incorrect"
+    return None
+
+
+def select(records: Iterable[dict[str, Any]], cfg: CollectConfig) -> tuple[list[dict[str, Any]], AcceptStats]:
+    """Filter harness records into demonstrations.
+
+    Args:
+        records: Trajectory records (several runs may be chained; order decides which duplicate is kept).
+        cfg: The filter settings.
+
+    Returns:
+        The kept records, in input order, and the acceptance statistics.
+    """
+    stats = AcceptStats()
+    kept: list[dict[str, Any]] = []
+    seen_chats: set[str] = set()
+    for rec in records:
+        reason = reject_reason(rec, cfg)
+        if reason is None:
+            key = chat_key(rec["messages"])
+            reason = "duplicate" if key in seen_chats else None
+            seen_chats.add(key)
+        stats.add(rec, reason)
+        if reason is None:
+            kept.append(rec)
+    return kept, stats
+
+
+def load_run(run: str | Path, cfg: CollectConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A harness run's settings (``run.json`` identity) and its records, after checking split and tools.
+
+    Raises:
+        ConfigError: When the folder is not a harness run, is on another split, or has PythonInterpreter on.
+    """
+    run = Path(run)
+    if not (run / RUN_FILE).is_file() or not (run / TRAJECTORIES).is_file():
+        raise ConfigError(f"{run} is not an eval run folder: expected {RUN_FILE} and {TRAJECTORIES} there "
+                          "(make one with `sim-web eval --split train --out FOLDER`)")
+    identity = json.loads((run / RUN_FILE).read_text(encoding="utf-8")).get("identity", {})
+    if cfg.require_split and identity.get("split") != cfg.require_split:
+        raise ConfigError(f"{run} ran on split {identity.get('split')!r}, expected {cfg.require_split!r}: SFT data comes from the "
+                          "train split (rerun the eval with --split train, or set require_split=None)")
+    extra = sorted(set(identity.get("tools") or ()) - set(RECIPE_TOOLS))
+    if extra and not cfg.allow_python:
+        raise ConfigError(f"{run} ran with tools {extra} enabled; the recipes train with PythonInterpreter disabled until the "
+                          f"security issue lands: rerun the eval with tools={RECIPE_TOOLS} (or allow_python=True)")
+    records = []
+    with (run / TRAJECTORIES).open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                log.warning("%s:%d: skipping a cut-off line", run / TRAJECTORIES, n)
+    by_key = {r["key"]: r for r in records if isinstance(r, dict) and "key" in r}  # a resumed run: the last line wins
+    return identity, list(by_key.values())
+
+
+@dataclass
+class CollectResult:
+    """What :func:`collect` kept and how it judged the rest."""
+
+    kept: list[dict[str, Any]]
+    stats: AcceptStats
+    sources: list[dict[str, Any]]
+
+
+def collect(cfg: CollectConfig) -> CollectResult:
+    """Read every run of ``cfg.runs`` and keep the demonstrations.
+
+    Returns:
+        The kept records, the statistics and each run's policy / split / tools / k.
+
+    Raises:
+        ConfigError: When no run is given or a run is unusable (see :func:`load_run`).
+    """
+    if not cfg.runs:
+        raise ConfigError("CollectConfig.runs is empty: give at least one eval run folder (sim-web eval --split train --out RUN)")
+    records: list[dict[str, Any]] = []
+    sources = []
+    for run in cfg.runs:
+        identity, recs = load_run(run, cfg)
+        samples = Counter(r["task_id"] for r in recs)
+        sources.append({"run": str(run), "policy": identity.get("policy"), "split": identity.get("split"),
+                        "tools": identity.get("tools"), "episodes": len(recs), "tasks": len(samples),
+                        "k": max(samples.values(), default=0)})
+        records += recs
+    kept, stats = select(records, cfg)
+    log.info("kept %d of %d episodes", stats.kept, stats.seen)
+    return CollectResult(kept, stats, sources)
+
+
+def format_stats(stats: AcceptStats) -> str:
+    """The acceptance table as aligned text."""
+    t = stats.table()
+    o = t["overall"]
+    lines = [f"{'kept':<34} {o['kept']}/{o['seen']} ({o['rate']})"]
+    lines += [f"{'rejected: ' + r:<34} {n}" for r, n in t["rejected"].items()]
+    lines += [f"{g:<34} {v['kept']}/{v['seen']} ({v['rate']})" for g, v in t["groups"].items()]
+    return "\n".join(lines)
