@@ -69,15 +69,19 @@ def test_jsonl_page_id_out_of_range_is_a_bad_line(tmp_path, caplog):
     rows = [{"id": "a", "title": "A", "text": "First."},
             {"id": "b", "title": "B", "text": "Second.", "page_id": 10**30},
             {"id": "c", "title": "C", "text": "Third.", "wikipedia_id": str(2**63 - 2)},
-            {"id": "d", "title": "D", "text": "Fourth."}]
+            {"id": "d", "title": "D", "text": "Fourth."},
+            {"id": "e", "title": "E", "text": "Fifth.", "wiki_id": "9" * 5000},  # past int()'s digit limit
+            {"id": "f", "title": "F", "text": "Sixth.", "page_id": "\u00b2"}]  # isdigit() but not a number: not an id
     path = tmp_path / "c.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     src = JsonlSource(path)
     with caplog.at_level(logging.WARNING):
         pages = [(p.title, p.page_id) for p in src.records()]
-    # the bad line is skipped (the default policy for bad lines); the next ids still fit a BIGINT
+    # the bad lines are skipped (the default policy for bad lines) and counted
+    # F has no usable id and the next free one, 2^63, does not fit either
     assert pages == [("A", 1), ("C", 2**63 - 2), ("D", 2**63 - 1)]
-    assert src.stats.skipped_reasons == {"bad_page_id": 1} and src.stats.read == 4
+    assert src.stats.skipped_reasons == {"bad_page_id": 3} and src.stats.read == 6
+    assert f"{path}:6: skipped (bad_page_id): the page has no page id and the next free one, {2**63}" in caplog.text
     assert f"{path}:2: skipped (bad_page_id): page_id {10**30} is out of range" in caplog.text
     with pytest.raises(CorpusError, match=rf"c\.jsonl:2: page_id {10**30} is out of range; expected an integer"):
         list(JsonlSource(path, strict=True).records())

@@ -32,8 +32,8 @@ from wiki_index.types import Page, Passage, Section, normalize_title
 log = logging.getLogger(__name__)
 
 _PAGE_ID_FIELDS = ("page_id", "wikipedia_id", "wiki_id")
-#: Page ids are DuckDB BIGINTs; one below the maximum, so the page after it can still be numbered ``id + 1``.
-_MIN_PAGE_ID, _MAX_PAGE_ID = -(2**63), 2**63 - 2
+#: Page ids are DuckDB BIGINTs.
+_MIN_PAGE_ID, _MAX_PAGE_ID = -(2**63), 2**63 - 1
 _MAX_LOGGED = 5
 
 
@@ -60,7 +60,7 @@ class JsonlSource:
         path: The file.
         strict: Raise :class:`CorpusError` (naming ``file:line``) on the first bad line instead of
             skipping and counting it (reasons ``"bad_json"``, ``"missing_field"``, ``"empty"``,
-            ``"bad_page_id"``: a page id too large for a DuckDB BIGINT).
+            ``"bad_page_id"``: a page id, given or counted on, that does not fit a DuckDB BIGINT).
     """
 
     path: Path
@@ -101,8 +101,12 @@ class JsonlSource:
                     yield self._page(key, title, passages)
                     passages = []
                 if not passages:
-                    title, key = rec_title, page_id if page_id is not None else next_id
-                    next_id = max(next_id, key) + 1
+                    key = page_id if page_id is not None else next_id
+                    if key > _MAX_PAGE_ID:  # numbering on from an id at the very top of the range
+                        self._bad("bad_page_id", lineno, f"the page has no page id and the next free one, {key}, does not "
+                                                         "fit a DuckDB BIGINT; give it a page_id")
+                        continue
+                    title, next_id = rec_title, max(next_id, key) + 1
                 passages.append(Passage(docid or f"{key}-{len(passages)}", key, title, text, "", len(passages)))
             if passages:
                 yield self._page(key, title, passages)
@@ -131,11 +135,14 @@ class JsonlSource:
         if not title or not text:
             return self._bad("empty", lineno, "empty title or text")
         docid = rec.get("id", rec.get("_id"))
-        field = next((f for f in _PAGE_ID_FIELDS if isinstance(rec.get(f), int) or str(rec.get(f, "")).isdigit()), None)
-        pid = None if field is None else int(rec[field])
-        if pid is not None and not _MIN_PAGE_ID <= pid <= _MAX_PAGE_ID:
-            return self._bad("bad_page_id", lineno, f"{field} {str(rec[field])[:40]} is out of range; expected an "
-                                                    f"integer from 0 to {_MAX_PAGE_ID} (a DuckDB BIGINT)")
+        field = next((f for f in _PAGE_ID_FIELDS if isinstance(rec.get(f), int) or str(rec.get(f, "")).isdecimal()), None)
+        pid = None
+        if field is not None:
+            value = rec[field]
+            pid = value if isinstance(value, int) else int(value) if len(value) <= 20 else _MAX_PAGE_ID + 1
+            if not _MIN_PAGE_ID <= pid <= _MAX_PAGE_ID:
+                return self._bad("bad_page_id", lineno, f"{field} {str(value)[:40]} is out of range; expected an integer "
+                                                        f"that fits a DuckDB BIGINT, at most {_MAX_PAGE_ID}")
         return title, text, None if docid is None else str(docid), pid
 
     def _bad(self, reason: str, lineno: int, detail: str) -> None:
