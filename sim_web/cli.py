@@ -19,8 +19,16 @@ from wiki_index.errors import WikiIndexError
 def _serve(args: argparse.Namespace) -> int:
     from sim_web.serve.http import serve
 
-    print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json)", flush=True)
-    serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache)
+    from sim_web.serve.http import check_exposure
+    from wiki_index.settings import env
+
+    token = args.token or env("SIM_WEB_SERVER_TOKEN") or None
+    check_exposure(args.host, token)  # refuse before printing that we serve
+    tools = "search, visit, google_scholar" + (", PythonInterpreter" if args.enable_python else "")
+    print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json); tools: {tools}; "
+          f"{'bearer token required' if token else 'no authentication (loopback only)'}", flush=True)
+    serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache, enable_python=args.enable_python,
+          token=token, max_body_bytes=args.max_body_bytes, tool_threads=args.tool_threads)
     return 0
 
 
@@ -44,11 +52,18 @@ def make_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="serve the tools over HTTP")
     s.add_argument("--index", default=None, help="index directory (default: the sample index)")
-    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="bind address; anything but loopback needs a token (--token or $SIM_WEB_SERVER_TOKEN)")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     s.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
     s.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True, help="content-keyed result cache")
+    s.add_argument("--enable-python", action="store_true",
+                   help="also serve PythonInterpreter (runs client code in the bubblewrap sandbox; off by default)")
+    s.add_argument("--token", default=None, help="bearer token required on /tools and /backend routes "
+                   "(default: $SIM_WEB_SERVER_TOKEN; prefer the variable: arguments are visible to other users)")
+    s.add_argument("--max-body-bytes", type=int, default=1024 * 1024, help="request body limit; larger bodies get 413")
+    s.add_argument("--tool-threads", type=int, default=32, help="threads per worker that run tool calls")
     s.set_defaults(func=_serve)
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
     d.add_argument("--index", default=None)

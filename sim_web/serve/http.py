@@ -4,25 +4,54 @@ Stateless apart from a content-keyed cache, so replicas behind any load balancer
 Endpoints: ``GET /health``, ``GET /tools`` (schemas), ``POST /tools/{name}`` (Tongyi-formatted
 text, exactly what the env prints), ``POST /backend/{search,scholar,visit}`` (structured results,
 used by :class:`sim_web.backends.remote.RemoteBackend`). OpenAPI schema at ``/openapi.json``.
+
+Security (issue 16):
+
+* ``PythonInterpreter`` is not served unless enabled explicitly (``enable_python`` / ``--enable-python``);
+  when it is, it runs in the bubblewrap sandbox of :mod:`sim_web.tools.python`.
+* With a bearer token (``token`` / ``--token`` / ``$SIM_WEB_SERVER_TOKEN``) every ``/tools`` and
+  ``/backend`` route requires ``Authorization: Bearer <token>`` (401 otherwise). :func:`serve` refuses
+  to bind a non-loopback address without one.
+* Tool calls run in a bounded thread pool of their own (``tool_threads``), never on the event loop,
+  so ``/health`` answers however busy the tools are; past ``4 x tool_threads`` waiting calls the
+  server answers 503 (retryable) instead of queueing without bound.
+* Request bodies over ``max_body_bytes`` are answered 413 before they are read whole; 4xx bodies
+  never echo the request (validation errors carry the location and the reason, not the input).
 """
 
 from __future__ import annotations
 
+import asyncio
+import hmac
+import ipaddress
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
-from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import Depends, FastAPI, HTTPException, Request
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sim_web.protocol.actions import valid_unicode
 
 log = logging.getLogger(__name__)
 INDEX_ENV = "SIM_WEB_SERVER_INDEX"
 MODE_ENV = "SIM_WEB_SERVER_MODE"
 CACHE_ENV = "SIM_WEB_SERVER_CACHE"
+TOKEN_ENV = "SIM_WEB_SERVER_TOKEN"  #: the bearer token, when not given as ``--token``
+PYTHON_ENV = "SIM_WEB_SERVER_PYTHON"  #: "1": serve PythonInterpreter (set by ``serve`` for its workers)
+MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by ``serve`` for its workers)
+THREADS_ENV = "SIM_WEB_SERVER_THREADS"  #: tool threads per worker (set by ``serve`` for its workers)
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_TOOL_THREADS = 32
 #: Idle keep-alive connections live this long (uvicorn's default is 5 s): a rollout worker pauses
 #: for a whole LLM turn between two tool calls, and a closed connection costs it a new handshake
 #: or, for clients that do not retry, an error.
 KEEP_ALIVE_S = 120
+_MAX_DETAIL = 500  # characters of an error message in a 4xx body
+
+_T = TypeVar("_T")
 
 
 class ToolRequest(BaseModel):
@@ -46,6 +75,11 @@ class QueryRequest(BaseModel):
     query: str = Field(min_length=1, max_length=2000)
     k: int = Field(default=10, ge=1, le=100)
 
+    @field_validator("query", mode="before")
+    @classmethod
+    def _valid_unicode(cls, value: Any) -> Any:  # lone surrogates: replaced, as in the tools' arguments
+        return valid_unicode(value) if isinstance(value, str) else value
+
 
 class VisitRequest(BaseModel):
     """A backend page visit."""
@@ -54,8 +88,90 @@ class VisitRequest(BaseModel):
     url: str = Field(min_length=1, max_length=4000)
     goal: str = Field(default="", max_length=4000)
 
+    @field_validator("url", "goal", mode="before")
+    @classmethod
+    def _valid_unicode(cls, value: Any) -> Any:  # lone surrogates: replaced, as in the tools' arguments
+        return valid_unicode(value) if isinstance(value, str) else value
 
-def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True) -> FastAPI:
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address) only accepts connections from this machine.
+
+    Args:
+        host: ``127.0.0.1``, ``::1``, ``localhost``, ``0.0.0.0``, a name...
+
+    Returns:
+        True for loopback addresses and ``localhost``; False for everything else (names included).
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _BodyLimit:
+    """ASGI middleware: answer 413 to a body over ``max_bytes`` (declared or streamed), without reading it whole."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            return await self._reject(send)
+        seen, over, started = 0, False, False
+
+        async def limited_receive() -> dict[str, Any]:
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    over = True
+                    raise _TooLarge  # FastAPI turns it into a 400 while parsing: replaced by our 413 below
+            return message
+
+        async def tracking_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if over:
+                return  # the app's answer to a cut-off body
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            pass
+        if over and not started:
+            await self._reject(send)
+
+    async def _reject(self, send: Callable[..., Any]) -> None:
+        from starlette.responses import JSONResponse
+
+        body = JSONResponse(status_code=413, content={"detail": f"request body over the limit of {self.max_bytes} "
+                                                                "bytes; send smaller requests"})
+        await body({"type": "http"}, _no_receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _no_receive() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
+
+
+def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True, *, enable_python: bool = False,
+               token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS,
+               python_runner: Callable[[str], str] | None = None) -> FastAPI:
     """Build the FastAPI app over the index at ``index_dir`` (default: the sample index).
 
     Args:
@@ -63,87 +179,187 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
         mode: Retrieval mode of ``search``/``google_scholar``.
         cache: Keep the executor's content-keyed result cache (off: every call is computed,
             e.g. to benchmark the uncached cost).
+        enable_python: Serve ``PythonInterpreter`` (off by default: it runs code for any client).
+        token: Bearer token required on every ``/tools`` and ``/backend`` route (``None``: no auth,
+            for loopback only; :func:`serve` enforces that).
+        max_body_bytes: Largest request body accepted; larger ones get 413.
+        tool_threads: Threads that run tool calls (separate from the event loop that answers ``/health``).
+        python_runner: ``code -> text`` for ``PythonInterpreter`` (default: the bubblewrap sandbox).
 
     Returns:
         The app (serve it with uvicorn).
+
+    Raises:
+        ConfigError: For a non-positive ``max_body_bytes`` or ``tool_threads``, or an empty token.
     """
-    from sim_web.protocol.actions import Action
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
 
-    from sim_web.protocol.errors import ActionError, ToolUnavailableError
-    from sim_web.executor import ExecutorConfig, ToolExecutor
     from sim_web.backends.sim import SimBackend, SimConfig
+    from sim_web.executor import ExecutorConfig, ToolExecutor
+    from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action
+    from sim_web.protocol.errors import ActionError, ToolUnavailableError
     from sim_web.tools import Toolbox
+    from wiki_index.errors import ConfigError
     from wiki_index.index import WikiIndex
 
+    if max_body_bytes < 1 or tool_threads < 1:
+        raise ConfigError(f"create_app needs max_body_bytes >= 1 and tool_threads >= 1, got {max_body_bytes}, "
+                          f"{tool_threads}; e.g. {DEFAULT_MAX_BODY} and {DEFAULT_TOOL_THREADS}")
+    if token is not None and not token.strip():
+        raise ConfigError(f"the server token is empty; pass a non-empty --token or ${TOKEN_ENV}, or none on loopback")
     index = WikiIndex.from_dir(index_dir)
     backend = SimBackend(index, SimConfig(mode=mode))
     executor = ToolExecutor([backend], ExecutorConfig(cache=cache))
-    toolbox = Toolbox(executor)
+    enabled = tuple(t for t in TOOL_NAMES if enable_python or t != PYTHON_TOOL)
+    toolbox = Toolbox(executor, enabled=enabled, python_runner=python_runner)
     names = [s["function"]["name"] for s in toolbox.schemas()]
+    pool = ThreadPoolExecutor(tool_threads, thread_name_prefix="sim-web-tool")
+    waiting = {"calls": 0}
     app = FastAPI(title="sim-web tool server", version="0.1.0",
                   description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
+    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
+    app.router.on_shutdown.append(lambda: pool.shutdown(wait=False, cancel_futures=True))
+
+    def authorized(request: Request) -> None:
+        if token is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    async def in_pool(fn: Callable[..., _T], *args: Any) -> _T:
+        if waiting["calls"] >= 4 * tool_threads:
+            raise HTTPException(503, f"server busy: {waiting['calls']} tool calls in progress; retry later",
+                                headers={"Retry-After": "1"})
+        waiting["calls"] += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+        finally:
+            waiting["calls"] -= 1
 
     @app.exception_handler(ToolUnavailableError)
     def unavailable(_request: Any, exc: ToolUnavailableError) -> JSONResponse:  # retryable for RemoteBackend
-        return JSONResponse(status_code=503, content={"detail": str(exc)})
+        return JSONResponse(status_code=503, content={"detail": _short(str(exc))})
+
+    known = {"body", "path", "query", "header", *ToolRequest.model_fields, *QueryRequest.model_fields,
+             *VisitRequest.model_fields}
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(_request: Any, exc: RequestValidationError) -> JSONResponse:  # never echo the input back
+        detail = [{"loc": [p if isinstance(p, int) or p in known else "(unknown field)" for p in e.get("loc", ())],
+                   "type": e.get("type"), "msg": _short(str(e.get("msg", "")))} for e in exc.errors()[:20]]
+        return JSONResponse(status_code=422, content={"detail": detail})
 
     @app.get("/health")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:  # on the event loop: answered however busy the tool threads are
         return {"status": "ok", "index": str(index.path), "content_sha256": index.manifest["content_sha256"],
-                "pages": index.manifest["counts"]["pages"], "mode": mode}
+                "pages": index.manifest["counts"]["pages"], "mode": mode, "tools": names,
+                "tool_calls_in_progress": waiting["calls"]}
 
-    @app.get("/tools")
-    def tools() -> list[dict[str, Any]]:
+    @app.get("/tools", dependencies=[Depends(authorized)])
+    async def tools() -> list[dict[str, Any]]:
         return toolbox.schemas()
 
-    @app.post("/tools/{name}", response_model=ToolReply)
-    def call_tool(name: str, req: ToolRequest) -> ToolReply:
-        if name not in names:
-            raise HTTPException(404, f"unknown tool {name!r}; available: {names}")
+    def run_tool(name: str, req: ToolRequest) -> ToolReply:
         try:
             return ToolReply(result=toolbox.call(Action(kind="tool_call", tool=name, arguments=req.arguments, code=req.code)))
         except ActionError as e:
-            raise HTTPException(422, f"{e.kind}: {e}") from e
+            raise HTTPException(422, _short(f"{e.kind}: {e}")) from e
 
-    @app.post("/backend/search")
-    def backend_search(req: QueryRequest) -> dict[str, Any]:
-        return {"results": [asdict(r) for r in executor.search(req.query, req.k)]}
+    @app.post("/tools/{name}", response_model=ToolReply, dependencies=[Depends(authorized)])
+    async def call_tool(name: str, req: ToolRequest) -> ToolReply:
+        if name not in names:
+            raise HTTPException(404, f"unknown tool; available: {names}")
+        return await in_pool(run_tool, name, req)
 
-    @app.post("/backend/scholar")
-    def backend_scholar(req: QueryRequest) -> dict[str, Any]:
-        return {"results": [asdict(r) for r in executor.scholar(req.query, req.k)]}
+    @app.post("/backend/search", dependencies=[Depends(authorized)])
+    async def backend_search(req: QueryRequest) -> dict[str, Any]:
+        return {"results": [asdict(r) for r in await in_pool(executor.search, req.query, req.k)]}
 
-    @app.post("/backend/visit")
-    def backend_visit(req: VisitRequest) -> dict[str, Any]:
-        return asdict(executor.visit(req.url, req.goal))
+    @app.post("/backend/scholar", dependencies=[Depends(authorized)])
+    async def backend_scholar(req: QueryRequest) -> dict[str, Any]:
+        return {"results": [asdict(r) for r in await in_pool(executor.scholar, req.query, req.k)]}
+
+    @app.post("/backend/visit", dependencies=[Depends(authorized)])
+    async def backend_visit(req: VisitRequest) -> dict[str, Any]:
+        return asdict(await in_pool(executor.visit, req.url, req.goal))
 
     return app
 
 
 def app_factory() -> FastAPI:
-    """uvicorn factory for multi-worker serving: reads the index and mode from the environment."""
+    """uvicorn factory for multi-worker serving: reads the index, mode and security settings from the environment."""
     from wiki_index.settings import env
 
-    return create_app(env(INDEX_ENV) or None, env(MODE_ENV) or "bm25", env(CACHE_ENV, "1") == "1")
+    return create_app(env(INDEX_ENV) or None, env(MODE_ENV) or "bm25", env(CACHE_ENV, "1") == "1",
+                      enable_python=env(PYTHON_ENV) == "1", token=env(TOKEN_ENV) or None,
+                      max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
+                      tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS))
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse to serve tools without a token on an address other machines can reach.
+
+    Args:
+        host: The bind address.
+        token: The bearer token, or ``None``.
+
+    Raises:
+        ConfigError: ``host`` is not loopback and there is no token.
+    """
+    from wiki_index.errors import ConfigError
+
+    if not token and not is_loopback(host):
+        raise ConfigError(f"refusing to serve the tools on {host!r} (reachable from other machines) without a bearer "
+                          f"token: set ${TOKEN_ENV} (or pass --token), or bind 127.0.0.1")
 
 
 def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",
-          cache: bool = True) -> None:
-    """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself."""
+          cache: bool = True, *, enable_python: bool = False, token: str | None = None,
+          max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS) -> None:
+    """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself.
+
+    Args:
+        index_dir: The index directory (default: the sample index).
+        host: Bind address; anything but loopback needs ``token``.
+        port: TCP port.
+        workers: uvicorn worker processes.
+        mode: Retrieval mode.
+        cache: Keep the content-keyed result cache.
+        enable_python: Serve ``PythonInterpreter``.
+        token: Bearer token for the tool and backend routes (default: ``$SIM_WEB_SERVER_TOKEN``).
+        max_body_bytes: Request body limit.
+        tool_threads: Tool threads per worker.
+
+    Raises:
+        ConfigError: A non-loopback ``host`` without a token.
+    """
     import os
     import socket
 
     import uvicorn
 
     from wiki_index.index import WikiIndex
+    from wiki_index.settings import env
 
+    token = token or env(TOKEN_ENV) or None
+    check_exposure(host, token)
+    if enable_python:
+        from sim_web.tools.python import sandbox_problem
+
+        problem = sandbox_problem()
+        if problem:
+            log.error("PythonInterpreter is enabled but will refuse every call: %s", problem)
     WikiIndex.from_dir(index_dir)  # fail fast, with the build command, before forking workers
     if workers > 1:
         if index_dir:
             os.environ[INDEX_ENV] = str(index_dir)
-        os.environ[MODE_ENV] = mode
-        os.environ[CACHE_ENV] = "1" if cache else "0"
+        os.environ.update({MODE_ENV: mode, CACHE_ENV: "1" if cache else "0", PYTHON_ENV: "1" if enable_python else "0",
+                           MAX_BODY_ENV: str(max_body_bytes), THREADS_ENV: str(tool_threads)})
+        if token:
+            os.environ[TOKEN_ENV] = token
         from uvicorn.supervisors import Multiprocess
 
         config = uvicorn.Config("sim_web.serve.http:app_factory", factory=True, host=host, port=port, workers=workers,
@@ -155,4 +371,6 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         Multiprocess(config, sockets=[sock]).run()
     else:
-        uvicorn.run(create_app(index_dir, mode, cache), host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
+        app = create_app(index_dir, mode, cache, enable_python=enable_python, token=token,
+                         max_body_bytes=max_body_bytes, tool_threads=tool_threads)
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)

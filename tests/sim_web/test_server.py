@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
 
 import pytest
 from fastapi.testclient import TestClient
@@ -23,6 +29,11 @@ from wiki_index.index import WikiIndex
 
 @pytest.fixture(scope="module")
 def client(sample_index):
+    return TestClient(create_app(str(sample_index), enable_python=True), raise_server_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def default_client(sample_index):
     return TestClient(create_app(str(sample_index)), raise_server_exceptions=False)
 
 
@@ -118,3 +129,149 @@ def test_remote_errors_are_classified_and_fall_back(server, sample_index):
     dead.name = "dead"
     ex = ToolExecutor([dead, SimBackend(WikiIndex.from_dir(sample_index))], ExecutorConfig(max_retries=1, backoff_base_s=0.01, jitter_s=0))
     assert ex.search("Danube", 3) and ex.stats.snapshot()["fallbacks"] == 1 and ex.stats.snapshot()["retries"] == 1
+
+
+@contextlib.contextmanager
+def running(app):
+    """``app`` served by uvicorn on a free loopback port in a thread; yields its base URL."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def test_python_is_off_over_http_unless_enabled(default_client):
+    names = [t["function"]["name"] for t in default_client.get("/tools").json()]
+    assert names == ["search", "visit", "google_scholar"]
+    r = default_client.post("/tools/PythonInterpreter", json={"code": "print(open('/etc/passwd').read())"})
+    assert r.status_code == 404 and "root:" not in r.text and "PythonInterpreter" not in r.json()["detail"]
+    assert default_client.get("/health").json()["tools"] == names
+
+
+def test_bearer_token_guards_every_tool_and_backend_route(sample_index):
+    token = f"tok-{uuid.uuid4().hex}"
+    c = TestClient(create_app(str(sample_index), token=token), raise_server_exceptions=False)
+    routes = [("get", "/tools", None), ("post", "/tools/search", {"arguments": {"query": ["Danube"]}}),
+              ("post", "/backend/search", {"query": "Danube"}), ("post", "/backend/scholar", {"query": "Danube"}),
+              ("post", "/backend/visit", {"url": "https://en.wikipedia.org/wiki/Danube"})]
+    for method, path, body in routes:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+            r = getattr(c, method)(path, json=body, headers=headers) if body else getattr(c, method)(path, headers=headers)
+            assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", (path, headers)
+            assert token not in r.text
+        ok = (getattr(c, method)(path, json=body, headers={"Authorization": f"Bearer {token}"}) if body
+              else getattr(c, method)(path, headers={"Authorization": f"Bearer {token}"}))
+        assert ok.status_code == 200, (path, ok.text)
+    assert c.get("/health").status_code == 200  # the health check stays open for load balancers
+
+
+def test_non_loopback_bind_needs_a_token(monkeypatch, capsys):
+    from sim_web.cli import main
+    from sim_web.serve.http import check_exposure, is_loopback
+    from wiki_index.errors import ConfigError
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.8.0.1")
+    assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("10.0.0.5")
+    assert not is_loopback("example.com")
+    with pytest.raises(ConfigError, match="SIM_WEB_SERVER_TOKEN"):
+        check_exposure("0.0.0.0", None)
+    check_exposure("0.0.0.0", "secret")  # a token makes it acceptable
+    check_exposure("127.0.0.1", None)
+    monkeypatch.delenv("SIM_WEB_SERVER_TOKEN", raising=False)
+    assert main(["serve", "--host", "0.0.0.0", "--port", "1"]) == 2  # refused before binding anything
+    err = capsys.readouterr().err
+    assert "refusing to serve" in err and "--token" in err
+
+
+def test_health_answers_while_every_tool_thread_is_busy(sample_index):
+    release, lock, running_now, peak = threading.Event(), threading.Lock(), [0], [0]
+
+    def sleeping_python(code: str) -> str:  # stands for 60 sandboxed programs that sleep
+        with lock:
+            running_now[0] += 1
+            peak[0] = max(peak[0], running_now[0])
+        release.wait(120)
+        with lock:
+            running_now[0] -= 1
+        return "stdout:\nslept\n"
+
+    app = create_app(str(sample_index), enable_python=True, tool_threads=15, python_runner=sleeping_python)
+    with running(app) as url, ThreadPoolExecutor(60) as clients:
+        calls = [clients.submit(httpx.post, f"{url}/tools/PythonInterpreter", json={"code": "import time; time.sleep(60)"},
+                                timeout=300) for _ in range(60)]
+        try:
+            deadline = time.monotonic() + 120
+            while (h := httpx.get(f"{url}/health", timeout=30)).json()["tool_calls_in_progress"] < 60:
+                assert time.monotonic() < deadline, h.json()
+                time.sleep(0.05)
+            assert h.status_code == 200
+            assert not any(c.done() for c in calls)  # /health answered while all 60 calls were still running
+            assert peak[0] == 15  # the tools ran on the bounded pool
+            extra = httpx.post(f"{url}/tools/PythonInterpreter", json={"code": "print(1)"}, timeout=30)
+            assert extra.status_code == 503 and extra.headers["retry-after"] == "1"  # 4 x 15 waiting: no more queued
+        finally:
+            release.set()
+        assert [c.result().json()["result"] for c in calls] == ["stdout:\nslept\n"] * 60
+
+
+def test_body_limit_and_4xx_never_echo_the_input(sample_index, client):
+    marker = uuid.uuid4().hex
+    small = TestClient(create_app(str(sample_index), max_body_bytes=1024), raise_server_exceptions=False)
+    r = small.post("/tools/search", json={"arguments": {"query": [marker * 100]}})
+    assert r.status_code == 413 and marker not in r.text and "1024" in r.json()["detail"]
+    assert small.post("/tools/search", json={"arguments": {"query": ["Danube"]}}).status_code == 200
+    big = client.post("/tools/search", content=b'{"arguments": {}, "junk": "' + marker.encode() * 70_000 + b'"}',
+                      headers={"Content-Type": "application/json"})
+    assert big.status_code == 413 and marker not in big.text and len(big.content) < 300  # 2.2 MB over 1 MiB
+    for body in ({"arguments": {"query": ["x"]}, marker: marker * 100}, {"arguments": marker * 100},
+                 {"arguments": {"query": ["x"]}, "code": [marker]}):
+        r = client.post("/tools/search", json=body)
+        assert r.status_code == 422 and marker not in r.text and len(r.content) < 1000, r.text
+    for path, body in (("/backend/search", {"query": marker * 100}), ("/backend/visit", {"url": 5, "goal": marker}),
+                       ("/backend/search", {"query": "x", "k": marker})):
+        r = client.post(path, json=body)
+        assert r.status_code == 422 and marker not in r.text, r.text
+    r = client.post(f"/tools/{marker}", json={"arguments": {}})
+    assert r.status_code == 404 and marker not in r.text
+
+
+def test_streamed_body_over_the_limit_is_cut_off(sample_index):
+    app = create_app(str(sample_index), max_body_bytes=4096)
+
+    def chunks():
+        yield b'{"arguments": {"query": ["'
+        for _ in range(100):
+            yield b"x" * 1024
+        yield b'"]}}'
+
+    with running(app) as url:
+        r = httpx.post(f"{url}/tools/search", content=chunks(), headers={"Content-Type": "application/json"}, timeout=60)
+        assert r.status_code == 413 and "4096" in r.text
+        assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+
+
+def test_lone_surrogates_and_long_queries_over_http(client):
+    json_body = {"Content-Type": "application/json"}
+    cases = [("/tools/visit", b'{"arguments": {"url": ["https://en.wikipedia.org/wiki/Danube\\udc80"], "goal": "g\\udc80"}}'),
+             ("/tools/search", b'{"arguments": {"query": ["Danube\\udc80"]}}'),
+             ("/backend/search", b'{"query": "Danube\\udc80"}'),
+             ("/backend/visit", b'{"url": "https://en.wikipedia.org/wiki/Danube\\udc80", "goal": "g\\ud800"}')]
+    for path, raw in cases:  # \udc80 JSON escapes: a lone surrogate once parsed
+        r = client.post(path, content=raw, headers=json_body)
+        assert r.status_code == 200, (path, r.status_code, r.text[:300])
+        r.content.decode("utf-8")  # strict: valid UTF-8
+        assert "Timeout" not in r.text
+    long = " ".join(f"term{i}" for i in range(1100))
+    r = client.post("/tools/search", json={"arguments": {"query": [long]}})
+    assert r.status_code == 422 and "the limit is 1024" in r.text and "term1099" not in r.text

@@ -1,5 +1,5 @@
-"""The PythonInterpreter tool: agent code in a sandboxed child process (:func:`run_python`)."""
+"""The PythonInterpreter tool: agent code in a bubblewrap sandbox (:func:`run_python`)."""
 
-from sim_web.tools.python.sandbox import PythonConfig, run_python
+from sim_web.tools.python.sandbox import PythonConfig, run_python, sandbox_problem
 
-__all__ = ["PythonConfig", "run_python"]
+__all__ = ["PythonConfig", "run_python", "sandbox_problem"]
