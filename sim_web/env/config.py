@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sim_web.backends.jina import JinaConfig
+from sim_web.backends.serper import SerperConfig
 from sim_web.backends.sim import SimConfig
 from sim_web.env.rewards import RewardConfig
-from sim_web.executor import ExecutorConfig
+from sim_web.executor import BackendPolicy, ExecutorConfig
 from sim_web.protocol.actions import TOOL_NAMES
 from wiki_index.errors import ConfigError
+
+BACKENDS = ("sim", "real")
+#: Executor policies of the real upstreams unless ``EnvConfig.executor.policies`` names them: Serper
+#: (QPS ceilings by plan are unverified, 50-300: stay well under), Jina (500 requests/min with a key),
+#: the sim fallback (local: no pacing, no breaker). Backoff 1 / 2 / 4 s as ASearcher; 7-day cache TTL
+#: as DeepResearcher.
+REAL_POLICIES = {
+    "serper": BackendPolicy(qps=10.0, burst=10, timeout_s=30.0, max_retries=3, backoff_base_s=1.0, backoff_max_s=8.0,
+                            jitter_s=0.5, cache_ttl_s=7 * 86400.0),
+    "jina": BackendPolicy(qps=8.0, burst=8, timeout_s=180.0, max_retries=2, backoff_base_s=1.0, backoff_max_s=8.0,
+                          jitter_s=0.5, cache_ttl_s=7 * 86400.0),
+    "sim": BackendPolicy(timeout_s=60.0, max_retries=0, breaker_failures=None),
+}
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,13 @@ class EnvConfig:
         max_action_chars: Longer actions are rejected as oversize.
         allow_multiple_calls: Whether one turn may hold several ``<tool_call>`` blocks.
         date: The "current date" in the system prompt (fixed for determinism).
+        backend: ``"sim"`` (the index) or ``"real"`` (Serper + Jina, keys from the environment, with
+            the index as fallback). Only the tools' source changes; tasks still come from the index.
+        serper: Serper endpoint, timeout and locale (``backend="real"``).
+        jina: Jina endpoint, timeout, page token budget, summariser sampling (``backend="real"``).
+        real_fallback: Whether the index answers when Serper / Jina fail (Wikipedia URLs only for visit).
+        record_dir: Record every real request and response into this directory.
+        replay_dir: Replay a recorded run from this directory, offline and without keys.
     """
 
     index_dir: str | None = None
@@ -45,8 +67,20 @@ class EnvConfig:
     max_action_chars: int = 50_000
     allow_multiple_calls: bool = False
     date: str = "2025-01-01"
+    backend: str = "sim"
+    serper: SerperConfig = field(default_factory=SerperConfig)
+    jina: JinaConfig = field(default_factory=JinaConfig)
+    real_fallback: bool = True
+    record_dir: str | None = None
+    replay_dir: str | None = None
 
     def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"EnvConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.record_dir and self.replay_dir:
+            raise ConfigError("EnvConfig.record_dir and replay_dir are exclusive: record a run, then replay it in another")
+        if (self.record_dir or self.replay_dir) and self.backend != "real":
+            raise ConfigError("EnvConfig.record_dir / replay_dir record the real web: set backend='real' too")
         bad = [t for t in self.tools if t not in TOOL_NAMES]
         if bad or not self.tools:
             raise ConfigError(f"EnvConfig.tools must be a non-empty subset of {TOOL_NAMES}, got {self.tools}")

@@ -10,17 +10,19 @@ from typing import Any
 
 import gymnasium as gym
 
+from sim_web.backends.real import WikipediaFallback, build_real_backends
 from sim_web.backends.sim import SimBackend
-from sim_web.env.config import EnvConfig
+from sim_web.env.config import REAL_POLICIES, EnvConfig
 from sim_web.env.rewards import Judge, score_answer
 from sim_web.env.spaces import TextSpace
 from sim_web.env.tasks import Task, resolve_tasks
-from sim_web.executor import ToolExecutor
+from sim_web.executor import SqliteCache, ToolExecutor
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.protocol.formatting import format_tool_response, truncate
 from sim_web.tools import Toolbox, system_prompt
 from wiki_index.errors import ConfigError
+from wiki_index.settings import sim_web_home
 
 _shared_lock = threading.Lock()
 _shared: dict[str, Any] = {}
@@ -38,16 +40,37 @@ def _shared_index(path: str | None) -> Any:
 
 
 def make_toolbox(config: EnvConfig) -> Toolbox:
-    """The enabled tools of ``config`` over the sim backend of its index (opened once per process).
+    """The enabled tools of ``config`` over its backend (the index is opened once per process).
+
+    ``backend="sim"``: the sim backend of the index. ``backend="real"``: Serper (search, scholar) and
+    Jina (visit) with keys from the environment (a missing key is a ``ConfigError`` now, not
+    mid-episode), then the index as fallback; executor policies from ``REAL_POLICIES`` unless
+    ``config.executor.policies`` names the backend. The persistent cache (``executor.cache_dir``,
+    default ``$SIM_WEB_HOME/cache/real-web``) holds raw replies and results; recording and replaying
+    bypass it, so that a recording is complete and a replay is byte for byte.
 
     Args:
-        config: The env configuration (index, retrieval mode, executor, tools, response cap).
+        config: The env configuration (backend, index, retrieval mode, executor, tools, response cap).
 
     Returns:
         A :class:`~sim_web.tools.Toolbox` with its own executor (and so its own per-episode stats).
     """
-    backend = SimBackend(_shared_index(config.index_dir), config.sim)
-    return Toolbox(ToolExecutor([backend], config.executor), enabled=config.tools, max_chars=config.max_response_chars)
+    index = _shared_index(config.index_dir)
+    sim = SimBackend(index, config.sim)
+    if config.backend == "sim":
+        executor = ToolExecutor([sim], config.executor)
+    else:
+        ex_cfg = config.executor
+        recording = bool(config.record_dir or config.replay_dir)
+        cache_dir = None if recording or not ex_cfg.cache else (ex_cfg.cache_dir or str(sim_web_home() / "cache" / "real-web"))
+        raw = SqliteCache(f"{cache_dir}/raw.sqlite") if cache_dir else None
+        serper, jina = build_real_backends(config.serper, config.jina, record_dir=config.record_dir,
+                                           replay_dir=config.replay_dir, raw_cache=raw)
+        serper.index = index  # type: ignore[attr-defined]  # WebResearchEnv reads its task corpus from backends[0].index
+        backends = [serper, jina] + ([WikipediaFallback(sim)] if config.real_fallback else [])
+        ex_cfg = replace(ex_cfg, cache_dir=cache_dir, policies={**REAL_POLICIES, **ex_cfg.policies})
+        executor = ToolExecutor(backends, ex_cfg)
+    return Toolbox(executor, enabled=config.tools, max_chars=config.max_response_chars)
 
 
 class WebResearchEnv(gym.Env[str, str]):
