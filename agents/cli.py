@@ -5,6 +5,8 @@ Examples::
     sim-web eval --policy oracle                                  # the env's ceiling on the held-out tasks
     sim-web eval --policy hf:smollm2 --n 5 --temperature 0        # the bundled SmolLM2-135M-Instruct
     sim-web eval --policy openai:Qwen/Qwen3-8B --base-url http://localhost:8000/v1 --k 4 --resum
+    sim-web eval --policy oracle --backend real --record runs/rec   # the real web (Serper + Jina), recorded
+    sim-web eval --policy oracle --backend real --replay runs/rec   # ... replayed offline, byte for byte
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--out", default=None, help="output folder (default: $SIM_WEB_HOME/runs/eval/<run name>)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of skipping finished episodes")
     p.add_argument("--retrieval", default="bm25", choices=["bm25", "dense", "hybrid"], help="search mode of the sim backend")
+    p.add_argument("--backend", default="sim", choices=["sim", "real"],
+                   help="sim: the index; real: Serper + Jina (keys $SERPER_KEY_ID, $JINA_API_KEYS; page summariser "
+                        "$API_KEY/$API_BASE/$SUMMARY_MODEL_NAME, optional), with the index as fallback")
+    rec = p.add_mutually_exclusive_group()
+    rec.add_argument("--record", default=None, metavar="DIR", help="--backend real: record every request and response into DIR")
+    rec.add_argument("--replay", default=None, metavar="DIR", help="--backend real: replay a recorded run from DIR (offline, no keys)")
     p.add_argument("--workers", type=int, default=4, help="concurrent episodes for remote / oracle policies")
     p.add_argument("--batch-size", type=int, default=8, help="episodes generated together for a local model")
     g = p.add_argument_group("agent limits and sampling (defaults: Tongyi DeepResearch's)")
@@ -74,7 +82,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
                         sampling=sampling, resum=resum)
     return EvalConfig(policy=args.policy, index_dir=args.index, tasks=args.tasks, split=None if args.split == "all" else args.split,
                       n=args.n, k=args.k, out=args.out, workers=args.workers, batch_size=args.batch_size, agent=agent,
-                      retrieval=args.retrieval, base_url=args.base_url, api_key=args.api_key, summariser_model=summariser_model,
+                      retrieval=args.retrieval, backend=args.backend, record_dir=args.record, replay_dir=args.replay,
+                      base_url=args.base_url, api_key=args.api_key, summariser_model=summariser_model,
                       judge=args.judge, judge_base_url=args.judge_base_url, device=args.device, dtype=args.dtype,
                       threads=args.threads, resume=not args.no_resume, progress=not args.no_progress)
 

@@ -57,6 +57,10 @@ class EvalConfig:
     batch_size: int = field(default=8, metadata={"help": "Episodes stepped together for local (batched) policies."})
     agent: AgentConfig = field(default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum."})
     retrieval: str = field(default="bm25", metadata={"help": "Search mode of the sim backend: bm25, dense, hybrid."})
+    backend: str = field(default="sim", metadata={
+        "help": "'sim' (the index) or 'real' (Serper + Jina, keys $SERPER_KEY_ID / $JINA_API_KEYS, the index as fallback)."})
+    record_dir: str | None = field(default=None, metadata={"help": "backend='real': record every request and response here."})
+    replay_dir: str | None = field(default=None, metadata={"help": "backend='real': replay a recorded run from here (offline, no keys)."})
     tools: tuple[str, ...] = field(default=ALL_TOOLS, metadata={"help": "Enabled tools."})
     max_obs_chars: int = field(default=2_000_000, metadata={"help": "The env's tool-output budget per episode (the agent's own limits come first)."})
     base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL)."})
@@ -78,13 +82,18 @@ class EvalConfig:
         if self.k < 1 or (self.n is not None and self.n < 1) or self.workers < 1 or self.batch_size < 1:
             raise ConfigError(f"EvalConfig needs k >= 1, n >= 1 (or None), workers >= 1, batch_size >= 1; got k={self.k}, "
                               f"n={self.n}, workers={self.workers}, batch_size={self.batch_size}")
+        if self.backend not in ("sim", "real"):
+            raise ConfigError(f"EvalConfig.backend must be 'sim' or 'real', got {self.backend!r}")
+        if (self.record_dir or self.replay_dir) and self.backend != "real":
+            raise ConfigError("EvalConfig.record_dir / replay_dir record the real web: set backend='real' (--backend real) too")
         if self.agent.resum.enabled and self.agent.resum.summariser == "openai" and not self.summariser_model:
             raise ConfigError("ReSum with summariser='openai' needs EvalConfig.summariser_model (e.g. --summariser openai:MODEL)")
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide what an episode is; resuming with different ones is refused."""
         return {"policy": self.policy, "index_dir": self.index_dir, "tasks": self.tasks, "split": self.split,
-                "agent": asdict(self.agent), "retrieval": self.retrieval, "tools": list(self.tools), "judge": self.judge}
+                "agent": asdict(self.agent), "retrieval": self.retrieval, "tools": list(self.tools), "judge": self.judge,
+                **({"backend": self.backend} if self.backend != "sim" else {})}
 
 
 @dataclass
@@ -252,7 +261,8 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
         judge = LLMJudge(_remote(cfg.judge, cfg.judge_base_url or cfg.base_url, cfg.api_key))
     agent = ReactAgent(policy, agent_cfg, summariser)
     env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools), sim=SimConfig(mode=cfg.retrieval),
-                        max_turns=agent_cfg.max_llm_calls + 2, max_obs_chars=cfg.max_obs_chars)
+                        max_turns=agent_cfg.max_llm_calls + 2, max_obs_chars=cfg.max_obs_chars, backend=cfg.backend,
+                        record_dir=cfg.record_dir, replay_dir=cfg.replay_dir)
     make_env = lambda: WebResearchEnv(env_cfg, tasks=list(tasks))  # noqa: E731
     writer = TrajectoryWriter(out / TRAJECTORIES)
     bar = tqdm(total=initial + len(todo), initial=initial, disable=not cfg.progress, desc=f"eval {policy.name}", unit="ep")

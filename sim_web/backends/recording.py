@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 import json
 import os
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -55,8 +55,6 @@ class RecordingTransport(httpx.BaseTransport):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.inner = inner or httpx.HTTPTransport()
-        self._counter = itertools.count()
-        self._lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Forward the request, record the exchange, return the response (body read in full)."""
@@ -72,9 +70,7 @@ class RecordingTransport(httpx.BaseTransport):
                          "headers": {k: response.headers[k] for k in KEPT_RESPONSE_HEADERS if k in response.headers},
                          "body": base64.b64encode(body).decode()},
         }
-        with self._lock:
-            n = next(self._counter)
-        name = f"{key[:24]}-{record['time_ns']}-{os.getpid()}-{n}.json"
+        name = f"{key[:24]}-{record['time_ns']}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"  # unique across envs and processes
         tmp = self.directory / (name + ".tmp")
         tmp.write_text(json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(tmp, self.directory / name)

@@ -71,3 +71,18 @@ def test_a_request_missing_from_the_recording_fails_without_retry(tmp_path) -> N
         assert not e.value.retryable  # replaying again cannot help: fall back at once
     with pytest.raises(ConfigError, match="holds no recorded exchanges"):
         ReplayTransport(tmp_path / "empty")
+
+
+def test_eval_cli_passes_the_backend_and_recording_into_the_env_config(tmp_path) -> None:
+    from agents.cli import config_from_args
+    from agents.harness import EvalConfig
+    from sim_web.cli import make_parser
+
+    args = make_parser().parse_args(["eval", "--policy", "oracle", "--backend", "real", "--replay", str(tmp_path)])
+    cfg = config_from_args(args)
+    assert (cfg.backend, cfg.replay_dir, cfg.record_dir) == ("real", str(tmp_path), None)
+    assert cfg.identity()["backend"] == "real" and "backend" not in EvalConfig().identity()  # old sim runs still resume
+    with pytest.raises(SystemExit):  # --record and --replay are exclusive
+        make_parser().parse_args(["eval", "--policy", "oracle", "--backend", "real", "--record", "a", "--replay", "b"])
+    with pytest.raises(ConfigError, match="--backend real"):
+        EvalConfig(record_dir="x")
