@@ -17,12 +17,10 @@ from wiki_index.errors import WikiIndexError
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sim_web.serve.http import serve
-
-    from sim_web.serve.http import check_exposure
+    from sim_web.serve.http import TOKEN_ENV, check_exposure, serve
     from wiki_index.settings import env
 
-    token = args.token or env("SIM_WEB_SERVER_TOKEN") or None
+    token = args.token or env(TOKEN_ENV) or None
     check_exposure(args.host, token)  # refuse before printing that we serve
     tools = "search, visit, google_scholar" + (", PythonInterpreter" if args.enable_python else "")
     print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json); tools: {tools}; "

@@ -105,7 +105,7 @@ def valid_unicode_value(value: Any) -> Any:
         value: A parsed JSON value.
 
     Returns:
-        The same value with valid strings (containers are rebuilt only where something changed).
+        A copy of the containers with every string made valid (other values unchanged).
     """
     if isinstance(value, str):
         return valid_unicode(value)
@@ -286,6 +286,7 @@ def _parse_call(body: str, code: str | None, tools: Collection[str],
         if code is None or "python" not in body.lower():
             raise ActionError("bad_json", f"{BAD_JSON_TEXT} ({str(e)[:200]}) Expected:\n{CALL_EXAMPLE}") from None
         obj = {"name": PYTHON_TOOL}  # e.g. <tool_call>python<code>..</code></tool_call>
+    obj = valid_unicode_value(obj)  # the name and arguments too: a \udc80 escape parses to a lone surrogate
     if isinstance(obj, dict) and isinstance(obj.get("function"), dict):  # OpenAI-style {"function": {...}}
         obj = obj["function"]
     if not isinstance(obj, dict):
@@ -295,7 +296,7 @@ def _parse_call(body: str, code: str | None, tools: Collection[str],
     if not isinstance(name, str) or not name.strip():
         raise ActionError("bad_json", f'{BAD_JSON_TEXT} (the "name" field is missing or not a string) Expected:\n{CALL_EXAMPLE}')
     tool = _canonical_tool(name.strip(), tools)
-    args = valid_unicode_value(obj.get("arguments", obj.get("parameters", {})))
+    args = obj.get("arguments", obj.get("parameters", {}))
     if args is None:
         args = {}
     if isinstance(args, str):  # some models send "arguments" as a JSON string

@@ -253,9 +253,15 @@ def test_valid_unicode_replaces_only_lone_surrogates() -> None:
     '<tool_call>{"name": "PythonInterpreter", "arguments": {"code": "print(\'\\udc80\')"}}</tool_call>',
     '<tool_call>{"name": "search", "arguments": {"query": ["raw \udc80 surrogate"]}}</tool_call>',  # in the text itself
     "<answer>Paris\udc80</answer>",
+    '<tool_call>{"name": "search\\udc80", "arguments": {}}</tool_call>',  # an unknown tool name, echoed in the error
 ])
 def test_parsed_actions_are_valid_utf8(text: str) -> None:
-    a = parse_action(text)
+    try:
+        a = parse_action(text)
+    except ActionError as e:
+        assert "\ufffd" in e.message
+        e.message.encode("utf-8")
+        return
     json.dumps([a.arguments, a.code, a.answer], ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
     assert "\ufffd" in json.dumps([a.arguments, a.code, a.answer], ensure_ascii=False)
 

@@ -1,18 +1,19 @@
 """Child entry point of :mod:`sim_web.tools.python.sandbox`: runs one agent program inside the sandbox.
 
 Started as ``python -s -S -P -B _runner.py name=value ...`` (the code is in ``main.py``
-in the working directory), inside bubblewrap (or, for trusted code, the best-effort sandbox). Uses the standard library only and never imports :mod:`sim_web`;
-it avoids ``json``, ``socket`` and anything that pulls in ``re``/``enum`` so that startup stays
-cheap (those imports cost about 30 ms, more than the interpreter itself).
+in the working directory), inside bubblewrap (or, for trusted code, the best-effort sandbox).
+Uses the standard library only and never imports :mod:`sim_web`; it avoids ``json``, ``socket``
+and anything that pulls in ``re``/``enum`` so that startup stays cheap (those imports cost about
+30 ms, more than the interpreter itself).
 
 Order of work, all before the first line of user code:
 
 1. (the parent's starter already put the process into the call's cgroups, if any)
 2. set the resource limits (CPU seconds, address space, file size, no core files, and
    ``RLIMIT_NPROC`` when the parent computed one: the kernel ignores it for root);
-3. in the best-effort PID namespace, stay as PID 1 (bubblewrap brings its own init) and fork the worker (PID 1 ignores signals it has no
-   handler for, even ``SIGXCPU`` and ``SIGSEGV``, so user code must not run as PID 1); when the
-   worker exits, PID 1 exits with its status and the kernel kills whatever is left;
+3. in the best-effort PID namespace, stay as PID 1 (bubblewrap brings its own init) and fork
+   the worker (PID 1 ignores signals it has no handler for, even ``SIGXCPU`` and ``SIGSEGV``, so
+   user code must not run as PID 1); when the worker exits, PID 1 exits with its status and the kernel kills whatever is left;
 4. install the best-effort Python-level guards: no sockets (unless allowed), no writes outside
    the writable directories, no new sessions, and a shared counter that caps process creation.
 
@@ -28,7 +29,7 @@ import resource
 import sys
 
 _NET_DENIED = "network access is disabled in this sandbox (PythonInterpreter runs offline)"
-_WRITE_DENIED = "writing outside the working directory (and /tmp) is disabled in this sandbox"
+_WRITE_DENIED = "writing outside the working directory is disabled in this sandbox"
 _DEVICES = (os.devnull, "/dev/stdout", "/dev/stderr")  # writable although outside
 
 
