@@ -1,0 +1,210 @@
+"""SFT cold start: rejection-sampling filters, the loss mask on a real oracle trajectory, a tiny end-to-end run."""
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from training.sft.collect import RECIPE_TOOLS, CollectConfig, collect, format_stats, select  # noqa: E402
+from wiki_index.errors import ConfigError  # noqa: E402
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+# ---------------------------------------------------------------- collect filters on hand-made trajectories
+
+def record(key, answer="<answer>Paris</answer>", correct=1.0, turns=2, kinds=("tool_call", "answer"), obs_error=None,
+           termination="answer", level="easy", types=("counting",)):
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Capital of France?"},
+            {"role": "assistant", "content": '<tool_call>{"name": "search", "arguments": {"query": ["France"]}}</tool_call>'},
+            {"role": "user", "content": "<tool_response>\nParis is the capital.\n</tool_response>"},
+            {"role": "assistant", "content": answer}]
+    steps = [{"kind": k, "obs_error": obs_error if i == 0 else None} for i, k in enumerate(kinds)]
+    return {"key": key, "task_id": key.split("#")[0], "sample": int(key.split("#")[1]), "correct": correct, "em": correct,
+            "termination": termination, "turns": turns, "steps": steps, "summaries": [], "messages": msgs, "policy": "oracle",
+            "metadata": {"uncertainty_types": list(types), "difficulty": {"level": level}}}
+
+
+def test_collect_rejects_and_counts_each_kind_of_bad_episode():
+    records = [
+        record("good#0"),
+        record("wrong#0", answer="<answer>Lyon</answer>", correct=0.0),
+        record("malformed#0", kinds=("invalid", "answer")),
+        record("tool#0", obs_error="unreachable"),
+        record("long#0", turns=5, level="hard"),
+        record("capped#0", termination="max_llm_calls", correct=0.0, level="hard"),
+        record("good#1"),  # same texts as good#0: a duplicate
+        record("other#0", answer="<answer>Paris, France</answer>", types=("counting", "negation"), level="medium"),
+    ]
+    kept, stats = select(records, CollectConfig(max_turns=4))
+    table = stats.table()
+    print(format_stats(stats))
+    assert [r["key"] for r in kept] == ["good#0", "other#0"]
+    assert table["rejected"] == {"over_turn_cap": 2, "malformed": 1, "tool_error": 1, "summarised": 0, "incorrect": 1, "duplicate": 1}
+    assert table["overall"] == {"seen": 8, "kept": 2, "rate": 0.25}
+    assert table["groups"]["difficulty=hard"] == {"seen": 2, "kept": 0, "rate": 0.0}
+    assert table["groups"]["uncertainty_type=negation"] == {"seen": 1, "kept": 1, "rate": 1.0}
+    assert table["groups"]["uncertainty_type=counting"]["seen"] == 8
+
+
+def write_run(folder, records, tools=RECIPE_TOOLS, split="train"):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps({"identity": {"policy": "oracle", "split": split, "tools": list(tools)}}))
+    (folder / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + '{"key": "cut')
+    return folder
+
+
+def test_collect_refuses_python_runs_and_held_out_splits(tmp_path):
+    ok = write_run(tmp_path / "ok", [record("a#0"), record("a#1", answer="<answer>paris</answer>")])
+    res = collect(CollectConfig(runs=(str(ok),)))
+    assert res.stats.kept == 2 and res.sources[0]["k"] == 2 and res.sources[0]["tasks"] == 1  # the cut-off line is skipped
+    py = write_run(tmp_path / "py", [record("a#0")], tools=(*RECIPE_TOOLS, "PythonInterpreter"))
+    with pytest.raises(ConfigError, match="PythonInterpreter"):
+        collect(CollectConfig(runs=(str(py),)))
+    test = write_run(tmp_path / "test", [record("a#0")], split="test")
+    with pytest.raises(ConfigError, match="train split"):
+        collect(CollectConfig(runs=(str(test),)))
+    with pytest.raises(ConfigError, match="tuple"):
+        CollectConfig(runs=str(ok))
+
+
+# ---------------------------------------------------------------- a real oracle trajectory and a tiny model
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    """A 2-layer random Llama + a byte-level BPE with ChatML tokens, saved as a model folder (no downloads)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from sim_web.tools import system_prompt, tool_schema
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|im_start|>", "<|im_end|>", "<|pad|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    bpe.train_from_iterator([system_prompt([tool_schema(t) for t in RECIPE_TOOLS], "2025-01-01"),
+                             "<tool_call> <tool_response> <answer> search visit https://en.wikipedia.org/wiki/"], trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|pad|>")
+    tok.chat_template = CHATML
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=8192, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(cfg)
+    path = tmp_path_factory.mktemp("tiny") / "tiny-llama"
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def oracle_run(sample_index, tmp_path_factory):
+    """Two oracle episodes on the sample's train split through the eval harness, recipe tools (no PythonInterpreter)."""
+    from agents.config import AgentConfig
+    from agents.harness import EvalConfig, run_eval
+
+    out = tmp_path_factory.mktemp("oracle")
+    run_eval(EvalConfig(policy="oracle", index_dir=str(sample_index), split="train", n=2, out=str(out), tools=RECIPE_TOOLS,
+                        agent=AgentConfig(max_llm_calls=8), progress=False))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sft_data(oracle_run, tiny_dir, tmp_path_factory):
+    """``(dataset folder, kept records, tokenizer)`` built by ``sim-web sft collect``."""
+    from transformers import AutoTokenizer
+
+    from sim_web.cli import main
+
+    out = tmp_path_factory.mktemp("data") / "sft"
+    assert main(["sft", "collect", str(oracle_run), "--tokenizer", str(tiny_dir), "--max-turns", "8", "--out", str(out)]) == 0
+    kept = [json.loads(line) for line in (out / "kept.jsonl").read_text().splitlines()]
+    return out, kept, AutoTokenizer.from_pretrained(str(tiny_dir))
+
+
+def test_loss_mask_on_a_real_oracle_trajectory(sft_data, tmp_path):
+    """TRL's own preparation of the pre-tokenised example: assistant tokens labelled, nothing else."""
+    from trl import SFTConfig, SFTTrainer
+
+    from training.sft.dataset import load
+    from training.wire import encode_chat
+
+    folder, kept, tok = sft_data
+    ds = load(folder)
+    assert len(ds) == len(kept) == 2 and json.loads(ds[0]["tools"])[0]["function"]["name"] == "search"
+    args = SFTConfig(output_dir=str(tmp_path), max_length=None, report_to="none", use_cpu=True, disable_tqdm=True)
+    trainer = SFTTrainer(model=_model(tok), args=args, train_dataset=ds.select_columns(["input_ids", "assistant_masks"]),
+                         processing_class=tok)
+    messages = ds[0]["messages"]
+    enc = encode_chat(tok, messages)
+    prepared = trainer.train_dataset[0]
+    labels = prepared["labels"]
+    assert prepared["input_ids"] == enc.ids and len(labels) == len(enc.ids)
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(len(ds))])
+    assert batch["labels"][0, : len(labels)].tolist() == labels  # the collator keeps them
+    print(f"\n{len(enc.ids)} tokens, {sum(enc.assistant_mask)} trained")
+    for s in enc.spans:
+        trained = [lab != -100 for lab in labels[s.start:s.end]]
+        print(f"{s.role:>9} msg {s.message:>2} tokens {s.start:>5}-{s.end:<5} trained {sum(trained):>4}  "
+              f"{tok.decode(enc.ids[s.start:s.end])[:60]!r}")
+        if s.role == "assistant":
+            assert all(trained) and labels[s.start:s.end] == enc.ids[s.start:s.end]
+        else:
+            assert not any(trained), f"{s.role} span of message {s.message} is labelled"
+    roles = {s.role for s in enc.spans}
+    assert {"system", "user", "tool", "assistant", "header"} <= roles
+    trained_text = tok.decode([i for i, lab in zip(enc.ids, labels) if lab != -100])
+    assistants = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert trained_text == "".join(a + "<|im_end|>" for a in assistants)
+    assert "<tool_response>" not in trained_text and messages[1]["content"] not in trained_text
+
+
+def _model(tok):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                      num_key_value_heads=1, max_position_embeddings=8192)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return LlamaForCausalLM(cfg)
+
+
+def test_collect_card_and_wire_check(sft_data, tiny_dir):
+    from transformers import AutoTokenizer
+
+    from training.sft.dataset import load
+    from training.sft.train import check_wire
+
+    folder, _, tok = sft_data
+    card = (folder / "README.md").read_text()
+    assert "examples: 2" in card and "| oracle | train | search, visit, google_scholar |" in card and "tiny-llama" in card
+    assert json.loads((folder / "acceptance.json").read_text())["overall"]["kept"] == 2
+    other = AutoTokenizer.from_pretrained(str(tiny_dir))
+    other.chat_template = CHATML.replace("{{ m['role'] }}\n", "{{ m['role'] }}:\n").replace("assistant\n", "assistant:\n")
+    with pytest.raises(ConfigError, match="another tokenizer or chat template"):
+        check_wire(other, load(folder))
+    check_wire(tok, load(folder))
+
+
+def test_tiny_sft_run_saves_a_model_hf_policy_loads(sft_data, tiny_dir, tmp_path):
+    from agents.config import SamplingConfig
+    from agents.policies.hf_policy import HFConfig, HFPolicy
+    from safetensors.torch import load_file
+    from training.sft.train import SFTRunConfig, train
+
+    folder, kept, _ = sft_data
+    out = train(SFTRunConfig(dataset=str(folder), model=str(tiny_dir), out=str(tmp_path / "sft"), lora=True, lora_r=4,
+                             learning_rate=1e-2, max_steps=3, threads=1, progress=False))
+    summary = json.loads((out / "sft_run.json").read_text())
+    assert summary["train_metrics"]["train_loss"] > 0 and len([h for h in summary["log_history"] if "loss" in h]) == 3
+    assert not (out / "adapter_config.json").exists()  # merged: a plain model folder
+    before, after = load_file(tiny_dir / "model.safetensors"), load_file(out / "model.safetensors")
+    assert before.keys() == after.keys() and any(not torch.equal(before[k], after[k]) for k in before)
+    policy = HFPolicy(HFConfig(str(out)), SamplingConfig(temperature=0.0, max_tokens=4))
+    gen = policy.generate([kept[0]["messages"][:2]])[0]
+    assert gen.completion_tokens is not None and 1 <= gen.completion_tokens <= 4
+    assert policy.tokenizer.chat_template == CHATML
