@@ -71,6 +71,7 @@ class MockServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as two writes: without this, 40 ms delayed ACKs
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -186,3 +186,11 @@ def test_observations_are_byte_identical_to_the_sim_backends(serper, sim_backend
         sim_res = sim_backend.search(q, 10)
         real_res = [type(r)(title=r.title, link=r.link, snippet=r.snippet) for r in real.search(q, 10)]  # the mock's date aside
         assert format_search(q, real_res) == format_search(q, sim_res)
+
+
+def test_benchmark_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.bench_real import main
+
+    assert main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "ratio vs baseline" in out and "persistent cache hit (SQLite)" in out and "bare httpx" in out
