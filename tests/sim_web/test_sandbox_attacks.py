@@ -71,6 +71,22 @@ for name, target in (("own", {str(path)!r}), ("home", {home!r}), ("default", "/w
     assert answer in control  # the attack is real: outside bubblewrap the file is readable
 
 
+def test_the_sample_corpus_in_site_packages_is_hidden(vital_leads, gensim_dump):
+    leads, dump = vital_leads, gensim_dump.parent
+    assert leads.is_file() and dump.is_dir()  # on the host they are there
+    code = f"""
+import os
+for name, path in (("leads", {str(leads)!r}), ("dump", {str(dump)!r}), ("package", {str(leads.parent.parent)!r})):
+    try:
+        print(name + ":", sorted(os.listdir(path)) if os.path.isdir(path) else len(open(path).read()))
+    except OSError as e:
+        print(name + ":", type(e).__name__)
+"""
+    found = _lines(run_python(code))
+    assert found["leads"] == "FileNotFoundError" and found["dump"] == "[]"  # an empty cover over the data
+    assert "'data'" in found["package"]  # the package itself stays importable; only its data is covered
+
+
 def test_another_process_environment_is_unreadable():
     secret = f"sk-{uuid.uuid4().hex}"
     victim = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,

