@@ -52,11 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     import bm25s
 
     store = index.store
-    rows = store.query("SELECT docid, title, text FROM passages ORDER BY page_id, ordinal")
-    docids = [r[0] for r in rows]
+    passages = [p for batch in store.iter_passages() for p in batch]
+    docids = [p.docid for p in passages]
     t = time.perf_counter()
     retriever = bm25s.BM25(k1=ours.k1, b=ours.b)
-    retriever.index(bm25s.tokenize([f"{r[1]}\n{r[2]}" for r in rows], stopwords="en", show_progress=False), show_progress=False)
+    retriever.index(bm25s.tokenize([f"{p.title}\n{p.text}" for p in passages], stopwords="en", show_progress=False), show_progress=False)
     bm25s_build = time.perf_counter() - t
 
     def bm25s_search(q: str) -> list[str]:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     bt = time.perf_counter() - t
     print(f"BM25 batch_search (2 threads): {len(queries) / bt:.0f} q/s")
 
-    page_of = dict(store.query("SELECT docid, page_id FROM passages"))
+    page_of = {p.docid: p.page_id for p in passages}
 
     def recall(results: list[list[str]]) -> float:
         return sum(g in {page_of.get(d) for d in r} for g, r in zip(golds, results)) / len(golds)

