@@ -26,3 +26,66 @@ def test_every_mode_is_one_result_per_page(sample_index):
     ix = WikiIndex.from_dir(sample_index)
     res = SimBackend(ix, SimConfig(depth=1)).search("river in Europe", 5)
     assert 0 < len(res) <= 5 and len({r.title for r in res}) == len(res)
+
+
+# -- shared format checks: the sim backend and the real ones (Serper + Jina on the wire mocks) print one grammar --
+
+import re  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.sim_web.real_mocks import KEY, jina, serper, sim_backend  # noqa: E402,F401 - fixtures
+
+SEARCH_HEAD = re.compile(r"A Google search for '(?P<q>.+)' found (?P<n>\d+) results:\n\n## Web Results\n")
+SCHOLAR_HEAD = re.compile(r"A Google scholar for '(?P<q>.+)' found (?P<n>\d+) results:\n\n## Scholar Results\n")
+SEARCH_ITEM = re.compile(r"(?P<i>\d+)\. \[[^\n]*\]\(https?://\S+\)(\nDate published: [^\n]+)?(\nSource: [^\n]+)?\n(\n[^\n]+)?")
+SCHOLAR_ITEM = re.compile(r"(?P<i>\d+)\. \[[^\n]*\]\((pdfUrl: \S+|no available link)\)(\npublicationInfo: [^\n]+)?"
+                          r"(\nDate published: [^\n]+)?(\ncitedBy: \d+)?\n(\n[^\n]+)?")
+VISIT = re.compile(r"The useful information in (?P<url>\S+) for user goal (?P<goal>.+) as follows: \n\n"
+                   r"Evidence in page: \n(?P<evidence>.+)\n\nSummary: \n(?P<summary>.+)", re.DOTALL)
+
+
+@pytest.fixture(params=["sim", "real"])
+def toolbox(request, sim_backend):
+    """A toolbox over the sim backend, or over Serper + Jina talking to the wire mocks."""
+    from sim_web.backends.jina import JinaBackend, JinaConfig
+    from sim_web.backends.serper import SerperBackend, SerperConfig
+    from sim_web.executor import ExecutorConfig, ToolExecutor
+    from sim_web.tools import Toolbox
+
+    if request.param == "sim":
+        backends = [sim_backend]
+    else:
+        s, j = request.getfixturevalue("serper"), request.getfixturevalue("jina")
+        backends = [SerperBackend(KEY, SerperConfig(base_url=s.base_url)), JinaBackend(KEY, JinaConfig(base_url=j.base_url))]
+    return Toolbox(ToolExecutor(backends, ExecutorConfig(max_retries=0)), max_chars=100_000)
+
+
+def _items(text: str, head: re.Pattern[str], item: re.Pattern[str], query: str) -> int:
+    m = head.match(text)
+    assert m and m["q"] == query, text[:200]
+    joined = re.split(r"\n\n(?=\d+\. \[)", text[m.end():])
+    assert all(item.fullmatch(p) for p in joined), joined
+    assert [int(item.fullmatch(p)["i"]) for p in joined] == list(range(1, int(m["n"]) + 1))
+    return int(m["n"])
+
+
+def test_search_observations_follow_the_tongyi_grammar(toolbox) -> None:
+    text = toolbox.search(query=["Danube", "theory of relativity"])
+    a, b = text.split("\n=======\n")
+    assert _items(a, SEARCH_HEAD, SEARCH_ITEM, "Danube") == 10
+    assert _items(b, SEARCH_HEAD, SEARCH_ITEM, "theory of relativity") == 10
+
+
+def test_scholar_observations_follow_the_tongyi_grammar(toolbox) -> None:
+    assert _items(toolbox.google_scholar(query=["relativity"]), SCHOLAR_HEAD, SCHOLAR_ITEM, "relativity") == 10
+
+
+def test_visit_observations_follow_the_tongyi_grammar(toolbox) -> None:
+    url = "https://en.wikipedia.org/wiki/Albert_Einstein"
+    pages = toolbox.visit(url=[url, "https://example.invalid/nothing"], goal="theory of relativity").split("\n=======\n")
+    m = VISIT.fullmatch(pages[0].strip())
+    assert m and (m["url"], m["goal"]) == (url, "theory of relativity") and "relativity" in m["evidence"].lower()
+    assert m["summary"].startswith("Albert Einstein: ")
+    bad = VISIT.fullmatch(pages[1])
+    assert bad and bad["evidence"].startswith("The provided webpage content could not be accessed.")
