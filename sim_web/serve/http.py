@@ -28,12 +28,15 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.actions import valid_unicode
+
+if TYPE_CHECKING:
+    from sim_web.tools import Toolbox
 
 log = logging.getLogger(__name__)
 INDEX_ENV = "SIM_WEB_SERVER_INDEX"
@@ -169,6 +172,62 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
 
 
+class _ToolPool:
+    """Tool calls on threads of their own, off the event loop; at most ``4 x threads`` in progress (else 503)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads, self.in_progress = threads, 0
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="sim-web-tool")
+
+    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self.in_progress >= 4 * self.threads:  # only the event loop's thread touches the counter
+            raise HTTPException(503, f"server busy: {self.in_progress} tool calls in progress; retry later",
+                                headers={"Retry-After": "1"})
+        self.in_progress += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        finally:
+            self.in_progress -= 1
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _bearer_guard(token: str | None) -> Callable[[Request], None]:
+    """A FastAPI dependency that answers 401 unless the request carries ``Authorization: Bearer <token>``."""
+
+    def authorized(request: Request) -> None:
+        if token is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    return authorized
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """503 for a tool no backend could serve (retryable); 422 bodies that name fields but never echo values."""
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    from sim_web.protocol.errors import ToolUnavailableError
+
+    known = {"body", "path", "query", "header", *ToolRequest.model_fields, *QueryRequest.model_fields,
+             *VisitRequest.model_fields}
+
+    @app.exception_handler(ToolUnavailableError)
+    def unavailable(_request: Any, exc: ToolUnavailableError) -> JSONResponse:  # retryable for RemoteBackend
+        return JSONResponse(status_code=503, content={"detail": _short(str(exc))})
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(_request: Any, exc: RequestValidationError) -> JSONResponse:  # never echo the input back
+        detail = [{"loc": [p if isinstance(p, int) or p in known else "(unknown field)" for p in e.get("loc", ())],
+                   "type": e.get("type"), "msg": _short(str(e.get("msg", "")))} for e in exc.errors()[:20]]
+        return JSONResponse(status_code=422, content={"detail": detail})
+
+
 def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True, *, enable_python: bool = False,
                token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS,
                python_runner: Callable[[str], str] | None = None) -> FastAPI:
@@ -192,13 +251,9 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     Raises:
         ConfigError: For a non-positive ``max_body_bytes`` or ``tool_threads``, or an empty token.
     """
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
-
     from sim_web.backends.sim import SimBackend, SimConfig
     from sim_web.executor import ExecutorConfig, ToolExecutor
-    from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action
-    from sim_web.protocol.errors import ActionError, ToolUnavailableError
+    from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES
     from sim_web.tools import Toolbox
     from wiki_index.errors import ConfigError
     from wiki_index.index import WikiIndex
@@ -209,56 +264,36 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     if token is not None and not token.strip():
         raise ConfigError(f"the server token is empty; pass a non-empty --token or ${TOKEN_ENV}, or none on loopback")
     index = WikiIndex.from_dir(index_dir)
-    backend = SimBackend(index, SimConfig(mode=mode))
-    executor = ToolExecutor([backend], ExecutorConfig(cache=cache))
+    executor = ToolExecutor([SimBackend(index, SimConfig(mode=mode))], ExecutorConfig(cache=cache))
     enabled = tuple(t for t in TOOL_NAMES if enable_python or t != PYTHON_TOOL)
     toolbox = Toolbox(executor, enabled=enabled, python_runner=python_runner)
-    names = [s["function"]["name"] for s in toolbox.schemas()]
-    pool = ThreadPoolExecutor(tool_threads, thread_name_prefix="sim-web-tool")
-    waiting = {"calls": 0}
     app = FastAPI(title="sim-web tool server", version="0.1.0",
                   description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
-    app.router.on_shutdown.append(lambda: pool.shutdown(wait=False, cancel_futures=True))
+    pool = _ToolPool(tool_threads)
+    app.router.on_shutdown.append(pool.shutdown)
+    _add_error_handlers(app)
+    _add_routes(app, toolbox, pool, _bearer_guard(token),
+                {"index": str(index.path), "content_sha256": index.manifest["content_sha256"],
+                 "pages": index.manifest["counts"]["pages"], "mode": mode})
+    return app
 
-    def authorized(request: Request) -> None:
-        if token is None:
-            return
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-            raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                                headers={"WWW-Authenticate": "Bearer"})
 
-    async def in_pool(fn: Callable[..., _T], *args: Any) -> _T:
-        if waiting["calls"] >= 4 * tool_threads:
-            raise HTTPException(503, f"server busy: {waiting['calls']} tool calls in progress; retry later",
-                                headers={"Retry-After": "1"})
-        waiting["calls"] += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
-        finally:
-            waiting["calls"] -= 1
+def _add_routes(app: FastAPI, toolbox: Toolbox, pool: _ToolPool, authorized: Callable[[Request], None],
+                about: dict[str, Any]) -> None:
+    """``/health`` (open, on the event loop), ``/tools`` and ``/backend/*`` (behind ``authorized``, on ``pool``)."""
+    from sim_web.protocol.actions import Action
+    from sim_web.protocol.errors import ActionError
 
-    @app.exception_handler(ToolUnavailableError)
-    def unavailable(_request: Any, exc: ToolUnavailableError) -> JSONResponse:  # retryable for RemoteBackend
-        return JSONResponse(status_code=503, content={"detail": _short(str(exc))})
-
-    known = {"body", "path", "query", "header", *ToolRequest.model_fields, *QueryRequest.model_fields,
-             *VisitRequest.model_fields}
-
-    @app.exception_handler(RequestValidationError)
-    def invalid(_request: Any, exc: RequestValidationError) -> JSONResponse:  # never echo the input back
-        detail = [{"loc": [p if isinstance(p, int) or p in known else "(unknown field)" for p in e.get("loc", ())],
-                   "type": e.get("type"), "msg": _short(str(e.get("msg", "")))} for e in exc.errors()[:20]]
-        return JSONResponse(status_code=422, content={"detail": detail})
+    executor = toolbox.executor
+    names = [s["function"]["name"] for s in toolbox.schemas()]
+    guarded = [Depends(authorized)]
 
     @app.get("/health")
     async def health() -> dict[str, Any]:  # on the event loop: answered however busy the tool threads are
-        return {"status": "ok", "index": str(index.path), "content_sha256": index.manifest["content_sha256"],
-                "pages": index.manifest["counts"]["pages"], "mode": mode, "tools": names,
-                "tool_calls_in_progress": waiting["calls"]}
+        return {"status": "ok", **about, "tools": names, "tool_calls_in_progress": pool.in_progress}
 
-    @app.get("/tools", dependencies=[Depends(authorized)])
+    @app.get("/tools", dependencies=guarded)
     async def tools() -> list[dict[str, Any]]:
         return toolbox.schemas()
 
@@ -268,25 +303,23 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
         except ActionError as e:
             raise HTTPException(422, _short(f"{e.kind}: {e}")) from e
 
-    @app.post("/tools/{name}", response_model=ToolReply, dependencies=[Depends(authorized)])
+    @app.post("/tools/{name}", response_model=ToolReply, dependencies=guarded)
     async def call_tool(name: str, req: ToolRequest) -> ToolReply:
         if name not in names:
             raise HTTPException(404, f"unknown tool; available: {names}")
-        return await in_pool(run_tool, name, req)
+        return await pool.run(run_tool, name, req)
 
-    @app.post("/backend/search", dependencies=[Depends(authorized)])
+    @app.post("/backend/search", dependencies=guarded)
     async def backend_search(req: QueryRequest) -> dict[str, Any]:
-        return {"results": [asdict(r) for r in await in_pool(executor.search, req.query, req.k)]}
+        return {"results": [asdict(r) for r in await pool.run(executor.search, req.query, req.k)]}
 
-    @app.post("/backend/scholar", dependencies=[Depends(authorized)])
+    @app.post("/backend/scholar", dependencies=guarded)
     async def backend_scholar(req: QueryRequest) -> dict[str, Any]:
-        return {"results": [asdict(r) for r in await in_pool(executor.scholar, req.query, req.k)]}
+        return {"results": [asdict(r) for r in await pool.run(executor.scholar, req.query, req.k)]}
 
-    @app.post("/backend/visit", dependencies=[Depends(authorized)])
+    @app.post("/backend/visit", dependencies=guarded)
     async def backend_visit(req: VisitRequest) -> dict[str, Any]:
-        return asdict(await in_pool(executor.visit, req.url, req.goal))
-
-    return app
+        return asdict(await pool.run(executor.visit, req.url, req.goal))
 
 
 def app_factory() -> FastAPI:
