@@ -36,6 +36,7 @@ def test_collect_rejects_and_counts_each_kind_of_bad_episode():
         record("tool#0", obs_error="unreachable"),
         record("long#0", turns=5, level="hard"),
         record("capped#0", termination="max_llm_calls", correct=0.0, level="hard"),
+        record("forced#0", termination="forced_answer:context", level="hard"),
         record("good#1"),  # same texts as good#0: a duplicate
         record("other#0", answer="<answer>Paris, France</answer>", types=("counting", "negation"), level="medium"),
     ]
@@ -43,11 +44,11 @@ def test_collect_rejects_and_counts_each_kind_of_bad_episode():
     table = stats.table()
     print(format_stats(stats))
     assert [r["key"] for r in kept] == ["good#0", "other#0"]
-    assert table["rejected"] == {"over_turn_cap": 2, "malformed": 1, "tool_error": 1, "summarised": 0, "incorrect": 1, "duplicate": 1}
-    assert table["overall"] == {"seen": 8, "kept": 2, "rate": 0.25}
-    assert table["groups"]["difficulty=hard"] == {"seen": 2, "kept": 0, "rate": 0.0}
+    assert table["rejected"] == {"over_turn_cap": 2, "no_answer": 1, "malformed": 1, "tool_error": 1, "summarised": 0, "incorrect": 1, "duplicate": 1}
+    assert table["overall"] == {"seen": 9, "kept": 2, "rate": 0.2222}
+    assert table["groups"]["difficulty=hard"] == {"seen": 3, "kept": 0, "rate": 0.0}
     assert table["groups"]["uncertainty_type=negation"] == {"seen": 1, "kept": 1, "rate": 1.0}
-    assert table["groups"]["uncertainty_type=counting"]["seen"] == 8
+    assert table["groups"]["uncertainty_type=counting"]["seen"] == 9
 
 
 def write_run(folder, records, tools=RECIPE_TOOLS, split="train"):

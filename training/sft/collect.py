@@ -9,13 +9,14 @@ and ``obs_error``), ``summaries``, ``messages`` and ``metadata`` (``uncertainty_
 
 An episode is kept when, checked in this order (the first failed check is its reason):
 
-1. ``over_turn_cap``: it ended with its own ``<answer>`` within ``max_turns`` agent turns (forced answers and
-   episodes stopped by a limit are over the cap);
-2. ``malformed``: every turn parsed (no step of kind ``invalid``);
-3. ``tool_error``: no tool call failed on the agent's side (unknown page, bad arguments: ``obs_error``);
-4. ``summarised``: the chat is the one the model saw (no ReSum rewrite);
-5. ``incorrect``: its answer was judged correct (judge score, else exact match);
-6. ``duplicate``: no earlier kept episode has the same message texts.
+1. ``over_turn_cap``: it stayed within ``max_turns`` agent turns and the turn budget did not stop or force it;
+2. ``no_answer``: it ended with its own ``<answer>`` (not a forced one, not cut by the context, time or
+   observation budget);
+3. ``malformed``: every turn parsed (no step of kind ``invalid``);
+4. ``tool_error``: no tool call failed on the agent's side (unknown page, bad arguments: ``obs_error``);
+5. ``summarised``: the chat is the one the model saw (no ReSum rewrite);
+6. ``incorrect``: its answer was judged correct (judge score, else exact match);
+7. ``duplicate``: no earlier kept episode has the same message texts.
 
 Example:
     >>> stats = AcceptStats()
@@ -41,7 +42,9 @@ log = logging.getLogger(__name__)
 #: The tools the recipes train with: PythonInterpreter stays off until the security issue lands (a policy can
 #: read the gold answers through it today).
 RECIPE_TOOLS = ("search", "visit", "google_scholar")
-REASONS = ("over_turn_cap", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
+REASONS = ("over_turn_cap", "no_answer", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
+#: Terminations that mean the turn budget ran out (besides ``forced_*:calls`` and ``env_truncated:max_turns``).
+CAPPED = ("max_llm_calls",)
 TRAJECTORIES = "trajectories.jsonl"
 RUN_FILE = "run.json"
 
@@ -120,8 +123,11 @@ def reject_reason(record: dict[str, Any], cfg: CollectConfig) -> str | None:
         One of :data:`REASONS` (not ``duplicate``), or ``None``.
     """
     steps = record.get("steps") or []
-    if record.get("termination") != "answer" or int(record.get("turns", len(steps))) > cfg.max_turns:
+    term = str(record.get("termination", ""))
+    if int(record.get("turns", len(steps))) > cfg.max_turns or term in CAPPED or term.endswith((":calls", ":max_turns")):
         return "over_turn_cap"
+    if term != "answer":
+        return "no_answer"
     if any(s.get("kind") == "invalid" for s in steps):
         return "malformed"
     if any(s.get("obs_error") for s in steps):
