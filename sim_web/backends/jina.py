@@ -18,7 +18,7 @@ import httpx
 
 from sim_web.backends.summarise import DeterministicExtractor, SummariserError, cut_to_tokens, parse_jina_text, target_error
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
-from sim_web.protocol.results import VisitResult
+from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -130,11 +130,11 @@ class JinaBackend:
         evidence, summary = self.extractor(title, content, goal)
         return VisitResult(url=url, goal=goal, ok=bool(evidence), evidence=evidence, summary=summary)
 
-    def search(self, query: str, k: int = 10) -> list:
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
         """Not served here (the executor routes ``search`` to the Serper backend)."""
         raise UpstreamError("jina does not serve search (configure the serper backend)", retryable=False)
 
-    def scholar(self, query: str, k: int = 10) -> list:
+    def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
         """Not served here (the executor routes ``google_scholar`` to the Serper backend)."""
         raise UpstreamError("jina does not serve scholar (configure the serper backend)", retryable=False)
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
-from sim_web.protocol.results import ScholarResult, SearchResult
+from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 
 KEY_VAR = "SERPER_KEY_ID"
@@ -144,7 +144,7 @@ class SerperBackend:
         """
         return parse_scholar(self._post("/scholar", {"q": query}), k)
 
-    def visit(self, url: str, goal: str) -> Any:
+    def visit(self, url: str, goal: str) -> VisitResult:
         """Not served here (the executor routes ``visit`` to the Jina backend)."""
         raise UpstreamError("serper does not serve visit (configure the jina backend)", retryable=False)
 

@@ -9,6 +9,7 @@ processes and threads (WAL mode, a busy timeout); a rollout fleet on one machine
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 
+log = logging.getLogger(__name__)
 _TYPES = {"search": SearchResult, "scholar": ScholarResult, "visit": VisitResult}
 
 
@@ -63,6 +65,9 @@ class LRUCache:
 class SqliteCache:
     """A persistent string -> string store with timestamps, shared by processes through one SQLite file.
 
+    A database error (a locked or full disk) is logged and read as a miss / a skipped write: the
+    cache may lose entries, never an episode.
+
     Args:
         path: The database file (its directory is created).
         clock: Wall clock in seconds (injectable, to test TTLs without waiting).
@@ -80,16 +85,23 @@ class SqliteCache:
 
     def get(self, key: str, ttl_s: float | None = None) -> str | None:
         """The value of ``key``, or ``None`` when missing or older than ``ttl_s`` seconds (``None``: no expiry)."""
-        with self._lock:
-            row = self._db.execute("SELECT value, created FROM cache WHERE key = ?", (key,)).fetchone()
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT value, created FROM cache WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as e:
+            log.warning("persistent cache %s unreadable (%s): treated as a miss", self.path, e)
+            return None
         if row is None or (ttl_s is not None and self._clock() - row[1] > ttl_s):
             return None
         return row[0]
 
     def put(self, key: str, value: str) -> None:
         """Store ``value`` under ``key`` (replacing, with a fresh timestamp)."""
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO cache (key, value, created) VALUES (?, ?, ?)", (key, value, self._clock()))
+        try:
+            with self._lock:
+                self._db.execute("INSERT OR REPLACE INTO cache (key, value, created) VALUES (?, ?, ?)", (key, value, self._clock()))
+        except sqlite3.Error as e:
+            log.warning("persistent cache %s not written (%s)", self.path, e)
 
     def __len__(self) -> int:
         with self._lock:
