@@ -7,17 +7,14 @@ this test's own process tree, whatever else runs on the machine.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import stat
-import subprocess
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from sandbox_probe import BARE, run_contained
 
 from sim_web.tools.python._cgroup import cgroup_roots
 from sim_web.tools.python.sandbox import (
@@ -30,26 +27,7 @@ from sim_web.tools.python.sandbox import (
 )
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
-PROBE = Path(__file__).with_name("sandbox_probe.py")
 KERNEL_PIDS_CAP = cgroup_roots().pids is not None
-#: The best-effort sandbox with nothing but the process group and the Python-level guards (what a
-#: machine without unshare or a writable cgroup gets); used to test that those layers hold alone.
-BARE = {"isolation": "best-effort", "use_namespaces": False, "use_cgroup": False}
-
-
-def probe(request: dict) -> dict:
-    """Run a ``sandbox_probe.py`` request (see there); its report."""
-    done = subprocess.run([sys.executable, str(PROBE)], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
-
-
-def run_contained(code: str, **config: object) -> str:
-    """One call in a child subreaper: its output, after asserting it left no process behind."""
-    report = probe({"mode": "run", "code": code, "config": config})
-    assert report["leftover"] is False, report
-    return report["out"]
 
 
 def _assert_still_works() -> None:
@@ -218,38 +196,3 @@ def test_sandbox_failure_becomes_error_text(tmp_path):
     not_python.chmod(not_python.stat().st_mode | stat.S_IXUSR)
     out = run_python("print(1)", PythonConfig(python=str(not_python), **BARE))
     assert out.startswith(ERROR_PREFIX) and "Exec format error" in out
-
-
-def test_missing_bubblewrap_refuses_with_install_hint(monkeypatch):
-    from sim_web.tools.python import _bwrap
-
-    _bwrap.bwrap_problem.cache_clear()
-    monkeypatch.setenv("PATH", "/nonexistent")  # no bwrap on PATH
-    try:
-        out = run_python("print('ran')")
-        assert out.startswith(ERROR_PREFIX) and "apt-get install bubblewrap" in out and "ran" not in out
-        assert "SIM_WEB_PYTHON_SANDBOX=best-effort" in out  # the documented opt-in is named
-        trusted = run_python("print('ran')", PythonConfig(**BARE))
-        assert trusted == "stdout:\nran\n"  # the explicit opt-in still runs trusted code
-    finally:
-        _bwrap.bwrap_problem.cache_clear()
-
-
-def test_isolation_opt_in_comes_from_the_environment(monkeypatch):
-    monkeypatch.setenv("SIM_WEB_PYTHON_SANDBOX", "best-effort")
-    assert PythonConfig().isolation == "best-effort"
-    monkeypatch.setenv("SIM_WEB_PYTHON_SANDBOX", "none")
-    with pytest.raises(ValueError, match="SIM_WEB_PYTHON_SANDBOX"):
-        PythonConfig()
-    monkeypatch.delenv("SIM_WEB_PYTHON_SANDBOX")
-    assert PythonConfig().isolation == "bwrap"
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "needle"),
-    [({"timeout_s": 0}, "timeout_s"), ({"cpu_s": 1.5}, "cpu_s"), ({"memory_mb": 10}, "64"),
-     ({"max_processes": True}, "max_processes"), ({"python": "/nonexistent"}, "python")],
-)
-def test_config_validation_names_the_field(kwargs, needle):
-    with pytest.raises(ValueError, match=needle):
-        PythonConfig(**kwargs)
