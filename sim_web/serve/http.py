@@ -369,13 +369,12 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
     Raises:
         ConfigError: A non-loopback ``host`` without a token.
     """
-    import os
     import socket
 
     import uvicorn
 
     from wiki_index.index import WikiIndex
-    from wiki_index.settings import env
+    from wiki_index.settings import env, set_env
 
     token = token or env(TOKEN_ENV) or None
     check_exposure(host, token)
@@ -387,12 +386,14 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
             log.error("PythonInterpreter is enabled but will refuse every call: %s", problem)
     WikiIndex.from_dir(index_dir)  # fail fast, with the build command, before forking workers
     if workers > 1:
+        settings = {MODE_ENV: mode, CACHE_ENV: "1" if cache else "0", PYTHON_ENV: "1" if enable_python else "0",
+                    MAX_BODY_ENV: str(max_body_bytes), THREADS_ENV: str(tool_threads)}
         if index_dir:
-            os.environ[INDEX_ENV] = str(index_dir)
-        os.environ.update({MODE_ENV: mode, CACHE_ENV: "1" if cache else "0", PYTHON_ENV: "1" if enable_python else "0",
-                           MAX_BODY_ENV: str(max_body_bytes), THREADS_ENV: str(tool_threads)})
+            settings[INDEX_ENV] = str(index_dir)
         if token:
-            os.environ[TOKEN_ENV] = token
+            settings[TOKEN_ENV] = token
+        for name, value in settings.items():
+            set_env(name, value)
         from uvicorn.supervisors import Multiprocess
 
         config = uvicorn.Config("sim_web.serve.http:app_factory", factory=True, host=host, port=port, workers=workers,
