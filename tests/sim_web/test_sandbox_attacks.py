@@ -85,6 +85,12 @@ for name, path in (("leads", {str(leads)!r}), ("dump", {str(dump)!r}), ("package
     found = _lines(run_python(code))
     assert found["leads"] == "FileNotFoundError" and found["dump"] == "[]"  # an empty cover over the data
     assert "'data'" in found["package"]  # the package itself stays importable; only its data is covered
+    base_site = Path(os.path.realpath(sys.executable)).parents[1] / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    base_site = base_site / "site-packages"
+    allowed = [os.path.realpath(p) for p in __import__("site").getsitepackages()]
+    if base_site.is_dir() and any(base_site.iterdir()) and str(base_site) not in allowed:
+        out = run_python(f"import os; print(os.listdir({str(base_site)!r}))")
+        assert out == "stdout:\n[]\n"  # the interpreter's own packages are not among the allowed ones
 
 
 def test_another_process_environment_is_unreadable():

@@ -24,6 +24,7 @@ import os
 import shutil
 import site
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -127,7 +128,9 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, di
         if not any(_under(directory, b) for b in bound):
             argv += ["--ro-bind", directory, directory]
             bound.append(directory)
-    for path in hidden_paths():
+    # the interpreter's own site-packages (pip, tools of the machine) is not an allowed package directory
+    own_site = os.path.join(prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    for path in [*hidden_paths(), *([own_site] if own_site not in site_dirs() else [])]:
         # an empty tmpfs over a hidden path inside a bound tree; never over a bound directory itself
         if any(_under(path, b) and path != b for b in bound) and os.path.isdir(path):
             argv += ["--tmpfs", path, "--remount-ro", path]
