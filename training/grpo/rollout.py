@@ -134,7 +134,6 @@ class AgentRollout:
         self.env_config, self.tasks, self.config, self.judge = env_config, list(tasks), config or RolloutConfig(), judge
         self.by_question = {t.question: t for t in reversed(self.tasks)}
         self._envs: list[WebResearchEnv] = []
-        self.calls = 0
 
     def _env(self, i: int) -> WebResearchEnv:
         while len(self._envs) <= i:
@@ -155,11 +154,10 @@ class AgentRollout:
         budget = int(trainer.max_completion_length)
         step = getattr(getattr(trainer, "state", None), "global_step", 0)
         rank = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
-        self.calls += 1
         episodes = []
         for i, prompt in enumerate(prompts):
             env = self._env(i)
-            _, info = env.reset(seed=_seed(self.config.seed, step, rank, self.calls, i), options={"task": self._task(prompt)})
+            _, info = env.reset(seed=_seed(self.config.seed, step, rank, i), options={"task": self._task(prompt)})
             episodes.append(Episode(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True))))
         gen_s = tool_s = 0.0
         turn = 0
@@ -168,16 +166,13 @@ class AgentRollout:
             t = time.perf_counter()
             outs = generate(trainer, [e.prompt_ids + e.completion_ids for e in active],
                             [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for e in active],
-                            _seed(self.config.seed, step, rank, self.calls, turn), self.config.batch_size)
+                            _seed(self.config.seed, step, rank, "turn", turn), self.config.batch_size)
             gen_s += time.perf_counter() - t
-            t = time.perf_counter()
-            for e, (ids, lps, ended) in zip(active, outs):
-                self._advance(e, ids, lps, ended, tok, budget)
-            tool_s += time.perf_counter() - t
+            tool_s += sum(self._advance(e, ids, lps, ended, tok, budget) for e, (ids, lps, ended) in zip(active, outs))
         return _fields(episodes, {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn})
 
-    def _advance(self, e: Episode, ids: list[int], lps: list[float], ended: bool, tok: Any, budget: int) -> None:
-        """Append one generated turn, step the env, append the tool suffix or end the episode."""
+    def _advance(self, e: Episode, ids: list[int], lps: list[float], ended: bool, tok: Any, budget: int) -> float:
+        """Append one generated turn, step the env, append the tool suffix or end the episode; returns the env's seconds."""
         e.completion_ids += ids
         e.env_mask += [1] * len(ids)
         e.logprobs += lps
@@ -185,30 +180,33 @@ class AgentRollout:
         e.turns += 1
         if not ended:
             e.done, e.no_answer = True, "length"
-            return
+            return 0.0
         errors_before, calls_before = sum(e.env.errors.values()), sum(e.env.tool_calls.values())
+        action = env_text(tok.decode(ids, skip_special_tokens=True))
+        t = time.perf_counter()
         try:
-            obs, reward, term, trunc, info = e.env.step(env_text(tok.decode(ids, skip_special_tokens=True)))
+            obs, reward, term, trunc, info = e.env.step(action)
         except Exception as exc:  # a judge or backend failure: the episode is unscorable, the batch goes on
             log.warning("episode of task %s could not be scored: %s", e.env.task.id if e.env.task else "?", exc)
             e.done, e.reward, e.no_answer = True, None, "error"
-            return
+            return time.perf_counter() - t
+        seconds = time.perf_counter() - t
         if sum(e.env.tool_calls.values()) > calls_before and (sum(info["errors"].values()) > errors_before or any(
                 s in obs for s in (INACCESSIBLE_EVIDENCE, SEARCH_UNAVAILABLE, SCHOLAR_UNAVAILABLE))):
             e.tool_errors += 1  # a tool call that failed (bad arguments, unreachable page, tool unavailable)
         if term:
             e.done, e.answered, e.reward = True, True, float(reward)
-            return
-        if trunc:
+        elif trunc:
             e.done, e.no_answer = True, "turn_cap" if info.get("truncated_by") == "max_turns" else "obs_budget"
-            return
-        suffix = tool_suffix_ids(tok, e.env.messages)
-        if len(e.completion_ids) + len(suffix) >= budget:  # no room for the tool output and one more token
-            e.done, e.no_answer = True, "rollback"
-            return
-        e.completion_ids += suffix
-        e.env_mask += [0] * len(suffix)
-        e.logprobs += [0.0] * len(suffix)
+        else:
+            suffix = tool_suffix_ids(tok, e.env.messages)
+            if len(e.completion_ids) + len(suffix) >= budget:  # no room for the tool output and one more token
+                e.done, e.no_answer = True, "rollback"
+            else:
+                e.completion_ids += suffix
+                e.env_mask += [0] * len(suffix)
+                e.logprobs += [0.0] * len(suffix)
+        return seconds
 
 
 def _fields(episodes: list[Episode], timing: dict[str, float]) -> dict[str, Any]:

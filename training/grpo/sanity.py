@@ -1,11 +1,13 @@
 """Does the trainer learn? SmolLM2-135M under :class:`AgentGRPOTrainer` on a reward it can learn in minutes on a CPU.
 
 A trainer whose reward does not rise here is broken, whatever its unit tests say. Short prompts (an arithmetic
-question and an instruction to answer in ``<answer></answer>`` tags), few tokens, the format reward below, the
-recipe's GRPO switches (leave-one-out, DAPO token-level loss, truncated negatives dropped through TRL's
-truncation test since there is no env here). Writes ``metrics.jsonl`` and ``reward.png`` (reward per step)::
+question and the instruction to reply with only the number), a few tokens, a format reward (the reply starts with
+the number: SmolLM2-135M does so about a third of the time before training, so groups have variance; it never
+uses ``<answer>`` tags unprompted, so a tag format gives no signal to learn from), the recipe's GRPO switches
+(leave-one-out, DAPO token-level loss, truncated negatives dropped through TRL's truncation test since there is
+no env here). Writes ``metrics.jsonl`` and ``reward.png`` (reward per step)::
 
-    nice python -m training.grpo.sanity --steps 20 --out $SIM_WEB_HOME/runs/grpo/sanity
+    nice python -m training.grpo.sanity --steps 12 --threads 1 --out $SIM_WEB_HOME/runs/grpo/sanity
 """
 
 from __future__ import annotations
@@ -19,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
-SYSTEM = "You are a helpful assistant. Reply with only the final answer wrapped in tags, like this: <answer>42</answer>"
-_FORMAT = re.compile(r"^\s*<answer>\s*[^<>\n]{1,20}\s*</answer>\s*$")
+SYSTEM = "Reply with only the number."
+_STARTS_WITH_NUMBER = re.compile(r"^\s*-?\d")
 
 
 def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
-    """1 for a reply that is exactly ``<answer>short</answer>``, 0.5 when the tags are there with other text, else 0."""
+    """1 when the reply starts with a number (the required format: the answer first, no preamble), else 0."""
     out = []
     for c in completions:
         text = c[0]["content"] if isinstance(c, list) else str(c)
-        out.append(1.0 if _FORMAT.match(text) else 0.5 if re.search(r"<answer>[^<]+</answer>", text) else 0.0)
+        out.append(1.0 if _STARTS_WITH_NUMBER.match(text) else 0.0)
     return out
 
 
@@ -40,7 +42,7 @@ def questions(n: int, seed: int) -> list[dict[str, Any]]:
     rows = []
     for _ in range(n):
         a, b = rng.randint(2, 99), rng.randint(2, 99)
-        rows.append({"prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"What is {a} + {b}?"}]})
+        rows.append({"prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{a} + {b} = ?"}]})
     return rows
 
 
@@ -78,11 +80,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m training.grpo.sanity", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="smollm2", help="'smollm2' or a model folder")
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--steps", type=int, default=12)
     p.add_argument("--prompts", type=int, default=1, help="prompts per step")
     p.add_argument("--group", type=int, default=8, help="completions per prompt (G)")
-    p.add_argument("--max-tokens", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--max-tokens", type=int, default=6)
+    p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/grpo-sanity")
