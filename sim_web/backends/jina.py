@@ -13,13 +13,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import httpx
+from typing import TYPE_CHECKING
 
 from sim_web.backends.summarise import DeterministicExtractor, SummariserError, cut_to_tokens, parse_jina_text, target_error
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 KEY_VAR = "JINA_API_KEYS"
@@ -71,6 +73,8 @@ class JinaBackend:
     def __init__(self, api_key: str, config: JinaConfig = JinaConfig(), *, summariser: Extractor | None = None,
                  summariser_id: str = "", extractor: Extractor | None = None, transport: httpx.BaseTransport | None = None,
                  raw_cache: RawCache | None = None) -> None:
+        import httpx  # lazily: gym.make in sim mode should not pay for it
+
         if config.tokenizer != "approx":
             cut_to_tokens("probe", 1, config.tokenizer)  # a missing encoding fails now, not mid-episode
         self.config = config

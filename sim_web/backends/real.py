@@ -9,12 +9,9 @@ no key; the summariser's ``API_BASE`` / ``SUMMARY_MODEL_NAME`` must match the re
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from sim_web.backends.jina import JinaBackend, JinaConfig
-from sim_web.backends.recording import make_transport
 from sim_web.backends.serper import SerperBackend, SerperConfig
 from sim_web.backends.summarise import LLMSummariser
 from sim_web.backends.upstream import RawCache, UpstreamError, require_key
@@ -22,6 +19,9 @@ from sim_web.protocol.results import Backend, ScholarResult, SearchResult, Visit
 from wiki_index.errors import ConfigError
 from wiki_index.settings import env
 from wiki_index.types import url_to_title
+
+if TYPE_CHECKING:
+    import httpx
 
 SUMMARISER_VARS = ("API_KEY", "API_BASE", "SUMMARY_MODEL_NAME")
 
@@ -95,6 +95,10 @@ def build_real_backends(serper: SerperConfig, jina: JinaConfig, *, record_dir: s
         ConfigError: For a missing key (naming the variable), partial summariser settings, or
             both ``record_dir`` and ``replay_dir``.
     """
+    import httpx
+
+    from sim_web.backends.recording import make_transport  # httpx transports: imported when the real web is asked for
+
     transport = make_transport(record_dir, replay_dir)
     replay = replay_dir is not None
     serper_key = "replay" if replay else require_key("SERPER_KEY_ID", what="a Serper API key for search and google_scholar")

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
+
+if TYPE_CHECKING:
+    import httpx
 
 KEY_VAR = "SERPER_KEY_ID"
 _CJK = re.compile("[\u4e00-\u9fff]")
@@ -100,6 +101,8 @@ class SerperBackend:
 
     def __init__(self, api_key: str, config: SerperConfig = SerperConfig(), *, transport: httpx.BaseTransport | None = None,
                  raw_cache: RawCache | None = None) -> None:
+        import httpx  # lazily: gym.make in sim mode should not pay for it
+
         self.config = config
         self.raw_cache = raw_cache
         self.cache_namespace = cache_key("serper", config.base_url, config.location, config.gl, config.hl)

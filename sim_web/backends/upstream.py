@@ -16,13 +16,14 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sim_web.protocol.errors import BackendError
 from wiki_index.errors import ConfigError
 from wiki_index.settings import env
+
+if TYPE_CHECKING:
+    import httpx
 
 #: What to do about each non-retryable status, per upstream (shown in the error message).
 _FIXES = {
@@ -129,6 +130,8 @@ def request(client: httpx.Client, upstream: str, key_var: str, method: str, url:
     Raises:
         UpstreamError: Retryable for timeouts, connection errors, 429 and 5xx; not for other 4xx.
     """
+    import httpx
+
     try:
         r = client.request(method, url, **kw)
     except httpx.TimeoutException as e:

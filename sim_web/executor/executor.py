@@ -40,6 +40,7 @@ T = TypeVar("T")
 _MISSING = object()
 _POLICY_FIELDS = tuple(f.name for f in fields(BackendPolicy))
 
+
 @dataclass(frozen=True)
 class ExecutorConfig:
     """Cache settings, and the default :class:`BackendPolicy` (the flat fields) with per-backend overrides."""
