@@ -1,5 +1,6 @@
-"""Real-web tool layer overhead against a local Serper mock: the Serper backend and the executor over it
-(cache miss, in-process cache hit, persistent SQLite cache hit), each as a ratio to a bare httpx call.
+"""Real-web tool layer against a local Serper mock: the Serper backend and the executor over it (cache miss,
+in-process cache hit, persistent SQLite cache hit) per call as a ratio to a bare httpx call; throughput with the
+QPS limiter saturated as a ratio to the configured limit; time to recover from a burst of 429s.
 
 The mock (``tests/sim_web/real_mocks.py``) answers ten fixed results per query over loopback, so the
 numbers are our own cost on top of one HTTP round trip; the real Serper adds hundreds of ms of network.
@@ -94,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([name, f"{med:.1f}", f"{p90:.1f}", f"{med / base:.2f}x"])
         print(f"real-web tool layer vs a bare httpx call on a loopback Serper mock, {n} calls per variant, median per call")
         print(table(["variant", "median us", "p90 us", "ratio vs baseline"], rows))
+        print()
+        print(table(["scenario", "measured", "ratio"], _limits(mock, cfg, n, base)))
         for ex in (miss, hit, warm, disk):
             ex.close()
         backend.close()
@@ -101,6 +104,31 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         mock.close()
     return 0
+
+
+def _limits(mock, cfg, n: int, base_us: float) -> list[list[str]]:  # noqa: ANN001 - the mock and SerperConfig
+    """Throughput under a saturated QPS limit, and recovery from five 429s (Retry-After: 0, 10 ms backoff)."""
+    from sim_web.backends.serper import SerperBackend
+    from sim_web.executor import BackendPolicy, ExecutorConfig, ToolExecutor
+    from tests.sim_web.real_mocks import Fault
+
+    qps = 50.0
+    limited = ToolExecutor([SerperBackend(KEY, cfg)], ExecutorConfig(cache=False, policies={
+        "serper": BackendPolicy(qps=qps, burst=1, timeout_s=30.0)}))
+    calls = max(20, n // 5)
+    t0 = time.perf_counter()
+    for i in range(calls):
+        limited.search(f"l{i}", 10)
+    rate = calls / (time.perf_counter() - t0)
+    recovering = ToolExecutor([SerperBackend(KEY, cfg)], ExecutorConfig(cache=False, policies={
+        "serper": BackendPolicy(timeout_s=30.0, max_retries=6, backoff_base_s=0.01, backoff_max_s=0.01, jitter_s=0.0)}))
+    mock.inject(*[Fault(status=429, retry_after="0")] * 5)
+    t0 = time.perf_counter()
+    recovering.search("after the burst", 10)
+    recover_us = (time.perf_counter() - t0) * 1e6
+    limited.close(), recovering.close()
+    return [[f"calls/s with qps={qps:g} saturated", f"{rate:.1f}", f"{rate / qps:.2f}x of the limit"],
+            ["first answer after five 429s (us)", f"{recover_us:.0f}", f"{recover_us / base_us:.1f}x a bare call"]]
 
 
 if __name__ == "__main__":

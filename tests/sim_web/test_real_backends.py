@@ -194,3 +194,4 @@ def test_benchmark_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "ratio vs baseline" in out and "persistent cache hit (SQLite)" in out and "bare httpx" in out
+    assert "qps=50 saturated" in out and "after five 429s" in out
