@@ -106,7 +106,7 @@ class JinaBackend:
         text = request(self._client, "jina", KEY_VAR, "GET", f"{self.config.base_url.rstrip('/')}/{url}").text
         warning = target_error(text)
         if warning:  # Jina answers 200 with a Warning line when the page itself failed (its 404, 500)
-            raise UpstreamError(f"jina read {url} but the page failed: {warning}", retryable=False)
+            raise UpstreamError(f"jina read {url} but the page failed: {warning}", retryable=False, page_error=True)
         if self.raw_cache is not None:
             self.raw_cache.put(key, text)
         return text

@@ -56,7 +56,7 @@ class WikipediaFallback:
             UpstreamError: For a URL that is not a Wikipedia page.
         """
         if url_to_title(url) is None:
-            raise UpstreamError(f"sim fallback has no copy of {url} (only Wikipedia pages)", retryable=False)
+            raise UpstreamError(f"sim fallback has no copy of {url} (only Wikipedia pages)", retryable=False, page_error=True)
         return self.sim.visit(url, goal)
 
 

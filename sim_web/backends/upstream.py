@@ -36,6 +36,8 @@ _FIXES = {
 }
 #: Statuses after which every later call would fail the same way: open the circuit at once.
 CIRCUIT_OPENING = frozenset({401, 402, 403})
+#: Statuses that concern one page, not the upstream (they never count towards its circuit breaker).
+PAGE_ERRORS = frozenset({404, 410, 422, 451})
 
 
 class UpstreamError(BackendError):
@@ -48,15 +50,18 @@ class UpstreamError(BackendError):
         retry_after_s: The upstream's ``Retry-After`` in seconds, when it sent one.
         opens_circuit: Whether every later call would fail the same way (bad key, no credit).
         is_timeout: Whether the request timed out (counted as a timeout by the executor).
+        page_error: Whether only this page failed (422 unreadable, 451 blocked domain, the target's own
+            error): the upstream itself is fine, so the failure does not count towards its circuit breaker.
     """
 
     def __init__(self, message: str, retryable: bool, status: int | None = None, retry_after_s: float | None = None,
-                 opens_circuit: bool = False, is_timeout: bool = False) -> None:
+                 opens_circuit: bool = False, is_timeout: bool = False, page_error: bool = False) -> None:
         super().__init__(message, retryable=retryable)
         self.status = status
         self.retry_after_s = retry_after_s
         self.opens_circuit = opens_circuit
         self.is_timeout = is_timeout
+        self.page_error = page_error
 
 
 class RawCache(Protocol):
@@ -148,7 +153,7 @@ def request(client: httpx.Client, upstream: str, key_var: str, method: str, url:
         raise UpstreamError(f"{upstream} answered {status}{after}: {_reason(r)}", retryable=True, status=status, retry_after_s=ra)
     fix = _FIXES.get(status, "the upstream rejected the request").format(key=key_var)
     raise UpstreamError(f"{upstream} answered {status} ({_reason(r)}); {fix}", retryable=False, status=status,
-                        opens_circuit=status in CIRCUIT_OPENING)
+                        opens_circuit=status in CIRCUIT_OPENING, page_error=status in PAGE_ERRORS)
 
 
 def require_key(*names: str, what: str) -> str:

@@ -273,7 +273,10 @@ class ToolExecutor:
             causes.append(f"{backend.name}: {type(e).__name__}: {e}")
             log.error("%s %r raised an unexpected error on backend %s", tool, target, backend.name, exc_info=e)
         breaker = self.breakers.get(backend.name)
-        if breaker is not None and breaker.failure(trip=bool(getattr(e, "opens_circuit", False))):
+        if getattr(e, "page_error", False):  # one page failed (unreadable, blocked): the upstream is fine
+            if breaker is not None:
+                breaker.success()
+        elif breaker is not None and breaker.failure(trip=bool(getattr(e, "opens_circuit", False))):
             log.error("circuit of backend %s opened for %g s after: %s", backend.name, breaker.reset_s, e)
 
     def backoff_s(self, attempt: int, backend: str | None = None) -> float:

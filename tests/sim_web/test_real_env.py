@@ -180,3 +180,15 @@ def test_the_persistent_cache_serves_a_second_env_and_raw_text_is_reused_across_
     s = info["tool_stats"]
     assert serper.count() == 1 and jina.count() == 1
     assert s["cache_hits"] == 1 and s["events"] == {"jina.raw_cache_hits": 1}
+
+
+def test_unreadable_pages_do_not_open_the_upstreams_circuit(make_env, jina):
+    env = make_env()
+    env.reset(seed=0)
+    for i in range(3):  # 6 unreadable pages in a row (422, then Warning pages): more than breaker_failures=5
+        jina.inject(Fault(), Fault(kind="warning"))
+        env.step(call("visit", url=[f"https://example.org/missing{i}", f"https://example.org/gone{i}"], goal="g"))
+    obs, _, _, _, info = env.step(call("visit", url=[WIKI + "Paris"], goal="population"))
+    s = info["tool_stats"]
+    assert jina.count() == 7 and s["short_circuits"] == 0 and s["backends"]["jina"]["answered"] == 1
+    assert s["failures"] == 6 and s["successes"] == 1 and reconciles(s)
