@@ -195,3 +195,24 @@ def test_benchmark_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "ratio vs baseline" in out and "persistent cache hit (SQLite)" in out and "bare httpx" in out
     assert "qps=50 saturated" in out and "after five 429s" in out
+
+
+def test_the_persistent_cache_is_shared_with_another_process(serper, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from sim_web.executor import BackendPolicy, ExecutorConfig, ToolExecutor
+
+    script = (
+        "import sys\n"
+        "from sim_web.backends.serper import SerperBackend, SerperConfig\n"
+        "from sim_web.executor import ExecutorConfig, ToolExecutor\n"
+        f"b = SerperBackend({KEY!r}, SerperConfig(base_url={serper.base_url!r}))\n"
+        f"ex = ToolExecutor([b], ExecutorConfig(cache_dir={str(tmp_path)!r}))\n"
+        "print(ex.search('Danube', 10)[0].title)\n"
+    )
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert serper.count("/search") == 1
+    here = ToolExecutor([make_serper(serper)], ExecutorConfig(cache_dir=str(tmp_path), policies={"serper": BackendPolicy(cache_ttl_s=3600)}))
+    assert here.search("Danube", 10)[0].title == other.stdout.strip()
+    assert serper.count("/search") == 1 and here.stats.counts()["cache_hits"] == 1  # the other process paid for it
