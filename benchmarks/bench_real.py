@@ -25,12 +25,12 @@ KEY = "bench-key"
 class StaticContent:
     """Ten fixed results per query (what the mock serves)."""
 
-    def search(self, query: str, k: int = 10):  # noqa: ANN201 - benchmark fixture
+    def search(self, query: str, k: int = 10):
         from sim_web.protocol.results import SearchResult
 
         return [SearchResult(title=f"{query} {i}", link=f"https://en.wikipedia.org/wiki/P{i}", snippet="s" * 200) for i in range(k)]
 
-    def scholar(self, query: str, k: int = 10):  # noqa: ANN201
+    def scholar(self, query: str, k: int = 10):
         return []
 
 
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _limits(mock, cfg, n: int, base_us: float) -> list[list[str]]:  # noqa: ANN001 - the mock and SerperConfig
+def _limits(mock, cfg, n: int, base_us: float) -> list[list[str]]:
     """Throughput under a saturated QPS limit, and recovery from five 429s (Retry-After: 0, 10 ms backoff)."""
     from sim_web.backends.serper import SerperBackend
     from sim_web.executor import BackendPolicy, ExecutorConfig, ToolExecutor

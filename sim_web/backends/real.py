@@ -39,7 +39,6 @@ class WikipediaFallback:
     def __init__(self, sim: Backend) -> None:
         self.sim = sim
         self.name = sim.name
-        self.index = getattr(sim, "index", None)
 
     def search(self, query: str, k: int = 10) -> list[SearchResult]:
         """The sim index's results."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from sim_web.backends.extract import bm25_rank, summarize, top_indices
 from wiki_index.errors import ConfigError
@@ -56,7 +57,7 @@ def parse_jina_text(body: str) -> tuple[str, str]:
     first = body.split("\n", 1)[0]
     if first.startswith("Title:"):
         title = first[len("Title:"):].strip()
-    head, sep, content = body.partition(_MARKDOWN_HEADER)
+    _, sep, content = body.partition(_MARKDOWN_HEADER)
     return title, (content if sep else body).strip()
 
 
@@ -94,7 +95,7 @@ def cut_to_tokens(text: str, max_tokens: int, tokenizer: str = "approx") -> str:
     raise ConfigError(f"tokenizer must be 'approx' or 'tiktoken:<encoding>', got {tokenizer!r}")
 
 
-def _tiktoken(name: str):  # noqa: ANN202 - tiktoken.Encoding, imported lazily
+def _tiktoken(name: str) -> Any:  # a tiktoken.Encoding (tiktoken is imported lazily)
     try:
         import tiktoken
 

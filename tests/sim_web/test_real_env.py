@@ -146,7 +146,7 @@ def test_without_fallback_the_tools_print_tongyis_failure_strings(make_env, serp
     for action, expected in [(call("search", query=["Danube"]), SEARCH_UNAVAILABLE),
                              (call("google_scholar", query=["Danube"]), SCHOLAR_UNAVAILABLE),
                              (call("visit", url=[WIKI + "Paris"], goal="g"), INACCESSIBLE_EVIDENCE)]:
-        obs, reward, terminated, truncated, info = env.step(action)
+        obs, _, terminated, truncated, info = env.step(action)
         assert expected in obs and not terminated and not truncated
     s = info["tool_stats"]
     assert s["failures"] == s["calls"] == 3 and s["timeouts"] == 3 and reconciles(s)
@@ -175,7 +175,7 @@ def test_the_persistent_cache_serves_a_second_env_and_raw_text_is_reused_across_
     a.step(call("visit", url=[WIKI + "Paris"], goal="population"))
     b = make_env()  # another env (another process would read the same files)
     b.reset(seed=0)
-    obs_b, _, _, _, info = b.step(call("search", query=["Danube"]))
+    b.step(call("search", query=["Danube"]))
     _, _, _, _, info = b.step(call("visit", url=[WIKI + "Paris"], goal="history"))  # new goal: raw page from the cache
     s = info["tool_stats"]
     assert serper.count() == 1 and jina.count() == 1
@@ -188,7 +188,7 @@ def test_unreadable_pages_do_not_open_the_upstreams_circuit(make_env, jina):
     for i in range(3):  # 6 unreadable pages in a row (422, then Warning pages): more than breaker_failures=5
         jina.inject(Fault(), Fault(kind="warning"))
         env.step(call("visit", url=[f"https://example.org/missing{i}", f"https://example.org/gone{i}"], goal="g"))
-    obs, _, _, _, info = env.step(call("visit", url=[WIKI + "Paris"], goal="population"))
+    _, _, _, _, info = env.step(call("visit", url=[WIKI + "Paris"], goal="population"))
     s = info["tool_stats"]
     assert jina.count() == 7 and s["short_circuits"] == 0 and s["backends"]["jina"]["answered"] == 1
     assert s["failures"] == 6 and s["successes"] == 1 and reconciles(s)
