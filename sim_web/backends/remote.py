@@ -17,25 +17,31 @@ class RemoteBackend:
     Args:
         base_url: e.g. ``"http://127.0.0.1:8000"``.
         timeout_s: Per-request timeout.
+        token: The server's bearer token (``sim-web serve --token``; required when it binds a non-loopback address).
+        client: An ``httpx.Client`` to send through instead of a new one (e.g. starlette's ``TestClient``).
     """
 
     name = "remote"
 
-    def __init__(self, base_url: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, base_url: str, timeout_s: float = 30.0, token: str | None = None, client: Any = None) -> None:
         import httpx
 
         self.base_url = base_url.rstrip("/")
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s, limits=httpx.Limits(max_connections=64))
+        self._client = client or httpx.Client(base_url=self.base_url, timeout=timeout_s, limits=httpx.Limits(max_connections=64))
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         import httpx
 
         try:
-            r = self._client.post(path, json=body)
+            r = self._client.post(path, json=body, headers=self._headers)
         except httpx.HTTPError as e:
             raise BackendError(f"tool server {self.base_url}{path} unreachable: {e}", retryable=True) from e
         if r.status_code == 429 or r.status_code >= 500:
             raise BackendError(f"tool server {self.base_url}{path} answered {r.status_code}: {r.text[:200]}", retryable=True)
+        if r.status_code == 401:
+            raise BackendError(f"tool server {self.base_url} refused the request (401): it needs its bearer token; pass "
+                               "RemoteBackend(..., token=...) with the token it was started with", retryable=False)
         if r.status_code != 200:
             raise BackendError(f"tool server {self.base_url}{path} rejected the request ({r.status_code}): {r.text[:500]}", retryable=False)
         return r.json()

@@ -28,12 +28,13 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim_web.protocol.actions import valid_unicode
+from sim_web.protocol.arguments import valid_unicode
 
 if TYPE_CHECKING:
     from sim_web.tools import Toolbox
@@ -267,7 +268,7 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     executor = ToolExecutor([SimBackend(index, SimConfig(mode=mode))], ExecutorConfig(cache=cache))
     enabled = tuple(t for t in TOOL_NAMES if enable_python or t != PYTHON_TOOL)
     toolbox = Toolbox(executor, enabled=enabled, python_runner=python_runner)
-    app = FastAPI(title="sim-web tool server", version="0.1.0",
+    app = FastAPI(title="sim-web tool server", version=_metadata.version("sim-web"),
                   description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     pool = _ToolPool(tool_threads)

@@ -25,10 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sim_web.protocol.actions import (
-    MAX_QUERY_CHARS, PYTHON_TOOL, TOOL_NAMES, Action, check_queries, unknown_tool, valid_unicode, valid_unicode_value,
-    validate_arguments,
-)
+from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action, unknown_tool
+from sim_web.protocol.arguments import MAX_QUERY_CHARS, check_queries, valid_unicode, valid_unicode_value, validate_arguments
 from sim_web.protocol.errors import ActionError, ToolUnavailableError
 from sim_web.executor import ToolExecutor
 from sim_web.protocol.formatting import (

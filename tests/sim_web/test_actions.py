@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim_web.protocol.actions import TOOL_NAMES, Action, loads_lenient, parse_action, validate_arguments
+from sim_web.protocol.actions import TOOL_NAMES, Action, loads_lenient, parse_action
+from sim_web.protocol.arguments import validate_arguments
 from sim_web.protocol.errors import ACTION_ERROR_KINDS, ActionError
 from sim_web.tools import ALL_TOOLS, tool_schema
 from fuzz_inputs import ADVERSARIAL, PIECES as _PIECES, damage
@@ -239,7 +240,7 @@ def test_fuzz_adversarial_and_mutations() -> None:
 # -- text hygiene: lone surrogates and over-long queries (issue 16) ------------------------------
 
 def test_valid_unicode_replaces_only_lone_surrogates() -> None:
-    from sim_web.protocol.actions import valid_unicode, valid_unicode_value
+    from sim_web.protocol.arguments import valid_unicode, valid_unicode_value
 
     ok = "héllo 世界 🌍"
     assert valid_unicode(ok) is ok and valid_unicode("ascii") == "ascii"
@@ -267,7 +268,7 @@ def test_parsed_actions_are_valid_utf8(text: str) -> None:
 
 
 def test_check_queries_names_the_limit() -> None:
-    from sim_web.protocol.actions import MAX_QUERY_CHARS, check_queries
+    from sim_web.protocol.arguments import MAX_QUERY_CHARS, check_queries
 
     check_queries("search", ["x" * MAX_QUERY_CHARS])
     with pytest.raises(ActionError) as e:

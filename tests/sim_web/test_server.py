@@ -275,3 +275,13 @@ def test_lone_surrogates_and_long_queries_over_http(client):
     long = " ".join(f"term{i}" for i in range(1100))
     r = client.post("/tools/search", json={"arguments": {"query": [long]}})
     assert r.status_code == 422 and "the limit is 1024" in r.text and "term1099" not in r.text
+
+
+def test_remote_backend_sends_the_bearer_token(sample_index):
+    token = f"tok-{uuid.uuid4().hex}"
+    client = TestClient(create_app(str(sample_index), token=token), raise_server_exceptions=False)
+    with pytest.raises(BackendError, match="needs its bearer token") as e:
+        RemoteBackend("http://testserver", client=client).search("Paris")
+    assert not e.value.retryable and token not in str(e.value)
+    results = RemoteBackend("http://testserver", token=token, client=client).search("Paris")
+    assert results and results[0].link.startswith("https://en.wikipedia.org/wiki/")
