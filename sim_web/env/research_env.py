@@ -18,6 +18,7 @@ from sim_web.env.spaces import TextSpace
 from sim_web.env.tasks import Task, resolve_tasks
 from sim_web.executor import SqliteCache, ToolExecutor
 from sim_web.protocol.actions import parse_action
+from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.errors import ActionError
 from sim_web.protocol.formatting import format_tool_response, truncate
 from sim_web.tools import Toolbox, system_prompt
@@ -66,7 +67,6 @@ def make_toolbox(config: EnvConfig) -> Toolbox:
         raw = SqliteCache(f"{cache_dir}/raw.sqlite") if cache_dir else None
         serper, jina = build_real_backends(config.serper, config.jina, record_dir=config.record_dir,
                                            replay_dir=config.replay_dir, raw_cache=raw)
-        serper.index = index  # type: ignore[attr-defined]  # WebResearchEnv reads its task corpus from backends[0].index
         backends = [serper, jina] + ([WikipediaFallback(sim)] if config.real_fallback else [])
         ex_cfg = replace(ex_cfg, cache_dir=cache_dir, policies={**REAL_POLICIES, **ex_cfg.policies})
         executor = ToolExecutor(backends, ex_cfg)
@@ -137,7 +137,7 @@ class WebResearchEnv(gym.Env[str, str]):
         self.toolbox = make_toolbox(cfg)
         self.executor = self.toolbox.executor
         self.backend = self.executor.backends[0]
-        self.index = self.backend.index
+        self.index = _shared_index(cfg.index_dir)  # the task corpus, whichever backend answers the tools
         self.system_prompt = system_prompt(self.toolbox.schemas(), cfg.date)
         if tasks is None:
             tasks = resolve_tasks(self.index, cfg.tasks, cfg.split)
@@ -201,8 +201,7 @@ class WebResearchEnv(gym.Env[str, str]):
         """Apply one assistant turn: run its tool call, or score its answer."""
         if self.task is None or self.done:
             raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
-        if not isinstance(action, str):
-            action = str(action)
+        action = valid_unicode(action if isinstance(action, str) else str(action))  # the stored chat must encode as UTF-8
         self.turn += 1
         self.messages.append({"role": "assistant", "content": action})
         try:

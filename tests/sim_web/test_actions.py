@@ -294,3 +294,6 @@ def test_env_observations_stay_valid_utf8_and_long_queries_are_agent_errors(samp
     obs, _r, _term, _trunc, info = env.step(call("search", {"query": [terms]}))
     assert "the limit is 1024" in obs and "Timeout" not in obs
     assert info["errors"] == {"bad_argument": 1} and info["tool_calls"]["search"] == 2
+    obs, _r, _term, _trunc, info = env.step('<tool_call>{"name": "search", "arguments": {"query": ["raw \udc80"]}}</tool_call>')
+    json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")  # a raw lone surrogate is cleaned in the stored chat too
+    assert "\ufffd" in info["messages"][-2]["content"]
