@@ -101,7 +101,8 @@ def dataset_card(ds: Any, result: CollectResult, tokenizer_name: str, max_tokens
              "agent-side tool error, within the turn cap, no duplicates. PythonInterpreter is disabled in the recipes until "
              "the security issue lands.", "",
              "## Counts", "",
-             f"- examples: {len(ds)} (tasks: {len(set(ds['task_id']))})",
+             f"- examples: {len(ds)} (tasks: {len(set(ds['task_id']))}); kept by collection {result.stats.kept}, of which "
+             f"{result.stats.kept - len(ds)} were longer than max_tokens",
              f"- tokens per example: mean {sum(n_tok) / len(ds):.0f}, max {max(n_tok)}; trained (assistant) tokens: "
              f"{sum(n_train)} of {sum(n_tok)} ({sum(n_train) / max(1, sum(n_tok)):.1%})",
              f"- turns per example: mean {sum(ds['turns']) / len(ds):.2f}",
