@@ -162,6 +162,9 @@ def test_loss_mask_on_a_real_oracle_trajectory(sft_data, tmp_path):
     assistants = [m["content"] for m in messages if m["role"] == "assistant"]
     assert trained_text == "".join(a + "<|im_end|>" for a in assistants)
     assert "<tool_response>" not in trained_text and messages[1]["content"] not in trained_text
+    # TRL's own conversational path (messages + the tools JSON string) renders the same ids
+    conv = SFTTrainer(model=_model(tok), args=args, train_dataset=ds.select_columns(["messages", "tools"]), processing_class=tok)
+    assert conv.train_dataset[0]["input_ids"] == enc.ids
 
 
 def _model(tok):
