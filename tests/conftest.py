@@ -27,6 +27,17 @@ def vital_leads() -> Path:
 
 
 @pytest.fixture(scope="session")
+def sample_index(tmp_path_factory) -> Path:
+    """The bundled sample built BM25-only (store + Lucene), once per test session.
+
+    It lives at ``<tmp>/indexes/sample``, so pointing ``SIM_WEB_HOME`` at ``<tmp>`` makes it the default index.
+    """
+    from wiki_index.build import BuildConfig, build_index
+
+    return build_index("sample", tmp_path_factory.mktemp("home") / "indexes" / "sample", BuildConfig(dense=False))
+
+
+@pytest.fixture(scope="session")
 def tiny_dense_index(tmp_path_factory, vital_leads) -> Path:
     """A 150-page JSONL corpus of real leads, indexed with BM25 and dense (flat FAISS)."""
     import json
