@@ -195,9 +195,10 @@ def test_collect_card_and_wire_check(sft_data, tiny_dir):
 
 
 def test_tiny_sft_run_saves_a_model_hf_policy_loads(sft_data, tiny_dir, tmp_path):
+    from safetensors.torch import load_file
+
     from agents.config import SamplingConfig
     from agents.policies.hf_policy import HFConfig, HFPolicy
-    from safetensors.torch import load_file
     from training.sft.train import SFTRunConfig, train
 
     folder, kept, _ = sft_data

@@ -100,7 +100,7 @@ class AcceptStats:
 
     def table(self) -> dict[str, Any]:
         """``{"overall": {...}, "rejected": {reason: n}, "groups": {group: {seen, kept, rate}}}``."""
-        rate = lambda seen, kept: round(kept / seen, 4) if seen else None  # noqa: E731
+        rate = lambda seen, kept: round(kept / seen, 4) if seen else None
         return {"overall": {"seen": self.seen, "kept": self.kept, "rate": rate(self.seen, self.kept)},
                 "rejected": {r: self.reasons.get(r, 0) for r in REASONS},
                 "groups": {g: {"seen": s, "kept": k, "rate": rate(s, k)} for g, (s, k) in sorted(self.by_group.items())}}

@@ -97,14 +97,14 @@ def dataset_card(ds: Any, result: CollectResult, tokenizer_name: str, max_tokens
     n_tok = ds["num_tokens"]
     n_train = ds["num_trained_tokens"]
     lines = ["# sim-web SFT demonstrations", "",
-             "Rejection-sampled episodes of the simulated web (`sim-web sft collect`): correct, every turn parsed, no "
-             "agent-side tool error, within the turn cap, no duplicates. PythonInterpreter is disabled in the recipes until "
-             "the security issue lands.", "",
+             ("Rejection-sampled episodes of the simulated web (`sim-web sft collect`): correct, every turn parsed, no "
+              "agent-side tool error, within the turn cap, no duplicates. PythonInterpreter is disabled in the recipes until "
+              "the security issue lands."), "",
              "## Counts", "",
-             f"- examples: {len(ds)} (tasks: {len(set(ds['task_id']))}); kept by collection {result.stats.kept}, of which "
-             f"{result.stats.kept - len(ds)} were longer than max_tokens",
-             f"- tokens per example: mean {sum(n_tok) / len(ds):.0f}, max {max(n_tok)}; trained (assistant) tokens: "
-             f"{sum(n_train)} of {sum(n_tok)} ({sum(n_train) / max(1, sum(n_tok)):.1%})",
+             (f"- examples: {len(ds)} (tasks: {len(set(ds['task_id']))}); kept by collection {result.stats.kept}, of which "
+              f"{result.stats.kept - len(ds)} were longer than max_tokens"),
+             (f"- tokens per example: mean {sum(n_tok) / len(ds):.0f}, max {max(n_tok)}; trained (assistant) tokens: "
+              f"{sum(n_train)} of {sum(n_tok)} ({sum(n_train) / max(1, sum(n_tok)):.1%})"),
              f"- turns per example: mean {sum(ds['turns']) / len(ds):.2f}",
              f"- longest kept: {max_tokens if max_tokens else 'no limit'} tokens",
              f"- tokenizer: `{tokenizer_name}` (chat template rendered by `training.wire.encode_chat`)", "",
@@ -112,8 +112,8 @@ def dataset_card(ds: Any, result: CollectResult, tokenizer_name: str, max_tokens
     lines += [f"| {s['run']} | {s['policy']} | {s['split']} | {', '.join(s['tools'] or [])} | {s['episodes']} | {s['tasks']} | {s['k']} |"
               for s in result.sources]
     lines += ["", "## Acceptance", "", "```", format_stats(result.stats), "```", "",
-              "## Columns", "", "`messages`, `tools` (JSON string), `input_ids`, `assistant_masks` (1 = trained), `task_id`, "
-              "`sample`, `policy`, `uncertainty_types`, `difficulty`, `turns`, `num_tokens`, `num_trained_tokens`.", ""]
+              "## Columns", "", ("`messages`, `tools` (JSON string), `input_ids`, `assistant_masks` (1 = trained), `task_id`, "
+                                 "`sample`, `policy`, `uncertainty_types`, `difficulty`, `turns`, `num_tokens`, `num_trained_tokens`."), ""]
     return "\n".join(lines)
 
 
