@@ -71,7 +71,8 @@ def metrics_callback(path: Path, max_steps: int) -> Any:
                 f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
             if self.bar is not None:
                 self.bar.n = state.global_step
-                self.bar.set_postfix(reward=f"{logs['agent/reward_mean']:.3f}", answered=f"{logs.get('agent/answer_rate', 0):.2f}")
+                shown = {"reward": logs["agent/reward_mean"], "answered": logs.get("agent/answer_rate")}
+                self.bar.set_postfix({k: f"{v:.3f}" for k, v in shown.items() if v is not None})
                 self.bar.refresh()
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
