@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow bench clean-index
+.PHONY: install run test test-slow train-smoke bench clean-index
 
 install: $(STAMP)
 
@@ -26,6 +26,12 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# a few CPU GRPO steps of a tiny random Llama on the sample's SailorFog-QA train split (real env, real TRL)
+train-smoke: install
+	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web grpo --recipe cpu-smoke --set max_steps=6 --no-resume
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow

@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from sim_web.protocol.actions import TOOL_NAMES
 from wiki_index.errors import ConfigError
 
 
@@ -33,6 +34,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--out", default=None, help="output folder (default: $SIM_WEB_HOME/runs/eval/<run name>)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of skipping finished episodes")
     p.add_argument("--retrieval", default="bm25", choices=["bm25", "dense", "hybrid"], help="search mode of the sim backend")
+    p.add_argument("--tools", default=",".join(TOOL_NAMES), type=_tools,
+                   help="comma-separated enabled tools (default: all four); evaluate a model trained without "
+                        "PythonInterpreter with --tools search,visit,google_scholar, so it sees the system prompt it was trained on")
     p.add_argument("--backend", default="sim", choices=["sim", "real"],
                    help="sim: the index; real: Serper + Jina (keys $SERPER_KEY_ID, $JINA_API_KEYS; page summariser "
                         "$API_KEY/$API_BASE/$SUMMARY_MODEL_NAME, optional), with the index as fallback")
@@ -67,6 +71,14 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _tools(text: str) -> tuple[str, ...]:
+    tools = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [t for t in tools if t not in TOOL_NAMES]
+    if bad or not tools:
+        raise argparse.ArgumentTypeError(f"--tools takes a comma-separated subset of {', '.join(TOOL_NAMES)}; got {text!r}")
+    return tools
+
+
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~agents.harness.EvalConfig` of parsed arguments."""
     from agents.config import AgentConfig, ReSumConfig, SamplingConfig
@@ -82,7 +94,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
                         sampling=sampling, resum=resum)
     return EvalConfig(policy=args.policy, index_dir=args.index, tasks=args.tasks, split=None if args.split == "all" else args.split,
                       n=args.n, k=args.k, out=args.out, workers=args.workers, batch_size=args.batch_size, agent=agent,
-                      retrieval=args.retrieval, backend=args.backend, record_dir=args.record, replay_dir=args.replay,
+                      retrieval=args.retrieval, tools=args.tools, backend=args.backend, record_dir=args.record, replay_dir=args.replay,
                       base_url=args.base_url, api_key=args.api_key, summariser_model=summariser_model,
                       judge=args.judge, judge_base_url=args.judge_base_url, device=args.device, dtype=args.dtype,
                       threads=args.threads, resume=not args.no_resume, progress=not args.no_progress)
