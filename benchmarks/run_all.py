@@ -11,7 +11,8 @@ import importlib
 import time
 import traceback
 
-BENCHMARKS = ["bench_ingest", "bench_retrieval", "bench_env", "bench_executor", "bench_server", "bench_synth", "bench_agent_eval"]
+BENCHMARKS = ["bench_ingest", "bench_retrieval", "bench_env", "bench_executor", "bench_server", "bench_synth", "bench_agent_eval",
+              "bench_real"]
 
 
 def main(argv: list[str] | None = None) -> int:
