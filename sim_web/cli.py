@@ -17,7 +17,8 @@ from wiki_index.errors import WikiIndexError
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sim_web.serve.http import TOKEN_ENV, check_exposure, serve
+    from sim_web.serve.guards import TOKEN_ENV, check_exposure
+    from sim_web.serve.http import serve
     from wiki_index.settings import env
 
     token = args.token or env(TOKEN_ENV) or None

@@ -21,20 +21,17 @@ Security (issue 16):
 
 from __future__ import annotations
 
-import asyncio
-import hmac
-import ipaddress
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from importlib import metadata as _metadata
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
+from sim_web.serve.guards import TOKEN_ENV, BodyLimit, ToolPool, bearer_guard, check_exposure, short
 
 if TYPE_CHECKING:
     from sim_web.env import EnvConfig
@@ -45,7 +42,6 @@ INDEX_ENV = "SIM_WEB_SERVER_INDEX"
 MODE_ENV = "SIM_WEB_SERVER_MODE"
 CACHE_ENV = "SIM_WEB_SERVER_CACHE"
 BACKEND_ENV = "SIM_WEB_SERVER_BACKEND"
-TOKEN_ENV = "SIM_WEB_SERVER_TOKEN"  #: the bearer token, when not given as ``--token``
 PYTHON_ENV = "SIM_WEB_SERVER_PYTHON"  #: "1": serve PythonInterpreter (set by ``serve`` for its workers)
 MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by ``serve`` for its workers)
 THREADS_ENV = "SIM_WEB_SERVER_THREADS"  #: tool threads per worker (set by ``serve`` for its workers)
@@ -55,9 +51,7 @@ DEFAULT_TOOL_THREADS = 32
 #: for a whole LLM turn between two tool calls, and a closed connection costs it a new handshake
 #: or, for clients that do not retry, an error.
 KEEP_ALIVE_S = 120
-_MAX_DETAIL = 500  # characters of an error message in a 4xx body
 
-_T = TypeVar("_T")
 
 
 class ToolRequest(BaseModel):
@@ -100,116 +94,6 @@ class VisitRequest(BaseModel):
         return valid_unicode(value) if isinstance(value, str) else value
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a bind address) only accepts connections from this machine.
-
-    Args:
-        host: ``127.0.0.1``, ``::1``, ``localhost``, ``0.0.0.0``, a name...
-
-    Returns:
-        True for loopback addresses and ``localhost``; False for everything else (names included).
-    """
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-class _BodyLimit:
-    """ASGI middleware: answer 413 to a body over ``max_bytes`` (declared or streamed), without reading it whole."""
-
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            return await self._reject(send)
-        seen, over, started = 0, False, False
-
-        async def limited_receive() -> dict[str, Any]:
-            nonlocal seen, over
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    over = True
-                    raise _TooLarge  # FastAPI turns it into a 400 while parsing: replaced by our 413 below
-            return message
-
-        async def tracking_send(message: dict[str, Any]) -> None:
-            nonlocal started
-            if over:
-                return  # the app's answer to a cut-off body
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            pass
-        if over and not started:
-            await self._reject(send)
-
-    async def _reject(self, send: Callable[..., Any]) -> None:
-        from starlette.responses import JSONResponse
-
-        body = JSONResponse(status_code=413, content={"detail": f"request body over the limit of {self.max_bytes} "
-                                                                "bytes; send smaller requests"})
-        await body({"type": "http"}, _no_receive, send)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _no_receive() -> dict[str, Any]:
-    return {"type": "http.disconnect"}
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
-
-
-class _ToolPool:
-    """Tool calls on threads of their own, off the event loop; at most ``4 x threads`` in progress (else 503)."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads, self.in_progress = threads, 0
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="sim-web-tool")
-
-    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
-        if self.in_progress >= 4 * self.threads:  # only the event loop's thread touches the counter
-            raise HTTPException(503, f"server busy: {self.in_progress} tool calls in progress; retry later",
-                                headers={"Retry-After": "1"})
-        self.in_progress += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
-        finally:
-            self.in_progress -= 1
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _bearer_guard(token: str | None) -> Callable[[Request], None]:
-    """A FastAPI dependency that answers 401 unless the request carries ``Authorization: Bearer <token>``."""
-
-    def authorized(request: Request) -> None:
-        if token is None:
-            return
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-            raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                                headers={"WWW-Authenticate": "Bearer"})
-
-    return authorized
-
-
 def _add_error_handlers(app: FastAPI) -> None:
     """503 for a tool no backend could serve (retryable); 422 bodies that name fields but never echo values."""
     from fastapi.exceptions import RequestValidationError
@@ -222,12 +106,12 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ToolUnavailableError)
     def unavailable(_request: Any, exc: ToolUnavailableError) -> JSONResponse:  # retryable for RemoteBackend
-        return JSONResponse(status_code=503, content={"detail": _short(str(exc))})
+        return JSONResponse(status_code=503, content={"detail": short(str(exc))})
 
     @app.exception_handler(RequestValidationError)
     def invalid(_request: Any, exc: RequestValidationError) -> JSONResponse:  # never echo the input back
         detail = [{"loc": [p if isinstance(p, int) or p in known else "(unknown field)" for p in e.get("loc", ())],
-                   "type": e.get("type"), "msg": _short(str(e.get("msg", "")))} for e in exc.errors()[:20]]
+                   "type": e.get("type"), "msg": short(str(e.get("msg", "")))} for e in exc.errors()[:20]]
         return JSONResponse(status_code=422, content={"detail": detail})
 
 
@@ -279,17 +163,17 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     toolbox = Toolbox(make_toolbox(cfg).executor, enabled=enabled, python_runner=python_runner)
     app = FastAPI(title="sim-web tool server", version=_metadata.version("sim-web"),
                   description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
-    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
-    pool = _ToolPool(tool_threads)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    pool = ToolPool(tool_threads)
     app.router.on_shutdown.append(pool.shutdown)
     _add_error_handlers(app)
-    _add_routes(app, toolbox, pool, _bearer_guard(token),
+    _add_routes(app, toolbox, pool, bearer_guard(token),
                 {"index": str(index.path), "content_sha256": index.manifest["content_sha256"],
                  "pages": index.manifest["counts"]["pages"], "mode": cfg.sim.mode, "backend": cfg.backend})
     return app
 
 
-def _add_routes(app: FastAPI, toolbox: Toolbox, pool: _ToolPool, authorized: Callable[[Request], None],
+def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Callable[[Request], None],
                 about: dict[str, Any]) -> None:
     """``/health`` (open, on the event loop), ``/tools`` and ``/backend/*`` (behind ``authorized``, on ``pool``)."""
     from sim_web.protocol.actions import Action
@@ -311,7 +195,7 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: _ToolPool, authorized: Cal
         try:
             return ToolReply(result=toolbox.call(Action(kind="tool_call", tool=name, arguments=req.arguments, code=req.code)))
         except ActionError as e:
-            raise HTTPException(422, _short(f"{e.kind}: {e}")) from e
+            raise HTTPException(422, short(f"{e.kind}: {e}")) from e
 
     @app.post("/tools/{name}", response_model=ToolReply, dependencies=guarded)
     async def call_tool(name: str, req: ToolRequest) -> ToolReply:
@@ -341,23 +225,6 @@ def app_factory() -> FastAPI:
                       enable_python=env(PYTHON_ENV) == "1", token=env(TOKEN_ENV) or None,
                       max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
                       tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS))
-
-
-def check_exposure(host: str, token: str | None) -> None:
-    """Refuse to serve tools without a token on an address other machines can reach.
-
-    Args:
-        host: The bind address.
-        token: The bearer token, or ``None``.
-
-    Raises:
-        ConfigError: ``host`` is not loopback and there is no token.
-    """
-    from wiki_index.errors import ConfigError
-
-    if not token and not is_loopback(host):
-        raise ConfigError(f"refusing to serve the tools on {host!r} (reachable from other machines) without a bearer "
-                          f"token: set ${TOKEN_ENV} (or pass --token), or bind 127.0.0.1")
 
 
 def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",

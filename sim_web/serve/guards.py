@@ -1,0 +1,149 @@
+"""What guards the tool server: loopback checks, the bearer token, the body limit, the bounded tool pool.
+
+Split from :mod:`sim_web.serve.http` (which wires them into the app); see its docstring for the policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from fastapi import HTTPException, Request
+
+TOKEN_ENV = "SIM_WEB_SERVER_TOKEN"  #: the bearer token, when not given as ``--token``
+_MAX_DETAIL = 500  # characters of an error message in a 4xx body
+_T = TypeVar("_T")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address) only accepts connections from this machine.
+
+    Args:
+        host: ``127.0.0.1``, ``::1``, ``localhost``, ``0.0.0.0``, a name...
+
+    Returns:
+        True for loopback addresses and ``localhost``; False for everything else (names included).
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse to serve tools without a token on an address other machines can reach.
+
+    Args:
+        host: The bind address.
+        token: The bearer token, or ``None``.
+
+    Raises:
+        ConfigError: ``host`` is not loopback and there is no token.
+    """
+    from wiki_index.errors import ConfigError
+
+    if not token and not is_loopback(host):
+        raise ConfigError(f"refusing to serve the tools on {host!r} (reachable from other machines) without a bearer "
+                          f"token: set ${TOKEN_ENV} (or pass --token), or bind 127.0.0.1")
+
+
+class BodyLimit:
+    """ASGI middleware: answer 413 to a body over ``max_bytes`` (declared or streamed), without reading it whole."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            return await self._reject(send)
+        seen, over, started = 0, False, False
+
+        async def limited_receive() -> dict[str, Any]:
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    over = True
+                    raise _TooLarge  # FastAPI turns it into a 400 while parsing: replaced by our 413 below
+            return message
+
+        async def tracking_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if over:
+                return  # the app's answer to a cut-off body
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            pass
+        if over and not started:
+            await self._reject(send)
+
+    async def _reject(self, send: Callable[..., Any]) -> None:
+        from starlette.responses import JSONResponse
+
+        body = JSONResponse(status_code=413, content={"detail": f"request body over the limit of {self.max_bytes} "
+                                                                "bytes; send smaller requests"})
+        await body({"type": "http"}, _no_receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _no_receive() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
+
+
+def short(text: str) -> str:
+    """``text`` cut to the length a 4xx body may carry."""
+    return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
+
+
+class ToolPool:
+    """Tool calls on threads of their own, off the event loop; at most ``4 x threads`` in progress (else 503)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads, self.in_progress = threads, 0
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="sim-web-tool")
+
+    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn(*args)`` on a tool thread; 503 (retryable) when too many calls are in progress."""
+        if self.in_progress >= 4 * self.threads:  # only the event loop's thread touches the counter
+            raise HTTPException(503, f"server busy: {self.in_progress} tool calls in progress; retry later",
+                                headers={"Retry-After": "1"})
+        self.in_progress += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        finally:
+            self.in_progress -= 1
+
+    def shutdown(self) -> None:
+        """Stop the threads (queued calls are cancelled)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def bearer_guard(token: str | None) -> Callable[[Request], None]:
+    """A FastAPI dependency that answers 401 unless the request carries ``Authorization: Bearer <token>``."""
+
+    def authorized(request: Request) -> None:
+        if token is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    return authorized
