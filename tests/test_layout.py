@@ -101,3 +101,17 @@ def test_readme_file_tree_matches_the_folders() -> None:
         folders = sorted(p.parent.relative_to(ROOT).as_posix() for p in (ROOT / pkg).rglob("__init__.py"))
         for folder in folders:
             assert f"{folder.rsplit('/', 1)[-1]}/" in tree, f"README's file structure does not show {folder}/"
+
+
+def test_environment_variables_are_read_and_set_in_settings_only() -> None:
+    """``wiki_index/settings.py`` is the one module that touches ``os.environ`` (its table documents every variable)."""
+    bad = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix() == "wiki_index/settings.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv", "unsetenv") \
+                        and isinstance(node.value, ast.Name) and node.value.id == "os":
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.{node.attr}")
+    assert not bad, "use wiki_index.settings.env / set_env:\n" + "\n".join(bad)
