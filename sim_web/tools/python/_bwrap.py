@@ -122,6 +122,15 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, di
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
+    size = ["--size", str(disk_mb * 1024 * 1024)] if _supports(bwrap, "--size") else []
+    # the private /tmp first: an interpreter or venv that lives under the host's /tmp is bound on top of it
+    argv += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
+    # a directory that holds the interpreter or a venv under the host's /tmp (e.g. a clone in /tmp) becomes a
+    # read-only tmpfs holding only those mount points, so nothing can be written next to them
+    shadows = sorted({"/tmp/" + Path(d).relative_to("/tmp").parts[0] for d in (prefix, *site_dirs())
+                      if _under(d, "/tmp") and d != "/tmp"})
+    for top in shadows:
+        argv += ["--tmpfs", top]
     argv += _system_binds()
     bound = ["/usr"]
     for directory in (prefix, *site_dirs()):
@@ -134,10 +143,9 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, di
         # an empty tmpfs over a hidden path inside a bound tree; never over a bound directory itself
         if any(_under(path, b) and path != b for b in bound) and os.path.isdir(path):
             argv += ["--tmpfs", path, "--remount-ro", path]
-    size = ["--size", str(disk_mb * 1024 * 1024)] if _supports(bwrap, "--size") else []
-    argv += ["--proc", "/proc", "--dev", "/dev",
-             *size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp",
-             *size, "--tmpfs", WORKDIR, "--file", str(code_fd), f"{WORKDIR}/main.py",
+    for top in shadows:
+        argv += ["--remount-ro", top]
+    argv += [*size, "--tmpfs", WORKDIR, "--file", str(code_fd), f"{WORKDIR}/main.py",
              "--ro-bind", str(_RUNNER), RUNNER_PATH,
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR]
     if runner_args is None:
