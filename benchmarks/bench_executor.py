@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 
-from benchmarks.common import table
+from benchmarks.common import per_call_us, table
 
 
 class MemoryBackend:
@@ -34,15 +33,6 @@ class MemoryBackend:
         from sim_web.protocol.results import VisitResult
 
         return VisitResult(url=url, goal=goal, ok=True, evidence="e" * 1000, summary="s" * 200)
-
-
-def _per_call_us(fn: Callable[[int], object], n: int) -> list[float]:
-    out = []
-    for i in range(n):
-        t0 = time.perf_counter_ns()
-        fn(i)
-        out.append((time.perf_counter_ns() - t0) / 1000)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     for _, fn in variants:  # warm-up
         for i in range(min(50, n)):
             fn(i)
-    timings = {name: _per_call_us(fn, n) for name, fn in variants}
+    timings = {name: per_call_us(fn, n) for name, fn in variants}
     base = statistics.median(timings[variants[0][0]])
     rows = []
     for name, ts in timings.items():

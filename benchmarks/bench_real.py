@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.common import table
+from benchmarks.common import per_call_us, table
 
 KEY = "bench-key"
 
@@ -32,15 +32,6 @@ class StaticContent:
 
     def scholar(self, query: str, k: int = 10):
         return []
-
-
-def _per_call_us(fn: Callable[[int], object], n: int) -> list[float]:
-    out = []
-    for i in range(n):
-        t0 = time.perf_counter_ns()
-        fn(i)
-        out.append((time.perf_counter_ns() - t0) / 1000)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, fn in variants:  # warm-up (the disk variant's first 50 keys are spent here)
             for i in range(min(50, n)):
                 fn(i - 50 if "SQLite" in name else i)
-        timings = {name: _per_call_us(fn, n) for name, fn in variants}
+        timings = {name: per_call_us(fn, n) for name, fn in variants}
         base = statistics.median(timings[variants[0][0]])
         rows = []
         for name, ts in timings.items():

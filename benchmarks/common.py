@@ -1,7 +1,9 @@
-"""Helpers shared by the benchmarks: the sample index and a plain-text table."""
+"""Helpers shared by the benchmarks: the sample index, per-call timing and a plain-text table."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -17,6 +19,16 @@ def ensure_sample_index(path: str | None = None) -> Path:
         print(f"building the sample index at {target} ...", flush=True)
         build_index("sample", target)
     return target
+
+
+def per_call_us(fn: Callable[[int], object], n: int) -> list[float]:
+    """Microseconds of each of ``n`` calls ``fn(0) ... fn(n - 1)``."""
+    out = []
+    for i in range(n):
+        t0 = time.perf_counter_ns()
+        fn(i)
+        out.append((time.perf_counter_ns() - t0) / 1000)
+    return out
 
 
 def table(header: list[str], rows: list[list[object]]) -> str:

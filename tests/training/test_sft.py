@@ -8,10 +8,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from training.sft.collect import RECIPE_TOOLS, CollectConfig, collect, format_stats, select  # noqa: E402
+from training.wire import CHATML  # noqa: E402
 from wiki_index.errors import ConfigError  # noqa: E402
-
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
 # ---------------------------------------------------------------- collect filters on hand-made trajectories
@@ -77,25 +75,10 @@ def test_collect_refuses_python_runs_and_held_out_splits(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     """A 2-layer random Llama + a byte-level BPE with ChatML tokens, saved as a model folder (no downloads)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
     from sim_web.tools import system_prompt, tool_schema
+    from training.grpo.tiny import tiny_model
 
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|im_start|>", "<|im_end|>", "<|pad|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator([system_prompt([tool_schema(t) for t in RECIPE_TOOLS], "2025-01-01"),
-                             "<tool_call> <tool_response> <answer> search visit https://en.wikipedia.org/wiki/"], trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|pad|>")
-    tok.chat_template = CHATML
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=8192, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(cfg)
+    model, tok = tiny_model([system_prompt([tool_schema(t) for t in RECIPE_TOOLS], "2025-01-01"), "https://en.wikipedia.org/wiki/"])
     path = tmp_path_factory.mktemp("tiny") / "tiny-llama"
     model.save_pretrained(path)
     tok.save_pretrained(path)

@@ -4,25 +4,16 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from training.wire import CHATML, encode_chat, render, tokenize, tool_suffix_ids  # noqa: E402
+from training.wire import encode_chat, render, tokenize, tool_suffix_ids  # noqa: E402
 from wiki_index.errors import ConfigError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tok():
-    """A byte-level BPE with ChatML special tokens (no downloads)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    """A byte-level BPE with ChatML special tokens and template (no downloads)."""
+    from training.grpo.tiny import tiny_model
 
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|im_start|>", "<|im_end|>", "<|pad|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator(["<tool_call> <tool_response> <answer> search visit system user assistant"], trainer)
-    t = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|pad|>")
-    t.chat_template = CHATML
-    return t
+    return tiny_model(["system user assistant"], vocab_size=300)[1]
 
 
 CHAT = [
