@@ -2,7 +2,7 @@
 in-process cache hit, persistent SQLite cache hit) per call as a ratio to a bare httpx call; throughput with the
 QPS limiter saturated as a ratio to the configured limit; time to recover from a burst of 429s.
 
-The mock (``tests/sim_web/real_mocks.py``) answers ten fixed results per query over loopback, so the
+The mock (``sim_web/backends/mocks.py``) answers ten fixed results per query over loopback, so the
 numbers are our own cost on top of one HTTP round trip; the real Serper adds hundreds of ms of network.
 Run: ``python -m benchmarks.bench_real [--n 500] [--quick]``.
 """
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sim_web.backends.serper import SerperBackend, SerperConfig, request_body
     from sim_web.executor import BackendPolicy, ExecutorConfig, SqliteCache, ToolExecutor
-    from tests.sim_web.real_mocks import MockSerper
+    from sim_web.backends.mocks import MockSerper
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=500, help="calls per variant")
@@ -101,7 +101,7 @@ def _limits(mock, cfg, n: int, base_us: float) -> list[list[str]]:
     """Throughput under a saturated QPS limit, and recovery from five 429s (Retry-After: 0, 10 ms backoff)."""
     from sim_web.backends.serper import SerperBackend
     from sim_web.executor import BackendPolicy, ExecutorConfig, ToolExecutor
-    from tests.sim_web.real_mocks import Fault
+    from sim_web.backends.mocks import Fault
 
     qps = 50.0
     limited = ToolExecutor([SerperBackend(KEY, cfg)], ExecutorConfig(cache=False, policies={
