@@ -9,12 +9,12 @@ RECIPES = ("cpu-smoke", "single-gpu", "multi-gpu")
 
 
 @pytest.mark.parametrize("name", RECIPES)
-def test_every_recipe_loads_without_python_interpreter(name):
+def test_every_recipe_loads_and_the_gpu_recipes_use_the_python_interpreter(name):
     r = load_recipe(name)
-    assert r.name == name and "PythonInterpreter" not in r.tools
+    assert r.name == name and ("PythonInterpreter" in r.tools) == (name != "cpu-smoke")
     assert (r.advantage, r.truncation, r.loss_type) == ("loo", "drop_truncated_negatives", "dapo")
     assert r.use_vllm == (name != "cpu-smoke") and r.max_completion_length >= r.max_turn_tokens
-    assert "PythonInterpreter is disabled" in (CONFIG_DIR / f"{name}.yaml").read_text()
+    assert "bubblewrap" in (CONFIG_DIR / f"{name}.yaml").read_text()
 
 
 def test_multi_gpu_recipe_documents_the_server_mode_hang():
@@ -34,8 +34,9 @@ def test_overrides_and_trl_arguments(tmp_path):
 
 
 def test_mistakes_name_the_fix():
-    with pytest.raises(ConfigError, match="PythonInterpreter is disabled"):
-        GRPORecipe(tools=("search", "PythonInterpreter"))
+    with pytest.raises(ConfigError, match="non-empty subset of"):
+        GRPORecipe(tools=("search", "python"))
+    assert load_recipe("cpu-smoke", tools=parse_value("search,visit")).tools == ("search", "visit")  # --set tools=search,visit
     with pytest.raises(ConfigError, match="unknown GRPO recipe fields \\['max_step'\\]"):
         load_recipe("cpu-smoke", max_step=3)
     with pytest.raises(ConfigError, match="one of \\['cpu-smoke', 'multi-gpu', 'single-gpu'\\]"):
@@ -57,3 +58,12 @@ def test_sim_web_cli_lists_grpo():
 
     args = make_parser().parse_args(["grpo", "--recipe", "cpu-smoke", "--set", "max_steps=1", "--no-resume"])
     assert args.recipe == "cpu-smoke" and args.set == ["max_steps=1"] and args.no_resume and callable(args.func)
+
+
+def test_a_recipe_with_the_python_interpreter_is_refused_where_its_sandbox_cannot_run(monkeypatch):
+    from sim_web.tools.python import sandbox
+
+    monkeypatch.setattr(sandbox, "sandbox_problem", lambda config=None: "bubblewrap is not on PATH")
+    with pytest.raises(ConfigError, match="bubblewrap is not on PATH.*--set tools=search,visit,google_scholar"):
+        GRPORecipe().check_sandbox()
+    GRPORecipe(tools=("search", "visit")).check_sandbox()  # no PythonInterpreter: nothing to check

@@ -110,15 +110,42 @@ def test_episode_endings(tiny, task_setup, monkeypatch):
     assert bad["tool_errors"] == [1] and bad["env_reward"] == [0.0]
 
 
-def test_python_interpreter_is_refused_and_unknown_prompts_are_clear(task_setup):
+def test_python_interpreter_is_refused_without_its_sandbox_and_unknown_prompts_are_clear(task_setup, monkeypatch):
     from dataclasses import replace
 
+    from sim_web.tools.python import sandbox
+
     config, tasks = task_setup
-    with pytest.raises(ConfigError, match="PythonInterpreter is disabled"):
+    monkeypatch.setattr(sandbox, "sandbox_problem", lambda config=None: "bubblewrap is not on PATH")
+    with pytest.raises(ConfigError, match="bubblewrap is not on PATH.*--set tools=search,visit,google_scholar"):
         R.AgentRollout(replace(config, tools=(*TOOLS, "PythonInterpreter")), tasks)
+    monkeypatch.undo()
     with pytest.raises(ConfigError, match="task_dataset"):
         R.AgentRollout(config, tasks)([[{"role": "user", "content": "not a task"}]], SimpleNamespace(processing_class=None, max_completion_length=8))
     ds = R.task_dataset(tasks)
     assert ds[0]["prompt"] == [{"role": "user", "content": tasks[0].question}] and ds[0]["task_id"] == tasks[0].id
     with pytest.raises(ConfigError, match="env_reward"):
         R.env_reward(["x"])
+
+
+@pytest.mark.skipif(__import__("sim_web.tools.python.sandbox", fromlist=["x"]).sandbox_problem() is not None,
+                    reason="no bubblewrap sandbox here (the sandbox tests in tests/sim_web say why)")
+def test_python_interpreter_runs_in_the_sandbox_during_rollouts(tiny, task_setup, monkeypatch):
+    """A rollout's PythonInterpreter call runs the code in the sandbox, whose output the policy sees as env tokens;
+    the task file the env reads is not visible from inside."""
+    _, tok = tiny
+    code = ("import os\nprint(sum(range(5)), os.path.exists(os.environ.get('SIM_WEB_HOME', '/nonexistent')))")
+    turn = f'<tool_call>\n{{"name": "PythonInterpreter", "arguments": {{}}}}\n<code>\n{code}\n</code>\n</tool_call>'
+    seen = []
+    real_step = R.WebResearchEnv.step
+
+    def spy(self, action):
+        out = real_step(self, action)
+        seen.append(out[0])
+        return out
+
+    monkeypatch.setattr(R.WebResearchEnv, "step", spy)
+    out = play(task_setup, tok, [turn, "<answer>x</answer>"], monkeypatch=monkeypatch, tools=(*TOOLS, "PythonInterpreter"))
+    assert out["tool_calls"] == [{"PythonInterpreter": 1}] and out["tool_errors"] == [0]
+    assert "stdout:\n10 False" in seen[0], seen[0]
+    assert 0 in out["env_mask"][0]  # the interpreter's output is in the completion as env tokens, out of the loss

@@ -56,13 +56,15 @@ def write_run(folder, records, tools=RECIPE_TOOLS, split="train"):
     return folder
 
 
-def test_collect_refuses_python_runs_and_held_out_splits(tmp_path):
+def test_collect_refuses_unknown_tools_and_held_out_splits(tmp_path):
     ok = write_run(tmp_path / "ok", [record("a#0"), record("a#1", answer="<answer>paris</answer>")])
     res = collect(CollectConfig(runs=(str(ok),)))
     assert res.stats.kept == 2 and res.sources[0]["k"] == 2 and res.sources[0]["tasks"] == 1  # the cut-off line is skipped
-    py = write_run(tmp_path / "py", [record("a#0")], tools=(*RECIPE_TOOLS, "PythonInterpreter"))
-    with pytest.raises(ConfigError, match="PythonInterpreter"):
-        collect(CollectConfig(runs=(str(py),)))
+    py = write_run(tmp_path / "py", [record("a#0")], tools=("search", "PythonInterpreter"))
+    assert collect(CollectConfig(runs=(str(py),))).stats.kept == 1  # the sandboxed interpreter is a recipe tool
+    bogus = write_run(tmp_path / "bogus", [record("a#0")], tools=("search", "browser"))
+    with pytest.raises(ConfigError, match="\\['browser'\\], which are not tools of the env"):
+        collect(CollectConfig(runs=(str(bogus),)))
     test = write_run(tmp_path / "test", [record("a#0")], split="test")
     with pytest.raises(ConfigError, match="train split"):
         collect(CollectConfig(runs=(str(test),)))
@@ -168,7 +170,7 @@ def test_collect_card_and_wire_check(sft_data, tiny_dir):
 
     folder, _, tok = sft_data
     card = (folder / "README.md").read_text()
-    assert "examples: 2" in card and "| oracle | train | search, visit, google_scholar |" in card and "tiny-llama" in card
+    assert "examples: 2" in card and "| oracle | train | search, visit, PythonInterpreter, google_scholar |" in card and "tiny-llama" in card
     assert json.loads((folder / "acceptance.json").read_text())["overall"]["kept"] == 2
     other = AutoTokenizer.from_pretrained(str(tiny_dir))
     other.chat_template = CHATML.replace("{{ m['role'] }}\n", "{{ m['role'] }}:\n").replace("assistant\n", "assistant:\n")

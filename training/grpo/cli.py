@@ -22,15 +22,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("grpo", help="train the agent with GRPO on the simulated web (recipes in training/configs)",
                               description="GRPO with leave-one-out advantages and truncated negatives out of the loss; "
-                                          "rollouts through the env's ReAct loop. PythonInterpreter is disabled for "
-                                          "training until the sandbox security issue lands.")
+                                          "rollouts through the env's ReAct loop. PythonInterpreter runs in the "
+                                          "bubblewrap sandbox (refused where it cannot run).")
     add_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the recipe, print the per-step metrics table; returns the exit status."""
-    from training.grpo.config import PYTHON_DISABLED
     from training.grpo.train import format_table, main, recipe_from_namespace
 
     try:
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     except (WikiIndexError, TypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"note: {PYTHON_DISABLED}; tools: {', '.join(recipe.tools)}", file=sys.stderr)
+    print(f"note: tools: {', '.join(recipe.tools)}", file=sys.stderr)
     summary = main(recipe)
     print(format_table(summary["metrics"]))
     print(f"{summary['steps']} steps in {summary['wall_seconds']} s; final model: {summary['final_model']}")

@@ -4,8 +4,9 @@ Recipes live in ``training/configs/<name>.yaml`` (``cpu-smoke``, ``single-gpu``,
 overridden (``sim-web grpo --recipe cpu-smoke --set max_steps=5``). :meth:`GRPORecipe.grpo_config` turns a recipe
 into TRL arguments (:class:`~training.grpo.trainer.AgentGRPOConfig`).
 
-PythonInterpreter is disabled in every recipe (and refused here) until the sandbox security issue lands: today a
-policy can read the gold answers through it.
+PythonInterpreter is on in the GPU recipes: it runs in the bubblewrap sandbox (no network, no view of
+``$SIM_WEB_HOME``, the repository or the task files), so a policy cannot read gold answers through it.
+:func:`check_sandbox` refuses a recipe that enables it where the sandbox cannot run, before any model loads.
 
 Example:
     >>> GRPORecipe(model="tiny", max_steps=2).per_device_batch
@@ -24,9 +25,8 @@ from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
-TRAIN_TOOLS = ("search", "visit", "google_scholar")
-PYTHON_DISABLED = ("PythonInterpreter is disabled for training until the sandbox security issue lands: today a policy can read "
-                   "the gold answers through it")
+TRAIN_TOOLS = ("search", "visit", "google_scholar", "PythonInterpreter")
+NO_PYTHON_TOOLS = ("search", "visit", "google_scholar")
 SMOLLM2_DIR = "models/SmolLM2-135M-Instruct"  # where agents.models.smollm2_path() converts the bundled GGUF
 
 
@@ -46,7 +46,8 @@ class GRPORecipe:
     tasks: str | None = _f(None, "Task set: default (the index's SailorFog-QA set when synthesized), derived, sailorfog, or a path.")
     split: str | None = _f("train", "Task split to train on (the test split stays held out for `sim-web eval`).")
     n_tasks: int | None = _f(None, "Use the first n tasks of the split (None = all).")
-    tools: tuple[str, ...] = _f(TRAIN_TOOLS, "Enabled tools. " + PYTHON_DISABLED + ".")
+    tools: tuple[str, ...] = _f(TRAIN_TOOLS, "Enabled tools; PythonInterpreter runs in the bubblewrap sandbox (refused where it "
+                                             "cannot run: install bubblewrap or drop the tool).")
     max_turns: int = _f(8, "Agent turns per episode (the env's turn cap; reaching it ends the episode without an answer).")
     max_response_chars: int = _f(4000, "Cap on one tool response in characters (shorter outputs keep rollouts within budget).")
     max_obs_chars: int = _f(50_000, "Tool output budget per episode in characters.")
@@ -78,8 +79,9 @@ class GRPORecipe:
     name: str = _f("custom", "Recipe name (names the default output folder).")
 
     def __post_init__(self) -> None:
-        if "PythonInterpreter" in self.tools:
-            raise ConfigError(f"GRPORecipe.tools includes PythonInterpreter: {PYTHON_DISABLED}. Use tools={TRAIN_TOOLS}")
+        unknown = sorted(set(self.tools) - set(TRAIN_TOOLS))
+        if unknown or not self.tools:
+            raise ConfigError(f"GRPORecipe.tools must be a non-empty subset of {TRAIN_TOOLS}, got {self.tools!r}")
         if self.advantage not in ADVANTAGES or self.truncation not in TRUNCATION_RULES:
             raise ConfigError(f"GRPORecipe needs advantage in {ADVANTAGES} and truncation in {TRUNCATION_RULES}; got "
                               f"{self.advantage!r}, {self.truncation!r}")
@@ -94,6 +96,15 @@ class GRPORecipe:
                               f"episode and must be >= max_turn_tokens ({self.max_turn_tokens}); raise it or lower max_turn_tokens")
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError(f"GRPORecipe.vllm_mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
+
+    def check_sandbox(self) -> None:
+        """Refuse PythonInterpreter where its sandbox cannot run (an error observation on every call would teach the
+        policy that the tool is broken).
+
+        Raises:
+            ConfigError: Naming what is missing and the two fixes.
+        """
+        check_sandbox(self.tools)
 
     @property
     def per_device_batch(self) -> int:
@@ -189,6 +200,24 @@ def load_recipe(name: str, **overrides: Any) -> GRPORecipe:
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{path}: unknown GRPO recipe fields {unknown}; known fields: {sorted(known)}")
+    if isinstance(data.get("tools"), str):  # --set tools=search,visit
+        data["tools"] = tuple(t.strip() for t in data["tools"].split(",") if t.strip())
     if isinstance(data.get("tools"), list):
         data["tools"] = tuple(data["tools"])
     return GRPORecipe(**data)
+
+
+def check_sandbox(tools: tuple[str, ...]) -> None:
+    """Refuse ``tools`` with PythonInterpreter where the bubblewrap sandbox cannot run.
+
+    Raises:
+        ConfigError: Naming what is missing and the fixes (install bubblewrap, or train without the tool).
+    """
+    if "PythonInterpreter" not in tools:
+        return
+    from sim_web.tools.python.sandbox import sandbox_problem
+
+    problem = sandbox_problem()
+    if problem:
+        raise ConfigError(f"PythonInterpreter is enabled but its sandbox cannot run here: {problem} Or train without it: "
+                          f"--set tools={','.join(NO_PYTHON_TOOLS)}")

@@ -35,6 +35,7 @@ from typing import Any
 
 from sim_web.env import EnvConfig, Task, WebResearchEnv
 from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
+from training.grpo.config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
 from wiki_index.errors import ConfigError
 
@@ -121,16 +122,14 @@ class AgentRollout:
     """``rollout_func(prompts, trainer)`` for :class:`~training.grpo.trainer.AgentGRPOTrainer`.
 
     Args:
-        env_config: The env of every episode (tools, budgets, reward); PythonInterpreter must be off.
+        env_config: The env of every episode (tools, budgets, reward); PythonInterpreter needs its sandbox.
         tasks: The task set; a prompt's last user message is a task's question.
         config: Turn budget, seed, batch size.
         judge: Optional judge callable for ``RewardConfig.kind="judge"``.
     """
 
     def __init__(self, env_config: EnvConfig, tasks: Sequence[Task], config: RolloutConfig | None = None, judge: Any = None) -> None:
-        if "PythonInterpreter" in env_config.tools:
-            raise ConfigError("PythonInterpreter is disabled for training until the sandbox security issue lands (a policy can "
-                              "read the gold answers through it): use tools=('search', 'visit', 'google_scholar')")
+        check_sandbox(env_config.tools)
         self.env_config, self.tasks, self.config, self.judge = env_config, list(tasks), config or RolloutConfig(), judge
         self.by_question = {t.question: t for t in reversed(self.tasks)}
         self._envs: list[WebResearchEnv] = []

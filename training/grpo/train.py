@@ -4,7 +4,7 @@
     sim-web grpo --recipe single-gpu --set model=/ckpt/sft-smollm2
     accelerate launch --config_file training/configs/accelerate-multi-gpu.yaml -m training.grpo.train --recipe multi-gpu
 
-Steps: tasks (the index's SailorFog-QA train split) -> env config (PythonInterpreter off) -> model and tokenizer
+Steps: tasks (the index's SailorFog-QA train split) -> env config (PythonInterpreter in its sandbox) -> model and tokenizer
 -> AgentGRPOTrainer with our rollout (the env's ReAct loop, the SFT/eval wire format) and the env's own reward
 -> train, resuming from the last checkpoint in the output folder -> save the final model and print the metrics
 table. Outputs in ``output_dir``: ``checkpoint-N/`` (every ``save_steps``), ``metrics.jsonl`` (one line per step),
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from training.grpo.config import PYTHON_DISABLED, GRPORecipe, load_recipe, parse_value
+from training.grpo.config import GRPORecipe, load_recipe, parse_value
 
 log = logging.getLogger(__name__)
 #: Columns of the metrics table: (header, log key, format).
@@ -112,7 +112,8 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
         torch.set_num_threads(recipe.threads)
     out = recipe.out_dir()
     out.mkdir(parents=True, exist_ok=True)
-    log.warning("%s; training with tools %s", PYTHON_DISABLED, ", ".join(recipe.tools))
+    recipe.check_sandbox()
+    log.warning("training with tools %s", ", ".join(recipe.tools))
 
     # 1. tasks: the train split of the index's task set
     index = WikiIndex.from_dir(recipe.index_dir)

@@ -1,8 +1,7 @@
 """``sim-web sft``: rejection-sampling SFT cold start (collect a dataset from eval runs, then train on it).
 
-The episodes come from the evaluation harness, any policy, on the train split, k samples per task; the
-recipes train with PythonInterpreter disabled until the security issue lands, so the harness runs with the
-tools search, visit, google_scholar (``EvalConfig(tools=("search", "visit", "google_scholar"))``).
+The episodes come from the evaluation harness, any policy, on the train split, k samples per task, with the tools
+the policy will be trained with (all four by default; PythonInterpreter runs in the bubblewrap sandbox).
 
 Examples::
 
@@ -22,7 +21,6 @@ from typing import Any
 from wiki_index.errors import WikiIndexError
 
 log = logging.getLogger(__name__)
-NOTE = "note: the SFT recipes train with PythonInterpreter disabled (tools: search, visit, google_scholar) until the security issue lands"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -42,7 +40,6 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--min-score", type=float, default=d.min_score, help="least correctness score to keep (default 1.0)")
     c.add_argument("--max-tokens", type=int, default=None, help="drop episodes longer than this many tokens (default: keep all)")
     c.add_argument("--any-split", action="store_true", help="accept runs on splits other than train")
-    c.add_argument("--allow-python", action="store_true", help="accept runs with PythonInterpreter enabled (off in the recipes)")
     c.set_defaults(func=run_collect)
     t = sub.add_parser("train", help="SFTTrainer on a collected dataset (assistant-only loss; LoRA or full)")
     f = SFTRunConfig.__dataclass_fields__
@@ -71,10 +68,9 @@ def run_collect(args: argparse.Namespace) -> int:
     from training.sft.dataset import build_dataset, dataset_card, save
     from training.sft.train import resolve_model
 
-    print(NOTE, file=sys.stderr)
     try:
         cfg = CollectConfig(runs=tuple(args.runs), max_turns=args.max_turns, min_score=args.min_score,
-                            require_split=None if args.any_split else "train", allow_python=args.allow_python)
+                            require_split=None if args.any_split else "train")
         result = collect(cfg)
         print(format_stats(result.stats))
         model = resolve_model(args.tokenizer)
@@ -96,7 +92,6 @@ def run_train(args: argparse.Namespace) -> int:
     """``sim-web sft train``: run SFT and print where the model went."""
     from training.sft.train import SFTRunConfig, train
 
-    print(NOTE, file=sys.stderr)
     try:
         cfg = SFTRunConfig(dataset=args.dataset, model=args.model, out=args.out, lora=not args.full, lora_r=args.lora_r,
                            lora_alpha=args.lora_alpha, learning_rate=args.learning_rate, epochs=args.epochs, max_steps=args.max_steps,

@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim_web.protocol.actions import TOOL_NAMES
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
-#: The tools the recipes train with: PythonInterpreter stays off until the security issue lands (a policy can
-#: read the gold answers through it today).
-RECIPE_TOOLS = ("search", "visit", "google_scholar")
+#: The tools a demonstration may use: all four (PythonInterpreter runs in the bubblewrap sandbox, so the
+#: teacher could not read gold answers through it).
+RECIPE_TOOLS = TOOL_NAMES
 REASONS = ("over_turn_cap", "no_answer", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
 #: Terminations that mean the turn budget ran out (besides ``forced_*:calls`` and ``env_truncated:max_turns``).
 CAPPED = ("max_llm_calls",)
@@ -59,8 +60,6 @@ class CollectConfig:
     min_score: float = field(default=1.0, metadata={"help": "Least correctness score (judge, else exact match) to keep an episode."})
     require_split: str | None = field(default="train", metadata={"help": "Refuse runs on another task split (None = any); "
                                                                           "training on held-out tasks would leak the test set."})
-    allow_python: bool = field(default=False, metadata={"help": "Accept runs with PythonInterpreter enabled. Off: the recipes train "
-                                                                "without it until the security issue lands."})
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, str):
@@ -170,7 +169,7 @@ def load_run(run: str | Path, cfg: CollectConfig) -> tuple[dict[str, Any], list[
     """A harness run's settings (``run.json`` identity) and its records, after checking split and tools.
 
     Raises:
-        ConfigError: When the folder is not a harness run, is on another split, or has PythonInterpreter on.
+        ConfigError: When the folder is not a harness run, is on another split, or names tools the env does not have.
     """
     run = Path(run)
     if not (run / RUN_FILE).is_file() or not (run / TRAJECTORIES).is_file():
@@ -181,9 +180,9 @@ def load_run(run: str | Path, cfg: CollectConfig) -> tuple[dict[str, Any], list[
         raise ConfigError(f"{run} ran on split {identity.get('split')!r}, expected {cfg.require_split!r}: SFT data comes from the "
                           "train split (rerun the eval with --split train, or set require_split=None)")
     extra = sorted(set(identity.get("tools") or ()) - set(RECIPE_TOOLS))
-    if extra and not cfg.allow_python:
-        raise ConfigError(f"{run} ran with tools {extra} enabled; the recipes train with PythonInterpreter disabled until the "
-                          f"security issue lands: rerun the eval with tools={RECIPE_TOOLS} (or allow_python=True)")
+    if extra:
+        raise ConfigError(f"{run} ran with tools {extra}, which are not tools of the env {RECIPE_TOOLS}: the dataset's system "
+                          "prompt would describe tools a trained policy cannot call; rerun the eval with the env's tools")
     records = []
     with (run / TRAJECTORIES).open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):

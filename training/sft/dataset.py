@@ -98,8 +98,7 @@ def dataset_card(ds: Any, result: CollectResult, tokenizer_name: str, max_tokens
     n_train = ds["num_trained_tokens"]
     lines = ["# sim-web SFT demonstrations", "",
              ("Rejection-sampled episodes of the simulated web (`sim-web sft collect`): correct, every turn parsed, no "
-              "agent-side tool error, within the turn cap, no duplicates. PythonInterpreter is disabled in the recipes until "
-              "the security issue lands."), "",
+              "agent-side tool error, within the turn cap, no duplicates."), "",
              "## Counts", "",
              (f"- examples: {len(ds)} (tasks: {len(set(ds['task_id']))}); kept by collection {result.stats.kept}, of which "
               f"{result.stats.kept - len(ds)} were longer than max_tokens"),

@@ -8,8 +8,8 @@ trained, and the tokens trained are exactly the ones GRPO rollouts and ``sim-web
 
 The output folder is a plain Hugging Face model (LoRA merged into the weights) with the tokenizer and its chat
 template: ``sim-web eval --policy hf:OUT`` runs it. Trainer checkpoints (resumable) go to ``OUT/checkpoints``.
-The recipes train with PythonInterpreter disabled until the security issue lands (the dataset's chats carry the
-tool list of the runs they came from; :mod:`training.sft.collect` refuses runs with it on).
+The dataset's chats carry the tool list of the runs they came from (PythonInterpreter included when the runs had it;
+it runs in the bubblewrap sandbox).
 """
 
 from __future__ import annotations
