@@ -35,8 +35,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--no-resume", action="store_true", help="start over instead of skipping finished episodes")
     p.add_argument("--retrieval", default="bm25", choices=["bm25", "dense", "hybrid"], help="search mode of the sim backend")
     p.add_argument("--tools", default=",".join(TOOL_NAMES), type=_tools,
-                   help="comma-separated enabled tools (default: all four); evaluate a model trained without "
-                        "PythonInterpreter with --tools search,visit,google_scholar, so it sees the system prompt it was trained on")
+                   help="comma-separated enabled tools (default: all four); evaluate a trained model with the tools of its "
+                        "recipe (e.g. --tools search,visit,google_scholar), so it sees the system prompt it was trained on")
     p.add_argument("--backend", default="sim", choices=["sim", "real"],
                    help="sim: the index; real: Serper + Jina (keys $SERPER_KEY_ID, $JINA_API_KEYS; page summariser "
                         "$API_KEY/$API_BASE/$SUMMARY_MODEL_NAME, optional), with the index as fallback")
@@ -54,6 +54,9 @@ def add_parser(subparsers: Any) -> None:
     g.add_argument("--presence-penalty", type=float, default=1.1)
     g.add_argument("--max-tokens", type=int, default=8192, help="new tokens per turn")
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--max-response-chars", type=int, default=None,
+                   help="cap on one tool response in characters (default: the env's 20000); use a GRPO recipe's value")
+    g.add_argument("--max-obs-chars", type=int, default=None, help="tool-output budget per episode (default 2000000)")
     r = p.add_argument_group("ReSum")
     r.add_argument("--resum", action="store_true", help="summarise the history into <summary> and continue from it")
     r.add_argument("--resum-fraction", type=float, default=0.6, help="summarise at this fraction of --max-context-tokens")
@@ -97,7 +100,12 @@ def config_from_args(args: argparse.Namespace) -> Any:
                       retrieval=args.retrieval, tools=args.tools, backend=args.backend, record_dir=args.record, replay_dir=args.replay,
                       base_url=args.base_url, api_key=args.api_key, summariser_model=summariser_model,
                       judge=args.judge, judge_base_url=args.judge_base_url, device=args.device, dtype=args.dtype,
-                      threads=args.threads, resume=not args.no_resume, progress=not args.no_progress)
+                      threads=args.threads, resume=not args.no_resume, progress=not args.no_progress, **_budgets(args))
+
+
+def _budgets(args: argparse.Namespace) -> dict[str, int]:
+    """The observation budgets given on the command line (the others keep EvalConfig's defaults)."""
+    return {k: v for k in ("max_response_chars", "max_obs_chars") if (v := getattr(args, k, None)) is not None}
 
 
 def run(args: argparse.Namespace) -> int:

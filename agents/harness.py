@@ -38,6 +38,7 @@ from wiki_index.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 RUN_FILE = "run.json"
+RESPONSE_CHARS = EnvConfig.max_response_chars  # the env's default cap on one tool response
 LOCK_FILE = ".lock"
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -63,6 +64,9 @@ class EvalConfig:
     replay_dir: str | None = field(default=None, metadata={"help": "backend='real': replay a recorded run from here (offline, no keys)."})
     tools: tuple[str, ...] = field(default=ALL_TOOLS, metadata={"help": "Enabled tools."})
     max_obs_chars: int = field(default=2_000_000, metadata={"help": "The env's tool-output budget per episode (the agent's own limits come first)."})
+    max_response_chars: int = field(default=RESPONSE_CHARS, metadata={
+        "help": "Cap on one tool response in characters (longer ones are cut with a marker); evaluate a GRPO checkpoint with "
+                "its recipe's max_response_chars so it sees observations as long as in training."})
     base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL)."})
     api_key: str | None = field(default=None, metadata={"help": "Its key (default $OPENAI_API_KEY)."})
     summariser_model: str | None = field(default=None, metadata={"help": "Model of the 'openai' ReSum summariser (same endpoint unless summariser_base_url)."})
@@ -82,6 +86,9 @@ class EvalConfig:
         if self.k < 1 or (self.n is not None and self.n < 1) or self.workers < 1 or self.batch_size < 1:
             raise ConfigError(f"EvalConfig needs k >= 1, n >= 1 (or None), workers >= 1, batch_size >= 1; got k={self.k}, "
                               f"n={self.n}, workers={self.workers}, batch_size={self.batch_size}")
+        if self.max_response_chars < 100 or self.max_obs_chars < 1:
+            raise ConfigError(f"EvalConfig needs max_response_chars >= 100 and max_obs_chars >= 1, got {self.max_response_chars}, "
+                              f"{self.max_obs_chars}")
         if self.backend not in ("sim", "real"):
             raise ConfigError(f"EvalConfig.backend must be 'sim' or 'real', got {self.backend!r}")
         if (self.record_dir or self.replay_dir) and self.backend != "real":
@@ -93,7 +100,8 @@ class EvalConfig:
         """The fields that decide what an episode is; resuming with different ones is refused."""
         return {"policy": self.policy, "index_dir": self.index_dir, "tasks": self.tasks, "split": self.split,
                 "agent": asdict(self.agent), "retrieval": self.retrieval, "tools": list(self.tools), "judge": self.judge,
-                **({"backend": self.backend} if self.backend != "sim" else {})}
+                **({"backend": self.backend} if self.backend != "sim" else {}),
+                **({"max_response_chars": self.max_response_chars} if self.max_response_chars != RESPONSE_CHARS else {})}
 
 
 @dataclass
@@ -157,7 +165,8 @@ def _prepare_out(out: Path, cfg: EvalConfig) -> None:
     if run_file.is_file() and cfg.resume:
         old = json.loads(run_file.read_text(encoding="utf-8")).get("identity")
         if old != identity:
-            diff = sorted(k for k in identity if (old or {}).get(k) != identity[k])
+            old = old or {}
+            diff = sorted(k for k in {*identity, *old} if old.get(k) != identity.get(k))
             raise ConfigError(f"{out} holds a run with different settings ({', '.join(diff)}); resuming would mix them. "
                               "Use another --out, or --no-resume to start over")
     elif not cfg.resume:
@@ -262,6 +271,7 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
     agent = ReactAgent(policy, agent_cfg, summariser)
     env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools), sim=SimConfig(mode=cfg.retrieval),
                         max_turns=agent_cfg.max_llm_calls + 2, max_obs_chars=cfg.max_obs_chars, backend=cfg.backend,
+                        max_response_chars=cfg.max_response_chars,
                         record_dir=cfg.record_dir, replay_dir=cfg.replay_dir)
     make_env = lambda: WebResearchEnv(env_cfg, tasks=list(tasks))  # noqa: E731
     writer = TrajectoryWriter(out / TRAJECTORIES)

@@ -148,3 +148,20 @@ def test_two_evals_on_one_out_never_run_together(sample_index, tmp_path):
     res = run_eval(cfg(sample_index, out, n=2))
     lines = (out / "trajectories.jsonl").read_text().splitlines()
     assert res.metrics["episodes"] == 2 and len(lines) == 2
+
+
+def test_response_budget_reaches_the_env_and_is_part_of_the_run_identity(sample_index, tmp_path, capsys):
+    from sim_web.cli import main
+
+    args = ["eval", "--policy", "oracle", "--index", str(sample_index), "--n", "2", "--out", str(tmp_path), "--no-progress"]
+    assert main([*args, "--max-response-chars", "400"]) == 0
+    records = load_records(tmp_path / "trajectories.jsonl")
+    responses = [m["content"] for r in records for m in r["messages"] if m["role"] == "user" and "<tool_response>" in m["content"]]
+    assert responses and max(len(t) for t in responses) <= 400 + len("<tool_response>\n\n</tool_response>")
+    assert any("[" in t and len(t) > 300 for t in responses)  # cut at the cap, not emptied
+    assert json.loads((tmp_path / "run.json").read_text())["identity"]["max_response_chars"] == 400
+    capsys.readouterr()
+    assert main(args) == 2  # the default cap is a different run: resuming it in the same folder is refused
+    assert "max_response_chars" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="max_response_chars >= 100"):
+        cfg(sample_index, tmp_path, max_response_chars=10)
