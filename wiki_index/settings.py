@@ -12,6 +12,11 @@ Every variable the project reads or sets, and who uses it:
 ``JINA_API_KEYS``           Jina Reader key (real-web visit; Tongyi's name; ``JINA_API_KEY`` also read)
 ``API_KEY`` / ``API_BASE``  the real-web visit summariser's OpenAI-compatible endpoint (Tongyi's names)
 ``SUMMARY_MODEL_NAME``      that summariser's model
+``SERPER_BASE_URL``         Serper's API root instead of ``https://google.serper.dev`` (a proxy, a mock)
+``JINA_BASE_URL``           Jina Reader's root instead of ``https://r.jina.ai`` (``https://r.jinaai.cn``
+                            where r.jina.ai is unreachable, a proxy, a mock)
+``SIM_TO_REAL_MOCK``        ``1``: ``sim-web sim-to-real`` runs against local Serper / Jina stand-ins with
+                            injected faults (no keys, no network); it sets the four variables above for its run
 ``SIM_WEB_PYTHON_SANDBOX``  ``best-effort`` runs the PythonInterpreter without bubblewrap (trusted code only)
 ``SIM_WEB_SERVER_*``        ``sim-web serve`` hands its flags to its worker processes through these
                             (``INDEX``, ``MODE``, ``BACKEND``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``,
@@ -24,6 +29,8 @@ Every variable the project reads or sets, and who uses it:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 SAMPLE_NAME = "sample"
@@ -59,3 +66,31 @@ def set_env(name: str, value: str, *, overwrite: bool = True) -> None:
     """
     if overwrite or name not in os.environ:
         os.environ[name] = value
+
+
+def flag(name: str) -> bool:
+    """Whether the variable ``name`` is set to a true value (``1``, ``true``, ``yes``, ``on``; case-insensitive)."""
+    return (os.environ.get(name) or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@contextmanager
+def scoped_env(values: Mapping[str, str | None]) -> Iterator[None]:
+    """Set (or, for ``None``, unset) variables for the duration of a ``with`` block, then restore them.
+
+    Args:
+        values: Variable -> value (``None`` unsets it).
+    """
+    old = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -2,16 +2,21 @@
 
 As Tongyi DeepResearch's ``inference/tool_visit.py``: ``GET {base}/{url}`` with ``Authorization:
 Bearer $JINA_API_KEYS``, the page text cut to a token budget, then evidence + summary for the goal
-from an OpenAI-compatible summariser. Without a summariser, or when it fails, the deterministic
-extractor of :mod:`sim_web.backends.summarise` runs on the fetched text, so ``visit`` always answers
-when the page could be read. Raw page text is cached apart from the extraction (which depends on
+from an OpenAI-compatible summariser. ``JINA_API_KEYS`` may hold several keys separated by commas
+(:class:`KeyRing`): Jina's rate limit and credit are per key, so a 401, 402 or 429 moves on to the
+next key at once (a refused or empty key is retired, a rate-limited one stays in the ring); the
+error reaches the executor only when every key was tried (``tool_stats["events"]["jina.key_rotations"]``
+counts the moves). Without a summariser, or when it fails, the deterministic extractor of
+:mod:`sim_web.backends.summarise` runs on the fetched text, so ``visit`` always answers when the
+page could be read. Raw page text is cached apart from the extraction (which depends on
 the goal and the model); the executor caches the extraction.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,12 +24,17 @@ from sim_web.backends.summarise import DeterministicExtractor, SummariserError, 
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
+from wiki_index.settings import env
 
 if TYPE_CHECKING:
     import httpx
 
 log = logging.getLogger(__name__)
 KEY_VAR = "JINA_API_KEYS"
+BASE_URL_VAR = "JINA_BASE_URL"
+DEFAULT_BASE_URL = "https://r.jina.ai"
+#: Statuses that concern the key rather than the page or the service: try the next key of the ring.
+ROTATE_ON = frozenset({401, 402, 429})
 Extractor = Callable[[str, str, str], tuple[str, str]]
 
 
@@ -32,8 +42,9 @@ Extractor = Callable[[str, str, str], tuple[str, str]]
 class JinaConfig:
     """Where and how to read pages, and how much of each page the extractor sees."""
 
-    base_url: str = field(default="https://r.jina.ai", metadata={
-        "help": "Jina Reader's root (r.jinaai.cn where r.jina.ai is unreachable; a mock's URL in tests)."})
+    base_url: str = field(default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL, metadata={
+        "help": f"Jina Reader's root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; https://r.jinaai.cn where "
+                "r.jina.ai is unreachable; a proxy's or a mock's URL)."})
     timeout_s: float = field(default=50.0, metadata={"help": "HTTP timeout of one page fetch (Tongyi: 50 s)."})
     max_page_tokens: int = field(default=95_000, metadata={"help": "Page text is cut to this many tokens before extraction (Tongyi: 95,000)."})
     tokenizer: str = field(default="approx", metadata={
@@ -53,11 +64,68 @@ class JinaConfig:
             raise ConfigError(f"JinaConfig.tokenizer must be 'approx' or 'tiktoken:<encoding>', got {self.tokenizer!r}")
 
 
+class KeyRing:
+    """Jina keys in rotation (``$JINA_API_KEYS``: one key, or several separated by commas).
+
+    One key is current at a time. :meth:`rotate` moves past a key that failed: one refused (401) or
+    out of credit (402) is retired for the life of the ring; one rate-limited (429) stays in the ring
+    (Jina's limits are per key and refill). Thread-safe: when several threads see the same key fail,
+    the ring moves on once.
+
+    Args:
+        keys: The keys, or the variable's value (split on commas; blanks and repeats dropped).
+
+    Raises:
+        ConfigError: When no key is given.
+    """
+
+    def __init__(self, keys: str | Sequence[str]) -> None:
+        parts = keys.split(",") if isinstance(keys, str) else list(keys)
+        self._live = list(dict.fromkeys(k.strip() for k in parts if k.strip()))
+        if not self._live:
+            raise ConfigError(f"{KEY_VAR} holds no key: set it to a Jina key, or to several separated by commas")
+        self.size = len(self._live)
+        self._i = 0
+        self._lock = threading.Lock()
+
+    @property
+    def live(self) -> int:
+        """How many keys are not retired."""
+        with self._lock:
+            return len(self._live)
+
+    def current(self) -> str:
+        """The key to use now."""
+        with self._lock:
+            return self._live[self._i]
+
+    def rotate(self, key: str, retire: bool) -> str | None:
+        """Move past ``key`` after it failed; returns the next key to try, or ``None`` when no other key is left.
+
+        The last live key is never retired: with one key left, the executor's circuit breaker paces the
+        probes, so a key topped up with credit is used again.
+
+        Args:
+            key: The key that failed.
+            retire: Drop it for good (401 refused, 402 out of credit) rather than only moving on (429).
+        """
+        with self._lock:
+            if key not in self._live:  # retired by another thread already: the ring has moved on
+                return self._live[self._i]
+            at = self._live.index(key)
+            if retire and len(self._live) > 1:
+                self._live.pop(at)
+                self._i = at % len(self._live)
+            elif self._live[self._i] == key:
+                self._i = (at + 1) % len(self._live)
+            nxt = self._live[self._i]
+            return None if nxt == key else nxt
+
 class JinaBackend:
     """Jina Reader as a backend for ``visit`` (``search`` / ``google_scholar`` are Serper's).
 
     Args:
-        api_key: Jina key (``$JINA_API_KEYS``).
+        api_key: Jina key (``$JINA_API_KEYS``), or several separated by commas (or a :class:`KeyRing`).
         config: Endpoint, timeout, token budget.
         summariser: ``(title, content, goal) -> (evidence, summary)`` raising ``SummariserError``
             on failure (an :class:`~sim_web.backends.summarise.LLMSummariser`), or ``None``.
@@ -70,11 +138,12 @@ class JinaBackend:
     name = "jina"
     tools = frozenset({"visit"})
 
-    def __init__(self, api_key: str, config: JinaConfig = JinaConfig(), *, summariser: Extractor | None = None,
+    def __init__(self, api_key: str | KeyRing, config: JinaConfig | None = None, *, summariser: Extractor | None = None,
                  summariser_id: str = "", extractor: Extractor | None = None, transport: httpx.BaseTransport | None = None,
                  raw_cache: RawCache | None = None) -> None:
         import httpx  # lazily: gym.make in sim mode should not pay for it
 
+        config = config or JinaConfig()
         if config.tokenizer != "approx":
             cut_to_tokens("probe", 1, config.tokenizer)  # a missing encoding fails now, not mid-episode
         self.config = config
@@ -84,11 +153,12 @@ class JinaBackend:
         self.cache_namespace = cache_key("jina", config.base_url, config.max_page_tokens, config.tokenizer,
                                          summariser_id if summariser else "deterministic", config.summary_temperature,
                                          repr(self.extractor))
-        self._client = httpx.Client(timeout=config.timeout_s, transport=transport, headers={"Authorization": f"Bearer {api_key}"})
+        self.keys = api_key if isinstance(api_key, KeyRing) else KeyRing(api_key)
+        self._client = httpx.Client(timeout=config.timeout_s, transport=transport)
         self._events: EventSink = lambda _name: None
 
     def bind_events(self, sink: EventSink) -> None:
-        """Report events (``jina.raw_cache_hits``, ``jina.http_requests``, ``jina.summariser_*``) to ``sink``."""
+        """Report events (``jina.raw_cache_hits``, ``jina.http_requests``, ``jina.key_rotations``, ``jina.summariser_*``) to ``sink``."""
         self._events = sink
 
     def fetch(self, url: str) -> str:
@@ -102,14 +172,38 @@ class JinaBackend:
         if text is not None:
             self._events("jina.raw_cache_hits")
             return text
-        self._events("jina.http_requests")
-        text = request(self._client, "jina", KEY_VAR, "GET", f"{self.config.base_url.rstrip('/')}/{url}").text
+        text = self._get(f"{self.config.base_url.rstrip('/')}/{url}")
         warning = target_error(text)
         if warning:  # Jina answers 200 with a Warning line when the page itself failed (its 404, 500)
             raise UpstreamError(f"jina read {url} but the page failed: {warning}", retryable=False, page_error=True)
         if self.raw_cache is not None:
             self.raw_cache.put(key, text)
         return text
+
+    def _get(self, target: str) -> str:
+        """``GET target`` with the current key, moving through the key ring on 401 / 402 / 429 (each key once).
+
+        Raises:
+            UpstreamError: An error not about the key; or, once every live key was tried, the rate-limit error of
+                the key the ring came back to (retryable), or the last key's own error (401 / 402 on the last
+                live key: not retryable, opens the circuit).
+        """
+        tried: dict[str, UpstreamError] = {}
+        key = self.keys.current()
+        while True:
+            self._events("jina.http_requests")
+            try:
+                return request(self._client, "jina", KEY_VAR, "GET", target, headers={"Authorization": f"Bearer {key}"}).text
+            except UpstreamError as e:
+                tried[key] = e
+                nxt = self.keys.rotate(key, retire=e.status in (401, 402)) if e.status in ROTATE_ON else None
+                if nxt is None:
+                    raise
+                if nxt in tried:  # every live key was tried: its own (rate-limit) error lets the executor back off
+                    raise tried[nxt] from None
+                self._events("jina.key_rotations")
+                log.warning("jina answered %s to key %d of %d; trying the next key of %s", e.status, len(tried), self.keys.size, KEY_VAR)
+                key = nxt
 
     def visit(self, url: str, goal: str) -> VisitResult:
         """Read ``url`` and extract evidence and a summary for ``goal``.

@@ -5,13 +5,16 @@ Keys are read when the env is built (never mid-episode), under Tongyi DeepResear
 the optional page summariser ``API_KEY`` / ``API_BASE`` / ``SUMMARY_MODEL_NAME`` (all three, or none:
 without them the deterministic extractor writes evidence and summary). Replaying a recording needs
 no key; the summariser's ``API_BASE`` / ``SUMMARY_MODEL_NAME`` must match the recorded run's.
+``JINA_API_KEYS`` may hold several keys (see :class:`~sim_web.backends.jina.KeyRing`); a recording
+notes how many (never the keys), so that a replay moves through as many stand-in keys as the recorded run.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim_web.backends.jina import JinaBackend, JinaConfig
+from sim_web.backends.jina import JinaBackend, JinaConfig, KeyRing
 from sim_web.backends.serper import SerperBackend, SerperConfig
 from sim_web.backends.summarise import LLMSummariser
 from sim_web.backends.upstream import RawCache, UpstreamError, require_key
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
     import httpx
 
 SUMMARISER_VARS = ("API_KEY", "API_BASE", "SUMMARY_MODEL_NAME")
+#: In a recording directory: how many Jina keys the recorded run had (a number, never the keys).
+JINA_KEYS_FILE = "jina-keys.count"
 
 
 class WikipediaFallback:
@@ -79,6 +84,23 @@ def summariser_from_env(config: JinaConfig, http_client: httpx.Client | None, re
     return s, f"{values['API_BASE']}|{values['SUMMARY_MODEL_NAME']}"
 
 
+def jina_keys(record_dir: str | None, replay_dir: str | None) -> KeyRing:
+    """The Jina key ring: ``$JINA_API_KEYS`` (noting its size in ``record_dir``), or stand-ins as many as ``replay_dir`` noted.
+
+    Raises:
+        ConfigError: When no key is set (and nothing is replayed).
+    """
+    if replay_dir is not None:
+        noted = Path(replay_dir) / JINA_KEYS_FILE
+        n = int(noted.read_text(encoding="utf-8").strip() or 1) if noted.is_file() else 1
+        return KeyRing([f"replay-{i}" for i in range(n)])
+    ring = KeyRing(require_key("JINA_API_KEYS", "JINA_API_KEY", what="a Jina Reader API key for visit (or several, comma-separated)"))
+    if record_dir is not None:
+        Path(record_dir).mkdir(parents=True, exist_ok=True)
+        (Path(record_dir) / JINA_KEYS_FILE).write_text(str(ring.size), encoding="utf-8")
+    return ring
+
+
 def build_real_backends(serper: SerperConfig, jina: JinaConfig, *, record_dir: str | None = None,
                         replay_dir: str | None = None, raw_cache: RawCache | None = None) -> tuple[SerperBackend, JinaBackend]:
     """Serper and Jina backends with keys from the environment, recording or replaying when asked.
@@ -101,9 +123,9 @@ def build_real_backends(serper: SerperConfig, jina: JinaConfig, *, record_dir: s
     transport = make_transport(record_dir, replay_dir)
     replay = replay_dir is not None
     serper_key = "replay" if replay else require_key("SERPER_KEY_ID", what="a Serper API key for search and google_scholar")
-    jina_key = "replay" if replay else require_key("JINA_API_KEYS", "JINA_API_KEY", what="a Jina Reader API key for visit")
+    keys = jina_keys(record_dir, replay_dir)
     llm_client = httpx.Client(transport=transport, timeout=jina.summary_timeout_s) if transport is not None else None
     summariser, summariser_id = summariser_from_env(jina, llm_client, replay)
     return (SerperBackend(serper_key, serper, transport=transport, raw_cache=raw_cache),
-            JinaBackend(jina_key, jina, summariser=summariser, summariser_id=summariser_id, transport=transport,
+            JinaBackend(keys, jina, summariser=summariser, summariser_id=summariser_id, transport=transport,
                         raw_cache=raw_cache))

@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING, Any
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
+from wiki_index.settings import env
 
 if TYPE_CHECKING:
     import httpx
 
 KEY_VAR = "SERPER_KEY_ID"
+BASE_URL_VAR = "SERPER_BASE_URL"
+DEFAULT_BASE_URL = "https://google.serper.dev"
 _CJK = re.compile("[\u4e00-\u9fff]")
 
 
@@ -29,7 +32,8 @@ _CJK = re.compile("[\u4e00-\u9fff]")
 class SerperConfig:
     """Where and how to call Serper."""
 
-    base_url: str = field(default="https://google.serper.dev", metadata={"help": "Serper's API root (a mock's URL in tests)."})
+    base_url: str = field(default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL, metadata={
+        "help": f"Serper's API root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; a proxy's or a mock's URL)."})
     timeout_s: float = field(default=20.0, metadata={"help": "HTTP timeout of one request, in seconds."})
     location: str = field(default="United States", metadata={"help": "Serper `location` for queries without CJK characters."})
     gl: str = field(default="us", metadata={"help": "Serper `gl` (country) for queries without CJK characters."})
@@ -91,7 +95,7 @@ class SerperBackend:
 
     Args:
         api_key: Serper key (``$SERPER_KEY_ID``).
-        config: Endpoint, timeout and locale.
+        config: Endpoint, timeout and locale (default: ``SerperConfig()``, built now, so ``$SERPER_BASE_URL`` is read now).
         transport: An httpx transport (recording / replaying), or ``None`` for the network.
         raw_cache: Persistent store of raw replies (``None``: no raw cache).
     """
@@ -99,11 +103,11 @@ class SerperBackend:
     name = "serper"
     tools = frozenset({"search", "scholar"})
 
-    def __init__(self, api_key: str, config: SerperConfig = SerperConfig(), *, transport: httpx.BaseTransport | None = None,
+    def __init__(self, api_key: str, config: SerperConfig | None = None, *, transport: httpx.BaseTransport | None = None,
                  raw_cache: RawCache | None = None) -> None:
         import httpx  # lazily: gym.make in sim mode should not pay for it
 
-        self.config = config
+        self.config = config = config or SerperConfig()
         self.raw_cache = raw_cache
         self.cache_namespace = cache_key("serper", config.base_url, config.location, config.gl, config.hl)
         self._client = httpx.Client(timeout=config.timeout_s, transport=transport,
