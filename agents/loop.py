@@ -111,101 +111,7 @@ class ReactAgent:
 
     def episode(self, env: Any, task: Task, sample: int = 0) -> Generator[Request, Generation, dict[str, Any]]:
         """One episode as a generator: yields :class:`Request`, receives :class:`Generation`, returns the trajectory record."""
-        cfg, policy = self.config, self.policy
-        seed = episode_seed(cfg.sampling.seed, task.id, sample)
-        t0 = time.perf_counter()
-        question, info = env.reset(seed=seed, options={"task": task})
-        system = info["messages"][0]["content"]
-        context: Messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
-        steps: list[dict[str, Any]] = []
-        summaries: list[dict[str, Any]] = []
-        calls = 0
-        last_summary_turn = 0
-        final: dict[str, Any] | None = None
-        termination = ""
-        peak = policy.count_tokens(context)
-
-        def call(messages: Messages, purpose: str, sampling: SamplingConfig) -> Generator[Request, Generation, tuple[Generation, float]]:
-            nonlocal calls
-            calls += 1
-            t = time.perf_counter()
-            gen = yield Request([dict(m) for m in messages], purpose, sampling, seed + calls)
-            return gen, time.perf_counter() - t
-
-        def record(text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, env_s: float = 0.0,
-                   obs: str = "", obs_error: str | None = None) -> None:
-            steps.append({"turn": len(steps) + 1, "purpose": purpose, "action": text, **describe_action(text),
-                          "observation_chars": len(obs), "obs_error": obs_error,
-                          "llm_seconds": round(llm_s, 6), "env_seconds": round(env_s, 6), "context_tokens": ctx_tokens,
-                          "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
-                          "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(gen.text),
-                          "finish_reason": gen.finish_reason})
-
-        def step_env(text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> tuple[str, bool, bool, dict[str, Any]]:
-            t = time.perf_counter()
-            before = dict(getattr(env, "unwrapped", env).errors)
-            obs, _, term, trunc, inf = env.step(text)
-            new_errors = [k for k, v in inf.get("errors", {}).items() if v > before.get(k, 0)]
-            record(text, purpose, gen, llm_s, ctx_tokens, time.perf_counter() - t, obs, observation_error(obs, new_errors))
-            return obs, term, trunc, inf
-
-        def force(reason: str) -> Generator[Request, Generation, tuple[str, dict[str, Any] | None]]:
-            nonlocal context
-            msgs = [dict(m) for m in context]
-            if cfg.force_replaces_observation and len(msgs) > 2 and msgs[-1]["role"] == "user":
-                msgs[-1]["content"] = FORCE_ANSWER_PROMPT
-            else:
-                msgs.append({"role": "user", "content": FORCE_ANSWER_PROMPT})
-            tokens = policy.count_tokens(msgs)
-            gen, llm_s = yield from call(msgs, "force", cfg.sampling)
-            text = clean_turn(gen.text)
-            context = msgs + [{"role": "assistant", "content": text}]
-            if describe_action(text)["kind"] == "answer":
-                _, term, _, inf = step_env(text, "force", gen, llm_s, tokens)
-                return f"forced_answer:{reason}", inf if term else None
-            record(text, "force", gen, llm_s, tokens)
-            return f"forced_no_answer:{reason}", None
-
-        while True:
-            if time.perf_counter() - t0 > cfg.max_seconds:
-                if "time" in cfg.force_on:
-                    termination, final = yield from force("time")
-                else:
-                    termination = "max_seconds"
-                break
-            if calls >= cfg.max_llm_calls:
-                termination = "max_llm_calls"
-                context[-1] = {"role": context[-1]["role"], "content": LLM_CALLS_EXCEEDED}
-                break
-            if calls == cfg.max_llm_calls - 1 and "calls" in cfg.force_on and len(steps) > 0:
-                termination, final = yield from force("calls")
-                break
-            tokens = policy.count_tokens(context)
-            gen, llm_s = yield from call(context, "act", cfg.sampling)
-            text = clean_turn(gen.text)
-            context.append({"role": "assistant", "content": text})
-            obs, term, trunc, inf = step_env(text, "act", gen, llm_s, tokens)
-            if term:
-                termination, final = "answer", inf
-                break
-            if trunc:
-                termination = f"env_truncated:{inf.get('truncated_by')}"
-                break
-            context.append({"role": "user", "content": obs})
-            tokens = policy.count_tokens(context)
-            peak = max(peak, tokens)
-            trigger = self._resum_trigger(tokens, len(steps) - last_summary_turn, len(summaries), cfg.max_llm_calls - calls)
-            if trigger:
-                context = yield from self._summarise(question, system, context, trigger, tokens, len(steps), summaries, call)
-                last_summary_turn = len(steps)
-                tokens = policy.count_tokens(context)
-            if tokens > cfg.max_context_tokens:
-                if "context" in cfg.force_on:
-                    termination, final = yield from force("context")
-                else:
-                    termination = "max_context_tokens"
-                break
-        return self._record(env, task, sample, seed, t0, termination, final, steps, summaries, context, calls, peak)
+        return (yield from _Episode(self, env, task, sample).run())
 
     def _resum_trigger(self, tokens: int, turns_since: int, done: int, calls_left: int) -> str | None:
         r = self.config.resum
@@ -265,6 +171,124 @@ class ReactAgent:
             "config": {"agent": asdict(self.config)},
         }
         return rec
+
+
+#: How an episode ended: the termination string and the env's final info (None without an accepted answer).
+Ending = tuple[str, dict[str, Any] | None]
+
+
+class _Episode:
+    """The state of one episode of :meth:`ReactAgent.episode` and the steps of its loop.
+
+    Each turn first checks the budgets (time, LLM calls), then acts (one policy call and one env step), then
+    looks at the context (ReSum, the context budget); any of the three may end the episode.
+    """
+
+    def __init__(self, agent: ReactAgent, env: Any, task: Task, sample: int) -> None:
+        self.agent, self.env, self.task, self.sample = agent, env, task, sample
+        self.cfg, self.policy = agent.config, agent.policy
+        self.seed = episode_seed(self.cfg.sampling.seed, task.id, sample)
+        self.t0 = time.perf_counter()
+        self.question, info = env.reset(seed=self.seed, options={"task": task})
+        self.system = info["messages"][0]["content"]
+        self.context: Messages = [{"role": "system", "content": self.system}, {"role": "user", "content": self.question}]
+        self.steps: list[dict[str, Any]] = []
+        self.summaries: list[dict[str, Any]] = []
+        self.calls = 0
+        self.last_summary_turn = 0
+        self.peak = self.policy.count_tokens(self.context)
+
+    def run(self) -> Generator[Request, Generation, dict[str, Any]]:
+        """Turns until one ends the episode; returns the trajectory record."""
+        while True:
+            ending = yield from self._check_budgets()
+            if ending is None:
+                ending = yield from self._act()
+            if ending is not None:
+                termination, final = ending
+                return self.agent._record(self.env, self.task, self.sample, self.seed, self.t0, termination, final, self.steps,
+                                          self.summaries, self.context, self.calls, self.peak)
+
+    def _check_budgets(self) -> Generator[Request, Generation, Ending | None]:
+        cfg = self.cfg
+        if time.perf_counter() - self.t0 > cfg.max_seconds:
+            return (yield from self.force("time")) if "time" in cfg.force_on else ("max_seconds", None)
+        if self.calls >= cfg.max_llm_calls:
+            self.context[-1] = {"role": self.context[-1]["role"], "content": LLM_CALLS_EXCEEDED}
+            return "max_llm_calls", None
+        if self.calls == cfg.max_llm_calls - 1 and "calls" in cfg.force_on and self.steps:
+            return (yield from self.force("calls"))
+        return None
+
+    def _act(self) -> Generator[Request, Generation, Ending | None]:
+        tokens = self.policy.count_tokens(self.context)
+        gen, llm_s = yield from self.call(self.context, "act", self.cfg.sampling)
+        text = clean_turn(gen.text)
+        self.context.append({"role": "assistant", "content": text})
+        obs, term, trunc, inf = self.step_env(text, "act", gen, llm_s, tokens)
+        if term:
+            return "answer", inf
+        if trunc:
+            return f"env_truncated:{inf.get('truncated_by')}", None
+        self.context.append({"role": "user", "content": obs})
+        return (yield from self._after_observation())
+
+    def _after_observation(self) -> Generator[Request, Generation, Ending | None]:
+        agent, cfg = self.agent, self.cfg
+        tokens = self.policy.count_tokens(self.context)
+        self.peak = max(self.peak, tokens)
+        trigger = agent._resum_trigger(tokens, len(self.steps) - self.last_summary_turn, len(self.summaries), cfg.max_llm_calls - self.calls)
+        if trigger:
+            self.context = yield from agent._summarise(self.question, self.system, self.context, trigger, tokens, len(self.steps),
+                                                       self.summaries, self.call)
+            self.last_summary_turn = len(self.steps)
+            tokens = self.policy.count_tokens(self.context)
+        if tokens > cfg.max_context_tokens:
+            return (yield from self.force("context")) if "context" in cfg.force_on else ("max_context_tokens", None)
+        return None
+
+    def call(self, messages: Messages, purpose: str, sampling: SamplingConfig) -> Generator[Request, Generation, tuple[Generation, float]]:
+        """Ask the policy (one LLM call); returns its generation and the seconds it took."""
+        self.calls += 1
+        t = time.perf_counter()
+        gen = yield Request([dict(m) for m in messages], purpose, sampling, self.seed + self.calls)
+        return gen, time.perf_counter() - t
+
+    def record(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, env_s: float = 0.0,
+               obs: str = "", obs_error: str | None = None) -> None:
+        """Append one step to the trajectory."""
+        self.steps.append({"turn": len(self.steps) + 1, "purpose": purpose, "action": text, **describe_action(text),
+                           "observation_chars": len(obs), "obs_error": obs_error,
+                           "llm_seconds": round(llm_s, 6), "env_seconds": round(env_s, 6), "context_tokens": ctx_tokens,
+                           "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
+                           "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(gen.text),
+                           "finish_reason": gen.finish_reason})
+
+    def step_env(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> tuple[str, bool, bool, dict[str, Any]]:
+        """Step the env with the model's turn and record the step."""
+        t = time.perf_counter()
+        before = dict(getattr(self.env, "unwrapped", self.env).errors)
+        obs, _, term, trunc, inf = self.env.step(text)
+        new_errors = [k for k, v in inf.get("errors", {}).items() if v > before.get(k, 0)]
+        self.record(text, purpose, gen, llm_s, ctx_tokens, time.perf_counter() - t, obs, observation_error(obs, new_errors))
+        return obs, term, trunc, inf
+
+    def force(self, reason: str) -> Generator[Request, Generation, Ending]:
+        """Ask for the answer now (Tongyi's prompt), replacing the last observation or appended after it."""
+        msgs = [dict(m) for m in self.context]
+        if self.cfg.force_replaces_observation and len(msgs) > 2 and msgs[-1]["role"] == "user":
+            msgs[-1]["content"] = FORCE_ANSWER_PROMPT
+        else:
+            msgs.append({"role": "user", "content": FORCE_ANSWER_PROMPT})
+        tokens = self.policy.count_tokens(msgs)
+        gen, llm_s = yield from self.call(msgs, "force", self.cfg.sampling)
+        text = clean_turn(gen.text)
+        self.context = msgs + [{"role": "assistant", "content": text}]
+        if describe_action(text)["kind"] == "answer":
+            _, term, _, inf = self.step_env(text, "force", gen, llm_s, tokens)
+            return f"forced_answer:{reason}", inf if term else None
+        self.record(text, "force", gen, llm_s, tokens)
+        return f"forced_no_answer:{reason}", None
 
 
 def drive(episodes: Sequence[Generator[Request, Generation, dict[str, Any]]], policy: Policy) -> list[dict[str, Any]]:
