@@ -4,11 +4,17 @@ A subclass, not a fork. TRL 1.16 computes advantages inline in ``_generate_and_s
 this class calls it, then replaces ``out["advantages"]`` by :func:`training.grpo.advantage.group_advantages`
 over the gathered rewards (captured in ``_calculate_rewards``), drops samples from the loss through
 ``tool_mask`` (never ``completion_mask``, which is also the attention mask) and recomputes the DAPO
-normaliser ``num_items_in_batch``. Dropped samples stay in their group's baseline. Every choice is a
-switch of :class:`AgentGRPOConfig`, so the ablation grid can flip it.
+normaliser ``num_items_in_batch``. Dropped samples stay in their group's baseline. With ``dupo=True`` the groups
+whose rewards are all equal are then replaced by copies of informative groups of the same batch
+(:mod:`training.grpo.dupo`). Every choice is a switch of :class:`AgentGRPOConfig`, so the ablation grid can flip it.
+
+Two optional hooks serve the data-policy feedback loop (:mod:`training.loop`): ``task_pool`` (an object with
+``row(slot) -> dict``) resolves each dataset row's ``slot`` to the task it holds *now*, so a curated set takes effect
+at the next generation batch without rebuilding the dataloader; ``outcome_sink`` (a callable) receives one dict per
+rollout (task id, step, reward, answered, turns, tool calls), the same rows on every process.
 
 Metrics logged every step (``agent/...``, ``time/...``): reward mean/std, fraction of zero-variance
-groups, fraction dropped, answer rate, tool calls per episode by tool, tool error rate, tokens
+groups, fraction dropped, DUPO's dropped / duplicated groups, answer rate, tool calls per episode by tool, tool error rate, tokens
 generated, and the time split between generation, tool calls and training.
 """
 
@@ -24,6 +30,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from sim_web.protocol.actions import TOOL_NAMES
 from training.grpo.advantage import ADVANTAGES, TRUNCATION_RULES, drop_mask, group_advantages, group_std, zero_variance_groups
+from training.grpo.dupo import dupo_fill_index, remap_batch
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -47,6 +54,9 @@ class AgentGRPOConfig(GRPOConfig):
     strict_on_policy: bool = field(default=True, metadata={
         "help": "Require one optimiser step per generation batch (num_iterations=1, steps_per_generation="
                 "gradient_accumulation_steps), so every sample is from the current policy."})
+    dupo: bool = field(default=False, metadata={
+        "help": "DUPO batch filling: replace each group whose rewards are all equal by a copy of an informative group of "
+                "the same batch (no extra rollouts); counts logged as agent/dupo_dropped_groups and agent/dupo_duplicated_groups."})
     scale_rewards: str = field(default="none", metadata={"help": "TRL's reward scaling, used only by advantage='grpo'."})
     epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clip (clip-higher, DAPO: 0.28); None = epsilon."})
     beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model, as in the Tongyi recipe)."})
@@ -94,6 +104,8 @@ class AgentGRPOTrainer(GRPOTrainer):
         self._rewards_per_func: torch.Tensor | None = None
         self._rollout_seconds = 0.0
         self._train_seconds = 0.0
+        self.task_pool: Any = None  # training.loop: resolves a row's slot to its current task
+        self.outcome_sink: Any = None  # training.loop: receives one outcome dict per rollout
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -102,6 +114,8 @@ class AgentGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         t0 = time.perf_counter()
+        if self.task_pool is not None and self.model.training:
+            inputs = [{**row, **self.task_pool.row(row["slot"])} if "slot" in row else row for row in inputs]
         out = super()._generate_and_score_completions(inputs)  # merges the rollout's extra fields into `inputs`
         mode = "train" if self.model.training else "eval"
         device = out["completion_mask"].device
@@ -123,10 +137,40 @@ class AgentGRPOTrainer(GRPOTrainer):
         tool_mask = out.get("tool_mask")
         tool_mask = torch.ones_like(completion_mask) if tool_mask is None else tool_mask
         out["tool_mask"] = tool_mask * (~dropped).unsqueeze(1).to(tool_mask.dtype)
-        out["num_items_in_batch"] = self.accelerator.gather((completion_mask * out["tool_mask"]).sum()).sum()
+        if self.args.dupo and mode == "train":
+            out = self._dupo(out, rewards[local], group)
+        out["num_items_in_batch"] = self.accelerator.gather((out["completion_mask"] * out["tool_mask"]).sum()).sum()
         self._rollout_seconds += time.perf_counter() - t0
         self._log_agent_metrics(mode, inputs, rewards, group, no_answer, dropped)
+        if self.outcome_sink is not None and mode == "train":
+            self._record_outcomes(inputs, rewards[local])
         return out
+
+    def _dupo(self, out: dict[str, Any], rewards: torch.Tensor, group: int) -> dict[str, Any]:
+        """Replace this process's zero-variance groups by copies of its informative ones; log the counts."""
+        n = rewards.numel()
+        if n % group or (self.accelerator.process_index * n) % group:
+            raise ConfigError(f"DUPO needs whole groups on each process: {n} samples per process, groups of {group} "
+                              "(make per_device_train_batch_size a multiple of num_generations)")
+        index, stats = dupo_fill_index(rewards.cpu(), group, seed=self.args.seed * 100_003 + self.state.global_step)
+        m = self._metrics["train"]
+        totals = self.accelerator.gather(torch.tensor([stats["groups"], stats["dropped"], stats["duplicated"]],
+                                                      device=self.accelerator.device)).view(-1, 3).sum(0).tolist()
+        m["agent/dupo_groups"].append(float(totals[0]))
+        m["agent/dupo_dropped_groups"].append(float(totals[1]))
+        m["agent/dupo_duplicated_groups"].append(float(totals[2]))
+        return remap_batch(out, index) if stats["dropped"] else out
+
+    def _record_outcomes(self, inputs: list[dict[str, Any]], rewards: torch.Tensor) -> None:
+        """One outcome per rollout, gathered from every process and handed to ``outcome_sink`` on each (the loop's
+        curation must see the same table everywhere; only the main process writes it)."""
+        from accelerate.utils import gather_object
+
+        step = self.state.global_step + 1  # the optimiser step these rollouts feed
+        rows = [{"task_id": str(x.get("task_id", "")), "step": step, "reward": None if torch.isnan(r) else float(r),
+                 "answered": bool(x.get("answered", False)), "turns": int(x.get("turns", 0)),
+                 "tool_calls": int(sum((x.get("tool_calls") or {}).values()))} for x, r in zip(inputs, rewards.cpu())]
+        self.outcome_sink(gather_object(rows) if self.accelerator.num_processes > 1 else rows)
 
     def _gather_mean(self, values: list[float]) -> float:
         """Mean over every process's samples."""

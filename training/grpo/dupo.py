@@ -1,0 +1,147 @@
+"""DUPO (WebSailor): fill the batch with informative groups instead of sampling more, and drop tasks already solved.
+
+Two pure functions and one driver:
+
+- :func:`dupo_fill_index`: during RL, a group whose rewards are all equal has advantage 0 everywhere (no learning
+  signal). DUPO drops it and refills its place by duplicating another group *of the same batch* whose rewards vary,
+  so every optimiser step trains on a full batch of informative groups without extra rollouts. The function returns
+  the sample index that does this (``out[k] = in[index[k]]``) and the counts.
+- :func:`always_solved`: before RL, the tasks whose ``k`` rollouts of the starting policy all succeeded.
+- :func:`prefilter_tasks`: plays those ``k`` rollouts with the trainer's rollout function and drops such tasks.
+
+Example:
+    >>> import torch
+    >>> index, stats = dupo_fill_index(torch.tensor([1., 0., 1., 1., 0., 1.]), 2, seed=0)
+    >>> index.tolist(), stats
+    ([0, 1, 0, 1, 4, 5], {'groups': 3, 'dropped': 1, 'duplicated': 1})
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from training.grpo.advantage import zero_variance_groups
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def dupo_fill_index(rewards: torch.Tensor, group_size: int, seed: int = 0) -> tuple[torch.Tensor, dict[str, int]]:
+    """The sample index that replaces zero-variance groups by copies of informative groups of the same batch.
+
+    Args:
+        rewards: Flat rewards, ``group_size`` consecutive samples per group; NaN = unscorable.
+        group_size: ``G``.
+        seed: Seed of the choice of which informative groups are copied (round-robin over a seeded permutation,
+            so copies spread over the informative groups).
+
+    Returns:
+        ``(index, stats)``: a flat long tensor of sample indices (kept groups stay in place; a dropped group's
+        slots point at the samples of a copied group) and ``{"groups", "dropped", "duplicated"}``. When no group
+        varies, nothing can be copied: the batch is left as it is and ``dropped`` / ``duplicated`` are 0.
+
+    Raises:
+        ConfigError: When the batch is not a whole number of groups.
+    """
+    flat = zero_variance_groups(rewards, group_size)
+    n_groups = flat.numel()
+    informative = [g for g in range(n_groups) if not flat[g]]
+    empty = [g for g in range(n_groups) if flat[g]]
+    index = torch.arange(n_groups * group_size)
+    if not informative or not empty:
+        return index, {"groups": n_groups, "dropped": 0, "duplicated": 0}
+    gen = torch.Generator().manual_seed(seed)
+    order = [informative[i] for i in torch.randperm(len(informative), generator=gen).tolist()]
+    for k, g in enumerate(empty):
+        src = order[k % len(order)]
+        index[g * group_size:(g + 1) * group_size] = torch.arange(src * group_size, (src + 1) * group_size)
+    return index, {"groups": n_groups, "dropped": len(empty), "duplicated": len(empty)}
+
+
+def remap_batch(out: dict[str, Any], index: torch.Tensor) -> dict[str, Any]:
+    """Apply a sample index to every per-sample tensor of a TRL generation batch (scalars are left alone).
+
+    Args:
+        out: The dict ``_generate_and_score_completions`` returns (``prompt_ids``, ``completion_mask``,
+            ``advantages``, ``tool_mask``, logprobs...).
+        index: ``out[k] = in[index[k]]`` over the first dimension.
+
+    Returns:
+        A new dict; ``num_items_in_batch`` must be recomputed by the caller.
+
+    Raises:
+        ConfigError: For multimodal batches (their image tensors are not per sample).
+    """
+    n = index.numel()
+    if any(k in out for k in ("pixel_values", "image_grid_thw", "num_images")):
+        raise ConfigError("DUPO batch filling does not support multimodal batches (per-image tensors are not per sample)")
+    remapped = {}
+    for key, value in out.items():
+        if torch.is_tensor(value) and value.dim() >= 1 and value.shape[0] == n:
+            remapped[key] = value.index_select(0, index.to(value.device))
+        else:
+            remapped[key] = value
+    return remapped
+
+
+def always_solved(task_ids: Sequence[str], rewards: Sequence[float | None], k: int, threshold: float = 1.0) -> set[str]:
+    """The tasks every one of whose ``k`` rollouts reached ``threshold`` (DUPO's pre-RL filter).
+
+    Args:
+        task_ids: One task id per rollout.
+        rewards: One reward per rollout (``None`` = unscorable, never a success).
+        k: Rollouts per task; a task with fewer is never counted as solved.
+        threshold: A rollout succeeds when its reward is at least this.
+
+    Returns:
+        The ids of the always-solved tasks.
+
+    Raises:
+        ConfigError: For mismatched lengths or ``k < 1``.
+    """
+    if len(task_ids) != len(rewards) or k < 1:
+        raise ConfigError(f"always_solved needs one reward per task id and k >= 1; got {len(task_ids)}, {len(rewards)}, k={k}")
+    seen: dict[str, list[bool]] = {}
+    for tid, r in zip(task_ids, rewards):
+        seen.setdefault(tid, []).append(r is not None and r >= threshold)
+    return {tid for tid, ok in seen.items() if len(ok) >= k and all(ok)}
+
+
+def prefilter_tasks(trainer: Any, rollout: Any, tasks: Sequence[Any], k: int, threshold: float = 1.0,
+                    batch: int = 16) -> tuple[list[Any], dict[str, Any]]:
+    """Play ``k`` rollouts per task with the starting policy and drop the tasks it always solves.
+
+    Args:
+        trainer: The (not yet trained) GRPO trainer; its model generates.
+        rollout: A :class:`~training.grpo.rollout.AgentRollout` over the same tasks.
+        tasks: The task set.
+        k: Rollouts per task.
+        threshold: Reward that counts as solved.
+        batch: Episodes per rollout call.
+
+    Returns:
+        ``(kept tasks, report)`` with the report's ``k``, ``tasks``, ``dropped`` (ids) and ``episodes``. All tasks
+        are kept when every one of them is solved (an empty set cannot train).
+    """
+    acc = trainer.accelerator
+    prompts = [(t, [{"role": "user", "content": t.question}]) for t in tasks for _ in range(k)]
+    mine = prompts[acc.process_index::acc.num_processes]  # each process plays a share; the verdict uses all of them
+    played: list[tuple[str, float | None]] = []
+    for start in range(0, len(mine), batch):
+        chunk = mine[start:start + batch]
+        res = rollout([p for _, p in chunk], trainer)
+        played += [(t.id, r) for (t, _), r in zip(chunk, res["env_reward"])]
+    if acc.num_processes > 1:
+        from accelerate.utils import gather_object
+
+        played = gather_object(played)
+    ids, rewards = [tid for tid, _ in played], [r for _, r in played]
+    solved = always_solved(ids, rewards, k, threshold)
+    kept = [t for t in tasks if t.id not in solved] or list(tasks)
+    report = {"k": k, "tasks": len(tasks), "dropped": sorted(solved) if len(kept) < len(tasks) else [], "episodes": len(ids)}
+    log.warning("DUPO prefilter: %d of %d tasks always solved in %d rollouts, dropped", len(report["dropped"]), len(tasks), k)
+    return kept, report
