@@ -320,6 +320,15 @@ def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[s
     return metrics, records
 
 
+def with_tool_stats(record: dict[str, Any], env: Any) -> dict[str, Any]:
+    """``record`` with ``tool_stats``: the executor's counters of the episode just played in ``env`` (calls, successes,
+    fallbacks, failures, cache hits, retries, per-backend and upstream events; see :mod:`sim_web.executor.stats`)."""
+    executor = getattr(getattr(env, "unwrapped", env), "executor", None)
+    if executor is not None:
+        record["tool_stats"] = executor.stats.counts()
+    return record
+
+
 def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], workers: int,
               finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None]) -> None:
     local = threading.local()
@@ -329,7 +338,7 @@ def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
         try:
             if not hasattr(local, "env"):
                 local.env = make_env()  # the searchers serialise their JVM calls themselves
-            finish(run_episode(agent, local.env, task, sample))
+            finish(with_tool_stats(run_episode(agent, local.env, task, sample), local.env))
         except Exception as e:  # one failed episode must not stop the others; it is rerun on resume
             fail(f"{task.id}#{sample}", e)
 
@@ -356,7 +365,7 @@ def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
             try:
                 active[slot] = (ep, next(ep), key)
             except StopIteration as stop:
-                finish(stop.value)
+                finish(with_tool_stats(stop.value, envs[slot]))
                 free.append(slot)
             except Exception as e:
                 fail(key, e)
@@ -379,7 +388,7 @@ def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
                 except StopIteration as stop:
                     del active[s]
                     free.append(s)
-                    finish(stop.value)
+                    finish(with_tool_stats(stop.value, envs[s]))
                 except Exception as e:
                     del active[s]
                     free.append(s)
