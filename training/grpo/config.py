@@ -71,6 +71,20 @@ class GRPORecipe:
     vllm_mode: str = _f("colocate", "'colocate' (one process per GPU, safe with tools) or 'server' (see the README: TRL 1.16 can "
                                     "hang with tools and more than one trainer process per server).")
     vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory share of the colocated vLLM engine.")
+    dupo: bool = _f(False, "DUPO batch filling: groups whose rewards are all equal are replaced by copies of informative groups "
+                           "of the same batch (no extra rollouts).")
+    dupo_prefilter_k: int = _f(0, "DUPO's pre-RL filter: play k rollouts per task with the starting policy and drop the tasks it "
+                                  "always solves (0 = off).")
+    pass_reward: float = _f(1.0, "Reward at or above which an episode counts as solved (DUPO's filter, the loop's pass rates).")
+    loop: bool = _f(False, "Data-policy feedback loop (training.loop): retire tasks with pass rate 0 or 1, add fresh synthesized "
+                           "tasks aimed at the learning band, same trainer.")
+    loop_every: int = _f(10, "Optimiser steps between curation rounds.")
+    loop_window: int = _f(16, "Most recent rollouts of a task that decide its pass rate.")
+    loop_min_rollouts: int = _f(4, "Rollouts a task needs (since it entered the set) before it can be retired.")
+    loop_revisit_after: int = _f(2, "Rounds a too-hard task stays retired before it may return.")
+    loop_max_return: int = _f(2, "Too-hard tasks that return per round.")
+    loop_synth_max_nodes: int = _f(1000, "Knowledge-graph size of the loop's synthesizer calls (smaller: faster, fewer tasks).")
+    loop_synth_oversample: float = _f(3.0, "Candidates synthesized per fresh task wanted (the closest to the target are kept).")
     threads: int | None = _f(None, "torch CPU threads (None: torch's default).")
     output_dir: str | None = _f(None, "Checkpoints, metrics.jsonl and the final model (default $SIM_WEB_HOME/runs/grpo/<recipe>).")
     save_steps: int = _f(10, "Save a checkpoint every N steps (resuming starts from the last one).")
@@ -94,6 +108,10 @@ class GRPORecipe:
         if self.max_completion_length < self.max_turn_tokens:
             raise ConfigError(f"GRPORecipe.max_completion_length ({self.max_completion_length}) is the budget of the whole "
                               f"episode and must be >= max_turn_tokens ({self.max_turn_tokens}); raise it or lower max_turn_tokens")
+        if self.dupo_prefilter_k < 0 or min(self.loop_every, self.loop_window, self.loop_min_rollouts, self.loop_revisit_after) < 1 \
+                or self.loop_min_rollouts > self.loop_window or self.loop_synth_oversample < 1:
+            raise ConfigError("GRPORecipe needs dupo_prefilter_k >= 0, loop_every / loop_window / loop_min_rollouts / "
+                              "loop_revisit_after >= 1, loop_min_rollouts <= loop_window and loop_synth_oversample >= 1")
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError(f"GRPORecipe.vllm_mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
 
@@ -138,7 +156,7 @@ class GRPORecipe:
         kw = dict(output_dir=str(self.out_dir()), per_device_train_batch_size=self.per_device_batch,
                   num_generations=self.num_generations, max_steps=self.max_steps, learning_rate=self.learning_rate,
                   max_completion_length=self.max_completion_length, temperature=self.temperature, top_p=self.top_p,
-                  advantage=self.advantage, truncation=self.truncation, epsilon_high=self.epsilon_high, loss_type=self.loss_type,
+                  advantage=self.advantage, truncation=self.truncation, dupo=self.dupo, epsilon_high=self.epsilon_high, loss_type=self.loss_type,
                   gradient_checkpointing=self.gradient_checkpointing, bf16=self.bf16, use_cpu=not self.use_vllm and not self.bf16
                   and not _cuda(), use_vllm=self.use_vllm, vllm_mode=self.vllm_mode,
                   vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization, logging_steps=1, save_steps=self.save_steps,

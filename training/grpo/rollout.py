@@ -134,6 +134,13 @@ class AgentRollout:
         self.by_question = {t.question: t for t in reversed(self.tasks)}
         self._envs: list[WebResearchEnv] = []
 
+    def add_tasks(self, tasks: Sequence[Task]) -> None:
+        """Make more tasks playable (the feedback loop's fresh ones); a known question keeps its first task."""
+        for t in tasks:
+            if t.question not in self.by_question:
+                self.tasks.append(t)
+                self.by_question[t.question] = t
+
     def _env(self, i: int) -> WebResearchEnv:
         while len(self._envs) <= i:
             self._envs.append(WebResearchEnv(self.env_config, tasks=self.tasks, judge=self.judge))

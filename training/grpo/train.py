@@ -6,9 +6,12 @@
 
 Steps: tasks (the index's SailorFog-QA train split) -> env config (PythonInterpreter in its sandbox) -> model and tokenizer
 -> AgentGRPOTrainer with our rollout (the env's ReAct loop, the SFT/eval wire format) and the env's own reward
+-> optionally DUPO's pre-RL filter (``dupo_prefilter_k``) and the data-policy feedback loop (``loop``, :mod:`training.loop`)
 -> train, resuming from the last checkpoint in the output folder -> save the final model and print the metrics
 table. Outputs in ``output_dir``: ``checkpoint-N/`` (every ``save_steps``), ``metrics.jsonl`` (one line per step),
-``final/`` (model + tokenizer, loadable by ``sim-web eval --policy hf:<output_dir>/final``), ``summary.json``.
+``outcomes.jsonl`` (one line per rollout: task, step, reward, answered, turns, tool calls), ``prefilter.json`` (DUPO's
+filter), ``loop/`` (the loop's rounds, fresh tasks and plot), ``final/`` (model + tokenizer, loadable by
+``sim-web eval --policy hf:<output_dir>/final``), ``summary.json``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ log = logging.getLogger(__name__)
 TABLE = [("step", "step", "{:>4d}"), ("reward", "agent/reward_mean", "{:6.3f}"), ("answered", "agent/answer_rate", "{:8.2f}"),
          ("dropped", "agent/frac_dropped", "{:7.2f}"), ("0-var", "agent/frac_zero_variance_groups", "{:5.2f}"),
          ("calls", "agent/tool_calls_per_episode", "{:5.2f}"), ("tool-err", "agent/tool_error_rate", "{:8.2f}"),
-         ("tokens", "agent/generated_tokens", "{:6.0f}"), ("gen s", "time/generation", "{:6.1f}"),
+         ("tokens", "agent/generated_tokens", "{:6.0f}"),
+         ("dupo", "agent/dupo_duplicated_groups", "{:4.0f}"), ("gen s", "time/generation", "{:6.1f}"),
          ("tool s", "time/tool", "{:6.2f}"), ("train s", "time/training", "{:7.1f}")]
 
 
@@ -105,6 +109,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     from sim_web.tools import system_prompt, tool_schema
     from training.grpo.rollout import AgentRollout, RolloutConfig, env_reward, task_dataset
     from training.grpo.trainer import AgentGRPOTrainer
+    from training.loop.outcomes import OutcomeLog
     from wiki_index.index import WikiIndex
 
     t0 = time.perf_counter()
@@ -139,23 +144,77 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
                                train_dataset=task_dataset(tasks), rollout_func=rollout, peft_config=peft_config)
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(metrics_callback(out / "metrics.jsonl", recipe.max_steps))
-    # 5. train, from the last checkpoint when there is one
+    # 5. from the last checkpoint when there is one; the outcome table, DUPO's filter and the loop follow it
     last = get_last_checkpoint(str(out)) if recipe.resume else None
     if last:
         log.warning("resuming from %s", last)
     else:  # starting over: this run's own old checkpoints and metrics would mix with the new ones
-        for old in out.glob("checkpoint-*"):
-            shutil.rmtree(old)
-        (out / "metrics.jsonl").unlink(missing_ok=True)
+        for old in [*out.glob("checkpoint-*"), out / "loop"]:
+            shutil.rmtree(old, ignore_errors=True)
+        for name in ("metrics.jsonl", "outcomes.jsonl", "prefilter.json"):
+            (out / name).unlink(missing_ok=True)
+    resume_step = int(Path(last).name.rsplit("-", 1)[1]) if last else None
+    outcomes = OutcomeLog(out / "outcomes.jsonl", persist=trainer.accelerator.is_main_process)
+    outcomes.truncate(resume_step or 0)
+    trainer.outcome_sink = outcomes
+    tasks = _prefilter(recipe, trainer, rollout, tasks, out)
+    loop = _attach_loop(recipe, trainer, rollout, tasks, index, out, outcomes, resume_step) if recipe.loop else None
+    if loop is None:
+        trainer.train_dataset = task_dataset(tasks)
+    # 6. train
     trainer.train(resume_from_checkpoint=last)
-    # 6. save and summarise
+    # 7. save and summarise
     trainer.save_model(str(out / "final"))
     tok.save_pretrained(str(out / "final"))
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
     summary = {"recipe": recipe.name, "steps": trainer.state.global_step, "resumed_from": last, "tasks": len(tasks),
-               "wall_seconds": round(time.perf_counter() - t0, 1), "final_model": str(out / "final"), "metrics": rows}
+               "wall_seconds": round(time.perf_counter() - t0, 1), "final_model": str(out / "final"), "metrics": rows,
+               "outcomes": len(outcomes.rows), "loop_rounds": loop.rounds() if loop else None}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
+
+
+def _prefilter(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any], out: Path) -> list[Any]:
+    """DUPO's pre-RL filter (``dupo_prefilter_k`` rollouts per task); a resumed run reuses its saved verdict."""
+    if not recipe.dupo_prefilter_k:
+        return tasks
+    from training.grpo.dupo import prefilter_tasks
+
+    path = out / "prefilter.json"
+    if path.is_file():
+        dropped = set(json.loads(path.read_text(encoding="utf-8"))["dropped"])
+        return [t for t in tasks if t.id not in dropped]
+    kept, report = prefilter_tasks(trainer, rollout, tasks, recipe.dupo_prefilter_k, recipe.pass_reward, recipe.per_device_batch)
+    if trainer.accelerator.is_main_process:
+        path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return kept
+
+
+def _attach_loop(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any], index: Any, out: Path, outcomes: Any,
+                 resume_step: int | None) -> Any:
+    """The feedback loop: a slot dataset over a task pool, fresh tasks from the synthesizer, a round every ``loop_every`` steps."""
+    from sim_web.env.tasks import resolve_tasks
+    from training.loop import CurationConfig, FeedbackLoop, SynthSource, TaskPool
+
+    held_out = []
+    if recipe.split == "train":
+        try:
+            held_out = resolve_tasks(index, recipe.tasks, "test")
+        except Exception as e:  # noqa: BLE001 - a set without a test split holds nothing out
+            log.info("loop: no held-out split to protect (%s)", e)
+    source = SynthSource(index.path, max_nodes=recipe.loop_synth_max_nodes, oversample=recipe.loop_synth_oversample,
+                         exclude_questions={t.question for t in [*tasks, *held_out]},
+                         exclude_answers={a for t in held_out for a in (t.answer, *t.aliases)})
+    pool = TaskPool(tasks)
+    config = CurationConfig(every=recipe.loop_every, window=recipe.loop_window, min_rollouts=recipe.loop_min_rollouts,
+                            success=recipe.pass_reward, revisit_after=recipe.loop_revisit_after, max_return=recipe.loop_max_return)
+    loop = FeedbackLoop(pool, out / "loop", outcomes, config, source, seed=recipe.seed, on_added=rollout.add_tasks,
+                        persist=trainer.accelerator.is_main_process)
+    loop.start(resume_step)
+    trainer.train_dataset = pool.dataset()
+    trainer.task_pool = pool
+    trainer.add_callback(loop.callback())
+    return loop
 
 
 def recipe_from_args(argv: list[str] | None = None) -> GRPORecipe:

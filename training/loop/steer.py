@@ -1,0 +1,142 @@
+"""Aim fresh tasks at the learning band: a difficulty target from the pass rates, and a synthesizer call that meets it.
+
+The records of :mod:`training.synth` carry ``difficulty`` (subgraph ``nodes`` / ``edges``, ``hops``, ``constraints``,
+``score``, ``level``) and ``uncertainty_types``. :func:`target_of` turns one round's verdicts into a :class:`Target`:
+
+- tasks in the band (pass rate strictly between 0 and 1): their mean score, their subgraph sizes, their uncertainty
+  types;
+- no band but both extremes: halfway between the mean score of the solved and of the unsolved tasks;
+- only solved tasks: ``shift`` above their mean score (harder); only unsolved: ``shift`` below (easier);
+- no verdicts, or tasks without difficulty features: no target (the synthesizer's defaults).
+
+:class:`SynthSource` asks :func:`training.synth.pipeline.generate_with_report` (new seed per round, the same gates)
+for ``oversample`` times the tasks wanted, with subgraph sizes around the target's, drops what the run already knows
+or holds out, and keeps the candidates closest to the target (score distance, then uncertainty-type overlap).
+Nothing is made up here: every fresh task is a synthesizer record that passed its gates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.loop.curate import Decision
+
+log = logging.getLogger(__name__)
+SIZES = (3, 4, 5, 6)  # the synthesizer's default subgraph sizes
+
+
+@dataclass(frozen=True)
+class Target:
+    """The difficulty fresh tasks should have."""
+
+    score: float
+    sizes: tuple[int, ...] = SIZES
+    uncertainty: Mapping[str, float] = field(default_factory=dict)
+    source: str = "band"
+
+    def as_dict(self) -> dict[str, Any]:
+        """For the round log."""
+        return {"score": round(self.score, 3), "sizes": list(self.sizes), "uncertainty": dict(self.uncertainty), "source": self.source}
+
+
+def difficulty(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A task's ``difficulty`` dict from its metadata (``None`` for tasks the synthesizer did not make)."""
+    d = meta.get("difficulty")
+    return d if isinstance(d, Mapping) and "score" in d else None
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def target_of(decision: Decision, metadata: Mapping[str, Mapping[str, Any]], shift: float = 1.0) -> Target | None:
+    """The difficulty target of one round (see the module docstring).
+
+    Args:
+        decision: The round's verdicts.
+        metadata: Task id -> task metadata (with ``difficulty`` and ``uncertainty_types`` for synthesized tasks).
+        shift: Score step taken when only one extreme is seen.
+
+    Returns:
+        The target, or ``None`` when nothing steers.
+    """
+    def scored(ids: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+        return [(t, d) for t in ids if (d := difficulty(metadata.get(t, {}))) is not None]
+
+    band, solved, unsolved = scored(decision.band), scored(decision.retire_solved), scored(decision.retire_unsolved)
+    if band:
+        types = Counter(u for t, _ in band for u in metadata[t].get("uncertainty_types", []))
+        sizes = tuple(sorted({min(max(int(d["nodes"]), SIZES[0]), SIZES[-1]) for _, d in band}))
+        return Target(_mean([d["score"] for _, d in band]), sizes, {u: c / len(band) for u, c in sorted(types.items())}, "band")
+    if solved and unsolved:
+        return Target((_mean([d["score"] for _, d in solved]) + _mean([d["score"] for _, d in unsolved])) / 2, source="between")
+    if solved:
+        return Target(_mean([d["score"] for _, d in solved]) + shift, source="harder")
+    if unsolved:
+        return Target(max(0.0, _mean([d["score"] for _, d in unsolved]) - shift), source="easier")
+    return None
+
+
+def rank(records: Sequence[Mapping[str, Any]], target: Target | None) -> list[Mapping[str, Any]]:
+    """Candidates closest to the target first: |score - target|, then more of the target's uncertainty types, then id."""
+    if target is None:
+        return sorted(records, key=lambda r: str(r["id"]))
+
+    def key(r: Mapping[str, Any]) -> tuple[float, float, str]:
+        d = difficulty(r) or {"score": float("inf")}
+        overlap = sum(target.uncertainty.get(u, 0.0) for u in r.get("uncertainty_types", []))
+        return abs(float(d["score"]) - target.score), -overlap, str(r["id"])
+
+    return sorted(records, key=key)
+
+
+@dataclass
+class SynthSource:
+    """Fresh tasks from the synthesizer, aimed at a target, never a task the run knows or holds out.
+
+    Attributes:
+        index_dir: The index the run browses (the synthesizer builds its graph from the same store).
+        max_nodes: Entities of the synthesizer's knowledge graph (smaller is faster, fewer questions).
+        n_seeds: Seed entities of that graph.
+        oversample: Candidates asked per task wanted (the closest to the target are kept).
+        exclude_questions: Question texts never to add (held-out tasks, tasks already seen).
+        exclude_answers: Answers never to add (held-out tasks' answers: no leak into training).
+        generate: The synthesizer entry point (``generate_with_report``'s signature); tests may pass their own.
+    """
+
+    index_dir: str | Path
+    max_nodes: int = 1000
+    n_seeds: int = 20
+    oversample: float = 3.0
+    exclude_questions: set[str] = field(default_factory=set)
+    exclude_answers: set[str] = field(default_factory=set)
+    generate: Callable[..., Any] | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, n: int, seed: int, target: Target | None) -> list[dict[str, Any]]:
+        """Up to ``n`` fresh, gated task records for the target (fewer when the synthesizer runs out)."""
+        from training.synth.pipeline import SynthConfig, generate_with_report
+
+        if n < 1:
+            return []
+        cfg = SynthConfig(n=max(n, round(n * self.oversample)), seed=seed, max_nodes=self.max_nodes, n_seeds=self.n_seeds,
+                          test_fraction=0.0, sizes=target.sizes if target else SIZES)
+        records, _ = (self.generate or generate_with_report)(self.index_dir, config=cfg)
+        fresh = [r for r in records if r["question"] not in self.exclude_questions
+                 and r["answer"].casefold() not in {a.casefold() for a in self.exclude_answers}]
+        chosen = [replace_split(r) for r in rank(fresh, target)[:n]]
+        self.exclude_questions.update(r["question"] for r in chosen)
+        self.calls.append({"seed": seed, "wanted": n, "candidates": len(records), "usable": len(fresh), "chosen": len(chosen)})
+        log.info("loop: synthesized %d candidates (seed %d), %d usable, kept %d", len(records), seed, len(fresh), len(chosen))
+        return chosen
+
+
+def replace_split(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A fresh record for training (``split`` = ``train``, ``loop_fresh`` = True)."""
+    return {**record, "split": "train", "loop_fresh": True}
+
