@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow train-smoke bench clean-index
+.PHONY: install run test test-slow train-smoke sim-to-real bench clean-index
 
 install: $(STAMP)
 
@@ -32,6 +32,12 @@ train-smoke: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web grpo --recipe cpu-smoke --set max_steps=6 --no-resume
+
+# sim vs real web side by side (needs SERPER_KEY_ID, JINA_API_KEYS; SIM_TO_REAL_MOCK=1: local mocks with faults)
+sim-to-real: install
+	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web sim-to-real --policy $(or $(POLICY),oracle) --n $(or $(N),20) $(ARGS)
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow
