@@ -13,7 +13,7 @@ isomorphism tests need an undirected shape); the direction and provenance of eac
 live in the edge attributes::
 
     {"source_page": "Paris", "target_page": "France", "kind": "link" | "mention" | "infobox",
-     "relation": "country" | "link" | "mention", "passage": docid?, "query": str?,
+     "relation": "country" | "{src} is the capital of {dst}" | "link" | "mention", "passage": docid?, "query": str?,
      "reciprocal": bool, "relations": [(source_page, relation), ...]}
 
 Node attributes are the entity's statistics: ``entity`` (the :class:`Entity`), ``description``,
@@ -38,6 +38,16 @@ log = logging.getLogger(__name__)
 
 EDGE_KINDS = ("infobox", "link", "mention")  # in order of preference when a pair has several
 _PERSON_KEYS = ("birth_date", "born", "birth_place", "death_date")
+
+
+def edge_rank(attrs: Mapping[str, Any]) -> int:
+    """Preference of an edge's attributes when a pair has several (lower wins): an infobox field, then a typed
+    relation read from a sentence (:mod:`training.synth.relations`), then a wikilink, then a title mention."""
+    kind = attrs.get("kind", "link")
+    if kind == "infobox":
+        return 0
+    typed = "{src}" in str(attrs.get("relation", ""))
+    return 1 if typed else 2 + (kind == "mention")
 
 
 @dataclass(frozen=True)
@@ -204,8 +214,10 @@ class KnowledgeGraph:
         """Record the relation ``src -> dst``; both must be nodes already.
 
         A pair seen again keeps one edge: the reverse direction sets ``reciprocal``, a more
-        specific kind (``infobox`` over ``link`` over ``mention``) takes over the main
-        attributes, and every ``(source_page, relation)`` is listed in ``relations``.
+        specific relation (:func:`edge_rank`: an infobox field over a typed sentence relation over
+        a link over a mention) takes over the main attributes, and every ``(source_page,
+        relation)`` is listed in ``relations`` (and its attributes in ``by_source[source_page]``,
+        so a question can state the relation as the other page's sentence says it).
 
         Returns:
             ``True`` when a new edge was created.
@@ -222,19 +234,20 @@ class KnowledgeGraph:
             raise ValueError(f"edge kind must be one of {EDGE_KINDS}, got {kind!r} for {src!r} -> {dst!r}")
         attrs = {**attrs, "kind": kind}
         rel = (src, str(attrs.get("relation", kind)))
+        own = {**attrs, "source_page": src, "target_page": dst}
         if self.graph.has_edge(src, dst):
             data = self.graph.edges[src, dst]
             if rel not in data["relations"]:
                 data["relations"].append(rel)
+            data["by_source"].setdefault(src, own)
             if data["source_page"] != src:
                 data["reciprocal"] = True
-            if EDGE_KINDS.index(kind) < EDGE_KINDS.index(data["kind"]):
-                keep = {"relations": data["relations"], "reciprocal": data["reciprocal"]}
+            if edge_rank(attrs) < edge_rank(data):
+                keep = {k: data[k] for k in ("relations", "reciprocal", "by_source")}
                 data.clear()
-                data.update(attrs, source_page=src, target_page=dst, **keep)
+                data.update(own, **keep)
             return False
-        self.graph.add_edge(src, dst, **{**attrs, "source_page": src, "target_page": dst,
-                                         "reciprocal": False, "relations": [rel]})
+        self.graph.add_edge(src, dst, **own, reciprocal=False, relations=[rel], by_source={src: own})
         return True
 
     def relation(self, u: str, v: str) -> dict[str, Any]:
@@ -277,7 +290,7 @@ def _valid_edges(title: str, raw: Iterable[Any], report: BuildReport) -> list[tu
             report.self_loops += 1
             continue
         old = best.get(target)
-        if old is None or EDGE_KINDS.index(attrs["kind"]) < EDGE_KINDS.index(old["kind"]):
+        if old is None or edge_rank(attrs) < edge_rank(old):
             best[target] = attrs
     return list(best.items())
 

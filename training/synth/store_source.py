@@ -26,11 +26,13 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from itertools import islice
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from training.synth.kg import Entity, make_entity
+from training.synth.relations import Names, extract_relation
 from wiki_index.types import normalize_title, title_to_url
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,8 @@ _FACT_KEY = re.compile(r"date|born|birth|death|died|founded|established|formed|r
                        r"|discovered|published|area|population|length|height|elevation|depth|gdp|gini|hdi|density"
                        r"|speakers|members|employees|volume|mass|weight|diameter|width|capacity|discharge|revenue"
                        r"|budget|students|staff|distance|radius|temperature")
+#: Infobox keys whose page-valued fields are layout, not relations ("flaglink", "seal_type").
+_NO_RELATION_KEY = re.compile(r"flag|seal|link|logo|coat|anthem|motto|symbol|image|map|caption|blank|_type$|footnote")
 _SPLIT_VALUE = re.compile(r"\s*(?:[,;\n]|\band\b)\s*")
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")
 
@@ -93,10 +97,12 @@ class StoreSource:
         self._box_out: dict[int, list[tuple[int, str]]] = {}
         self._box_in: dict[int, list[tuple[int, str]]] | None = None
         self._entities: dict[int, Entity] = {}
-        self._lowered: dict[int, list[str]] = {}
+        self._lowered: dict[int, list[tuple[str, str, str]]] = {}  # page -> [(docid, text, lower-cased text)]
+        self._sents: dict[tuple[int, int], list[str]] = {}  # (page, passage index) -> sentences
         self._nbrs: dict[int, list[tuple[str, dict[str, Any]]]] = {}
         self.passage_found = 0
         self.passage_missing = 0
+        self.typed_relations = 0
         if self.preloaded:
             self._preload()
 
@@ -222,7 +228,7 @@ class StoreSource:
         if pid not in self._box_out:
             out: list[tuple[int, str]] = []
             for key, value in sorted(self._box.get(pid, {}).items()) if self._ensure(pid) else []:
-                if key.lower() in SKIP_INFOBOX_KEYS or not isinstance(value, str):
+                if key.lower() in SKIP_INFOBOX_KEYS or _NO_RELATION_KEY.search(key.lower()) or not isinstance(value, str):
                     continue
                 for part in _SPLIT_VALUE.split(value):
                     dst = self.resolve(part) if 2 < len(part) < 80 else None
@@ -246,21 +252,54 @@ class StoreSource:
         Returns:
             ``(docid, sentence)``, or ``(None, "")`` when no passage names it.
         """
-        from wiki_index.text import split_sentences
+        return next(self.sentences_naming(pid, names), (None, ""))
 
+    def sentences_naming(self, pid: int, names: Iterable[str]) -> Iterator[tuple[str, str]]:
+        """``(docid, sentence)`` of every sentence of page ``pid`` naming any of ``names`` as whole words, in page
+        order; the case-sensitive matches first, then those only a case-folded match finds."""
         names = [n for n in dict.fromkeys(names) if n and len(n) >= 3]
-        psg = self.passages(pid)
-        if pid not in self._lowered:
-            self._lowered[pid] = [t.lower() for _, t in psg]
-        for fold in (False, True):
-            for (docid, text), low in zip(psg, self._lowered[pid]):
+        exact, folded = Names(names), Names([n.lower() for n in names])
+        seen: set[tuple[int, int]] = set()
+        for fold, finder in ((False, exact), (True, folded)):
+            for i, (docid, text, low) in enumerate(self._passage_texts(pid)):
                 hay = low if fold else text
-                for n in names:
-                    needle = n.lower() if fold else n
-                    if needle in hay and re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", hay):
-                        sent = next((s for s in split_sentences(text) if needle in (s.lower() if fold else s)), "")
-                        return docid, sent
-        return None, ""
+                if not any(n in hay for n in finder.names) or finder.search(hay) is None:
+                    continue
+                for j, sent in enumerate(self._split(pid, i)):
+                    if (i, j) not in seen and finder.search(sent.lower() if fold else sent) is not None:
+                        seen.add((i, j))
+                        yield docid, sent
+
+    def _passage_texts(self, pid: int) -> list[tuple[str, str, str]]:
+        """``(docid, text, lower-cased text)`` of the page's passages (cached)."""
+        if pid not in self._lowered:
+            self._lowered[pid] = [(d, t, t.lower()) for d, t in self.passages(pid)]
+        return self._lowered[pid]
+
+    def _split(self, pid: int, i: int) -> list[str]:
+        """The sentences of the page's ``i``-th passage (cached)."""
+        key = (pid, i)
+        if key not in self._sents:
+            from wiki_index.text import split_sentences
+
+            self._sents[key] = split_sentences(self._passage_texts(pid)[i][1])
+        return self._sents[key]
+
+    def typed_relation(self, pid: int, names: list[str], sentences: Iterable[tuple[str, str]]) -> tuple[str, str, str] | None:
+        """``(template, docid, sentence)`` of the first of ``sentences`` (sentences of page ``pid`` naming the target by
+        one of ``names``) that states a typed relation between the page and the target
+        (:func:`~training.synth.relations.extract_relation`), else ``None``."""
+        src = self._rows[pid].title
+        own = [src, _QUALIFIER.sub("", src)]
+        ent = self.entity(src)
+        if ent is not None and ent.is_person and len(own[1].split()) > 1 and len(own[1].split()[-1]) >= 4:
+            own.append(own[1].split()[-1])  # "Einstein" for Albert Einstein
+        for docid, sent in sentences:
+            template = extract_relation(sent, own, names)
+            if template is not None:
+                self.typed_relations += 1
+                return template, docid, sent
+        return None
 
     # --- the build_dense_kg callables ---------------------------------------------------------
 
@@ -292,7 +331,9 @@ class StoreSource:
                     "anchor": self._box[pid].get(key, "")[:120], "evidence": f"{key} = {self._box[pid].get(key, '')[:200]}"})
             for dst, ordinal, anchor in self._out.get(pid, []):
                 tgt = self.title(dst)
-                docid, sent = self.find_passage(pid, [anchor, tgt, _QUALIFIER.sub("", tgt)])
+                names = [anchor, tgt, _QUALIFIER.sub("", tgt)]
+                tries = list(islice(self.sentences_naming(pid, names), 3))  # the first names it: the edge's evidence
+                docid, sent = tries[0] if tries else (None, "")
                 if docid is None:
                     self.passage_missing += 1
                 else:
@@ -300,7 +341,11 @@ class StoreSource:
                 if tgt in out:  # also linked in the text: the passage naming it backs the infobox relation
                     out[tgt].update(passage=docid, ordinal=ordinal)
                     continue
-                out[tgt] = {"kind": kind, "relation": kind, "page": src.title, "passage": docid, "ordinal": ordinal,
+                typed = self.typed_relation(pid, names, tries)
+                relation = kind
+                if typed is not None:  # the sentence stating the relation is the edge's evidence
+                    relation, docid, sent = typed
+                out[tgt] = {"kind": kind, "relation": relation, "page": src.title, "passage": docid, "ordinal": ordinal,
                             "anchor": anchor, "evidence": sent}
             self._nbrs[pid] = list(out.items())
         return self._nbrs[pid]

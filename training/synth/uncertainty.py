@@ -21,6 +21,7 @@ from enum import Enum
 
 from training.synth.clues import Clue, UncertaintyType
 from training.synth.facts import MEASURE_UNITS, DateFact, NumberFact
+from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation
 from training.synth.naming import describe_entity, head_noun, leaks, name_variants, partial_name_clue, with_article
 
 __all__ = [
@@ -266,11 +267,21 @@ def relational_clue(anchor: Clue, relation: str, *, anchor_is_source: bool) -> C
 
     Returns:
         A ``RELATIONAL`` clue: ``"mentioned in the article on <anchor>"``, ``"whose article
-        mentions <anchor>"``, ``"that is the birth place of <anchor>"`` or ``"whose birth place is <anchor>"``.
+        mentions <anchor>"``, ``"that is the birth place of <anchor>"``, ``"whose birth place is
+        <anchor>"``, or for a sentence template (:mod:`training.synth.relations`) ``"was born in
+        <anchor>"`` / ``"such that <anchor> was born in it"``.
     """
     rel = relation_label(relation)
-    if rel in ("mention", "link", "links to", ""):
+    if is_text_relation(relation):  # "{src} was born in {dst}": the anchor plays one role, the described entity the other
+        me = DST if anchor_is_source else SRC
+        roles = {me: "it", (SRC if me == DST else DST): anchor.text}
+        body = fill(relation, roles[SRC], roles[DST])
+        text = body[len("it "):] if relation.startswith(me) else f"such that {body}"
+    elif rel in ("mention", "link", "links to", ""):
         text = f"mentioned in the article on {anchor.text}" if anchor_is_source else f"whose article mentions {anchor.text}"
+    elif infobox_template(rel).startswith(SRC + " is"):  # "god of": the field reads as a verb phrase
+        body = infobox_template(rel)[len(SRC) + 1:].replace(DST, "")
+        text = f"such that {anchor.text} {body}it" if anchor_is_source else f"{body}{anchor.text}"
     else:
         text = f"that is the {rel} of {anchor.text}" if anchor_is_source else f"whose {rel} is {anchor.text}"
     return Clue(text, UncertaintyType.RELATIONAL, anchor.original,

@@ -14,7 +14,8 @@ it can, so a pass is meaningful):
   history"``) fits every page of that category; ``"a certain entity"`` fits anything.
 * relation: ``"whose article mentions X"`` fits every page linking to or mentioning a page that
   fits X (and ``"mentioned in the article on X"`` the reverse); an infobox relation (``"whose
-  capital is X"``) follows that infobox field.
+  capital is X"``) follows that infobox field; a relation read from a sentence (``"was born in
+  X"``) is checked as the link it was read along (a superset: every page so related links so).
 * blurred date: some date of the page with the same verb (``born``, ``founded``...; a bare
   ``"mentions an event"`` takes any date) overlaps the clue's interval; a decade or century date
   counts as its whole span. Blurred number: a number of the same attribute inside the clue's
@@ -40,6 +41,7 @@ from training.synth.clues import Clue, UncertaintyType
 from training.synth.constraints import NodeSpec, strip_article
 from training.synth.kg import Entity
 from training.synth.naming import describe_entity, head_noun, name_variants
+from training.synth.relations import is_text_relation
 from training.synth.store_source import StoreSource
 from training.synth.uncertainty import date_phrase, relation_label
 
@@ -146,7 +148,7 @@ class Verifier:
         out: set[int] = set()
         rel = relation_label(relation)
         for a in sorted(anchors):
-            if rel in _LINKISH:
+            if rel in _LINKISH or is_text_relation(relation):  # a sentence's relation holds along its link
                 out.update(self.src.out_ids(a) if direction == "from_anchor" else self.src.in_ids(a))
             elif direction == "from_anchor":  # "that is the <rel> of <anchor>": the anchor's infobox names it
                 out.update(d for d, k in self.src.box_out(a) if relation_label(k) == rel)
@@ -233,11 +235,36 @@ class Verifier:
             root: The answer's :class:`NodeSpec` (from :func:`~training.synth.constraints.parse_clues`).
             head: The answer's type noun in the question.
         """
+        return self.check_extending(root, head)[0]
+
+    def check_extending(self, root: NodeSpec, head: str = "", extras: tuple[Clue, ...] | list[Clue] = (),
+                        ) -> tuple[Uniqueness, int]:
+        """:meth:`check`, adding the facts of ``extras`` about the answer one by one until it is the only fit.
+
+        Returns:
+            ``(outcome, k)``: the outcome with the first ``k`` extras added (``k`` is 0 when the tree
+            alone is unique, inconsistent or unbounded, and ``len(extras)`` when even all of them leave
+            others).
+        """
         answer = self.src.resolve(root.entity)
         forbidden = tuple(name_variants(root.entity))
         cands = self.candidates(root, forbidden, head)
         if cands is None:
-            return Uniqueness(False, True, -1, reason="unbounded")
+            return Uniqueness(False, True, -1, reason="unbounded"), 0
+        out = self._outcome(cands, answer)
+        for k, fact in enumerate(extras, 1):
+            if out.unique or not out.consistent:
+                return out, k - 1
+            kept = set()
+            for pid in sorted(cands):
+                ent = self.src.entity(self.src.title(pid))
+                if ent is not None and self.fact_holds(ent, fact):
+                    kept.add(pid)
+            cands = frozenset(kept)
+            out = self._outcome(cands, answer)
+        return out, len(extras) if extras and (out.unique or out.consistent) else 0
+
+    def _outcome(self, cands: frozenset[int], answer: int | None) -> Uniqueness:
         others = sorted(self.src.title(p) for p in cands if p != answer)
         if answer not in cands:
             return Uniqueness(False, False, len(cands), others[:5], "inconsistent")
