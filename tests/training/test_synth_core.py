@@ -26,7 +26,7 @@ from training.synth import (
 )
 from training.synth.facts import DateFact
 from training.synth.leads import LeadsSource
-from training.synth.templates import AnswerLeakError
+from training.synth.templates import AnswerLeakError, extend
 from training.synth.uncertainty import (
     DateGranularity,
     UncertaintyType,
@@ -314,10 +314,18 @@ def test_questions_never_contain_the_answer(kg, samples):
     for d in drafts:
         assert not leaks(d.question, [d.answer]), (d.answer, d.question)
         assert d.answer.lower() not in d.question.lower() or len(d.answer) < 6, (d.answer, d.question)
-    used = {t for d in drafts for t in d.uncertainty_types}
+    full = []  # every optional fact added, as the uniqueness gate may ask
+    for d in drafts:
+        try:
+            full.append(extend(d, len(d.extras)))
+        except AnswerLeakError:
+            pass
+    for d in full:
+        assert not leaks(d.question, [d.answer]), (d.answer, d.question)
+    used = {t for d in full for t in d.uncertainty_types}
     assert used == {t.value for t in UncertaintyType}
     assert {d.structure for d in drafts} == {s.value for s in Structure}
-    assert len({d.template for d in drafts}) >= 4
+    assert {d.template for d in drafts} == {"prose:which", "prose:what", "prose:name"}
 
 
 def test_question_fields_determinism_and_type_restriction(kg, samples):
@@ -328,8 +336,8 @@ def test_question_fields_determinism_and_type_restriction(kg, samples):
     assert d.answer == ends[0] and d.hops == 4 and d.constraints >= 4 and d.question.endswith(("?", "."))
     assert generate_question(s, ends[0], kg.entities, random.Random(3), kg=kg) == d
     only = generate_question(s, ends[0], kg.entities, random.Random(3), types=(U.RELATIONAL,))
-    assert only.uncertainty_types == ("relational",) and only.question.startswith(("Which entity", "Name the entity",
-                                                                                   "What is the name of the entity"))
+    assert only.uncertainty_types == ("relational",) and only.question.endswith(("What is it?", "Name it."))
+    assert only.extras == () and only.question.count(". ") >= 3  # one sentence per relation of the 5-node path
     with pytest.raises(KeyError):
         generate_question(s, "Not in the subgraph", kg.entities)
     bare = nx.Graph([("A", "B")])

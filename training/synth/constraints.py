@@ -140,7 +140,8 @@ def strip_article(text: str) -> str:
 
 
 def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
-    """The per-entity clue list of a record: ``{"text", "type", "entity"}`` for every atomic clue.
+    """The per-entity clue list of a record: ``{"text", "type", "entity", "relation"}`` for every atomic clue
+    (``relation``: the relation of a relational clue, ``""`` for the others).
 
     Identity phrases, facts, relations (phrased with the anchor's identity only), counts,
     negations and cycle edges, each attached to the entity it constrains (``query`` is added by
@@ -148,6 +149,7 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
     """
     out: list[dict[str, str]] = []
     for node in walk(root):
+        start = len(out)
         if node is root and head:
             out.append({"text": f"is {with_article(head)}", "type": "type", "entity": node.entity})
         if node.identity is not None:
@@ -159,7 +161,7 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
         for rel, direction, child in node.relations:
             anchor = child.identity or Clue(child.entity, U.OBFUSCATED_ENTITY)
             text = relational_clue(anchor, rel, anchor_is_source=direction == "from_anchor").text
-            out.append({"text": text, "type": U.RELATIONAL.value, "entity": node.entity})
+            out.append({"text": text, "type": U.RELATIONAL.value, "entity": node.entity, "relation": rel})
         for total, child in node.counts:
             anchor = child.identity.text if child.identity else child.entity
             out.append({"text": f"among the {total} entities linked with {anchor}", "type": U.COUNTING.value,
@@ -169,4 +171,6 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
                         "type": U.NEGATION.value, "entity": node.entity})
         for c in node.ignored:
             out.append({"text": c.text, "type": U.INTERSECTION.value, "entity": node.entity})
+        for c in out[start:]:
+            c.setdefault("relation", "")
     return out

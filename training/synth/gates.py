@@ -4,8 +4,8 @@
   (:class:`sim_web.backends.sim.SimBackend`, the results an agent sees): it resolves the
   question's entities bottom-up, leaves first, each with a query built only from what a solver
   knows at that point (the entity's noun phrase and facts from the question, the names of its
-  neighbours already resolved, and its own name once the question or a visited neighbour page
-  has shown it), and accepts a query when the entity's page is among the top ``k`` results.
+  neighbours already resolved, each with the words of the relation the question states between
+  them, and its own name once the question or a visited neighbour page has shown it), and accepts a query when the entity's page is among the top ``k`` results.
   The question is answerable when every evidence page, the answer's included, is reached this
   way; the winning query of each entity is recorded (the records' ``clues[].query``).
 * :meth:`SearchGates.shortcut`: the raw question as a query already returns the answer page
@@ -25,6 +25,7 @@ import networkx as nx
 
 from training.synth.constraints import NodeSpec, strip_article, walk
 from training.synth.naming import name_variants
+from training.synth.relations import relation_words
 
 
 
@@ -107,6 +108,8 @@ class SearchGates:
             for title in list(pending):
                 node, known = nodes[title], _known(subgraph, title, resolved)
                 queries = self._queries(node, title == root.entity, head, known)
+                queries += [f"{c.entity} {relation_words(rel)}" for rel, _, c in node.relations
+                            if c.entity in resolved and relation_words(rel)]
                 if self._discovered(node, title == root.entity, head, known):
                     queries += [title] + [f"{title} {k}" for k in known]
                 for q in dict.fromkeys(queries):

@@ -108,16 +108,31 @@ _FUNCTION_WORDS = {"a", "an", "the", "of", "in", "on", "by", "for", "to", "with"
 _NOT_A_NOUN_PHRASE = re.compile(r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used|Refers?|See)\b")
 
 
+_CLAUSE = re.compile(r",(?! [A-Z]| and)|;|:| (?:that|which|who|whose|where|when|with|consisting|comprising|including"
+                     r"|[a-z]+ing (?:with|on|of|in|to|from|at|for)) ")
+MAX_PHRASE_WORDS = 6
+
+
+def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
+    """A noun phrase cut at its first clause (a comma, "that", "which", "with" ...) when 2+ words come before it,
+    then to ``max_words`` words without a dangling function word ("an implementation of technical standards based on
+    the consensus of different parties" -> "an implementation of technical standards based on the consensus")."""
+    m = _CLAUSE.search(phrase)
+    if m and len(phrase[:m.start()].split()) >= 2:
+        phrase = phrase[:m.start()]
+    words = phrase.split()
+    if len(words) > max_words:
+        words = words[:max_words]
+        while words and words[-1].rstrip(",;:").lower() in _FUNCTION_WORDS:
+            words.pop()
+    return " ".join(words).rstrip(",;: ")
+
+
 def _predicate(first_sentence: str) -> str:
     m = _PREDICATE.search(first_sentence.rstrip(". "))
     if not m:
         return ""
-    words = re.split(r"[,;:(]", m.group(1), maxsplit=1)[0].split()
-    if len(words) > 14:  # cut long predicates, then drop a dangling function word ("... enactment by")
-        words = words[:14]
-        while words and words[-1].lower() in _FUNCTION_WORDS:
-            words.pop()
-    return " ".join(words)
+    return shorten(re.split(r"[,;:(]", m.group(1), maxsplit=1)[0])
 
 
 def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: bool = False) -> Clue:
@@ -138,7 +153,7 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
     candidates: list[tuple[str, str]] = []
     if named:
         candidates.append(("title", entity.title))
-    desc = _BRACKET_TAIL.sub("", entity.description.split(";")[0]).strip()
+    desc = shorten(_BRACKET_TAIL.sub("", entity.description.split(";")[0]).strip())
     if desc and not _NOT_A_NOUN_PHRASE.search(desc):  # "Used to count, measure, and label" is no noun phrase
         raw = _raw_head(desc)
         plural = bool(raw) and _singular(raw) != raw

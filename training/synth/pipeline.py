@@ -32,7 +32,7 @@ from training.synth.orbits import pick_targets
 from training.synth.records import build_record
 from training.synth.sampling import sample_subgraphs_with_report
 from training.synth.store_source import StoreSource
-from training.synth.templates import AnswerLeakError, generate_question
+from training.synth.templates import AnswerLeakError, extend, generate_question
 from training.synth.verify import Verifier
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,9 @@ class SynthConfig:
         max_nodes: Entities discovered before densification.
         sizes: Subgraph sizes (nodes) to sample.
         oversample: Subgraphs sampled per wanted question (the gates reject some).
+        typed_prob: Probability that a sampling walk step follows a typed relation (a sentence's
+            relation phrase or an infobox field) when there is one; bare links are used where
+            nothing better exists.
         targets_per_subgraph: Questions tried per subgraph, on distinct orbits first.
         test_fraction: Share of ids in the held-out ``test`` split.
         k: Search results an agent sees (answerability counts a page found within the top ``k``).
@@ -73,8 +76,9 @@ class SynthConfig:
     min_seed_links: int = 3
     seed_queries: tuple[str, ...] = ()
     max_nodes: int = 3000
-    sizes: tuple[int, ...] = (3, 4, 5, 6)
+    sizes: tuple[int, ...] = (3, 4, 5)
     oversample: float = 4.0
+    typed_prob: float = 1.0
     targets_per_subgraph: int = 2
     test_fraction: float = 0.2
     k: int = 10
@@ -102,6 +106,8 @@ class SynthConfig:
         if not self.sizes or min(self.sizes) < 2 or self.oversample < 1 or not 0 <= self.test_fraction < 1:
             raise bad("sizes must be >= 2, oversample >= 1 and 0 <= test_fraction < 1",
                       (self.sizes, self.oversample, self.test_fraction), "fix the values")
+        if not 0 <= self.typed_prob <= 1:
+            raise bad("typed_prob must be in [0, 1]", self.typed_prob, "e.g. 0.9")
         if not 0 < self.shortcut_weight <= 1:
             raise bad("shortcut_weight must be in (0, 1]", self.shortcut_weight, "e.g. 0.25")
 
@@ -207,12 +213,12 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     r = kg.report
     rep.kg = {"seeds": r.seeds, "nodes": r.nodes, "tree_edges": r.tree_edges, "dense_edges": r.dense_edges,
               "before": asdict(r.before), "after": asdict(r.after), "edge_passages_found": src.passage_found,
-              "edge_passages_missing": src.passage_missing,
+              "edge_passages_missing": src.passage_missing, "typed_relations": src.typed_relations,
               "edge_kinds": dict(Counter(d["kind"] for _, _, d in kg.graph.edges(data=True)))}
 
     t = time.perf_counter()
     n_sub = math.ceil(cfg.n * cfg.oversample / cfg.targets_per_subgraph)
-    subs, srep = sample_subgraphs_with_report(kg, n_sub, sizes=cfg.sizes, rng=rng)
+    subs, srep = sample_subgraphs_with_report(kg, n_sub, sizes=cfg.sizes, rng=rng, typed_prob=cfg.typed_prob)
     rep.timings["sample"] = time.perf_counter() - t
     rep.sampling = {"wanted": n_sub, "got": len(subs), "tries": srep.tries, "iso_classes": srep.classes,
                     "wl_collisions": srep.wl_collisions, "duplicates": srep.duplicate, "class_full": srep.class_full}
@@ -231,78 +237,138 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     return records, rep
 
 
+@dataclass
+class _Ctx:
+    """What every gate of one run shares."""
+
+    cfg: SynthConfig
+    kg: Any
+    src: StoreSource
+    gates: SearchGates
+    verifier: Verifier
+    llm: LLMGenerator | None
+    rep: SynthReport
+    dedup: Deduper = field(default_factory=Deduper)
+    timing: Counter = field(default_factory=Counter)
+
+
+def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str) -> tuple | None:
+    """One draft through the generator, parsing, dedup, uniqueness and the optional LLM rewrite:
+    ``(draft, root, question, uniqueness)`` or ``None`` (counted in the funnel)."""
+    f, cfg = ctx.rep.funnel, ctx.cfg
+    f["drafts"] += 1
+    try:
+        draft = generate_question(sub, target, ctx.kg.entities, random.Random(f"{cfg.seed}:{i}:{target}{tag}"),
+                                  kg=ctx.kg, named_prob=named_prob)
+        root = parse_clues(draft.answer, draft.clues)
+    except AnswerLeakError:
+        f["answer_leak"] += 1
+        return None
+    except ParseError as e:
+        f["parse_error"] += 1
+        log.debug("unparsable draft for %r: %s", target, e)
+        return None
+    if ctx.dedup.seen(draft.question, draft.answer, [str(x) for x in sub.nodes] + [tag]):
+        f["duplicate"] += 1
+        return None
+    s = time.perf_counter()
+    u, k = ctx.verifier.check_extending(root, draft.head, draft.extras)
+    ctx.timing["unique"] += time.perf_counter() - s
+    ctx.rep.uniqueness[u.reason] += 1
+    f["checked_unique"] += 1
+    if not u.unique:
+        return None
+    try:
+        draft = extend(draft, k)
+    except AnswerLeakError:
+        f["answer_leak"] += 1
+        return None
+    root = parse_clues(draft.answer, draft.clues)
+    f["unique"] += 1
+    f[f"facts_added_{k}"] += 1
+    question = draft.question
+    if ctx.llm is not None:
+        s = time.perf_counter()
+        question = ctx.llm.rewrite(draft, root, sub.graph, flatten(root, draft.head), seed=cfg.seed)
+        ctx.timing["llm"] += time.perf_counter() - s
+        if question is None or (question != draft.question and ctx.dedup.seen_text(question)):
+            f["llm_rejected"] += 1
+            return None
+    return draft, root, question, u
+
+
+def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
+    s = time.perf_counter()
+    out = ctx.gates.shortcut(question, answer)
+    ctx.timing["shortcut"] += time.perf_counter() - s
+    return out
+
+
+def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
+    """A verified draft for one target and whether a single search answers it. A draft that one search answers is
+    written once more with every related entity described rather than named (counted as ``shortcut_reworded`` when
+    that removes the shortcut); the shortcut gate counts the final version."""
+    got = _draft(ctx, i, sub, target, 0.25, "")
+    if got is None:
+        return None
+    f = ctx.rep.funnel
+    shortcut = _shortcut(ctx, got[2], got[1].entity)
+    if shortcut and ctx.cfg.shortcut_policy == "drop":
+        f["shortcut_first"] += 1
+        again = _draft(ctx, i, sub, target, 0.0, ":described")
+        if again is not None and not _shortcut(ctx, again[2], again[1].entity):
+            got, shortcut = again, False
+            f["shortcut_reworded"] += 1
+    f["checked_shortcut"] += 1
+    f["shortcut"] += shortcut
+    return (*got, shortcut)
+
+
 def _run_gates(cfg: SynthConfig, kg: Any, order: list, src: StoreSource, gates: SearchGates, verifier: Verifier,
                llm: LLMGenerator | None, rep: SynthReport, split_of: Any) -> list[dict[str, Any]]:
     """Generate questions subgraph by subgraph until ``cfg.n`` pass every gate."""
     from tqdm.auto import tqdm
 
-    f, timing = rep.funnel, Counter()
-    dedup, ents, records = Deduper(), kg.entities, []
+    ctx = _Ctx(cfg, kg, src, gates, verifier, llm, rep)
+    f, records = rep.funnel, []
     bar = tqdm(total=cfg.n, desc="questions", unit="q", disable=not cfg.progress)
     for i, sub in order:
         if len(records) >= cfg.n:
             break
         f["subgraphs"] += 1
-        targets = pick_targets(sub, cfg.targets_per_subgraph, random.Random(f"{cfg.seed}:{i}:targets"))
-        for target in targets:
+        for target in pick_targets(sub, cfg.targets_per_subgraph, random.Random(f"{cfg.seed}:{i}:targets")):
             if len(records) >= cfg.n:
                 break
-            f["drafts"] += 1
-            try:
-                draft = generate_question(sub, target, ents, random.Random(f"{cfg.seed}:{i}:{target}"), kg=kg)
-                root = parse_clues(draft.answer, draft.clues)
-            except AnswerLeakError:
-                f["answer_leak"] += 1
+            got = _question(ctx, i, sub, target)
+            if got is None or (got[4] and cfg.shortcut_policy == "drop"):
                 continue
-            except ParseError as e:
-                f["parse_error"] += 1
-                log.debug("unparsable draft for %r: %s", target, e)
-                continue
-            if dedup.seen(draft.question, draft.answer, [str(x) for x in sub.nodes]):
-                f["duplicate"] += 1
-                continue
-            s = time.perf_counter()
-            u = verifier.check(root, draft.head)
-            timing["unique"] += time.perf_counter() - s
-            rep.uniqueness[u.reason] += 1
-            f["checked_unique"] += 1
-            if not u.unique:
-                continue
-            f["unique"] += 1
-            question = draft.question
-            if llm is not None:
-                s = time.perf_counter()
-                question = llm.rewrite(draft, root, sub.graph, flatten(root, draft.head), seed=cfg.seed)
-                timing["llm"] += time.perf_counter() - s
-                if question is None or (question != draft.question and dedup.seen_text(question)):
-                    f["llm_rejected"] += 1
-                    continue
-            s = time.perf_counter()
-            shortcut = gates.shortcut(question, draft.answer)
-            timing["shortcut"] += time.perf_counter() - s
-            f["checked_shortcut"] += 1
-            f["shortcut"] += shortcut
-            if shortcut and cfg.shortcut_policy == "drop":
-                continue
-            s = time.perf_counter()
-            ret = gates.retrieval(root, sub.graph, draft.head)
-            timing["answerable"] += time.perf_counter() - s
-            f["checked_answerable"] += 1
-            if not ret.answerable:
-                f["unanswerable"] += 1
-                continue
-            f["answerable"] += 1
-            weight = cfg.shortcut_weight if shortcut and cfg.shortcut_policy == "downweight" else 1.0
-            rec = build_record(draft=draft, question=question, root=root, sub=sub, src=src, retrieval=ret,
-                               shortcut=shortcut, generator=cfg.generator, seed=cfg.seed, split="train",
-                               weight=weight, candidates=u.candidates)
-            rec["split"] = split_of(rec["id"], cfg.test_fraction)
-            records.append(rec)
-            f["accepted"] += 1
-            bar.update(1)
+            rec = _answerable_record(ctx, sub, *got)
+            if rec is not None:
+                rec["split"] = split_of(rec["id"], cfg.test_fraction)
+                records.append(rec)
+                f["accepted"] += 1
+                bar.update(1)
     bar.close()
-    rep.timings.update({f"gate_{k}": v for k, v in timing.items()})
+    rep.timings.update({f"gate_{k}": v for k, v in ctx.timing.items()})
     return records
+
+
+def _answerable_record(ctx: _Ctx, sub: Any, draft: Any, root: Any, question: str, u: Any,
+                       shortcut: bool) -> dict[str, Any] | None:
+    """The record of a question whose entities the simulator's search all reaches, else ``None`` (counted)."""
+    f, cfg = ctx.rep.funnel, ctx.cfg
+    s = time.perf_counter()
+    ret = ctx.gates.retrieval(root, sub.graph, draft.head)
+    ctx.timing["answerable"] += time.perf_counter() - s
+    f["checked_answerable"] += 1
+    if not ret.answerable:
+        f["unanswerable"] += 1
+        return None
+    f["answerable"] += 1
+    weight = cfg.shortcut_weight if shortcut and cfg.shortcut_policy == "downweight" else 1.0
+    return build_record(draft=draft, question=question, root=root, sub=sub, src=ctx.src, retrieval=ret,
+                        shortcut=shortcut, generator=cfg.generator, seed=cfg.seed, split="train",
+                        weight=weight, candidates=u.candidates)
 
 
 def generate(index_dir: str | Path | None = None, n: int = 300, seed: int = 0, generator: str = "template",

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 from networkx.utils import UnionFind
 
-from training.synth.kg import KnowledgeGraph
+from training.synth.kg import KnowledgeGraph, edge_rank
 from training.synth.structures import (
     Structure,
     StructureRegistry,
@@ -106,39 +106,58 @@ class _Draft:
 class _Walker:
     """Random walks with jumps over a graph whose adjacency is sorted lazily (only nodes touched)."""
 
-    def __init__(self, g: nx.Graph, rng: random.Random, restart_prob: float) -> None:
-        self.g, self.rng, self.restart = g, rng, restart_prob
+    def __init__(self, g: nx.Graph, rng: random.Random, restart_prob: float, typed_prob: float = 0.0) -> None:
+        self.g, self.rng, self.restart, self.typed_prob = g, rng, restart_prob, typed_prob
         self.starts = [v for v in sorted_nodes(g.nodes) if g.degree(v) > 0]
         self._adj: dict[Hashable, list] = {}
+        self._typed: dict[Hashable, list] = {}
+        self.typed_starts = [v for v in self.starts if self.typed(v)] if typed_prob else []
 
     def adj(self, v: Hashable) -> list:
         if v not in self._adj:
             self._adj[v] = sorted_nodes(self.g.adj[v])
         return self._adj[v]
 
+    def typed(self, v: Hashable) -> list:
+        """Neighbours joined by a typed relation (an infobox field or a sentence's relation)."""
+        if v not in self._typed:
+            self._typed[v] = [u for u in self.adj(v) if edge_rank(self.g.edges[v, u]) < 2]
+        return self._typed[v]
+
+    def step(self, cur: Hashable) -> Hashable:
+        """A random neighbour; with ``typed_prob`` one joined by a typed relation when there is one."""
+        nb = self.adj(cur)
+        if self.typed_prob and self.rng.random() < self.typed_prob and self.typed(cur):
+            nb = self.typed(cur)
+        return nb[self.rng.randrange(len(nb))]
+
     def walk(self, k: int) -> list:
         rng = self.rng
-        cur = self.starts[rng.randrange(len(self.starts))]
+        starts = self.typed_starts if self.typed_prob and self.typed_starts else self.starts
+        cur = starts[rng.randrange(len(starts))]
         visited, seen = [cur], {cur}
         for _ in range(8 * k):
             if len(visited) >= k:
                 break
             if len(visited) > 1 and rng.random() < self.restart:
                 cur = visited[rng.randrange(len(visited))]
-            nb = self.adj(cur)
-            cur = nb[rng.randrange(len(nb))]
+            cur = self.step(cur)
             if cur not in seen:
                 seen.add(cur)
                 visited.append(cur)
         return visited
 
 
-def _edge_subset(nodes: list, g: nx.Graph, rng: random.Random, spanning_prob: float) -> list[tuple]:
-    """The induced edges, or (with ``spanning_prob``, when there are cycles) a random spanning tree plus some extras."""
+def _edge_subset(nodes: list, g: nx.Graph, rng: random.Random, spanning_prob: float,
+                 typed_first: bool = False) -> list[tuple]:
+    """The induced edges, or (with ``spanning_prob``, when there are cycles) a random spanning tree plus some extras;
+    ``typed_first``: the tree takes typed relations before bare links."""
     edges = [(u, v) for i, u in enumerate(nodes) for v in nodes[i + 1:] if g.has_edge(u, v)]
     if len(edges) < len(nodes) or rng.random() >= spanning_prob:
         return edges
     rng.shuffle(edges)
+    if typed_first:
+        edges.sort(key=lambda e: edge_rank(g.edges[e]) >= 2)
     uf = UnionFind(nodes)
     tree, extra = [], []
     for u, v in edges:
@@ -155,7 +174,7 @@ def sample_subgraphs_with_report(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes
                                  rng: random.Random | int = 0, max_tries: int | None = None,
                                  restart_prob: float = 0.3, spanning_prob: float = 0.5,
                                  max_per_class: int | None = None, patience: int | None = None,
-                                 ) -> tuple[list[Subgraph], SamplingReport]:
+                                 typed_prob: float = 0.0) -> tuple[list[Subgraph], SamplingReport]:
     """Sample up to ``n`` distinct connected subgraphs, balanced over (structure, size) buckets.
 
     Args:
@@ -171,6 +190,10 @@ def sample_subgraphs_with_report(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes
             subgraphs (new WL class). Default: the bucket quota ``ceil(n / feasible buckets)``.
         patience: Stop trying after this many tries in a row without a sample under quota, and
             fill the remaining slots from the reserve (default ``max(300, n // 4)``).
+        typed_prob: Probability that a walk step follows a typed relation (an infobox field or a
+            sentence's relation, :func:`~training.synth.kg.edge_rank`) when the node has one, and
+            spanning trees take typed relations first when it is positive; bare links are then
+            used where nothing better exists.
 
     Returns:
         ``(subgraphs, report)``; fewer than ``n`` subgraphs when the graph does not have enough
@@ -196,7 +219,7 @@ def sample_subgraphs_with_report(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes
     max_tries = max_tries if max_tries is not None else 40 * n + 2000
     patience = patience if patience is not None else max(300, n // 4)
     rep = SamplingReport(buckets={(s.value, k): 0 for s, k in buckets})
-    registry, walker = StructureRegistry(), _Walker(g, rng, restart_prob)
+    registry, walker = StructureRegistry(), _Walker(g, rng, restart_prob, typed_prob)
     seen: set[tuple] = set()  # (sorted nodes, index edges): one entry per distinct instance
     per_class: dict[int, int] = {}
     chosen: list[_Draft] = []
@@ -215,7 +238,7 @@ def sample_subgraphs_with_report(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes
         if len(nodes) < k:
             rep.too_small += 1
             continue
-        edges = _edge_subset(nodes, g, rng, spanning_prob)
+        edges = _edge_subset(nodes, g, rng, spanning_prob, typed_prob > 0)
         order = sorted_nodes(nodes)
         index = {v: i for i, v in enumerate(order)}
         idx = tuple(sorted((min(index[u], index[v]), max(index[u], index[v])) for u, v in edges))

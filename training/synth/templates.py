@@ -1,26 +1,30 @@
 """Template question generation from a subgraph, a target and facts (SailorFog-QA-V2, step 5).
 
 Deterministic and model-free: the subgraph is read as a breadth-first tree rooted at the
-target. Every other node becomes a blurred noun phrase (its description, sometimes its name,
-sometimes with a fuzzed date), chained to its parent by a relational clause ("whose article
-mentions ...", "that is the capital of ..."); the target itself gets up to a few direct
-clues (a fuzzed date or number, a sliver of its name), and the structure adds the rest: the
-edges that close cycles become "... are also directly linked" constraints, a high-degree
-neighbour can become a counting clue, a near miss from the whole graph a negation, another
-dated node a temporal order. Several templates per structure turn the clauses into one English question; the
-answer (the target's title) never appears: descriptions avoid it, clues that would contain it
-are dropped, and a template that contains it is not used.
+target, whose edges are the most specific relations available (a sentence's typed relation or
+an infobox field before a bare link). Every other node becomes a blurred noun phrase (its
+description, sometimes its name, sometimes with a fuzzed date), related to its parent by the
+edge's relation ("was born in ...", "is the capital of ...", "whose article mentions ..." when
+nothing better exists); the target itself gets up to a few direct clues (a fuzzed date or
+number, a sliver of its name), and the structure adds the rest: the edges that close cycles
+become "... are also directly linked" constraints, a high-degree neighbour can become a counting
+clue, a near miss from the whole graph a negation, another dated node a temporal order.
+:mod:`training.synth.prose` writes the clue tree as several short sentences. The answer (the
+target's title) never appears: descriptions avoid it, clues that would contain it are dropped,
+and a question form that contains it is not used.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Collection, Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from training.synth.kg import Entity, KnowledgeGraph
+from training.synth.constraints import parse_clues
+from training.synth.kg import Entity, KnowledgeGraph, edge_rank
+from training.synth.prose import FORMS, render
 from training.synth.sampling import Structure, Subgraph, classify_structure
 from training.synth.uncertainty import (
     Clue,
@@ -68,6 +72,8 @@ class QuestionDraft:
         scrubbed: Clues that contained the answer's name were dropped (rare: a unit such as
             "square kilometres" when the answer is "Square"); callers may count these.
         head: The type noun the question asks for ("physicist"), itself a constraint on the answer.
+        extras: Optional facts about the answer, not stated yet (see :func:`extend`).
+        persons: Titles of the entities that are people (the prose says "this physicist", not "it").
     """
 
     question: str
@@ -81,6 +87,8 @@ class QuestionDraft:
     nodes: tuple = ()
     scrubbed: bool = False
     head: str = ""
+    extras: tuple[Clue, ...] = ()
+    persons: tuple[str, ...] = ()
 
 
 class _Builder:
@@ -92,6 +100,7 @@ class _Builder:
         self.forbidden = name_variants(str(target))
         self.used: set[UncertaintyType] = set()
         self.count = 0
+        self.fact_prob = 0.15  # a related entity's noun phrase carries a blurred fact this often
 
     def entity(self, node: Hashable) -> Entity:
         ent = self.facts.get(node) if isinstance(node, str) else None
@@ -109,7 +118,7 @@ class _Builder:
         clue = describe_entity(ent, forbidden=self.forbidden, named=named)
         if dict(clue.record).get("source") != "title":
             self.used.add(U.OBFUSCATED_ENTITY)
-        if with_fact and self.rng.random() < 0.5:
+        if with_fact and dict(clue.record).get("source") != "title" and self.rng.random() < self.fact_prob:
             extra = self.date_clue(ent, generic=False) or self.number_clue(ent) or self.date_clue(ent)
             if extra is not None:
                 clue = Clue(f"{clue.text} {extra.text}", clue.type, clue.original, clue.record, (extra,))
@@ -145,6 +154,11 @@ class _Builder:
     def relation(self, node: Hashable, other: Hashable, anchor: Clue) -> Clue:
         """Describe ``node`` through its edge to ``other`` (described by ``anchor``)."""
         data = self.g.edges[node, other]
+        theirs = data.get("by_source", {}).get(other)
+        if node == self.target and theirs is not None and data.get("source_page") != other \
+                and edge_rank(theirs) <= edge_rank(data):
+            # the anchor's page states it as well as the answer's: quote the anchor's sentence, not the answer's lead
+            data.update(theirs)
         self.used.add(U.RELATIONAL)
         self.count += 1
         return relational_clue(anchor, str(data.get("relation", "link")),
@@ -161,31 +175,33 @@ class _Builder:
 
 
 def _bfs_children(g: nx.Graph, root: Hashable) -> tuple[dict[Hashable, list], dict[Hashable, int]]:
+    """A breadth-first spanning tree from ``root`` whose edges are, among those of equal depth, the most specific
+    relations (:func:`~training.synth.kg.edge_rank`: an infobox field or a sentence's relation before a bare link)."""
     children: dict[Hashable, list] = {}
     depth = {root: 0}
     frontier = [root]
     while frontier:
-        nxt = []
+        best: dict[Hashable, tuple[int, str, Hashable]] = {}
         for u in frontier:
             for v in sorted(g.adj[u], key=str):
                 if v not in depth:
-                    depth[v] = depth[u] + 1
-                    children.setdefault(u, []).append(v)
-                    nxt.append(v)
+                    cand = (edge_rank(g.edges[u, v]), str(u), u)
+                    if v not in best or cand[:2] < best[v][:2]:
+                        best[v] = cand
+        nxt = sorted(best, key=str)
+        for v in nxt:
+            depth[v] = depth[best[v][2]] + 1
+            children.setdefault(best[v][2], []).append(v)
+        for u in children:
+            children[u].sort(key=str)
         frontier = nxt
     return children, depth
-
-
-def _join(texts: list[str]) -> str:
-    if len(texts) <= 2:
-        return " and ".join(texts)
-    return ", ".join(texts[:-1]) + ", and " + texts[-1]
 
 
 def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Mapping[str, Entity],
                       rng: random.Random | int = 0, types: Collection[UncertaintyType] = ALL_TYPES, *,
                       kg: KnowledgeGraph | nx.Graph | None = None, named_prob: float = 0.25,
-                      max_target_facts: int = 2) -> QuestionDraft:
+                      max_extra_facts: int = 3) -> QuestionDraft:
     """Turn a subgraph, a target node and the entities' facts into one question.
 
     Args:
@@ -200,7 +216,9 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
             the target's neighbour, related the same way, that is *not* the answer); without it
             no negation clue is made.
         named_prob: Probability that a non-target node is named instead of described.
-        max_target_facts: At most this many blurred facts about the target itself.
+        max_extra_facts: At most this many optional facts about the answer (a blurred date or number, a
+            sliver of its name, a temporal order) kept in ``extras``; the question states none of them
+            until :func:`extend` adds those the uniqueness check needs.
 
     Returns:
         The :class:`QuestionDraft`.
@@ -231,19 +249,16 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
             b.count += 1
         else:
             clues.append(b.relation(target, c, b.describe(c, children)))
-    own = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
-    rng.shuffle(own)
-    clues.extend(own[:max_target_facts])
     clues.extend(_structural_clues(b, g, children, ent))
-    if b.allow(U.PARTIAL_NAME, 0.35 if len(clues) > 1 else 1.0):
-        name_clue = partial_name_clue(str(target), rng=rng)
-        if not leaks(name_clue.text, b.forbidden):
-            clues.append(name_clue)
-            b.used.add(U.PARTIAL_NAME)
-            b.count += 1
+    used = set(b.used)  # the optional facts below add their types only when a question uses them
+    extras = _target_facts(b, g, ent)
+    b.used = used
     if not clues:
-        raise ValueError(f"no clue can be made for {target!r}: it has no neighbour in the subgraph and no usable "
-                         f"fact among the allowed types; pass a connected subgraph of 2+ nodes")
+        if not extras:
+            raise ValueError(f"no clue can be made for {target!r}: it has no neighbour in the subgraph and no usable "
+                             f"fact among the allowed types; pass a connected subgraph of 2+ nodes")
+        clues, extras = extras[:1], extras[1:]
+        b.used |= clues[0].types() - {U.OBFUSCATED_ENTITY}
     if len(clues) >= 2 and U.INTERSECTION in b.types:
         b.used.add(U.INTERSECTION)  # the answer is only pinned down by all the top-level clues together
     kept = [c for c in clues if not leaks(c.text, b.forbidden)]
@@ -251,10 +266,51 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     if not kept:
         raise AnswerLeakError(f"every clue for {target!r} contains the answer's name; skip this target")
     clues = kept
-    question, template = _render(head, clues, structure, kids, rng, b.forbidden)
+    persons = tuple(sorted(str(n) for n in g if b.entity(n).is_person))
+    question, template = _render(b.forbidden, str(target), head, clues, persons, rng)
     return QuestionDraft(question=question, answer=str(target), uncertainty_types=tuple(sorted(t.value for t in b.used)),
                          constraints=b.count, hops=max(depth.values()), structure=structure.value, template=template,
-                         clues=tuple(clues), nodes=tuple(g.nodes), scrubbed=scrubbed, head=head)
+                         clues=tuple(clues), nodes=tuple(g.nodes), scrubbed=scrubbed, head=head,
+                         extras=tuple(extras[:max_extra_facts]), persons=persons)
+
+
+def _target_facts(b: _Builder, g: nx.Graph, ent: Entity) -> list[Clue]:
+    """Optional clues about the answer itself, in random order: a blurred date and number, a sliver of its name, a
+    temporal order against another entity (each only where the facts allow and none showing the answer)."""
+    out = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
+    if U.PARTIAL_NAME in b.types:
+        out.append(partial_name_clue(str(b.target), rng=b.rng))
+    if U.TEMPORAL_ORDER in b.types:
+        mine = [d for d in ent.dates if (p := date_phrase(d.attr)) and p[1]]
+        others = sorted((n for n in g if n != b.target), key=str)
+        b.rng.shuffle(others)
+        for n in others:
+            theirs = [d for d in b.entity(n).dates if (p := date_phrase(d.attr)) and p[1]]
+            clue = temporal_order_clue(mine[0], theirs[0], b.noun_phrase(n, with_fact=False)) \
+                if mine and theirs else None
+            if clue is not None:
+                out.append(clue)
+                break
+    b.rng.shuffle(out)
+    return [c for c in out if not leaks(c.text, b.forbidden)]
+
+
+def extend(draft: QuestionDraft, k: int) -> QuestionDraft:
+    """The draft with its first ``k`` optional facts about the answer added (the question written again in the
+    same form); the uniqueness check asks for as many as the answer needs to be the only fit."""
+    if k <= 0:
+        return draft
+    add = draft.extras[:k]
+    clues = [*draft.clues, *add]
+    types = set(draft.uncertainty_types) | {t.value for c in add for t in c.types() if t is not U.OBFUSCATED_ENTITY}
+    types |= {U.OBFUSCATED_ENTITY.value for c in add for p in c.parts if dict(p.record).get("source") != "title"}
+    types.add(U.INTERSECTION.value)
+    form = draft.template.split(":", 1)[-1]
+    question = render(parse_clues(draft.answer, clues), draft.head, form=form, persons=draft.persons)
+    if leaks(question, name_variants(draft.answer)):
+        raise AnswerLeakError(f"the extended question shows the answer {draft.answer!r}")
+    return replace(draft, question=question, clues=tuple(clues), extras=draft.extras[k:],
+                   uncertainty_types=tuple(sorted(types)), constraints=draft.constraints + k)
 
 
 def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list], ent: Entity) -> list[Clue]:
@@ -265,11 +321,13 @@ def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list
     for u, v in sorted(g.edges, key=lambda e: (str(e[0]), str(e[1]))):
         if (u, v) in tree or (v, u) in tree or u not in refs or v not in refs or U.INTERSECTION not in b.types:
             continue
+        if any(c.type is U.INTERSECTION for c in out) or b.rng.random() < 0.5:
+            break  # one closing link at most (the verifier does not need it: it says the relations form a cycle)
         text = f"where {refs[u]} and {refs[v]} are also directly linked"
         out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"), ("u", str(u)), ("v", str(v)))))
         b.used.add(U.INTERSECTION)
         b.count += 1
-    miss = _near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, 0.4) else None
+    miss = _near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, 0.15) else None
     if miss is not None:
         phrase = b.noun_phrase(miss, with_fact=False)
         own = describe_entity(ent, forbidden=b.forbidden)
@@ -277,19 +335,6 @@ def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list
             out.append(negation_clue(phrase))
             b.used.add(U.NEGATION)
             b.count += 1
-    if b.allow(U.TEMPORAL_ORDER, 0.5):
-        mine = [d for d in ent.dates if (p := date_phrase(d.attr)) and p[1]]
-        others = sorted((n for n in g if n != b.target), key=str)
-        b.rng.shuffle(others)
-        for n in others:
-            theirs = [d for d in b.entity(n).dates if (p := date_phrase(d.attr)) and p[1]]
-            if mine and theirs:
-                clue = temporal_order_clue(mine[0], theirs[0], b.noun_phrase(n, with_fact=False))
-                if clue is not None:
-                    out.append(clue)
-                    b.used.add(U.TEMPORAL_ORDER)
-                    b.count += 1
-                    break
     return out
 
 
@@ -321,36 +366,15 @@ def _short_refs(b: _Builder, g: nx.Graph) -> dict[Hashable, str]:
             if n != b.target and counts[h] == 1 and h not in ("entity", "person")}
 
 
-_PLAIN = ("which", "what", "name")
-
-
-def _render(head: str, clues: list[Clue], structure: Structure, kids: list, rng: random.Random,
-            forbidden: list[str]) -> tuple[str, str]:
-    """Pick a template at random among those that fit the structure and do not show the answer."""
-    texts = [c.text for c in clues]
-    options = list(_PLAIN)
-    if len(texts) >= 3 or structure in (Structure.CYCLE, Structure.DENSE):
-        options.append("all_of")
-    links = [c for c in clues[: len(kids)] if c.type is U.RELATIONAL and c.parts]
-    if structure is Structure.STAR and len(links) >= 3:
-        options.append("star_centre")
-    rng.shuffle(options)
-    for t in options:
-        q = _fill(t, head, texts, links, clues)
+def _render(forbidden: list[str], answer: str, head: str, clues: list[Clue], persons: tuple[str, ...],
+            rng: random.Random) -> tuple[str, str]:
+    """The question as short sentences (:func:`~training.synth.prose.render`), closed by a question form picked at
+    random among those that do not show the answer."""
+    root = parse_clues(answer, clues)
+    forms = list(FORMS)
+    rng.shuffle(forms)
+    for form in forms:
+        q = render(root, head, form=form, persons=persons)
         if not leaks(q, forbidden):
-            return q, t
-    raise AnswerLeakError(f"the answer {forbidden[0]!r} is a word of every template (e.g. {q!r}); skip this target")
-
-
-def _fill(t: str, head: str, texts: list[str], links: list[Clue], clues: list[Clue]) -> str:
-    if t == "which":
-        return f"Which {head} {_join(texts)}?"
-    if t == "what":
-        return f"What is the name of the {head} {_join(texts)}?"
-    if t == "name":
-        return f"Name the {head} {_join(texts)}."
-    if t == "all_of":
-        return f"Find the {head} that fits all of these clues: {'; '.join(texts)}."
-    rest = [c.text for c in clues if c not in links]
-    q = f"Which {head} is linked with each of the following: {'; '.join(c.parts[0].text for c in links)}?"
-    return q + (f" It is the one {_join(rest)}." if rest else "")
+            return q, f"prose:{form}"
+    raise AnswerLeakError(f"the answer {forbidden[0]!r} is a word of every question form (e.g. {q!r}); skip this target")
