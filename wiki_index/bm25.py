@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from wiki_index import _java
 from wiki_index.errors import IndexNotFoundError
@@ -21,6 +23,28 @@ log = logging.getLogger(__name__)
 def passage_json(p: Passage) -> str:
     """The raw JSON document stored in Lucene for a passage (Anserini ``JsonCollection`` shape)."""
     return json.dumps({"id": p.docid, "contents": p.contents, "page_id": p.page_id, "section": p.section, "ordinal": p.ordinal}, ensure_ascii=False)
+
+
+def adjust_ties(scores: list[float]) -> list[float]:
+    """Anserini's ``ScoreTiesAdjusterReranker`` in Python: scores rounded to 1e-4, the n-th tie lowered by n * 1e-6.
+
+    Float32 arithmetic, as in Java, so the scores equal those of ``SimpleSearcher.search``.
+    """
+    import numpy as np
+
+    x = np.asarray(scores, dtype=np.float64) * 1e4
+    floor = np.floor(x)
+    r = ((floor + (x - floor >= 0.5)) / 1e4).astype(np.float32)  # Java's (float) (Math.round(s * 1e4d) / 1e4d)
+    if len(r) < 2 or bool(np.all(r[:-1] - r[1:] > np.float32(1e-4))):
+        return r.tolist()
+    dup, eps, gap = 0, np.float32(1e-6), np.float32(1e-4)
+    for i in range(1, len(r)):  # a tie: walk in order, each step reads the adjusted score before it
+        if r[i - 1] - r[i] > gap:
+            dup = 0
+        else:
+            dup += 1
+            r[i] = r[i] - eps * np.float32(dup)
+    return r.tolist()
 
 
 def passage_from_raw(raw: str) -> Passage:
@@ -90,6 +114,61 @@ class BM25Searcher:
             self._s = searcher_class(str(path))
             self._s.set_bm25(float(k1), float(b))
         self._JArrayList = _java.autoclass("java.util.ArrayList")
+        self.path = path
+        self._lucene: tuple[Any, ...] | None = None
+
+    def _direct(self) -> tuple[Any, ...]:
+        """Lucene's own searcher over the same index, set up as ``SimpleSearcher.search`` sets up its own:
+        same analyzer, bag-of-words query, BM25 parameters and sort (score, then the ``id`` field)."""
+        if self._lucene is None:
+            from jnius import cast
+
+            A = _java.autoclass
+            with _java.jvm_lock:
+                reader = A("org.apache.lucene.index.DirectoryReader").open(
+                    A("org.apache.lucene.store.FSDirectory").open(A("java.io.File")(str(self.path)).toPath()))
+                searcher = A("org.apache.lucene.search.IndexSearcher")(cast("org.apache.lucene.index.IndexReader", reader))
+                searcher.setSimilarity(A("org.apache.lucene.search.similarities.BM25Similarity")(float(self.k1), float(self.b)))
+                field = A("org.apache.lucene.search.SortField")
+                sort = A("org.apache.lucene.search.Sort")(field.FIELD_SCORE, field("id", A("org.apache.lucene.search.SortField$Type").STRING_VAL))
+                analyzer = A("io.anserini.index.IndexCollection").DEFAULT_ANALYZER
+                self._lucene = (reader, searcher, sort, analyzer, A("io.anserini.search.query.BagOfWordsQueryGenerator")())
+        return self._lucene
+
+    def search_docs(self, query: str, k: int = 10) -> list[tuple[int, float]]:
+        """Like :meth:`search`, but each hit as (Lucene document number, score): no stored field is read.
+
+        Same ranking and scores as :meth:`search` (which reads every hit's stored document in Java);
+        pair it with :class:`~wiki_index.columns.PassageColumns` to get the passages.
+        """
+        if not query.strip():
+            return []
+        _, searcher, sort, analyzer, generator = self._direct()
+        with _java.jvm_lock:
+            top = searcher.search(generator.buildQuery("contents", analyzer, query), int(k), sort, True)
+            hits = [(sd.doc, sd.score) for sd in top.scoreDocs]
+        return list(zip([d for d, _ in hits], adjust_ties([s for _, s in hits])))
+
+    def lucene_ids(self, batch: int = 10_000) -> Iterator[list[str]]:
+        """The ``id`` of every Lucene document, in document-number order, in batches (read from its doc values).
+
+        Raises:
+            IndexNotFoundError: The index has deleted documents (an index built by ``wiki-index`` has none).
+        """
+        from jnius import cast
+
+        reader = self._direct()[0]
+        with _java.jvm_lock:
+            if reader.numDocs() != reader.maxDoc():
+                raise IndexNotFoundError(f"{self.path} has deleted documents; rebuild it with `wiki-index build`")
+            leaves = [cast("org.apache.lucene.index.LeafReaderContext", c).reader() for c in reader.leaves().toArray()]
+            doc_values = _java.autoclass("org.apache.lucene.index.DocValues")
+        for leaf in leaves:  # leaves are in document-number order
+            with _java.jvm_lock:
+                values, n = doc_values.getBinary(leaf, "id"), leaf.maxDoc()
+            for start in range(0, n, batch):
+                with _java.jvm_lock:
+                    yield [values.binaryValue().utf8ToString() for i in range(start, min(n, start + batch)) if values.advanceExact(i)]
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """Top ``k`` passages for ``query``; an empty or blank query gives ``[]``."""
@@ -122,6 +201,14 @@ class BM25Searcher:
             for entry in res.entrySet().toArray():
                 out[int(entry.getKey())] = [Hit(h.docid, float(h.score)) for h in entry.getValue()]
         return out
+
+    def close(self) -> None:
+        """Close the Lucene readers (the searcher is unusable afterwards)."""
+        with _java.jvm_lock:
+            if self._lucene is not None:
+                self._lucene[0].close()
+                self._lucene = None
+            self._s.close()
 
     def doc(self, docid: str) -> Passage | None:
         """The passage with id ``docid`` from the Lucene stored fields, or ``None``."""

@@ -102,6 +102,7 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
         if counts["pages"] == 0:
             raise CorpusError(f"{source}: no pages were kept (read {src.stats.read}, skipped {src.stats.skipped}: {src.stats.skipped_reasons}); check the input format")
         indexed = bm25.close()
+        _write_columns(tmp, digest.hexdigest(), n_passages)
         t_sparse = time.perf_counter() - t0
         dense_info = None
         t1 = time.perf_counter()
@@ -233,6 +234,20 @@ def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Pas
     try:
         yield from store.iter_passages(batch)
     finally:
+        store.close()
+
+
+def _write_columns(tmp: Path, content_sha256: str, n_passages: int) -> None:
+    """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.columns`)."""
+    from wiki_index.bm25 import BM25Searcher
+    from wiki_index.index import write_index_columns
+    from wiki_index.store import Store
+
+    store, searcher = Store(tmp / "store.duckdb"), BM25Searcher(tmp / "bm25")
+    try:
+        write_index_columns(tmp, store, searcher, content_sha256, tmp / "columns", n_passages)
+    finally:
+        searcher.close()
         store.close()
 
 

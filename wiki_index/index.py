@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ from wiki_index.settings import default_index_dir
 from wiki_index.types import Hit, Passage
 
 MODES = ("bm25", "dense", "hybrid")
+log = logging.getLogger(__name__)
 
 
 class WikiIndex:
@@ -86,6 +90,25 @@ class WikiIndex:
         return TitleLookup(self.store, sim_web_home() / "cache" / f"titles-{m['content_sha256'][:16]}-{m['counts']['redirects']}.npz")
 
     @property
+    def columns(self) -> Any:
+        """The :class:`~wiki_index.columns.PassageColumns` of the BM25 index (built once, on first use, if missing)."""
+        return self._part("columns", self._make_columns)
+
+    def _make_columns(self) -> Any:
+        from wiki_index.columns import PassageColumns, lucene_commit
+        from wiki_index.settings import sim_web_home
+
+        sha, commit = self.manifest["content_sha256"], lucene_commit(self.path / "bm25")
+        own, cached = self.path / "columns", sim_web_home() / "cache" / f"columns-{sha[:16]}-{commit}"
+        for path in (own, cached):
+            if (path / "meta.json").exists() and PassageColumns(path).matches(sha, commit):
+                return PassageColumns(path)
+        target = own if os.access(self.path, os.W_OK) else cached
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(target, ignore_errors=True)  # stale columns (another build of the index)
+        return PassageColumns(write_index_columns(self.path, self.store, self.bm25, sha, target, int(self.manifest["bm25"]["count"])))
+
+    @property
     def hybrid(self) -> Any:
         """The :class:`~wiki_index.hybrid.HybridSearcher` over BM25 and dense."""
         from wiki_index.hybrid import HybridSearcher
@@ -101,7 +124,39 @@ class WikiIndex:
     def search(self, query: str, k: int = 10, mode: str = "bm25") -> list[tuple[Hit, Passage]]:
         """Search and return each hit with its passage."""
         if mode == "bm25":
-            return self.bm25.search_passages(query, k)
+            hits = self.bm25.search_docs(query, k)
+            passages = self.columns.passages([d for d, _ in hits])
+            return [(Hit(p.docid, s), p) for p, (_, s) in zip(passages, hits)]
         hits = self.searcher(mode).search(query, k)
         by_id = {p.docid: p for p in self.store.passages_by_id([h.docid for h in hits])}
         return [(h, by_id[h.docid]) for h in hits if h.docid in by_id]
+
+
+def write_index_columns(path: Path, store: Any, bm25: Any, content_sha256: str, target: Path, n: int) -> Path:
+    """Write the passage columns of the index at ``path`` (store + Lucene) into ``target``, with a progress bar.
+
+    Args:
+        path: The index directory.
+        store: Its opened :class:`~wiki_index.store.Store`.
+        bm25: Its opened :class:`~wiki_index.bm25.BM25Searcher`.
+        content_sha256: The manifest's content hash.
+        target: The columns directory to write.
+        n: The number of passages (for the progress bar).
+    """
+    from tqdm import tqdm
+
+    from wiki_index.columns import lucene_commit, write_columns
+
+    log.info("writing the passage columns of %s (%d passages, once)", path, n)
+    with tqdm(total=2 * n, desc="passage columns", unit="passage", disable=n < 200_000, mininterval=1.0) as bar:
+        ids: list[str] = []
+        for batch in bm25.lucene_ids():
+            ids += batch
+            bar.update(len(batch))
+
+        def batches() -> Any:
+            for b in store.iter_passages():
+                bar.update(len(b))
+                yield b
+
+        return write_columns(target, batches(), ids, content_sha256, lucene_commit(path / "bm25"))

@@ -8,7 +8,6 @@ kept in page order. No model, no randomness: the same page and goal always give 
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 from wiki_index.text import split_sentences, tokenize
 
@@ -25,22 +24,29 @@ def terms(text: str) -> list[str]:
 
 
 def bm25_rank(query: str, docs: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """BM25 scores of ``docs`` for ``query`` with statistics from ``docs`` themselves."""
-    q = terms(query)
+    """BM25 scores of ``docs`` for ``query`` with statistics from ``docs`` themselves.
+
+    Only the query's terms are counted (``list.count`` per term and document), which is what the
+    formula reads; the sums run over the query terms in ``set`` order, as they always have, so
+    the scores are the same floats bit for bit.
+    """
+    q = list(set(terms(query)))
     toks = [terms(d) for d in docs]
     if not q or not docs:
         return [0.0] * len(docs)
     n = len(docs)
     avg = sum(len(t) for t in toks) / n or 1.0
-    df = Counter(w for t in toks for w in set(t))
+    tfs = [[t.count(w) for w in q] for t in toks]
+    idf = []
+    for j in range(len(q)):
+        df = sum(1 for tf in tfs if tf[j])
+        idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
     scores = []
-    for t in toks:
-        tf = Counter(t)
+    for t, tf in zip(toks, tfs):
         s = 0.0
-        for w in set(q):
-            if tf[w]:
-                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
-                s += idf * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(t) / avg))
+        for j, c in enumerate(tf):
+            if c:
+                s += idf[j] * c * (k1 + 1) / (c + k1 * (1 - b + b * len(t) / avg))
         scores.append(s)
     return scores
 

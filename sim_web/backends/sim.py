@@ -16,7 +16,6 @@ from wiki_index.text import split_sentences
 from wiki_index.types import Passage, title_to_url, url_to_title
 
 
-
 @dataclass(frozen=True)
 class SimConfig:
     """Settings of the simulated web.
@@ -53,6 +52,8 @@ class SimBackend:
     """
 
     name = "sim"
+    #: In-process and deterministic: the executor calls it directly, without a timeout thread.
+    inline = True
 
     def __init__(self, index: WikiIndex, config: SimConfig = SimConfig()) -> None:
         self.index = index

@@ -4,7 +4,9 @@ Per call, in this order: a content-keyed cache (in-process LRU, plus an optional
 store shared across processes for backends that name a ``cache_namespace``), then the backends of
 the tool's fallback chain (those whose ``tools`` include it, in the order given), each under its
 :class:`~sim_web.executor.policy.BackendPolicy`: circuit breaker, rate limit (token bucket),
-timeout (the call runs in a worker thread), retries with exponential backoff and seeded jitter on
+timeout (the call runs in a worker thread; a backend that declares ``inline = True``, such as the
+deterministic in-process sim backend, runs in the calling thread unless ``config.policies`` names it),
+retries with exponential backoff and seeded jitter on
 retryable errors only (timeouts, 429 honouring ``Retry-After``, 5xx). When every backend has failed
 it raises :class:`ToolUnavailableError`, which the tool layer prints as Tongyi's degradation text.
 It is thread-safe: the HTTP server calls one executor from many threads. Clock and sleep are
@@ -101,7 +103,9 @@ class ToolExecutor:
     Args:
         backends: Backends in fallback order (names must be distinct: they key the cache and the
             policies). A backend with a ``tools`` attribute (e.g. ``{"search", "scholar"}``) is only
-            asked for those tools; one with ``bind_events`` reports its own events to the stats.
+            asked for those tools; one with ``bind_events`` reports its own events to the stats; one
+            with ``inline = True`` (in-process, never blocks on I/O) is called without a timeout thread,
+            unless ``config.policies`` has an entry for it.
         config: Cache settings and policies.
         cache: An in-process cache to share with other executors (default: a private one when
             ``config.cache``). Keys hold the backend *name*, so share a cache only between
@@ -132,6 +136,8 @@ class ToolExecutor:
         self.stats = ExecutorStats()
         self._sleep = sleep
         self.policies = {n: cfg.policy_for(n) for n in names}
+        self._timeouts = {b.name: None if getattr(b, "inline", False) and b.name not in cfg.policies
+                          else self.policies[b.name].timeout_s for b in self.backends}
         self._buckets = {n: TokenBucket(p.qps, p.burst or max(1, math.ceil(p.qps)), clock=clock, sleep=sleep)
                          for n, p in self.policies.items() if p.qps}
         self.breakers = {n: CircuitBreaker(p.breaker_failures, p.breaker_reset_s, clock=clock)
@@ -291,10 +297,9 @@ class ToolExecutor:
         with self._rng_lock:
             return base + self._rng.uniform(0.0, p.jitter_s)
 
-    def _wait(self, backend: str, state: tenacity.RetryCallState) -> float:
-        """Backoff, or the upstream's ``Retry-After`` when longer."""
-        wait = self.backoff_s(state.attempt_number, backend)
-        e = state.outcome.exception() if state.outcome else None
+    def _wait(self, backend: str, attempt: int, e: BaseException | None) -> float:
+        """Backoff before retry number ``attempt``, or the upstream's ``Retry-After`` when longer."""
+        wait = self.backoff_s(attempt, backend)
         retry_after = getattr(e, "retry_after_s", None)
         return max(wait, retry_after) if retry_after is not None else wait
 
@@ -305,10 +310,19 @@ class ToolExecutor:
         return retry_after is None or retry_after <= self.policies[backend].max_retry_after_s
 
     def _with_retries(self, backend: Backend, call: Callable[[Backend], T]) -> T:
+        """The first attempt runs bare (the common case pays nothing for retry machinery); after a
+        retryable failure, tenacity runs the retries with backoff."""
         name = backend.name
+        try:
+            return self._attempt(backend, call)
+        except Exception as e:
+            if self.policies[name].max_retries < 1 or not self._retryable(name, e):
+                raise
+            self.stats.add("retries", backend=name)
+            self._sleep(self._wait(name, 1, e))
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.policies[name].max_retries + 1),
-            wait=lambda state: self._wait(name, state),
+            stop=tenacity.stop_after_attempt(self.policies[name].max_retries),
+            wait=lambda state: self._wait(name, state.attempt_number + 1, state.outcome.exception() if state.outcome else None),
             retry=tenacity.retry_if_exception(lambda e: self._retryable(name, e)),
             before_sleep=lambda _state: self.stats.add("retries", backend=name),
             sleep=self._sleep,
@@ -322,7 +336,7 @@ class ToolExecutor:
             waited = bucket.acquire()
             if waited:
                 self.stats.add_rate_wait(waited)
-        timeout = self.policies[backend.name].timeout_s
+        timeout = self._timeouts[backend.name]
         future = None
         try:
             if timeout is None:

@@ -194,6 +194,32 @@ def test_timeout_then_fallback() -> None:
     ex.close()
 
 
+class ThreadSpy(Good):
+    """Records the thread each search runs in."""
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        self._log("thread", threading.get_ident())
+        return super().search(query, k)
+
+
+def test_inline_backends_run_in_the_calling_thread_unless_a_policy_names_them() -> None:
+    plain, inline = ThreadSpy("plain"), ThreadSpy("inline")
+    inline.inline = True
+    ex = ToolExecutor([inline, plain], cfg(timeout_s=5.0))
+    ex.search("q", 1)
+    assert inline.calls[0] == ("thread", threading.get_ident())  # no timeout thread for in-process backends
+    ex = ToolExecutor([plain], cfg(timeout_s=5.0))
+    ex.search("q", 1)
+    assert plain.calls[0] != ("thread", threading.get_ident())  # a remote-like backend keeps its timeout
+    ex.close()
+    named = ThreadSpy("inline")
+    named.inline = True
+    ex = ToolExecutor([named], cfg(policies={"inline": BackendPolicy(timeout_s=5.0)}))
+    ex.search("q", 1)
+    assert named.calls[0] != ("thread", threading.get_ident())  # an explicit policy brings the timeout back
+    ex.close()
+
+
 def test_backend_timeout_error_is_retryable_inline() -> None:
     ex = ToolExecutor([Buggy("timeout"), Good()], cfg(max_retries=2))
     assert ex.search("q", 1)[0].title == "good:q:0"
