@@ -41,7 +41,8 @@ def _demo(args: argparse.Namespace) -> int:
 #: is the one place that composes every package, so it names them here as strings and imports
 #: them when the parser is built; each module exposes ``add_parser(subparsers) -> None``, which
 #: registers one subcommand whose ``func(args) -> int`` runs it.
-PLUGINS = {"synth": "training.synth.cli", "sft": "training.sft.cli", "grpo": "training.grpo.cli", "eval": "agents.cli",
+PLUGINS = {"synth": "training.synth.cli", "sft": "training.sft.cli", "grpo": "training.grpo.cli", "ablate": "training.ablate.cli",
+           "eval": "agents.cli",
            "sim-to-real": "agents.sim_to_real_cli"}
 
 

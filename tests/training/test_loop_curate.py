@@ -97,6 +97,9 @@ def test_target_follows_the_band_else_moves_towards_it():
     assert target_of(Decision(1, 1, retire_solved=["s"]), meta).score == 4.0  # harder than what is solved
     assert target_of(Decision(1, 1, retire_unsolved=["u"]), meta, shift=2).score == 6.0  # easier than what fails
     assert target_of(Decision(1, 1, retire_unsolved=["plain"]), meta) is None  # no difficulty features: no steering
+    assert t.searches is None
+    meta["b1"]["difficulty"]["oracle_searches"] = 3
+    assert target_of(Decision(1, 1, band=["b1", "b2"]), meta).searches == 3.0  # measured where the records have it
 
 
 def record(rid, score, types=(), question=None, answer=None):
@@ -109,6 +112,9 @@ def test_rank_and_synth_source_keep_the_candidates_closest_to_the_target_and_not
              record("leak", 5.0, answer="Held Answer"), record("seen", 5.0, question="known question?")]
     target = Target(5.0, (4,), {"negation": 1.0})
     assert [r["id"] for r in rank(cands[:4], target)] == ["exact2", "exact", "near", "far"]
+    measured = [{**record("s1", 5.0), "difficulty": {"score": 5.0, "oracle_searches": 4}},
+                {**record("s2", 5.5), "difficulty": {"score": 5.5, "oracle_searches": 1}}]
+    assert [r["id"] for r in rank(measured, Target(5.0, searches=1.0))] == ["s2", "s1"]  # 0.5 + 0 beats 0 + 3
     calls = []
 
     def fake_generate(index_dir, config):

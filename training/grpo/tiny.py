@@ -53,3 +53,29 @@ def tiny_model(texts: Sequence[str], vocab_size: int = 400, hidden: int = 32, la
             head.bias[tok.eos_token_id] = eos_bias
         model.lm_head = head
     return model, tok
+
+
+def load_tiny(path: str) -> Any:
+    """A saved tiny model with its end-of-turn bias restored (``from_pretrained`` drops the biased output layer).
+
+    Args:
+        path: A folder written by ``save_pretrained`` of a :func:`tiny_model` model.
+
+    Returns:
+        The model (float32), with ``lm_head`` carrying the saved bias when there is one.
+    """
+    from pathlib import Path
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    weights: dict[str, Any] = {}
+    for f in sorted(Path(path).glob("*.safetensors")):
+        weights.update(load_file(str(f)))
+    cfg = LlamaConfig.from_pretrained(path)
+    model = LlamaForCausalLM(cfg)
+    if "lm_head.bias" in weights:
+        model.lm_head = torch.nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=True)
+    model.load_state_dict({k: v.float() for k, v in weights.items()}, strict=True)
+    return model.eval()

@@ -1,10 +1,11 @@
 """Aim fresh tasks at the learning band: a difficulty target from the pass rates, and a synthesizer call that meets it.
 
 The records of :mod:`training.synth` carry ``difficulty`` (subgraph ``nodes`` / ``edges``, ``hops``, ``constraints``,
-``score``, ``level``) and ``uncertainty_types``. :func:`target_of` turns one round's verdicts into a :class:`Target`:
+the shape ``score``, ``level`` and, in newer sets, the measured ``oracle_searches``) and ``uncertainty_types``.
+:func:`target_of` turns one round's verdicts into a :class:`Target`:
 
-- tasks in the band (pass rate strictly between 0 and 1): their mean score, their subgraph sizes, their uncertainty
-  types;
+- tasks in the band (pass rate strictly between 0 and 1): their mean score (and mean oracle searches when measured),
+  their subgraph sizes, their uncertainty types;
 - no band but both extremes: halfway between the mean score of the solved and of the unsolved tasks;
 - only solved tasks: ``shift`` above their mean score (harder); only unsolved: ``shift`` below (easier);
 - no verdicts, or tasks without difficulty features: no target (the synthesizer's defaults).
@@ -38,10 +39,19 @@ class Target:
     sizes: tuple[int, ...] = SIZES
     uncertainty: Mapping[str, float] = field(default_factory=dict)
     source: str = "band"
+    searches: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """For the round log."""
-        return {"score": round(self.score, 3), "sizes": list(self.sizes), "uncertainty": dict(self.uncertainty), "source": self.source}
+        return {"score": round(self.score, 3), "sizes": list(self.sizes), "uncertainty": dict(self.uncertainty),
+                "source": self.source, "searches": self.searches}
+
+    def distance(self, d: Mapping[str, Any]) -> float:
+        """How far a record's difficulty is: score difference, plus the oracle-search difference when both are measured."""
+        gap = abs(float(d["score"]) - self.score)
+        if self.searches is not None and isinstance(d.get("oracle_searches"), (int, float)) and d["oracle_searches"] > 0:
+            gap += abs(float(d["oracle_searches"]) - self.searches)
+        return gap
 
 
 def difficulty(meta: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -72,7 +82,9 @@ def target_of(decision: Decision, metadata: Mapping[str, Mapping[str, Any]], shi
     if band:
         types = Counter(u for t, _ in band for u in metadata[t].get("uncertainty_types", []))
         sizes = tuple(sorted({min(max(int(d["nodes"]), SIZES[0]), SIZES[-1]) for _, d in band}))
-        return Target(_mean([d["score"] for _, d in band]), sizes, {u: c / len(band) for u, c in sorted(types.items())}, "band")
+        searches = [float(d["oracle_searches"]) for _, d in band if (d.get("oracle_searches") or 0) > 0]
+        return Target(_mean([d["score"] for _, d in band]), sizes, {u: c / len(band) for u, c in sorted(types.items())}, "band",
+                      _mean(searches) if searches else None)
     if solved and unsolved:
         return Target((_mean([d["score"] for _, d in solved]) + _mean([d["score"] for _, d in unsolved])) / 2, source="between")
     if solved:
@@ -83,14 +95,14 @@ def target_of(decision: Decision, metadata: Mapping[str, Mapping[str, Any]], shi
 
 
 def rank(records: Sequence[Mapping[str, Any]], target: Target | None) -> list[Mapping[str, Any]]:
-    """Candidates closest to the target first: |score - target|, then more of the target's uncertainty types, then id."""
+    """Candidates closest to the target first (:meth:`Target.distance`), then more of its uncertainty types, then id."""
     if target is None:
         return sorted(records, key=lambda r: str(r["id"]))
 
     def key(r: Mapping[str, Any]) -> tuple[float, float, str]:
-        d = difficulty(r) or {"score": float("inf")}
+        d = difficulty(r)
         overlap = sum(target.uncertainty.get(u, 0.0) for u in r.get("uncertainty_types", []))
-        return abs(float(d["score"]) - target.score), -overlap, str(r["id"])
+        return (target.distance(d) if d else float("inf")), -overlap, str(r["id"])
 
     return sorted(records, key=key)
 

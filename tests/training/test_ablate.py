@@ -1,0 +1,82 @@
+"""`sim-web ablate --quick` on a sub-grid of two configurations: table, report files, plot, held-out eval, resume."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training.ablate.grid import BASELINE, GRID, select, variant
+from training.ablate.report import format_table, markdown
+from training.ablate.runner import AblateConfig, recipe_of
+from wiki_index.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_variant_differs_from_the_baseline_in_exactly_one_switch():
+    assert GRID[0].name == "base" and GRID[0].fields() == BASELINE
+    flipped = {}
+    for v in GRID[1:]:
+        diff = {k for k in BASELINE if v.fields()[k] != BASELINE[k]}
+        assert diff == {v.switch}, v.name
+        flipped.setdefault(v.switch, set()).add(v.fields()[v.switch])
+    assert flipped == {"advantage": {"grpo", "loo_std"}, "truncation": {"keep_all", "drop_all_truncated"}, "dupo": {True},
+                       "loop": {True}}
+    assert [v.name for v in select(["dupo", "base", "dupo"])] == ["base", "dupo"]
+    with pytest.raises(ConfigError, match="known: base"):
+        variant("nope")
+    with pytest.raises(ConfigError):
+        AblateConfig(configs=("nope",))
+
+
+def test_runs_share_seed_tasks_and_rollouts_and_differ_in_their_switch(tmp_path):
+    cfg = AblateConfig(quick=True, out=str(tmp_path), overrides={"n_tasks": 4, "seed": 3})
+    recipes = {v.name: recipe_of(cfg, v) for v in GRID}
+    assert {(r.seed, r.n_tasks, r.max_steps, r.per_device_batch, r.model) for r in recipes.values()} == {(3, 4, 2, 4, "tiny")}
+    assert recipes["adv-grpo"].advantage == "grpo" and recipes["base"].advantage == "loo"
+    assert recipes["loop"].loop and not recipes["dupo"].loop and recipes["dupo"].dupo
+    assert recipes["base"].output_dir == str(tmp_path / "base" / "train")
+
+
+def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, synth_run, tmp_path):
+    records, _ = synth_run
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "grid"
+    cmd = [sys.executable, "-m", "sim_web.cli", "ablate", "--quick", "--configs", "base,dupo", "--out", str(out),
+           "--set", f"index_dir={sample_index}", "--set", f"tasks={tasks}", "--set", "n_tasks=4"]
+    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"}
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith("config ")):]
+    assert lines[0].split() == ["config", "switch", "reward", "pass@1", "answered", "dropped", "tokens", "wall", "s"]
+    assert [ln.split()[0] for ln in lines[2:4]] == ["base", "dupo"]
+    assert "the numbers mean nothing" in res.stdout
+
+    report = json.loads((out / "results.json").read_text())
+    rows = {r["name"]: r for r in report["results"]}
+    assert set(rows) == {"base", "dupo"} and "mean nothing" in report["note"]
+    for r in rows.values():
+        assert r["steps"] == 2 and [s for s, _ in r["curve"]] == [1, 2] and r["tokens"] > 0
+        assert r["rollouts"] == 2 * 4 and 0.0 <= r["dropped"] <= 1.0 and r["heldout_tasks"] == 2
+        assert r["heldout_pass1"] is not None and 0.0 <= r["heldout_pass1"] <= 1.0
+        eval_metrics = json.loads(next((out / r["name"] / "eval").glob("metrics*.json")).read_text())
+        assert eval_metrics["pass@1"] == r["heldout_pass1"]
+    assert rows["base"]["dupo_duplicated"] == 0
+    assert (out / "rewards.png").stat().st_size > 0
+    assert "| base | - |" in (out / "results.md").read_text()
+
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)  # resumable: nothing reruns
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resumed: base, dupo already finished" in again.stdout
+    assert json.loads((out / "results.json").read_text())["results"] == report["results"]
+
+
+def test_table_and_markdown_show_missing_values_as_dashes():
+    rows = [{"name": "loop", "switch": "loop", "final_reward": None, "tokens": 10}]
+    assert format_table(rows).splitlines()[2].split() == ["loop", "loop", "-", "-", "-", "-", "10", "-"]
+    assert markdown(rows, "note").endswith("note\n")

@@ -1,0 +1,71 @@
+"""The ablation grid: a baseline recipe and variants that each flip one switch.
+
+The baseline is the Tongyi recipe as :class:`~training.grpo.config.GRPORecipe` defines it: leave-one-out advantages,
+truncated negatives out of the loss, no DUPO, no feedback loop. Every variant changes exactly one of those switches, so a
+row of the table differs from ``base`` by one thing; all runs share the seed, the task set and the number of rollouts
+(``prompts_per_step * num_generations * max_steps``).
+
+Example:
+    >>> [v.name for v in select(["base", "dupo"])]
+    ['base', 'dupo']
+    >>> variant("adv-grpo").overrides
+    {'advantage': 'grpo'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wiki_index.errors import ConfigError
+
+#: The switches the baseline fixes (and which the grid flips one at a time).
+BASELINE: dict[str, Any] = {"advantage": "loo", "truncation": "drop_truncated_negatives", "dupo": False, "loop": False}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One configuration of the grid."""
+
+    name: str = field(metadata={"help": "Short name (the run's folder and the table's row)."})
+    switch: str = field(metadata={"help": "The switch it flips relative to the baseline ('-' for the baseline)."})
+    overrides: dict[str, Any] = field(default_factory=dict, metadata={"help": "Recipe fields that differ from the baseline."})
+    quick: dict[str, Any] = field(default_factory=dict, metadata={"help": "Extra fields for --quick (small CPU settings)."})
+
+    def fields(self, quick: bool = False) -> dict[str, Any]:
+        """The recipe fields of this run: the baseline's switches, then this variant's."""
+        return {**BASELINE, **self.overrides, **(self.quick if quick else {})}
+
+
+GRID: tuple[Variant, ...] = (
+    Variant("base", "-"),
+    Variant("adv-grpo", "advantage", {"advantage": "grpo"}),
+    Variant("adv-loo_std", "advantage", {"advantage": "loo_std"}),
+    Variant("trunc-keep_all", "truncation", {"truncation": "keep_all"}),
+    Variant("trunc-drop_all", "truncation", {"truncation": "drop_all_truncated"}),
+    Variant("dupo", "dupo", {"dupo": True}),
+    Variant("loop", "loop", {"loop": True}, quick={"loop_every": 1, "loop_min_rollouts": 2, "loop_window": 4,
+                                                   "loop_synth_max_nodes": 300, "loop_synth_oversample": 1.0}),
+)
+NAMES = tuple(v.name for v in GRID)
+
+
+def variant(name: str) -> Variant:
+    """The grid's variant called ``name``.
+
+    Raises:
+        ConfigError: For an unknown name, listing the known ones.
+    """
+    for v in GRID:
+        if v.name == name:
+            return v
+    raise ConfigError(f"no ablation configuration {name!r}; known: {', '.join(NAMES)}")
+
+
+def select(names: Sequence[str] | None = None) -> list[Variant]:
+    """The variants named (all of them for ``None``), in grid order, each once."""
+    if not names:
+        return list(GRID)
+    wanted = {variant(n).name for n in names}
+    return [v for v in GRID if v.name in wanted]

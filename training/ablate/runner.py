@@ -1,0 +1,161 @@
+"""Run the ablation grid: one short GRPO run per configuration, then a held-out evaluation of its final model.
+
+Each configuration writes ``<out>/<name>/``: ``train/`` (the GRPO run: checkpoints, ``metrics.jsonl``, ``outcomes.jsonl``,
+``final/``), ``eval/`` (the eval harness's trajectories and metrics on the held-out ``test`` split) and ``result.json``
+(the row of the table). A configuration with a ``result.json`` is skipped, an interrupted one resumes from its last
+checkpoint, so the whole grid is resumable. :mod:`training.ablate.report` writes the table and the plot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.ablate.grid import Variant, select
+from wiki_index.errors import ConfigError
+from wiki_index.settings import sim_web_home
+
+log = logging.getLogger(__name__)
+#: --quick: the tiny random model on CPU, 2 steps per configuration, 2 held-out tasks (checks the plumbing only).
+QUICK = {"max_steps": 2, "max_turns": 1, "max_turn_tokens": 16, "max_completion_length": 64, "save_steps": 1}
+
+
+@dataclass(frozen=True)
+class AblateConfig:
+    """One grid run."""
+
+    recipe: str = field(default="single-gpu", metadata={"help": "Base GRPO recipe (training/configs); --quick uses cpu-smoke."})
+    quick: bool = field(default=False, metadata={"help": "Whole grid on CPU with the tiny model, 2 steps each: plumbing only, "
+                                                         "the numbers mean nothing at that size."})
+    configs: tuple[str, ...] = field(default=(), metadata={"help": "Configurations to run (default: the whole grid)."})
+    out: str | None = field(default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick])."})
+    overrides: dict[str, Any] = field(default_factory=dict, metadata={"help": "Recipe fields set for every run (--set), e.g. "
+                                                                              "model, tasks, max_steps, index_dir."})
+    eval_n: int = field(default=50, metadata={"help": "Held-out (test split) tasks evaluated per configuration (0 = no eval); "
+                                                      "--quick uses 2."})
+    resume: bool = field(default=True, metadata={"help": "Skip configurations that finished; False reruns everything."})
+
+    def __post_init__(self) -> None:
+        if self.eval_n < 0:
+            raise ConfigError(f"AblateConfig.eval_n must be >= 0, got {self.eval_n}")
+        select(self.configs)  # unknown names fail here, before anything runs
+
+    @property
+    def base_recipe(self) -> str:
+        """The recipe every run starts from."""
+        return "cpu-smoke" if self.quick and self.recipe == "single-gpu" else self.recipe
+
+    @property
+    def n_eval(self) -> int:
+        """Held-out tasks per configuration."""
+        return min(self.eval_n, 2) if self.quick else self.eval_n
+
+    def out_dir(self) -> Path:
+        """Where the grid writes."""
+        name = self.base_recipe + ("-quick" if self.quick else "")
+        return Path(self.out) if self.out else sim_web_home() / "runs" / "ablate" / Path(name).stem
+
+
+def recipe_of(cfg: AblateConfig, v: Variant) -> Any:
+    """The GRPO recipe of one configuration (quick settings, then ``--set``, then the variant's switches)."""
+    import dataclasses
+
+    from training.grpo.config import load_recipe
+
+    fields = {**(QUICK if cfg.quick else {}), **cfg.overrides, **v.fields(cfg.quick)}
+    fields.update(output_dir=str(cfg.out_dir() / v.name / "train"), resume=cfg.resume)
+    return dataclasses.replace(load_recipe(cfg.base_recipe, **fields), name=v.name)
+
+
+def run_grid(cfg: AblateConfig) -> list[dict[str, Any]]:
+    """Run (or resume) every configuration; returns their results in grid order."""
+    out = cfg.out_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "grid.json").write_text(json.dumps(asdict(cfg), indent=1, default=str), encoding="utf-8")
+    return [run_one(cfg, v) for v in select(cfg.configs)]
+
+
+def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
+    """One configuration: train, evaluate on held-out tasks, write ``result.json`` (or read it when it exists)."""
+    from training.grpo.train import main as train
+
+    path = cfg.out_dir() / v.name / "result.json"
+    if cfg.resume and path.is_file():
+        log.warning("ablate: %s already finished, skipped", v.name)
+        return {**json.loads(path.read_text(encoding="utf-8")), "skipped": True}
+    recipe = recipe_of(cfg, v)
+    t0 = time.perf_counter()
+    summary = train(recipe)
+    train_s = time.perf_counter() - t0
+    held = evaluate(recipe, Path(summary["final_model"]), cfg.out_dir() / v.name / "eval", cfg.n_eval) if cfg.n_eval else {}
+    result = summarise(v, recipe, summary, held, train_s, time.perf_counter() - t0)
+    path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return {**result, "skipped": False}
+
+
+def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
+    """Held-out pass@1 of a trained model with the eval harness (the recipe's tools, turn cap and turn length).
+
+    Args:
+        recipe: The run's recipe (index, tasks, tools, budgets).
+        final: The saved final model.
+        out: The eval harness's output folder (resumable).
+        n: Tasks of the ``test`` split.
+
+    Returns:
+        The harness's metrics (``pass@1``, ``answered``, ...), or ``{"error": ...}`` when the set has no test split.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    from agents.config import AgentConfig, SamplingConfig
+    from agents.harness import EvalConfig, run_eval
+    from agents.policies.hf_policy import HFConfig, HFPolicy
+    from training.grpo.tiny import load_tiny
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = "bfloat16" if recipe.bf16 else "float32"
+    sampling = SamplingConfig(max_tokens=recipe.max_turn_tokens, temperature=0.6, seed=recipe.seed)
+    hf = HFConfig(str(final), device=device, dtype=dtype, batch_size=8, num_threads=recipe.threads)
+    model = load_tiny(str(final)) if recipe.model == "tiny" else None
+    policy = HFPolicy(hf, sampling, model=model, tokenizer=AutoTokenizer.from_pretrained(str(final)) if model else None)
+    cfg = EvalConfig(policy=f"hf:{final}", index_dir=recipe.index_dir, tasks=recipe.tasks, split="test", n=n, k=1, out=str(out),
+                     batch_size=8, agent=AgentConfig(max_llm_calls=recipe.max_turns, sampling=sampling), tools=recipe.tools,
+                     max_obs_chars=recipe.max_obs_chars, max_response_chars=recipe.max_response_chars, device=device,
+                     dtype=dtype, threads=recipe.threads, progress=False, sft=False)
+    try:
+        return run_eval(cfg, policy).metrics
+    except ConfigError as e:  # e.g. a task set without a test split
+        log.warning("ablate: no held-out evaluation: %s", e)
+        return {"error": str(e)}
+    finally:
+        policy.close()
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
+    vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+    return sum(vals) / len(vals) if vals else None
+
+
+def summarise(v: Variant, recipe: Any, summary: dict[str, Any], held: dict[str, Any], train_s: float, wall_s: float) -> dict[str, Any]:
+    """The table row of one configuration (means over its steps; the final reward over its last fifth of steps)."""
+    rows = summary["metrics"]
+    last = rows[-max(1, len(rows) // 5):]
+    rounds = summary.get("loop_rounds") or []
+    return {
+        "name": v.name, "switch": v.switch, "overrides": v.overrides, "steps": summary["steps"],
+        "final_reward": _mean(last, "agent/reward_mean"), "mean_reward": _mean(rows, "agent/reward_mean"),
+        "heldout_pass1": held.get("pass@1"), "heldout_answered": held.get("answered"), "heldout_tasks": held.get("tasks"),
+        "answer_rate": _mean(rows, "agent/answer_rate"), "dropped": _mean(rows, "agent/frac_dropped"),
+        "zero_variance": _mean(rows, "agent/frac_zero_variance_groups"),
+        "dupo_duplicated": sum(r.get("agent/dupo_duplicated_groups", 0) for r in rows),
+        "loop_added": sum(r.get("n_added", 0) for r in rounds), "loop_retired": sum(
+            r.get("n_retired_solved", 0) + r.get("n_retired_unsolved", 0) for r in rounds),
+        "tokens": sum(r.get("agent/generated_tokens", 0) for r in rows), "rollouts": summary.get("outcomes"),
+        "train_seconds": round(train_s, 1), "wall_seconds": round(wall_s, 1),
+        "curve": [[r["step"], r.get("agent/reward_mean")] for r in rows], "model": recipe.model, "seed": recipe.seed,
+    }
