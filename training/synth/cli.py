@@ -39,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test-fraction", type=float, default=d.test_fraction, help="held-out share (default 0.2)")
     p.add_argument("--shortcut-policy", choices=SHORTCUT_POLICIES, default=d.shortcut_policy,
                    help="what to do with questions BM25 answers at rank 1 (default drop)")
+    p.add_argument("--compare", default=None, metavar="JSONL",
+                   help="an earlier task set: the card puts its question-quality measures beside the new set's")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no card on stdout")
 
 
@@ -66,9 +68,16 @@ def run(args: argparse.Namespace) -> int:
         print("error: no question passed the gates; see the log (-v) and raise --max-nodes or --oversample",
               file=sys.stderr)
         return 1
-    paths = write_outputs(records, report, out)
+    before = None
+    if args.compare:
+        import json
+        from pathlib import Path
+
+        lines = Path(args.compare).read_text(encoding="utf-8").splitlines()
+        before = [json.loads(line) for line in lines if line.strip()]
+    paths = write_outputs(records, report, out, before)
     if not args.quiet:
-        print(render_card(build_card(records, report)))
+        print(render_card(build_card(records, report, before)))
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return 0

@@ -38,12 +38,27 @@ class Retrieval:
         queries: Entity title -> the query whose top-``k`` results hold its page.
         missing: Entities no query reached.
         order: The order in which the entities were resolved.
+        tries: Distinct queries tried in all (those that failed included): how much searching the
+            question takes a solver that knows only what the question says.
     """
 
     answerable: bool
     queries: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
+    tries: int = 0
+    deps: dict[str, list[str]] = field(default_factory=dict)
+
+    def searches_needed(self, title: str) -> int:
+        """Searches it takes to reach ``title``'s page: its own winning query and, recursively, those of the
+        entities that query needed (the names it used, or the pages whose visit showed its name)."""
+        seen, todo = {title}, [title]
+        while todo:
+            for d in self.deps.get(todo.pop(), []):
+                if d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+        return len(seen)
 
 
 class SearchGates:
@@ -103,6 +118,8 @@ class SearchGates:
         order: list[str] = []
         pending = sorted(nodes, key=lambda t: (-nodes[t].depth, t))
         progress = True
+        tried: set[str] = set()
+        deps: dict[str, list[str]] = {}
         while pending and progress:
             progress = False
             for title in list(pending):
@@ -113,13 +130,28 @@ class SearchGates:
                 if self._discovered(node, title == root.entity, head, known):
                     queries += [title] + [f"{title} {k}" for k in known]
                 for q in dict.fromkeys(queries):
+                    tried.add(" ".join(q.split()))
                     if title in self.titles(q):
+                        own = q == title or q.startswith(title + " ")  # a name learnt from a neighbour's page
+                        deps[title] = list(known) if own and node.source != "title" else \
+                            [k for k in known if k.lower() in q.lower()]
                         resolved[title] = " ".join(q.split())
                         order.append(title)
                         pending.remove(title)
                         progress = True
                         break
-        return Retrieval(not pending, resolved, pending, order)
+        return Retrieval(not pending, resolved, pending, order, len(tried), deps)
+
+    def reach(self, question: str, clues: list[str], answer: str) -> dict[str, Any]:
+        """Where the answer page stands for the question as a query and for each single clue about the answer.
+
+        Returns:
+            ``{"top10_question": bool, "top10_clue": bool, "best_clue_rank": int | None}`` (ranks from 1,
+            within the top ``k``).
+        """
+        ranks = [self.titles(c).index(answer) + 1 for c in clues if answer in self.titles(c)]
+        return {"top10_question": answer in self.titles(question), "top10_clue": bool(ranks),
+                "best_clue_rank": min(ranks) if ranks else None}
 
     def _discovered(self, node: NodeSpec, is_answer: bool, head: str, known: list[str]) -> bool:
         """Whether visiting a resolved neighbour's page shows this entity's name."""

@@ -110,7 +110,7 @@ _NOT_A_NOUN_PHRASE = re.compile(r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used
 
 _CLAUSE = re.compile(r",(?! [A-Z]| and)|;|:| (?:that|which|who|whose|where|when|with|consisting|comprising|including"
                      r"|[a-z]+ing (?:with|on|of|in|to|from|at|for)) ")
-MAX_PHRASE_WORDS = 6
+MAX_PHRASE_WORDS = 5
 
 
 def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:

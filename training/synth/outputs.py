@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from training.synth.pipeline import SynthReport
+from training.synth.quality import quality, render_quality
 from training.synth.records import LEVELS
 
 
@@ -98,8 +99,23 @@ def write_duckdb(records: list[dict[str, Any]], path: Path) -> None:
     tmp.replace(path)
 
 
-def build_card(records: list[dict[str, Any]], report: SynthReport) -> dict[str, Any]:
-    """The dataset card as data: counts per split / structure / uncertainty type / difficulty, and the gate rates."""
+def difficulty_table(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per difficulty level: how many questions, and what was measured on them (means and shares)."""
+    out: dict[str, dict[str, Any]] = {}
+    for lv in LEVELS:
+        rs = [r["difficulty"] for r in records if r["difficulty"]["level"] == lv]
+        n = len(rs)
+        mean = lambda key: round(sum(float(d.get(key) or 0) for d in rs) / n, 2) if n else 0.0  # noqa: E731
+        out[lv] = {"questions": n, "oracle_searches": mean("oracle_searches"), "search_tries": mean("search_tries"),
+                   "top10_question": mean("top10_question"), "top10_clue": mean("top10_clue"), "hops": mean("hops"),
+                   "nodes": mean("nodes"), "constraints": mean("constraints")}
+    return out
+
+
+def build_card(records: list[dict[str, Any]], report: SynthReport,
+               before: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The dataset card as data: counts per split / structure / uncertainty type / difficulty, the gate rates, the
+    question-quality measures (:mod:`training.synth.quality`; of an earlier set too when ``before`` is given)."""
     f = report.funnel
     count = lambda key: dict(sorted(Counter(key(r) for r in records).items()))  # noqa: E731
     return {
@@ -108,6 +124,8 @@ def build_card(records: list[dict[str, Any]], report: SynthReport) -> dict[str, 
         "structures": count(lambda r: r["structure"]),
         "uncertainty_types": dict(sorted(Counter(t for r in records for t in r["uncertainty_types"]).items())),
         "difficulty": {lv: sum(r["difficulty"]["level"] == lv for r in records) for lv in LEVELS},
+        "difficulty_measured": difficulty_table(records),
+        "quality": quality(records), "quality_before": quality(before) if before else None,
         "hops": count(lambda r: r["difficulty"]["hops"]),
         "subgraph_nodes": count(lambda r: r["difficulty"]["nodes"]),
         "target_orbit": count(lambda r: r["target_orbit"]),
@@ -121,6 +139,8 @@ def build_card(records: list[dict[str, Any]], report: SynthReport) -> dict[str, 
             "shortcut_policy": report.config.get("shortcut_policy"),
             "answerability_pass_rate": report.rate("answerable", "checked_answerable"),
             "llm_rejected": f["llm_rejected"], "accepted": f["accepted"],
+            "shortcut_first_drafts": f["shortcut_first"], "shortcut_reworded": f["shortcut_reworded"],
+            "facts_added": {k: f[f"facts_added_{k}"] for k in range(5) if f[f"facts_added_{k}"]},
             "shortcut_in_set": sum(r["shortcut"] for r in records),
         },
         "kg": report.kg, "sampling": report.sampling,
@@ -157,6 +177,19 @@ def render_card(card: dict[str, Any]) -> str:
         f"| shortcut questions kept in the set | {g['shortcut_in_set']} |", "",
         f"Uniqueness outcomes: {g['uniqueness']}.", "",
     ]
+    lines += [f"Drafts a single search answered at first: {g.get('shortcut_first_drafts', 0)}, of which "
+              f"{g.get('shortcut_reworded', 0)} were written again with every entity described and passed; facts about "
+              f"the answer the uniqueness check asked for (count: questions): {g.get('facts_added', {})}.", ""]
+    lines += ["## Question quality", ""] + render_quality(card["quality"], card.get("quality_before"))
+    lines += ["## Difficulty, measured", "",
+              "Level: `easy` when the answer page is in the sim's top 10 for a single clue; `medium` when it is for "
+              "the whole question, or the oracle reaches it in a chain of fewer than 3 searches and the answerability "
+              "solver in fewer than 10 tries; `hard` otherwise.", "",
+              "| level | questions | oracle searches | solver tries | answer in top 10: question | ... a single clue "
+              "| hops | nodes |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {lv} | {d['questions']} | {d['oracle_searches']} | {d['search_tries']} | {d['top10_question']:.0%} | "
+              f"{d['top10_clue']:.0%} | {d['hops']} | {d['nodes']} |" for lv, d in card["difficulty_measured"].items()]
+    lines += [""]
     lines += ["## Counts", ""] + _table("structure", card["structures"]) + _table("uncertainty type", card["uncertainty_types"])
     lines += _table("difficulty", card["difficulty"]) + _table("hops", card["hops"]) + _table("target orbit", card["target_orbit"])
     lines += _table("target degree in subgraph", card["target_degree"])
@@ -164,13 +197,15 @@ def render_card(card: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(records: list[dict[str, Any]], report: SynthReport, out: str | Path) -> dict[str, Path]:
+def write_outputs(records: list[dict[str, Any]], report: SynthReport, out: str | Path,
+                  before: list[dict[str, Any]] | None = None) -> dict[str, Path]:
     """Write the JSONL, the HF dataset, the DuckDB file and the card next to each other.
 
     Args:
         records: The records.
         report: The run's report (for the card).
         out: The JSONL path; the other outputs take its stem (see the module docstring).
+        before: An earlier set's records, for the card's before/after quality table.
 
     Returns:
         Output kind -> path.
@@ -184,7 +219,7 @@ def write_outputs(records: list[dict[str, Any]], report: SynthReport, out: str |
     write_jsonl(records, paths["jsonl"])
     write_hf(records, paths["hf"])
     write_duckdb(records, paths["duckdb"])
-    card = build_card(records, report)
+    card = build_card(records, report, before)
     paths["card_json"].write_text(json.dumps(card, indent=1, default=str), encoding="utf-8")
     paths["card_md"].write_text(render_card(card), encoding="utf-8")
     return paths

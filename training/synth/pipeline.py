@@ -306,8 +306,9 @@ def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
 
 def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     """A verified draft for one target and whether a single search answers it. A draft that one search answers is
-    written once more with every related entity described rather than named (counted as ``shortcut_reworded`` when
-    that removes the shortcut); the shortcut gate counts the final version."""
+    written again (at most twice, other random choices each time) with every related entity described rather than
+    named (counted as ``shortcut_reworded`` when that removes the shortcut); the shortcut gate counts the final
+    version, and every version passes the uniqueness check on its own."""
     got = _draft(ctx, i, sub, target, 0.25, "")
     if got is None:
         return None
@@ -315,10 +316,12 @@ def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     shortcut = _shortcut(ctx, got[2], got[1].entity)
     if shortcut and ctx.cfg.shortcut_policy == "drop":
         f["shortcut_first"] += 1
-        again = _draft(ctx, i, sub, target, 0.0, ":described")
-        if again is not None and not _shortcut(ctx, again[2], again[1].entity):
-            got, shortcut = again, False
-            f["shortcut_reworded"] += 1
+        for tag in (":described", ":described-again"):
+            again = _draft(ctx, i, sub, target, 0.0, tag)
+            if again is not None and not _shortcut(ctx, again[2], again[1].entity):
+                got, shortcut = again, False
+                f["shortcut_reworded"] += 1
+                break
     f["checked_shortcut"] += 1
     f["shortcut"] += shortcut
     return (*got, shortcut)
@@ -366,9 +369,13 @@ def _answerable_record(ctx: _Ctx, sub: Any, draft: Any, root: Any, question: str
         return None
     f["answerable"] += 1
     weight = cfg.shortcut_weight if shortcut and cfg.shortcut_policy == "downweight" else 1.0
+    s = time.perf_counter()
+    clues = [c["text"] for c in flatten(root, draft.head) if c["entity"] == root.entity and c["type"] != "type"]
+    reach = ctx.gates.reach(question, clues, root.entity)
+    ctx.timing["difficulty"] += time.perf_counter() - s
     return build_record(draft=draft, question=question, root=root, sub=sub, src=ctx.src, retrieval=ret,
                         shortcut=shortcut, generator=cfg.generator, seed=cfg.seed, split="train",
-                        weight=weight, candidates=u.candidates)
+                        weight=weight, candidates=u.candidates, reach=reach)
 
 
 def generate(index_dir: str | Path | None = None, n: int = 300, seed: int = 0, generator: str = "template",

@@ -121,7 +121,7 @@ def _sentences(node: NodeSpec, me: _Voice, short: Mapping[str, str]) -> list[str
         out.append(relation_sentence(rel, direction, me, noun_phrase(child)))
         out.extend(_sentences(child, _other_voice(child, short), short))
     for total, child in node.counts:
-        out.append(f"{me.subject} is one of the {total} entities linked with {noun_phrase(child)}")
+        out.append(f"{me.subject} is one of {total} entities linked with {noun_phrase(child)}")
         out.extend(_sentences(child, _other_voice(child, short), short))
     for f in node.facts if node.depth == 0 else ():  # a related entity's facts are in its noun phrase
         out.append(fact_sentence(f.text, f.type, dict(f.record), me))

@@ -29,12 +29,18 @@ _PROVENANCE_KEYS = ("page", "passage", "anchor", "ordinal", "evidence", "query")
 
 @dataclass(frozen=True)
 class Difficulty:
-    """Difficulty features of a question and the level derived from them.
+    """Difficulty of a question: its shape, and how hard the simulator's search finds its answer (measured).
 
-    ``score = hops + cycle rank + constraints / 4`` (hops: the longest chain of relations from
-    the answer; cycle rank: ``edges - nodes + 1``, the independent cycles a solver must close;
-    constraints: atomic clues). ``easy`` below 4.5, ``hard`` from 6.25, ``medium`` between
-    (fixed thresholds, about a third each on the sample corpus).
+    Measured per question: ``oracle_searches`` (the searches a provenance-following oracle needs to
+    reach the answer page: the answerability solver's winning query for the answer and,
+    recursively, those of the entities that query needed, :meth:`~training.synth.gates.Retrieval.searches_needed`),
+    ``search_tries`` (every query that solver tried, failures included), and whether the answer
+    page is in the sim's top 10 for the question itself (``top10_question``) or for any single
+    clue about the answer (``top10_clue``). The level follows the measurements: ``easy`` when one
+    search of a single clue already shows the answer page; ``medium`` when the whole question
+    does, or the oracle needs fewer than 3 searches in a chain and the solver fewer than 10 tries;
+    ``hard`` otherwise. ``score = hops + cycle rank + constraints / 4`` is the shape alone,
+    kept for comparison with the older sets (whose level was that score cut at 4.5 and 6.25).
     """
 
     nodes: int
@@ -43,18 +49,29 @@ class Difficulty:
     constraints: int
     level: str
     score: float = 0.0
+    oracle_searches: int = 0
+    search_tries: int = 0
+    top10_question: bool = False
+    top10_clue: bool = False
+    best_clue_rank: int | None = None
 
     @classmethod
-    def of(cls, nodes: int, edges: int, hops: int, constraints: int) -> Difficulty:
-        """Derive the score and level from the features."""
+    def of(cls, nodes: int, edges: int, hops: int, constraints: int, *, searches: int = 0, tries: int = 0,
+           reach: dict[str, Any] | None = None) -> Difficulty:
+        """The shape score and the measured level (see the class docstring)."""
+        reach = reach or {}
         score = hops + (edges - nodes + 1) + constraints / 4
-        level = "easy" if score < 4.5 else "hard" if score >= 6.25 else "medium"
-        return cls(nodes, edges, hops, constraints, level, score)
+        top_q, top_c = bool(reach.get("top10_question")), bool(reach.get("top10_clue"))
+        level = "easy" if top_c else "medium" if top_q or (searches < 3 and tries < 10) else "hard"
+        return cls(nodes, edges, hops, constraints, level, score, searches, tries, top_q, top_c,
+                   reach.get("best_clue_rank"))
 
     def as_dict(self) -> dict[str, Any]:
         """The record's ``difficulty`` field."""
         return {"nodes": self.nodes, "edges": self.edges, "hops": self.hops, "constraints": self.constraints,
-                "score": self.score, "level": self.level}
+                "score": self.score, "level": self.level, "oracle_searches": self.oracle_searches,
+                "search_tries": self.search_tries, "top10_question": self.top10_question,
+                "top10_clue": self.top10_clue, "best_clue_rank": self.best_clue_rank}
 
 
 def task_id(seed: int, question: str) -> str:
@@ -98,7 +115,7 @@ def _docids(src: StoreSource, node: NodeSpec | None, title: str, edges: list[dic
 
 def build_record(*, draft: QuestionDraft, question: str, root: NodeSpec, sub: Subgraph, src: StoreSource,
                  retrieval: Retrieval, shortcut: bool, generator: str, seed: int, split: str,
-                 weight: float = 1.0, candidates: int = 1) -> dict[str, Any]:
+                 weight: float = 1.0, candidates: int = 1, reach: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assemble one task record.
 
     Args:
@@ -114,6 +131,8 @@ def build_record(*, draft: QuestionDraft, question: str, root: NodeSpec, sub: Su
         split: ``"train"`` or ``"test"``.
         weight: Sampling weight (below 1 for down-weighted shortcut questions).
         candidates: Size of the uniqueness check's final candidate set.
+        reach: Where the answer page ranks for the question and its single clues
+            (:meth:`~training.synth.gates.SearchGates.reach`), for the measured difficulty.
 
     Returns:
         The record: ``id, question, answer, aliases, split, answer_url, evidence, clues,
@@ -137,7 +156,9 @@ def build_record(*, draft: QuestionDraft, question: str, root: NodeSpec, sub: Su
                           "found_by": a.get("found_by", ""), "query": a.get("query")})
     evidence = [{"title": t, "url": title_to_url(t), "docids": _docids(src, specs.get(t), t, edges)} for t in nodes]
     clues = [{**c, "query": retrieval.queries.get(c["entity"], "")} for c in flatten(root, draft.head)]
-    diff = Difficulty.of(g.number_of_nodes(), g.number_of_edges(), draft.hops, root.constraint_count())
+    searches = retrieval.searches_needed(answer)
+    diff = Difficulty.of(g.number_of_nodes(), g.number_of_edges(), draft.hops, root.constraint_count(),
+                         searches=searches, tries=retrieval.tries, reach=reach)
     return {
         "id": task_id(seed, question), "question": question, "answer": answer, "aliases": aliases, "split": split,
         "answer_url": title_to_url(answer), "evidence": evidence, "clues": clues,

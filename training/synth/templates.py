@@ -7,7 +7,7 @@ description, sometimes its name, sometimes with a fuzzed date), related to its p
 edge's relation ("was born in ...", "is the capital of ...", "whose article mentions ..." when
 nothing better exists); the target itself gets up to a few direct clues (a fuzzed date or
 number, a sliver of its name), and the structure adds the rest: the edges that close cycles
-become "... are also directly linked" constraints, a high-degree neighbour can become a counting
+may become an "... are also linked" constraint, a high-degree neighbour can become a counting
 clue, a near miss from the whole graph a negation, another dated node a temporal order.
 :mod:`training.synth.prose` writes the clue tree as several short sentences. The answer (the
 target's title) never appears: descriptions avoid it, clues that would contain it are dropped,
@@ -100,7 +100,7 @@ class _Builder:
         self.forbidden = name_variants(str(target))
         self.used: set[UncertaintyType] = set()
         self.count = 0
-        self.fact_prob = 0.15  # a related entity's noun phrase carries a blurred fact this often
+        self.fact_prob = 0.1  # a related entity's noun phrase carries a blurred fact this often
 
     def entity(self, node: Hashable) -> Entity:
         ent = self.facts.get(node) if isinstance(node, str) else None
@@ -201,7 +201,7 @@ def _bfs_children(g: nx.Graph, root: Hashable) -> tuple[dict[Hashable, list], di
 def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Mapping[str, Entity],
                       rng: random.Random | int = 0, types: Collection[UncertaintyType] = ALL_TYPES, *,
                       kg: KnowledgeGraph | nx.Graph | None = None, named_prob: float = 0.25,
-                      max_extra_facts: int = 3) -> QuestionDraft:
+                      max_extra_facts: int = 4) -> QuestionDraft:
     """Turn a subgraph, a target node and the entities' facts into one question.
 
     Args:
@@ -243,7 +243,7 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     for c in kids:
         # the count a reader can check is the page's degree in the corpus when the graph knows it, not in the KG
         total = int(g.nodes[c].get("corpus_degree", g.nodes[c].get("degree", 0)))
-        if b.allow(U.COUNTING, 0.25) and total >= 3:
+        if b.allow(U.COUNTING, 0.15) and total >= 3:
             clues.append(counting_clue(total, b.describe(c, children)))
             b.used.add(U.COUNTING)
             b.count += 1
@@ -278,8 +278,10 @@ def _target_facts(b: _Builder, g: nx.Graph, ent: Entity) -> list[Clue]:
     """Optional clues about the answer itself, in random order: a blurred date and number, a sliver of its name, a
     temporal order against another entity (each only where the facts allow and none showing the answer)."""
     out = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
-    if U.PARTIAL_NAME in b.types:
-        out.append(partial_name_clue(str(b.target), rng=b.rng))
+    if U.PARTIAL_NAME in b.types:  # two different slivers of the name (an initial and a length, say)
+        modes = ["initial", "prefix", "length", "words"]
+        b.rng.shuffle(modes)
+        out.extend(partial_name_clue(str(b.target), mode=m) for m in modes[:2])
     if U.TEMPORAL_ORDER in b.types:
         mine = [d for d in ent.dates if (p := date_phrase(d.attr)) and p[1]]
         others = sorted((n for n in g if n != b.target), key=str)
@@ -321,13 +323,13 @@ def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list
     for u, v in sorted(g.edges, key=lambda e: (str(e[0]), str(e[1]))):
         if (u, v) in tree or (v, u) in tree or u not in refs or v not in refs or U.INTERSECTION not in b.types:
             continue
-        if any(c.type is U.INTERSECTION for c in out) or b.rng.random() < 0.5:
+        if any(c.type is U.INTERSECTION for c in out) or b.rng.random() < 0.7:
             break  # one closing link at most (the verifier does not need it: it says the relations form a cycle)
-        text = f"where {refs[u]} and {refs[v]} are also directly linked"
+        text = f"where {refs[u]} and {refs[v]} are also linked"
         out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"), ("u", str(u)), ("v", str(v)))))
         b.used.add(U.INTERSECTION)
         b.count += 1
-    miss = _near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, 0.15) else None
+    miss = _near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, 0.1) else None
     if miss is not None:
         phrase = b.noun_phrase(miss, with_fact=False)
         own = describe_entity(ent, forbidden=b.forbidden)
