@@ -8,16 +8,17 @@ from pathlib import Path
 
 
 def ensure_sample_index(path: str | None = None) -> Path:
-    """Return the index directory, building the sample index there first if it is absent."""
+    """Return the index directory, building the sample index there first if it is absent (BM25 only: a
+    benchmark that needs dense retrieval gets it encoded on first use)."""
     from wiki_index.manifest import MANIFEST
     from wiki_index.settings import default_index_dir
 
     target = Path(path) if path else default_index_dir()
     if not (target / MANIFEST).is_file():
-        from wiki_index.build import build_index
+        from wiki_index.build import BuildConfig, build_index
 
         print(f"building the sample index at {target} ...", flush=True)
-        build_index("sample", target)
+        build_index("sample", target, BuildConfig(dense=False))
     return target
 
 

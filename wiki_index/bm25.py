@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any

@@ -240,7 +240,7 @@ def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Pas
 def _write_columns(tmp: Path, content_sha256: str, n_passages: int) -> None:
     """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.columns`)."""
     from wiki_index.bm25 import BM25Searcher
-    from wiki_index.index import write_index_columns
+    from wiki_index.derived import write_index_columns
     from wiki_index.store import Store
 
     store, searcher = Store(tmp / "store.duckdb"), BM25Searcher(tmp / "bm25")

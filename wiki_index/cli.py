@@ -3,7 +3,8 @@
 Examples::
 
     wiki-index build                        # the bundled sample -> $SIM_WEB_HOME/indexes/sample
-    wiki-index build enwiki.xml.bz2 --no-dense --workers 8
+    wiki-index build enwiki.xml.bz2 --workers 8  # BM25; dense is encoded on first dense/hybrid use
+    wiki-index build --dense                # encode the dense index now rather than on first use
     wiki-index search "theory of relativity" --mode hybrid -k 5
     wiki-index info
 """
@@ -75,7 +76,7 @@ def _info(args: argparse.Namespace) -> int:
     print("counts:  " + ", ".join(f"{k} {v}" for k, v in m["counts"].items()))
     print(f"bm25:    k1={m['bm25']['k1']} b={m['bm25']['b']} passages={m['bm25']['count']}")
     d = m.get("dense")
-    print(f"dense:   {d['index_type']} {d['count']}x{d['dim']} max_seq_length={d['max_seq_length']}" if d else "dense:   none (build with --dense)")
+    print(f"dense:   {d['index_type']} {d['count']}x{d['dim']} max_seq_length={d['max_seq_length']}" if d else "dense:   not built yet (encoded on the first dense/hybrid search, or now with `wiki-index build --dense`)")
     print(f"built:   {m.get('built_at')} in {m.get('build_seconds')} s; content sha256 {m['content_sha256'][:16]}")
     return 0
 
@@ -88,7 +89,8 @@ def make_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build an index from the sample, a MediaWiki XML dump or a JSONL corpus")
     b.add_argument("source", nargs="?", default="sample", help="'sample' (default), a .xml/.xml.bz2 dump, or a .jsonl(.gz) corpus")
     b.add_argument("--out", default=None, help="index directory (default $SIM_WEB_HOME/indexes/<name>)")
-    b.add_argument("--dense", action=argparse.BooleanOptionalAction, default=True, help="also build the FAISS index")
+    b.add_argument("--dense", action=argparse.BooleanOptionalAction, default=False,
+                   help="also encode the passages for the FAISS index now (default: on the first dense/hybrid search)")
     b.add_argument("--index-type", default="flat", choices=["flat", "hnsw", "ivfpq"], help="FAISS index type")
     b.add_argument("--max-seq-length", type=int, default=128, help="encoder tokens per passage")
     b.add_argument("--batch-size", type=int, default=64, help="encoder batch size")

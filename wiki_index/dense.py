@@ -136,13 +136,11 @@ def build_dense(out_dir: Path, batches: Iterator[list[Passage]], n: int, cfg: De
     out_dir.mkdir(parents=True, exist_ok=True)
     emb = np.lib.format.open_memmap(out_dir / "embeddings.npy", mode="w+", dtype=np.float32, shape=(max(n, 1), enc.dim))
     row = 0
-    with open(out_dir / "docids.txt", "w", encoding="utf-8") as ids, tqdm(total=n, desc="encode", unit="psg") as bar:
+    with open(out_dir / "docids.txt", "w", encoding="utf-8") as ids, tqdm(total=n, desc="encode", unit="psg", smoothing=0.1) as bar:
         for batch in batches:
-            vecs = enc.encode([p.contents for p in batch])
-            emb[row:row + len(batch)] = vecs
+            emb[row:row + len(batch)] = _encode_with_progress(enc, [p.contents for p in batch], bar)
             row += len(batch)
             ids.writelines(p.docid + "\n" for p in batch)
-            bar.update(len(batch))
     if row != n:
         raise ConfigError(f"dense build expected {n} passages, got {row}")
     index = _make_index(enc.dim, n, cfg)
@@ -155,6 +153,22 @@ def build_dense(out_dir: Path, batches: Iterator[list[Passage]], n: int, cfg: De
     del emb
     (out_dir / "embeddings.npy").unlink()
     return {**cfg.to_dict(), "dim": enc.dim, "count": n, "estimated_bytes": est, "dtype": enc.dtype}
+
+
+def _encode_with_progress(enc: Encoder, texts: list[str], bar: Any) -> np.ndarray:
+    """Encode ``texts`` one encoder batch at a time, moving ``bar`` after each.
+
+    The texts are cut into batches in sentence-transformers' own order (longest first, by the
+    same ``argsort``), so the batches, and the embeddings, are those of one big ``encode`` call.
+    """
+    out = np.empty((len(texts), enc.dim), dtype=np.float32)
+    order = np.argsort([-len(t) for t in texts])
+    step = enc.cfg.batch_size
+    for start in range(0, len(texts), step):
+        rows = order[start:start + step]
+        out[rows] = enc.encode([texts[i] for i in rows])
+        bar.update(len(rows))
+    return out
 
 
 def _make_index(dim: int, n: int, cfg: DenseConfig) -> Any:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import threading
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import ConfigError, IndexMismatchError
-from wiki_index.manifest import build_command, read_manifest
+from wiki_index.errors import ConfigError
+from wiki_index.manifest import read_manifest
 from wiki_index.searcher import Searcher
 from wiki_index.settings import default_index_dir
 from wiki_index.types import Hit, Passage
 
 MODES = ("bm25", "dense", "hybrid")
-log = logging.getLogger(__name__)
 
 
 class WikiIndex:
@@ -42,8 +40,10 @@ class WikiIndex:
 
     @property
     def has_dense(self) -> bool:
-        """Whether the index was built with a dense (FAISS) part."""
-        return bool(self.manifest.get("dense"))
+        """Whether the dense (FAISS) part exists already (at build time, or built on an earlier first use)."""
+        from wiki_index.derived import dense_location
+
+        return dense_location(self.path, self.manifest)[1] is not None
 
     def _part(self, name: str, make: Any) -> Any:
         with self._lock:
@@ -68,14 +68,19 @@ class WikiIndex:
 
     @property
     def dense(self) -> Any:
-        """The :class:`~wiki_index.dense.DenseSearcher` (an error naming the fix if none was built)."""
-        from wiki_index.dense import DenseConfig, DenseSearcher
+        """The :class:`~wiki_index.dense.DenseSearcher`; an index built without ``--dense`` encodes its passages
+        now, once (with a message and a progress bar; see :mod:`wiki_index.derived`)."""
+        return self._part("dense", self._make_dense)
 
-        if not self.has_dense:
-            src = self.manifest.get("source", {}).get("spec", "sample")
-            raise IndexMismatchError(f"{self.path} was built without a dense index; rebuild with:\n    {build_command(self.path, src)} --dense")
-        cfg = {k: v for k, v in self.manifest["dense"].items() if k in DenseConfig.__dataclass_fields__}
-        return self._part("dense", lambda: DenseSearcher(self.path / "dense", DenseConfig(**cfg), self.store.passages_by_id))
+    def _make_dense(self) -> Any:
+        from wiki_index.dense import DenseConfig, DenseSearcher
+        from wiki_index.derived import build_dense_on_first_use, dense_location
+
+        where, info = dense_location(self.path, self.manifest)
+        if info is None:
+            where, info = build_dense_on_first_use(self.path, self.manifest, self.store)
+        cfg = {k: v for k, v in info.items() if k in DenseConfig.__dataclass_fields__}
+        return DenseSearcher(where, DenseConfig(**cfg), self.store.passages_by_id)
 
     @property
     def titles(self) -> Any:
@@ -96,6 +101,7 @@ class WikiIndex:
 
     def _make_columns(self) -> Any:
         from wiki_index.columns import PassageColumns, lucene_commit
+        from wiki_index.derived import write_index_columns
         from wiki_index.settings import sim_web_home
 
         sha, commit = self.manifest["content_sha256"], lucene_commit(self.path / "bm25")
@@ -131,32 +137,3 @@ class WikiIndex:
         by_id = {p.docid: p for p in self.store.passages_by_id([h.docid for h in hits])}
         return [(h, by_id[h.docid]) for h in hits if h.docid in by_id]
 
-
-def write_index_columns(path: Path, store: Any, bm25: Any, content_sha256: str, target: Path, n: int) -> Path:
-    """Write the passage columns of the index at ``path`` (store + Lucene) into ``target``, with a progress bar.
-
-    Args:
-        path: The index directory.
-        store: Its opened :class:`~wiki_index.store.Store`.
-        bm25: Its opened :class:`~wiki_index.bm25.BM25Searcher`.
-        content_sha256: The manifest's content hash.
-        target: The columns directory to write.
-        n: The number of passages (for the progress bar).
-    """
-    from tqdm import tqdm
-
-    from wiki_index.columns import lucene_commit, write_columns
-
-    log.info("writing the passage columns of %s (%d passages, once)", path, n)
-    with tqdm(total=2 * n, desc="passage columns", unit="passage", disable=n < 200_000, mininterval=1.0) as bar:
-        ids: list[str] = []
-        for batch in bm25.lucene_ids():
-            ids += batch
-            bar.update(len(batch))
-
-        def batches() -> Any:
-            for b in store.iter_passages():
-                bar.update(len(b))
-                yield b
-
-        return write_columns(target, batches(), ids, content_sha256, lucene_commit(path / "bm25"))

@@ -47,6 +47,27 @@ def test_dense_and_hybrid_find_a_known_article(tiny_dense_index):
     assert ix.hybrid.doc(hits[0].docid).docid == hits[0].docid
 
 
+def test_dense_is_encoded_on_first_dense_use_and_recorded(vital_leads, tmp_path, monkeypatch, capsys):
+    from wiki_index.build import BuildConfig, build_index
+
+    monkeypatch.setenv("SIM_WEB_HOME", str(tmp_path / "home"))
+    data = json.loads(vital_leads.read_text(encoding="utf-8"))
+    corpus = tmp_path / "small.jsonl"
+    with corpus.open("w", encoding="utf-8") as f:
+        for i, (_, rec) in enumerate(sorted(data.items())[:30]):
+            f.write(json.dumps({"id": f"d{i}", "title": rec["title"], "text": rec["extract"]}) + "\n")
+    path = build_index(corpus, tmp_path / "ix", BuildConfig(dense=False))
+    ix = WikiIndex.from_dir(path)
+    assert not ix.has_dense and ix.manifest["dense"] is None
+    target = ix.store.page_info(ix.store.page_ids()[7]).title
+    assert target in titles(ix.search(target, 5, "hybrid"))  # encodes now, once
+    assert "no dense index yet" in capsys.readouterr().err
+    again = WikiIndex.from_dir(path)  # the manifest records it: the next process reuses it
+    assert again.has_dense and again.manifest["dense"]["count"] == again.manifest["counts"]["passages"]
+    stamp = (path / "dense" / "index.faiss").stat().st_mtime_ns
+    assert titles(again.search(target, 5, "dense")) and (path / "dense" / "index.faiss").stat().st_mtime_ns == stamp
+
+
 def test_rrf_fuses_and_breaks_ties_by_docid():
     a = [Hit("x", 9.0), Hit("y", 8.0), Hit("z", 7.0)]
     b = [Hit("y", 0.9), Hit("w", 0.8)]
@@ -73,8 +94,6 @@ def test_missing_incomplete_and_mismatched_indexes_say_how_to_rebuild(sample_ind
     with pytest.raises(IndexNotFoundError, match="incomplete"):
         WikiIndex.from_dir(copy)
     ix = WikiIndex.from_dir(sample_index)
-    with pytest.raises(IndexMismatchError, match="--dense"):
-        ix.dense
     with pytest.raises(ConfigError, match="bm25"):
         ix.searcher("splade")
 
