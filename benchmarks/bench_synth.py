@@ -5,8 +5,9 @@ Four tables, all medians of ``--repeats`` runs measured in this one run:
 1. the real leads graph (10k Wikipedia lead sections, title-mention edges): build, densify,
    sample, pick targets and generate questions;
 2. the store-backed pipeline on the sample index (``wiki-index build`` output): reading the
-   store, building the dense KG, sampling, the uniqueness and answerability gates, and the whole
-   ``sim-web synth`` run (questions per second);
+   store, building the dense KG (typed relations read from each edge's sentence included),
+   sampling, the uniqueness and answerability gates, and the whole ``sim-web synth`` run
+   (questions per second), with the set's question-quality measures and difficulty levels;
 3. scaling of :func:`build_dense_kg` on ``networkx.powerlaw_cluster_graph`` at 10k, 100k and
    1M edges (per-edge cost against the 10k baseline);
 4. scaling of random-walk sampling with WL dedup, and of WL hashing alone, in the number of
@@ -24,6 +25,7 @@ import gc
 import random
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 
 import networkx as nx
@@ -143,6 +145,14 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
     print(table(["step", "size", "time s", "per item"], rows))
     print(f"gate pass rates: unique {rep.rate('unique', 'checked_unique'):.1%}, shortcut "
           f"{rep.rate('shortcut', 'checked_shortcut'):.1%}, answerable {rep.rate('answerable', 'checked_answerable'):.1%}")
+    from training.synth.quality import quality
+
+    q = quality(records)
+    print(f"question quality: typed relation phrases on {q['typed_clue_share']:.1%} of relational clues, median "
+          f"{q['question_words_median']} words (max {q['question_words_max']}), at most {q['nesting_max']} relative "
+          f"clauses in a sentence; KG edges with a typed relation: {rep.kg.get('typed_relations', 0)}")
+    levels = Counter(r["difficulty"]["level"] for r in records)
+    print(f"measured difficulty levels: {dict(sorted(levels.items()))}")
 
 
 def _build_scaling(edge_targets: list[int], repeats: int) -> nx.Graph:

@@ -251,3 +251,38 @@ def test_flattened_clues_cover_the_draft(run):
         types = {c["type"] for c in r["clues"]}
         assert "type" in types and (types & {"named", "obfuscated_entity"})
         assert "relational" in types or "counting" in types
+
+
+def test_records_carry_typed_relations_with_their_sentence_and_measured_difficulty(run, src):
+    from training.synth.quality import nesting
+    from training.synth.relations import is_text_relation
+
+    records, rep = run
+    assert rep.kg["typed_relations"] > 0
+    text = [e for r in records for e in r["subgraph"]["edges"] if is_text_relation(e["relation"])]
+    assert text
+    for e in text:  # provenance: the sentence stating the relation is on the source page and names the target
+        passage = dict(src.passages(src.resolve(e["source"])))[e["provenance"]["passage"]]
+        assert e["provenance"]["evidence"][:200] in passage
+    typed = [c for r in records for c in r["clues"] if c["type"] == "relational" and is_text_relation(c["relation"])]
+    assert typed and all("{" not in c["text"] for c in typed)
+    for r in records:
+        d = r["difficulty"]
+        assert d["oracle_searches"] >= 1 and d["search_tries"] >= 1
+        assert (d["level"] == "easy") == d["top10_clue"]
+        assert d["level"] != "hard" or not (d["top10_question"] or d["top10_clue"])
+        assert nesting(r["question"]) <= 2 and r["question"].endswith(("?", "."))
+
+
+def test_more_facts_are_added_only_when_the_answer_is_not_yet_unique(src, verifier):
+    # "This city is mentioned in the article on Turkey" fits several cities; the initial, then a population range
+    # single Adana out, and the check says how many of the extra facts it took
+    initial = partial_name_clue("Adana", mode="initial")
+    pop = next(n for n in src.entity("Adana").numbers if n.attr == "population")
+    rng = Clue("with a population of between 1.6 and 2 million", U.FUZZY_NUMBER, pop.text,
+               (("attr", "population"), ("mode", "range"), ("lo", "1600000.0"), ("hi", "2000000.0")))
+    root = NodeSpec("Adana", relations=[("mention", "to_anchor", named("Turkey"))])
+    u, k = verifier.check_extending(root, "city", (initial, rng, partial_name_clue("Adana", mode="length")))
+    assert (u.reason, k) == ("unique", 2)
+    u, k = verifier.check_extending(root, "city", (initial,))
+    assert (u.reason, k) == ("ambiguous", 1) and not u.unique

@@ -178,7 +178,8 @@ def render_card(card: dict[str, Any]) -> str:
         f"Uniqueness outcomes: {g['uniqueness']}.", "",
     ]
     lines += [f"Drafts a single search answered at first: {g.get('shortcut_first_drafts', 0)}, of which "
-              f"{g.get('shortcut_reworded', 0)} were written again with every entity described and passed; facts about "
+              f"{g.get('shortcut_reworded', 0)} were written again with every entity described (and, where that was not "
+              f"enough, without quoting the answer's own page) and passed; facts about "
               f"the answer the uniqueness check asked for (count: questions): {g.get('facts_added', {})}.", ""]
     lines += ["## Question quality", ""] + render_quality(card["quality"], card.get("quality_before"))
     lines += ["## Difficulty, measured", "",

@@ -252,14 +252,14 @@ class _Ctx:
     timing: Counter = field(default_factory=Counter)
 
 
-def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str) -> tuple | None:
+def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str, quote: bool = True) -> tuple | None:
     """One draft through the generator, parsing, dedup, uniqueness and the optional LLM rewrite:
     ``(draft, root, question, uniqueness)`` or ``None`` (counted in the funnel)."""
     f, cfg = ctx.rep.funnel, ctx.cfg
     f["drafts"] += 1
     try:
         draft = generate_question(sub, target, ctx.kg.entities, random.Random(f"{cfg.seed}:{i}:{target}{tag}"),
-                                  kg=ctx.kg, named_prob=named_prob)
+                                  kg=ctx.kg, named_prob=named_prob, quote_answer=quote)
         root = parse_clues(draft.answer, draft.clues)
     except AnswerLeakError:
         f["answer_leak"] += 1
@@ -306,9 +306,10 @@ def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
 
 def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     """A verified draft for one target and whether a single search answers it. A draft that one search answers is
-    written again (at most twice, other random choices each time) with every related entity described rather than
-    named (counted as ``shortcut_reworded`` when that removes the shortcut); the shortcut gate counts the final
-    version, and every version passes the uniqueness check on its own."""
+    written again with every related entity described rather than named, then, if still needed, also without
+    quoting the answer's own page for its relations (counted as ``shortcut_reworded`` when that removes the
+    shortcut); the shortcut gate counts the final version, and every version passes the uniqueness check on its
+    own."""
     got = _draft(ctx, i, sub, target, 0.25, "")
     if got is None:
         return None
@@ -316,8 +317,8 @@ def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     shortcut = _shortcut(ctx, got[2], got[1].entity)
     if shortcut and ctx.cfg.shortcut_policy == "drop":
         f["shortcut_first"] += 1
-        for tag in (":described", ":described-again"):
-            again = _draft(ctx, i, sub, target, 0.0, tag)
+        for tag, quote in ((":described", True), (":plain", False)):
+            again = _draft(ctx, i, sub, target, 0.0, tag, quote)
             if again is not None and not _shortcut(ctx, again[2], again[1].entity):
                 got, shortcut = again, False
                 f["shortcut_reworded"] += 1

@@ -59,6 +59,9 @@ _COPULA_REL = re.compile(r"^(?:is|was|are|were)\s+(?:a|an|the|one of the)\s+[^,;
 _AND_VERB = re.compile(r"^.*\band\s+(?=(\w+)\b)")
 _CAPS = r"[A-Z][\w'’.-]*(?:\s+(?:of\s+|the\s+|de\s+)*[A-Z][\w'’.-]*)*"
 _LIST_TAIL = re.compile(r"\b(?:both\s+)?(?:" + _CAPS + r",\s+)*" + _CAPS + r",?\s+and\s+$")  # "by Ecuador and "
+#: "the capital and largest city of" -> "the capital of": a second, superlative title of the same thing
+_COORD = re.compile(r"\b(\w+) and (?:the )?(?:largest|most populous|biggest|main|principal|chief|most important"
+                    r"|second-largest|oldest)(?: \w+)?(?= (?:of|in)\b| $)")
 _DEMONYM = re.compile(r"^[A-Z][a-z]+(?:an|ian|ean|ese|ish|ic|i)$")
 _TRAILING = {"the", "a", "an", "its", "his", "her", "their", "modern", "present-day", "modern-day", "today's",
              "southern", "northern", "eastern", "western", "central", "northeastern", "northwestern", "southeastern",
@@ -126,6 +129,7 @@ def clean_predicate(text: str) -> str | None:
     True
     """
     p = _LIST_TAIL.sub("", " ".join(_ADVERBS.sub("", _DATE.sub(" ", text)).split()) + " ").strip()
+    p = _COORD.sub(r"\1", p + " ").strip()
     m = _COPULA_REL.match(p)
     if m:
         p = m.group(1)
@@ -193,7 +197,9 @@ def extract_relation(sentence: str, src_names: Iterable[str], dst_names: Iterabl
     >>> extract_relation("Ontario is the southernmost province of Canada.", ["Ontario"], ["Canada"])
     '{src} is the southernmost province of {dst}'
     >>> extract_relation("Its capital and most populous city is Phnom Penh.", ["Cambodia"], ["Phnom Penh"])
-    '{dst} is the capital and most populous city of {src}'
+    '{dst} is the capital of {src}'
+    >>> extract_relation("Paris is the capital and largest city of France.", ["Paris"], ["France"])
+    '{src} is the capital of {dst}'
     >>> extract_relation("General relativity (GR) is a theory that was developed by Albert Einstein.",
     ...                  ["Albert Einstein", "Einstein"], ["General relativity"])
     '{dst} was developed by {src}'
@@ -229,15 +235,18 @@ def _whole_name(s: str, span: tuple[int, int]) -> bool:
 
 
 def _POSSESSIVE_TEMPLATE(s: str, dst_re: Names) -> str | None:  # noqa: N802 - a pattern, named as one
-    """``"Its capital and largest city is Phnom Penh"`` -> ``"{dst} is the capital and largest city of {src}"``."""
+    """``"Its capital and largest city is Phnom Penh"`` -> ``"{dst} is the capital of {src}"``."""
     obj = dst_re.search(s)
     if obj is None or not _whole_name(s, obj):
         return None
     m = _POSSESSIVE.match(s[:obj[0]])
-    if m is None or _BOUNDARY.search(m.group(1).replace(" and ", " ")):
+    if m is None:
+        return None
+    noun = _COORD.sub(r"\1", m.group(1) + " ").strip()
+    if _BOUNDARY.search(noun):
         return None
     verb = "is" if m.group(2) in ("is", "are") else "was"
-    return f"{DST} {verb} the {m.group(1)} of {SRC}"
+    return f"{DST} {verb} the {noun} of {SRC}"
 
 
 def fill(template: str, src: str, dst: str) -> str:

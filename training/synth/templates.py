@@ -101,6 +101,7 @@ class _Builder:
         self.used: set[UncertaintyType] = set()
         self.count = 0
         self.fact_prob = 0.1  # a related entity's noun phrase carries a blurred fact this often
+        self.quote_answer = True  # state the answer's relations in the words of the answer's own page
 
     def entity(self, node: Hashable) -> Entity:
         ent = self.facts.get(node) if isinstance(node, str) else None
@@ -161,8 +162,10 @@ class _Builder:
             data.update(theirs)
         self.used.add(U.RELATIONAL)
         self.count += 1
-        return relational_clue(anchor, str(data.get("relation", "link")),
-                               anchor_is_source=data.get("source_page", other) == other)
+        relation = str(data.get("relation", "link"))
+        if node == self.target and not self.quote_answer and data.get("source_page") == node and "{" in relation:
+            relation = str(data.get("kind", "link"))  # the answer's own lead, quoted, is what one search finds
+        return relational_clue(anchor, relation, anchor_is_source=data.get("source_page", other) == other)
 
     def describe(self, node: Hashable, children: Mapping[Hashable, list]) -> Clue:
         """A noun phrase for ``node`` with relational clauses for its subtree."""
@@ -201,7 +204,7 @@ def _bfs_children(g: nx.Graph, root: Hashable) -> tuple[dict[Hashable, list], di
 def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Mapping[str, Entity],
                       rng: random.Random | int = 0, types: Collection[UncertaintyType] = ALL_TYPES, *,
                       kg: KnowledgeGraph | nx.Graph | None = None, named_prob: float = 0.25,
-                      max_extra_facts: int = 4) -> QuestionDraft:
+                      max_extra_facts: int = 4, quote_answer: bool = True) -> QuestionDraft:
     """Turn a subgraph, a target node and the entities' facts into one question.
 
     Args:
@@ -219,6 +222,9 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
         max_extra_facts: At most this many optional facts about the answer (a blurred date or number, a
             sliver of its name, a temporal order) kept in ``extras``; the question states none of them
             until :func:`extend` adds those the uniqueness check needs.
+        quote_answer: State a relation read from the answer's own page with its phrase; ``False``
+            says only that the pages are linked (the phrase, verbatim from the answer's lead, is
+            what a single search finds).
 
     Returns:
         The :class:`QuestionDraft`.
@@ -235,6 +241,7 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     structure = classify_structure(g) if nx.is_connected(g) else Structure.OTHER
     full = kg.graph if isinstance(kg, KnowledgeGraph) else kg
     b = _Builder(g, target, facts, rng, types, named_prob, full)
+    b.quote_answer = quote_answer
     children, depth = _bfs_children(g, target)
     ent = b.entity(target)
     head = head_noun(ent, forbidden=b.forbidden) if U.OBFUSCATED_ENTITY in b.types else "entity"
