@@ -1,5 +1,6 @@
 """A two-round feedback-loop run on the tiny model: the set changes as the rules say and the same trainer goes on."""
 
+import itertools
 import json
 
 import pytest
@@ -40,7 +41,7 @@ def test_two_rounds_retire_by_the_rules_and_the_trainer_continues_on_the_refresh
     held_out = {r["question"] for r in records if r["split"] == "test"} | {r["answer"] for r in records if r["split"] == "test"}
     assert len(outcomes) == 2 * recipe.per_device_batch
     changed = 0
-    for before, after in zip(rounds, rounds[1:]):
+    for before, after in itertools.pairwise(rounds):
         step, active = after["step"], before["state"]["active"]
         played = [o for o in outcomes if o["step"] == step]
         assert {o["task_id"] for o in played} <= set(active)  # this step trained on the set the last round left

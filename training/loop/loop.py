@@ -160,6 +160,6 @@ def mix(tasks: Sequence[Task]) -> dict[str, Any]:
     diffs = [d for t in tasks if (d := difficulty(t.metadata)) is not None]
     levels = Counter(str(d.get("level")) for d in diffs)
     types = Counter(u for t in tasks for u in t.metadata.get("uncertainty_types", []))
-    return {"distinct": len(set(t.id for t in tasks)), "fresh": sum(bool(t.metadata.get("loop_fresh")) for t in tasks),
+    return {"distinct": len({t.id for t in tasks}), "fresh": sum(bool(t.metadata.get("loop_fresh")) for t in tasks),
             "mean_difficulty": sum(float(d["score"]) for d in diffs) / len(diffs) if diffs else None,
             "levels": dict(sorted(levels.items())), "uncertainty_types": dict(sorted(types.items()))}
