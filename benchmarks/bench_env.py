@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from sim_web.env import EnvConfig
     from sim_web.executor import ExecutorConfig
     from sim_web.env.tasks import derive_tasks
-    from wiki_index._java import import_pyserini_search
+    from wiki_index._java import autoclass, import_pyserini_search
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--index", default=None)
@@ -47,10 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     uenv = env.unwrapped
     tasks = derive_tasks(uenv.index.store, n=n)  # questions carrying a quoted description to search for
     queries = [t.question.split('"')[1] for t in tasks]
-    raw = import_pyserini_search().LuceneSearcher(str(uenv.index.path / "bm25"))
-    raw.set_bm25(uenv.index.bm25.k1, uenv.index.bm25.b)
+    if args.quick:  # the Java object under pyserini's LuceneSearcher: skips pyserini.search's torch import (10-30 s)
+        raw = autoclass("io.anserini.search.SimpleSearcher")(str(uenv.index.path / "bm25"))
+        raw_name = "raw Anserini SimpleSearcher.search(q, k=30)"
+    else:
+        raw = import_pyserini_search().LuceneSearcher(str(uenv.index.path / "bm25"))
+        raw_name = "raw pyserini LuceneSearcher.search(q, k=30)"
+    raw.set_bm25(float(uenv.index.bm25.k1), float(uenv.index.bm25.b))
     actions = [f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>' for q in queries]
-    warm = [t.question.split('"')[1] for t in derive_tasks(uenv.index.store, n=1000)]  # other queries: Lucene's JIT warms
+    warm = [t.question.split('"')[1] for t in derive_tasks(uenv.index.store, n=200 if args.quick else 1000)]  # JIT warm-up
     turns = [0]
 
     def step(action: str) -> None:
@@ -61,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         turns[0] += 1
         env.step(action)
 
-    for q in warm:  # up over ~1000 searches, and both sides share the JVM
+    for q in warm:  # Lucene's JIT warms up over ~1000 searches, and both sides share the JVM
         raw.search(q, 30)
         step(f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>')
 
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     visit_ms = timed(step, urls)
     print(f"\nenv step latency over {len(queries)} queries (search: median of 5 alternating passes, visit: of 3; cache off)")
     print(table(["operation", "ms", "ratio"], [
-        ["raw pyserini LuceneSearcher.search(q, k=30)", f"{raw_ms:.3f}", "1.00x"],
+        [raw_name, f"{raw_ms:.3f}", "1.00x"],
         ["env.step(search tool call) incl. parse+format", f"{step_ms:.3f}", f"{step_ms / raw_ms:.2f}x"],
         ["env.step(visit tool call)", f"{visit_ms:.3f}", "-"],
     ]))

@@ -137,6 +137,24 @@ def _bodies(path: str, n: int) -> list[tuple[str, dict]]:
     return out
 
 
+def split_bodies(bodies: list[tuple[str, dict]], phases: int, min_per_phase: int = 50) -> tuple[list, list, list]:
+    """Split the request bodies into warm-up, single-request and load parts, the load part at least
+    ``min_per_phase`` bodies per phase (fewer bodies than that: an error, not a run of failed requests).
+
+    Warm-up takes a fifth (at most 400) and the single-request pass a tenth (at most 200), so that a
+    ``--quick`` run with a few hundred bodies still leaves most of them to the load phases.
+
+    Raises:
+        ValueError: Too few bodies for the phases.
+    """
+    n_warm, n_single = min(400, len(bodies) // 5), min(200, len(bodies) // 10)
+    warm, single, load = bodies[:n_warm], bodies[n_warm:n_warm + n_single], bodies[n_warm + n_single:]
+    if not warm or not single or len(load) < phases * min_per_phase:
+        raise ValueError(f"{len(bodies)} request bodies are too few for warm-up, the single-request pass and "
+                         f"{phases} load phases of {min_per_phase}; the index yields too few tasks")
+    return warm, single, load
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table; non-zero exit if any request failed."""
     import httpx
@@ -156,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         args.clients, args.seconds, args.think_ms = 20, 3, [0, 500]
     use_wrk = shutil.which("wrk") is not None and not args.no_wrk
     path = str(ensure_sample_index(args.index))
-    bodies = _bodies(path, 2000 if not args.quick else 300)
-    warm, single_bodies, load_bodies = bodies[:400], bodies[400:600], bodies[600:]
+    warm, single_bodies, load_bodies = split_bodies(_bodies(path, 2000 if not args.quick else 300), len(args.think_ms))
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", path, "--port", str(port), "--workers", str(args.workers),
@@ -180,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                     c.post(p, json=b).raise_for_status()
                     single.append(time.perf_counter() - t)
             p50_single = statistics.median(single)
-        chunk = len(load_bodies) // len(args.think_ms)
+        chunk = len(load_bodies) // len(args.think_ms)  # split_bodies makes sure that each phase gets some
         for i, think in enumerate(args.think_ms):
             part = load_bodies[i * chunk:(i + 1) * chunk]  # distinct calls per phase: cache misses
             name = "closed loop (no pause)" if think == 0 else f"rollout-like ({think} ms pause)"
