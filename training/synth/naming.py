@@ -110,22 +110,37 @@ _NOT_A_NOUN_PHRASE = re.compile(r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used
 
 _CLAUSE = re.compile(r",(?! [A-Z]| and)|;|:| (?:that|which|who|whose|where|when|with|consisting|comprising|including"
                      r"|[a-z]+ing (?:with|on|of|in|to|from|at|for)) ")
-MAX_PHRASE_WORDS = 5
+MAX_PHRASE_WORDS = 6
 
 
 def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
-    """A noun phrase cut at its first clause (a comma, "that", "which", "with" ...) when 2+ words come before it,
-    then to ``max_words`` words without a dangling function word ("an implementation of technical standards based on
-    the consensus of different parties" -> "an implementation of technical standards based on the consensus")."""
+    """A noun phrase cut at its first clause (a comma before a lower-case word, "that", "which", "with" ...) when 2+
+    words come before it; a phrase still longer than ``max_words`` is cut before its last preposition that leaves a
+    whole noun (never inside a name, never after a function word or a participle), else kept whole.
+
+    >>> shorten("Ancient Hellenistic polity founded by Ptolemy I in Egypt")
+    'Ancient Hellenistic polity'
+    >>> shorten("National park in California, United States")
+    'National park in California, United States'
+    >>> shorten("German-born theoretical physicist, widely held to be one of the greatest")
+    'German-born theoretical physicist'
+    """
     m = _CLAUSE.search(phrase)
     if m and len(phrase[:m.start()].split()) >= 2:
         phrase = phrase[:m.start()]
-    words = phrase.split()
-    if len(words) > max_words:
-        words = words[:max_words]
-        while words and words[-1].rstrip(",;:").lower() in _FUNCTION_WORDS:
-            words.pop()
-    return " ".join(words).rstrip(",;: ")
+    words = phrase.rstrip(",;: ").split()  # never cut before "of": "the capital of X" needs its X
+    if len(words) <= max_words:
+        return " ".join(words)
+    for i in range(max_words, 1, -1):
+        nxt, last = words[i].lower(), words[i - 1]
+        if (nxt in _CUT_BEFORE or nxt.endswith("ed")) and last.lower() not in _FUNCTION_WORDS and not last.endswith((",", "ed", "ing")) \
+                and not (last[:1].isupper() and words[i - 2][:1].isupper()):
+            return " ".join(words[:i])
+    return " ".join(words)
+
+
+_CUT_BEFORE = {"in", "by", "from", "for", "on", "at", "with", "and", "or", "to", "during", "between", "near",
+               "founded", "located", "based", "known", "used", "made", "built", "written", "born"}
 
 
 def _predicate(first_sentence: str) -> str:

@@ -67,6 +67,7 @@ _TRAILING = {"the", "a", "an", "its", "his", "her", "their", "modern", "present-
              "southern", "northern", "eastern", "western", "central", "northeastern", "northwestern", "southeastern",
              "southwestern", "north", "south", "east", "west", "upper", "lower", "greater", "ancient", "several", "many"}
 MAX_WORDS = 6
+_SINGULAR = {"are": "is", "were": "was", "have": "has"}
 _PARTICIPLES = {"located", "situated", "based", "bordered", "bounded", "named", "known", "considered", "called",
                 "headquartered", "centered", "centred", "surrounded", "composed", "derived", "divided", "connected"}
 
@@ -161,7 +162,8 @@ def clean_predicate(text: str) -> str | None:
         return None
     if len(words) == 1 and words[0].lower() in ("is", "was", "are", "were", "has", "had", "have"):
         return None
-    return p
+    words[0] = _SINGULAR.get(words[0], words[0])  # the question's subjects are singular ("this language was spoken")
+    return " ".join(words)
 
 
 def _subject_end(sent: str, names: Names, own: bool) -> int | None:

@@ -101,6 +101,7 @@ class _Builder:
         self.used: set[UncertaintyType] = set()
         self.count = 0
         self.fact_prob = 0.1  # a related entity's noun phrase carries a blurred fact this often
+        self.phrases: dict[Hashable, str] = {}  # the noun phrase each entity was given
         self.quote_answer = True  # state the answer's relations in the words of the answer's own page
 
     def entity(self, node: Hashable) -> Entity:
@@ -117,6 +118,10 @@ class _Builder:
         ent = self.entity(node)
         named = not self.allow(U.OBFUSCATED_ENTITY, 1 - self.named_prob)
         clue = describe_entity(ent, forbidden=self.forbidden, named=named)
+        if clue.text in self.phrases.values() and self.phrases.get(node) != clue.text:
+            # two entities of one question described alike could not be told apart: name this one
+            clue = describe_entity(ent, forbidden=self.forbidden, named=True)
+        self.phrases.setdefault(node, clue.text)
         if dict(clue.record).get("source") != "title":
             self.used.add(U.OBFUSCATED_ENTITY)
         if with_fact and dict(clue.record).get("source") != "title" and self.rng.random() < self.fact_prob:
