@@ -39,6 +39,7 @@ def test_runs_share_seed_tasks_and_rollouts_and_differ_in_their_switch(tmp_path)
     assert recipes["adv-grpo"].advantage == "grpo" and recipes["base"].advantage == "loo"
     assert recipes["loop"].loop and not recipes["dupo"].loop and recipes["dupo"].dupo
     assert recipes["base"].output_dir == str(tmp_path / "base" / "train")
+    assert not cfg.subprocesses and AblateConfig().subprocesses and AblateConfig(quick=True, isolate=True).subprocesses
 
 
 def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, synth_run, tmp_path):
@@ -74,6 +75,21 @@ def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, sy
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resumed: base, dupo already finished" in again.stdout
     assert json.loads((out / "results.json").read_text())["results"] == report["results"]
+
+
+@pytest.mark.slow
+def test_isolate_runs_each_configuration_in_its_own_process(sample_index, synth_run, tmp_path):
+    from training.ablate.runner import run_grid
+
+    records, _ = synth_run
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    cfg = AblateConfig(quick=True, isolate=True, configs=("adv-grpo",), out=str(tmp_path / "grid"), eval_n=0,
+                       overrides={"index_dir": str(sample_index), "tasks": str(tasks), "n_tasks": 4})
+    [row] = run_grid(cfg)
+    assert row["name"] == "adv-grpo" and row["steps"] == 2 and not row["skipped"] and row["heldout_pass1"] is None
+    assert "training with tools" in (tmp_path / "grid" / "adv-grpo" / "run.log").read_text()
+    assert run_grid(cfg)[0]["skipped"]
 
 
 def test_table_and_markdown_show_missing_values_as_dashes():

@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-n", type=int, default=50, help="held-out tasks evaluated per configuration (0: none; --quick: 2)")
     p.add_argument("--out", default=None, help="output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick])")
     p.add_argument("--no-resume", action="store_true", help="rerun finished configurations")
+    p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
+                   help="each configuration in its own process (default: yes, except with --quick)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -53,7 +55,7 @@ def config_from_args(args: argparse.Namespace) -> object:
         overrides[key.strip()] = parse_value(value)
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
     return AblateConfig(recipe=args.recipe, quick=args.quick, configs=configs, out=args.out, overrides=overrides,
-                        eval_n=args.eval_n, resume=not args.no_resume)
+                        eval_n=args.eval_n, resume=not args.no_resume, isolate=args.isolate)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,19 +3,23 @@
 Each configuration writes ``<out>/<name>/``: ``train/`` (the GRPO run: checkpoints, ``metrics.jsonl``, ``outcomes.jsonl``,
 ``final/``), ``eval/`` (the eval harness's trajectories and metrics on the held-out ``test`` split) and ``result.json``
 (the row of the table). A configuration with a ``result.json`` is skipped, an interrupted one resumes from its last
-checkpoint, so the whole grid is resumable. :mod:`training.ablate.report` writes the table and the plot.
+checkpoint, so the whole grid is resumable. By default each configuration runs in its own process
+(``python -m training.ablate.runner <out>/grid.json <name>``), so GPU memory, the colocated vLLM engine included, is
+freed between runs; ``--quick`` runs them in-process. :mod:`training.ablate.report` writes the table and the plot.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.ablate.grid import Variant, select
+from training.ablate.grid import Variant, select, variant
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
@@ -38,6 +42,8 @@ class AblateConfig:
     eval_n: int = field(default=50, metadata={"help": "Held-out (test split) tasks evaluated per configuration (0 = no eval); "
                                                       "--quick uses 2."})
     resume: bool = field(default=True, metadata={"help": "Skip configurations that finished; False reruns everything."})
+    isolate: bool | None = field(default=None, metadata={"help": "Run each configuration in its own process (None: yes, "
+                                                                 "except with --quick)."})
 
     def __post_init__(self) -> None:
         if self.eval_n < 0:
@@ -53,6 +59,11 @@ class AblateConfig:
     def n_eval(self) -> int:
         """Held-out tasks per configuration."""
         return min(self.eval_n, 2) if self.quick else self.eval_n
+
+    @property
+    def subprocesses(self) -> bool:
+        """Whether configurations run in child processes."""
+        return (not self.quick) if self.isolate is None else self.isolate
 
     def out_dir(self) -> Path:
         """Where the grid writes."""
@@ -76,17 +87,44 @@ def run_grid(cfg: AblateConfig) -> list[dict[str, Any]]:
     out = cfg.out_dir()
     out.mkdir(parents=True, exist_ok=True)
     (out / "grid.json").write_text(json.dumps(asdict(cfg), indent=1, default=str), encoding="utf-8")
-    return [run_one(cfg, v) for v in select(cfg.configs)]
+    return [run_child(cfg, v) if cfg.subprocesses else run_one(cfg, v) for v in select(cfg.configs)]
+
+
+def _finished(cfg: AblateConfig, v: Variant) -> dict[str, Any] | None:
+    path = cfg.out_dir() / v.name / "result.json"
+    if cfg.resume and path.is_file():
+        log.warning("ablate: %s already finished, skipped", v.name)
+        return {**json.loads(path.read_text(encoding="utf-8")), "skipped": True}
+    return None
+
+
+def run_child(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
+    """One configuration in a child process (``python -m training.ablate.runner <out>/grid.json <name>``).
+
+    Raises:
+        ConfigError: When the child fails (its output is in ``<out>/<name>/run.log``).
+    """
+    done = _finished(cfg, v)
+    if done:
+        return done
+    run_dir = cfg.out_dir() / v.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with (run_dir / "run.log").open("a", encoding="utf-8") as logf:
+        res = subprocess.run([sys.executable, "-m", "training.ablate.runner", str(cfg.out_dir() / "grid.json"), v.name],
+                             stdout=logf, stderr=subprocess.STDOUT, check=False)
+    if res.returncode != 0:
+        raise ConfigError(f"ablation configuration {v.name!r} failed (exit {res.returncode}); see {run_dir / 'run.log'}")
+    return {**json.loads((run_dir / "result.json").read_text(encoding="utf-8")), "skipped": False}
 
 
 def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
     """One configuration: train, evaluate on held-out tasks, write ``result.json`` (or read it when it exists)."""
     from training.grpo.train import main as train
 
+    done = _finished(cfg, v)
+    if done:
+        return done
     path = cfg.out_dir() / v.name / "result.json"
-    if cfg.resume and path.is_file():
-        log.warning("ablate: %s already finished, skipped", v.name)
-        return {**json.loads(path.read_text(encoding="utf-8")), "skipped": True}
     recipe = recipe_of(cfg, v)
     t0 = time.perf_counter()
     summary = train(recipe)
@@ -159,3 +197,14 @@ def summarise(v: Variant, recipe: Any, summary: dict[str, Any], held: dict[str, 
         "train_seconds": round(train_s, 1), "wall_seconds": round(wall_s, 1),
         "curve": [[r["step"], r.get("agent/reward_mean")] for r in rows], "model": recipe.model, "seed": recipe.seed,
     }
+
+
+def config_from_file(path: Path) -> AblateConfig:
+    """The :class:`AblateConfig` saved in ``grid.json``."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return AblateConfig(**{**data, "configs": tuple(data["configs"])})
+
+
+if __name__ == "__main__":  # one configuration of a grid, in its own process (run_child)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    run_one(config_from_file(Path(sys.argv[1])), variant(sys.argv[2]))
