@@ -39,6 +39,7 @@ def test_runs_share_seed_tasks_and_rollouts_and_differ_in_their_switch(tmp_path)
     assert recipes["adv-grpo"].advantage == "grpo" and recipes["base"].advantage == "loo"
     assert recipes["loop"].loop and not recipes["dupo"].loop and recipes["dupo"].dupo
     assert recipes["base"].output_dir == str(tmp_path / "base" / "train")
+    assert recipe_of(AblateConfig(overrides={"model": "tiny", "use_vllm": False, "bf16": False}), GRID[0]).max_steps == 50
     assert not cfg.subprocesses and AblateConfig().subprocesses and AblateConfig(quick=True, isolate=True).subprocesses
 
 

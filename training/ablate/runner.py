@@ -26,6 +26,8 @@ from wiki_index.settings import sim_web_home
 log = logging.getLogger(__name__)
 #: --quick: the tiny random model on CPU, 2 steps per configuration, 2 held-out tasks (checks the plumbing only).
 QUICK = {"max_steps": 2, "max_turns": 1, "max_turn_tokens": 16, "max_completion_length": 64, "save_steps": 1}
+#: The default grid: short runs of the base recipe (override with --set max_steps=N).
+SHORT = {"max_steps": 50, "save_steps": 10}
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def recipe_of(cfg: AblateConfig, v: Variant) -> Any:
 
     from training.grpo.config import load_recipe
 
-    fields = {**(QUICK if cfg.quick else {}), **cfg.overrides, **v.fields(cfg.quick)}
+    fields = {**(QUICK if cfg.quick else SHORT), **cfg.overrides, **v.fields(cfg.quick)}
     fields.update(output_dir=str(cfg.out_dir() / v.name / "train"), resume=cfg.resume)
     return dataclasses.replace(load_recipe(cfg.base_recipe, **fields), name=v.name)
 
