@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-FAST = ["bench_executor", "bench_env", "bench_server"]
-SLOW = ["bench_retrieval", "bench_ingest", "bench_synth", "bench_agent_eval", "bench_real"]
+FAST = ["bench_executor", "bench_real", "bench_env", "bench_server"]
+SLOW = ["bench_retrieval", "bench_ingest", "bench_synth", "bench_agent_eval"]
 
 
 def _run(name: str, home: str) -> subprocess.CompletedProcess[str]:
