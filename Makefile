@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow train-smoke sim-to-real bench clean-index
+.PHONY: install run test test-slow train-smoke sim-to-real ablate bench clean-index
 
 install: $(STAMP)
 
@@ -38,6 +38,14 @@ sim-to-real: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web sim-to-real --policy $(or $(POLICY),oracle) --n $(or $(N),20) $(ARGS)
+
+# the GRPO ablation grid, one switch at a time (advantage, truncation, DUPO, feedback loop): QUICK=1 runs it on CPU
+# with a tiny random model, 2 steps each (plumbing only); otherwise the single-gpu recipe, 50 steps per configuration
+# (GPU + vLLM: pip install -e '.[gpu]'); e.g. ARGS="--configs base,dupo --set model=runs/smol-sft"
+ablate: install
+	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web ablate $(if $(QUICK),--quick) $(ARGS)
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow
