@@ -1,7 +1,10 @@
 """BM25 over passages with Lucene (pyserini 1.6.0 / Anserini), built and searched in-process.
 
 The Lucene classes are reached through :mod:`wiki_index._java`, so opening a searcher starts
-the JVM (about 1 s) but imports neither torch nor the rest of pyserini.
+the JVM (about 1 s) but imports neither torch nor the rest of pyserini. The search hot path
+(:meth:`BM25Searcher.search_docs`) asks Lucene's ``IndexSearcher`` for document numbers and
+scores only, ranked exactly as Anserini's ``SimpleSearcher`` ranks them; the text comes from
+:mod:`wiki_index.columns`, not from decoding each hit's stored JSON.
 """
 
 from __future__ import annotations
@@ -119,19 +122,20 @@ class BM25Searcher:
     def _direct(self) -> tuple[Any, ...]:
         """Lucene's own searcher over the same index, set up as ``SimpleSearcher.search`` sets up its own:
         same analyzer, bag-of-words query, BM25 parameters and sort (score, then the ``id`` field)."""
-        if self._lucene is None:
+        with _java.jvm_lock:
+            if self._lucene is not None:
+                return self._lucene
             from jnius import cast
 
             A = _java.autoclass
-            with _java.jvm_lock:
-                reader = A("org.apache.lucene.index.DirectoryReader").open(
-                    A("org.apache.lucene.store.FSDirectory").open(A("java.io.File")(str(self.path)).toPath()))
-                searcher = A("org.apache.lucene.search.IndexSearcher")(cast("org.apache.lucene.index.IndexReader", reader))
-                searcher.setSimilarity(A("org.apache.lucene.search.similarities.BM25Similarity")(float(self.k1), float(self.b)))
-                field = A("org.apache.lucene.search.SortField")
-                sort = A("org.apache.lucene.search.Sort")(field.FIELD_SCORE, field("id", A("org.apache.lucene.search.SortField$Type").STRING_VAL))
-                analyzer = A("io.anserini.index.IndexCollection").DEFAULT_ANALYZER
-                self._lucene = (reader, searcher, sort, analyzer, A("io.anserini.search.query.BagOfWordsQueryGenerator")())
+            reader = A("org.apache.lucene.index.DirectoryReader").open(
+                A("org.apache.lucene.store.FSDirectory").open(A("java.io.File")(str(self.path)).toPath()))
+            searcher = A("org.apache.lucene.search.IndexSearcher")(cast("org.apache.lucene.index.IndexReader", reader))
+            searcher.setSimilarity(A("org.apache.lucene.search.similarities.BM25Similarity")(float(self.k1), float(self.b)))
+            field = A("org.apache.lucene.search.SortField")
+            sort = A("org.apache.lucene.search.Sort")(field.FIELD_SCORE, field("id", A("org.apache.lucene.search.SortField$Type").STRING_VAL))
+            analyzer = A("io.anserini.index.IndexCollection").DEFAULT_ANALYZER
+            self._lucene = (reader, searcher, sort, analyzer, A("io.anserini.search.query.BagOfWordsQueryGenerator")())
         return self._lucene
 
     def search_docs(self, query: str, k: int = 10) -> list[tuple[int, float]]:
@@ -167,7 +171,8 @@ class BM25Searcher:
                 values, n = doc_values.getBinary(leaf, "id"), leaf.maxDoc()
             for start in range(0, n, batch):
                 with _java.jvm_lock:
-                    yield [values.binaryValue().utf8ToString() for i in range(start, min(n, start + batch)) if values.advanceExact(i)]
+                    ids = [values.binaryValue().utf8ToString() for i in range(start, min(n, start + batch)) if values.advanceExact(i)]
+                yield ids  # outside the lock: other threads may search while the caller works
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """Top ``k`` passages for ``query``; an empty or blank query gives ``[]``."""
