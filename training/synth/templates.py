@@ -287,8 +287,8 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
 
 
 def _target_facts(b: _Builder, g: nx.Graph, ent: Entity) -> list[Clue]:
-    """Optional clues about the answer itself, in random order: a blurred date and number, a sliver of its name, a
-    temporal order against another entity (each only where the facts allow and none showing the answer)."""
+    """Optional clues about the answer itself: a blurred date and number and a temporal order against another entity
+    (where the facts allow), in random order, then two slivers of its name; none showing the answer."""
     out = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
     if U.PARTIAL_NAME in b.types:  # two different slivers of the name (an initial and a length, say)
         modes = ["initial", "prefix", "length", "words"]
@@ -305,7 +305,8 @@ def _target_facts(b: _Builder, g: nx.Graph, ent: Entity) -> list[Clue]:
             if clue is not None:
                 out.append(clue)
                 break
-    b.rng.shuffle(out)
+    b.rng.shuffle(out)  # blurred facts before slivers of the name: a question asks for a name last
+    out.sort(key=lambda c: c.type is U.PARTIAL_NAME)
     return [c for c in out if not leaks(c.text, b.forbidden)]
 
 
