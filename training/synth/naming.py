@@ -128,7 +128,7 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     m = _CLAUSE.search(phrase)
     if m and len(phrase[:m.start()].split()) >= 2:
         phrase = phrase[:m.start()]
-    words = phrase.rstrip(",;: ").split()  # never cut before "of": "the capital of X" needs its X
+    words = phrase.rstrip(",;: ").split()  # never before "of" or "and": "the capital (and largest city) of X"
     if len(words) <= max_words:
         return " ".join(words)
     for i in range(max_words, 1, -1):
@@ -139,7 +139,7 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     return " ".join(words)
 
 
-_CUT_BEFORE = {"in", "by", "from", "for", "on", "at", "with", "and", "or", "to", "during", "between", "near",
+_CUT_BEFORE = {"in", "by", "from", "for", "on", "at", "with", "to", "during", "between", "near",
                "founded", "located", "based", "known", "used", "made", "built", "written", "born"}
 
 
