@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from training.synth.constraints import parse_clues
+from training.synth.constraints import parse_clues, strip_article
 from training.synth.kg import Entity, KnowledgeGraph, edge_rank
 from training.synth.prose import FORMS, render
 from training.synth.sampling import Structure, Subgraph, classify_structure
@@ -118,8 +118,9 @@ class _Builder:
         ent = self.entity(node)
         named = not self.allow(U.OBFUSCATED_ENTITY, 1 - self.named_prob)
         clue = describe_entity(ent, forbidden=self.forbidden, named=named)
-        if clue.text in self.phrases.values() and self.phrases.get(node) != clue.text:
-            # two entities of one question described alike could not be told apart: name this one
+        if (clue.text in self.phrases.values() and self.phrases.get(node) != clue.text) or self.restates(node, clue):
+            # two entities described alike could not be told apart, and "a country in Asia is a country in ..."
+            # says nothing: name this one
             clue = describe_entity(ent, forbidden=self.forbidden, named=True)
         self.phrases.setdefault(node, clue.text)
         if dict(clue.record).get("source") != "title":
@@ -129,6 +130,21 @@ class _Builder:
             if extra is not None:
                 clue = Clue(f"{clue.text} {extra.text}", clue.type, clue.original, clue.record, (extra,))
         return clue
+
+    def restates(self, node: Hashable, clue: Clue) -> bool:
+        """Whether a sentence-relation of ``node`` (as its subject) restates its description: the relation and the
+        description came from the same lead sentence ("is a country in ...")."""
+        if dict(clue.record).get("source") == "title":
+            return False
+        key = " ".join(strip_article(clue.text).lower().split()[:2])
+        for other in self.g.adj[node] if node in self.g else ():
+            data = self.g.edges[node, other]
+            for attrs in [data, *data.get("by_source", {}).values()]:
+                rel = str(attrs.get("relation", ""))
+                subject = attrs.get("source_page") if rel.startswith("{src}") else attrs.get("target_page")
+                if "{" in rel and subject == node and key in rel.lower():
+                    return True
+        return False
 
     def date_clue(self, ent: Entity, generic: bool = True) -> Clue | None:
         """A fuzzed date with its verb; dates of a known kind first, a bare "date" only if ``generic``."""
