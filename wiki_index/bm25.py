@@ -22,9 +22,15 @@ from wiki_index.types import Hit, Passage
 log = logging.getLogger(__name__)
 
 
-def passage_json(p: Passage) -> str:
-    """The raw JSON document stored in Lucene for a passage (Anserini ``JsonCollection`` shape)."""
-    return json.dumps({"id": p.docid, "contents": p.contents, "page_id": p.page_id, "section": p.section, "ordinal": p.ordinal}, ensure_ascii=False)
+def passage_json(p: Passage, title_field: bool = False) -> str:
+    """The raw JSON document stored in Lucene for a passage (Anserini ``JsonCollection`` shape).
+
+    With ``title_field``, the page title also goes into its own ``title`` key (indexed as its own field).
+    """
+    d = {"id": p.docid, "contents": p.contents, "page_id": p.page_id, "section": p.section, "ordinal": p.ordinal}
+    if title_field:
+        d["title"] = p.title
+    return json.dumps(d, ensure_ascii=False)
 
 
 def adjust_ties(scores: list[float]) -> list[float]:
@@ -63,12 +69,16 @@ class BM25Writer:
         index_dir: The Lucene index directory to create.
         threads: Indexing threads.
         batch: Documents handed to Java per call.
+        title_field: Also index the page title as its own ``title`` field (for a title boost at search time).
     """
 
-    def __init__(self, index_dir: str | Path, threads: int = 2, batch: int = 5_000) -> None:
+    def __init__(self, index_dir: str | Path, threads: int = 2, batch: int = 5_000, title_field: bool = False) -> None:
         JIndexer = _java.autoclass("io.anserini.index.SimpleIndexer")
         args = ["-index", str(index_dir), "-storeRaw", "-storePositions", "-storeDocvectors",
                 "-threads", str(threads), "-input", "", "-collection", "JsonCollection"]
+        if title_field:
+            args += ["-fields", "title"]
+        self._title_field = title_field
         with _java.jvm_lock:
             self._ix = JIndexer(args)
         self._buf: list[str] = []
@@ -78,7 +88,7 @@ class BM25Writer:
     def add(self, passages: Iterable[Passage]) -> None:
         """Queue passages for indexing."""
         for p in passages:
-            self._buf.append(passage_json(p))
+            self._buf.append(passage_json(p, self._title_field))
         if len(self._buf) >= self._batch:
             self._flush()
 
@@ -104,9 +114,11 @@ class BM25Searcher:
         index_dir: The Lucene index directory (``<index>/bm25``).
         k1: BM25 term-frequency saturation (Anserini's default for passages, 0.9).
         b: BM25 length normalisation (0.4).
+        title_boost: Weight of the ``title`` field next to ``contents`` (1.0); 0 searches ``contents`` only.
+            Only for an index built with a title field (``BuildConfig.title_boost``).
     """
 
-    def __init__(self, index_dir: str | Path, k1: float = 0.9, b: float = 0.4) -> None:
+    def __init__(self, index_dir: str | Path, k1: float = 0.9, b: float = 0.4, title_boost: float = 0.0) -> None:
         path = Path(index_dir)
         if not (path.is_dir() and any(path.glob("segments_*"))):
             raise IndexNotFoundError(f"no Lucene index in {path}; build it with `wiki-index build`")
@@ -117,7 +129,19 @@ class BM25Searcher:
             self._s.set_bm25(float(k1), float(b))
         self._JArrayList = _java.autoclass("java.util.ArrayList")
         self.path = path
+        self.title_boost = title_boost
+        self._fields = self._field_map(title_boost) if title_boost else None
         self._lucene: tuple[Any, ...] | None = None
+
+    @staticmethod
+    def _field_map(title_boost: float) -> Any:
+        from jnius import cast
+
+        fields = _java.autoclass("java.util.HashMap")()
+        with _java.jvm_lock:
+            fields.put("contents", _java.autoclass("java.lang.Float")(1.0))
+            fields.put("title", _java.autoclass("java.lang.Float")(float(title_boost)))
+        return cast("java.util.Map", fields)
 
     def _direct(self) -> tuple[Any, ...]:
         """Lucene's own searcher over the same index, set up as ``SimpleSearcher.search`` sets up its own:
@@ -148,7 +172,8 @@ class BM25Searcher:
             return []
         _, searcher, sort, analyzer, generator = self._direct()
         with _java.jvm_lock:
-            top = searcher.search(generator.buildQuery("contents", analyzer, query), int(k), sort, True)
+            q = generator.buildQuery(self._fields, analyzer, query) if self._fields else generator.buildQuery("contents", analyzer, query)
+            top = searcher.search(q, int(k), sort, True)
             hits = [(sd.doc, sd.score) for sd in top.scoreDocs]
         return list(zip([d for d, _ in hits], adjust_ties([s for _, s in hits])))
 
@@ -174,19 +199,23 @@ class BM25Searcher:
                     ids = [values.binaryValue().utf8ToString() for i in range(start, min(n, start + batch)) if values.advanceExact(i)]
                 yield ids  # outside the lock: other threads may search while the caller works
 
+    def _raw_search(self, query: str, k: int) -> Any:
+        """``SimpleSearcher``'s own search (call under the JVM lock)."""
+        return self._s.search_fields(query, self._fields, int(k)) if self._fields else self._s.search(query, int(k))
+
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """Top ``k`` passages for ``query``; an empty or blank query gives ``[]``."""
         if not query.strip():
             return []
         with _java.jvm_lock:
-            return [Hit(h.docid, float(h.score)) for h in self._s.search(query, int(k))]
+            return [Hit(h.docid, float(h.score)) for h in self._raw_search(query, k)]
 
     def search_passages(self, query: str, k: int = 10) -> list[tuple[Hit, Passage]]:
         """Like :meth:`search` but with each hit's passage, read from the Lucene stored document."""
         if not query.strip():
             return []
         with _java.jvm_lock:
-            hits = [(h.docid, float(h.score), h.lucene_document.get("raw")) for h in self._s.search(query, int(k))]
+            hits = [(h.docid, float(h.score), h.lucene_document.get("raw")) for h in self._raw_search(query, k)]
         return [(Hit(d, s), passage_from_raw(raw)) for d, s, raw in hits]
 
     def batch_search(self, queries: list[str], k: int = 10, threads: int = 1) -> list[list[Hit]]:
@@ -201,7 +230,8 @@ class BM25Searcher:
             for q, i in live:
                 jq.add(q)
                 jid.add(i)
-            res = self._s.batch_search(jq, jid, int(k), int(threads))
+            res = self._s.batch_search_fields(jq, jid, int(k), int(threads), self._fields) if self._fields else \
+                self._s.batch_search(jq, jid, int(k), int(threads))
             for entry in res.entrySet().toArray():
                 out[int(entry.getKey())] = [Hit(h.docid, float(h.score)) for h in entry.getValue()]
         return out

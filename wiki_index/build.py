@@ -39,6 +39,8 @@ class BuildConfig:
         dense_config: Encoder and FAISS settings.
         k1: BM25 k1 (recorded; searchers use it).
         b: BM25 b.
+        title_boost: Index the page title as its own field too, weighted this much against the passage
+            text (1.0) at search time; 0 (the default) indexes the text only.
         threads: Lucene indexing threads.
         workers: Processes parsing the dump (1 = in-process).
     """
@@ -48,10 +50,13 @@ class BuildConfig:
     dense_config: DenseConfig = field(default_factory=DenseConfig)
     k1: float = 0.9
     b: float = 0.4
+    title_boost: float = 0.0
     threads: int = 2
     workers: int = 1
 
     def __post_init__(self) -> None:
+        if not self.title_boost >= 0:
+            raise ConfigError(f"BuildConfig.title_boost must be >= 0 (0: no title field), got {self.title_boost}")
         if self.threads < 1 or self.workers < 1:
             raise ConfigError(f"BuildConfig.threads and workers must be >= 1, got {self.threads} and {self.workers}")
 
@@ -85,7 +90,7 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
     t0 = time.perf_counter()
     try:
         store = StoreWriter(tmp / "store.duckdb")
-        bm25 = BM25Writer(tmp / "bm25", threads=config.threads)
+        bm25 = BM25Writer(tmp / "bm25", threads=config.threads, title_field=config.title_boost > 0)
         digest = hashlib.sha256()
         n_passages = 0
         for rec in tqdm(src.records(), desc="parse", unit="page"):
@@ -116,7 +121,7 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
             "stats": src.stats.as_dict(),
             "counts": counts,
             "chunk": asdict(config.chunk),
-            "bm25": {"k1": config.k1, "b": config.b, "count": indexed},
+            "bm25": {"k1": config.k1, "b": config.b, "count": indexed, **({"title_boost": config.title_boost} if config.title_boost else {})},
             "dense": dense_info,
             "content_sha256": digest.hexdigest(),
             "versions": versions(),
@@ -243,7 +248,7 @@ def _write_columns(tmp: Path, content_sha256: str, n_passages: int) -> None:
     from wiki_index.derived import write_index_columns
     from wiki_index.store import Store
 
-    store, searcher = Store(tmp / "store.duckdb"), BM25Searcher(tmp / "bm25")
+    store, searcher = Store(tmp / "store.duckdb"), BM25Searcher(tmp / "bm25")  # ids only: no boost needed
     try:
         write_index_columns(tmp, store, searcher, content_sha256, tmp / "columns", n_passages)
     finally:

@@ -33,6 +33,7 @@ def _build(args: argparse.Namespace) -> int:
         dense_config=DenseConfig(index_type=args.index_type, max_seq_length=args.max_seq_length, batch_size=args.batch_size),
         threads=args.threads,
         workers=args.workers,
+        title_boost=args.title_boost,
     )
     out = build_index(args.source, args.out, cfg)
     print(f"index ready at {out}")
@@ -95,6 +96,8 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-seq-length", type=int, default=128, help="encoder tokens per passage")
     b.add_argument("--batch-size", type=int, default=64, help="encoder batch size")
     b.add_argument("--chunk-words", type=int, default=100, help="words per passage")
+    b.add_argument("--title-boost", type=float, default=0.0,
+                   help="also index page titles as their own field, weighted this much against the text at search time (0: off)")
     b.add_argument("--threads", type=int, default=2, help="Lucene indexing threads")
     b.add_argument("--workers", type=int, default=1, help="dump parsing processes")
     b.set_defaults(func=_build)

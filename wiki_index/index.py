@@ -64,7 +64,7 @@ class WikiIndex:
         from wiki_index.bm25 import BM25Searcher
 
         p = self.manifest["bm25"]
-        return self._part("bm25", lambda: BM25Searcher(self.path / "bm25", p["k1"], p["b"]))
+        return self._part("bm25", lambda: BM25Searcher(self.path / "bm25", p["k1"], p["b"], p.get("title_boost", 0.0)))
 
     @property
     def dense(self) -> Any:

@@ -61,3 +61,20 @@ def test_missing_or_stale_columns_are_rebuilt_on_first_search(sample_index, tmp_
     (copy / "columns" / "meta.json").write_text(json.dumps(meta))
     assert WikiIndex.from_dir(copy).search("theory of relativity", 30) == expected
     assert json.loads((copy / "columns" / "meta.json").read_text())["content_sha256"] != "0" * 64
+
+
+def test_an_opt_in_title_field_ranks_the_same_on_both_paths(vital_leads, tmp_path) -> None:
+    from wiki_index.build import BuildConfig, build_index
+
+    data = json.loads(vital_leads.read_text(encoding="utf-8"))
+    corpus = tmp_path / "small.jsonl"
+    with corpus.open("w", encoding="utf-8") as f:
+        for i, (_, rec) in enumerate(sorted(data.items())[:40]):
+            f.write(json.dumps({"id": f"d{i}", "title": rec["title"], "text": rec["extract"]}) + "\n")
+    index = WikiIndex.from_dir(build_index(corpus, tmp_path / "ix", BuildConfig(dense=False, title_boost=2.0)))
+    assert index.manifest["bm25"]["title_boost"] == 2.0 and index.bm25.title_boost == 2.0
+    titles = [index.store.page_info(pid).title for pid in index.store.page_ids()]
+    for q in titles + [f"{t.split()[-1]} history" for t in titles]:
+        assert index.search(q, 10) == index.bm25.search_passages(q, 10), q
+        assert [h.docid for h, _ in index.search(q, 10)] == [h.docid for h in index.bm25.search(q, 10)]
+    assert index.search(titles[3], 1)[0][1].title == titles[3]
