@@ -212,69 +212,92 @@ def sample_subgraphs_with_report(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes
         raise ValueError(f"need probabilities in [0, 1] and max_per_class >= 1 (or None), got restart_prob="
                          f"{restart_prob}, spanning_prob={spanning_prob}, max_per_class={max_per_class}")
     rng = rng if isinstance(rng, random.Random) else random.Random(rng)
-    sizes = sorted(set(sizes))
-    buckets = feasible_buckets(sizes)
-    quota = math.ceil(n / len(buckets)) if n else 0
-    cap = max_per_class or max(1, quota)
-    max_tries = max_tries if max_tries is not None else 40 * n + 2000
-    patience = patience if patience is not None else max(300, n // 4)
-    rep = SamplingReport(buckets={(s.value, k): 0 for s, k in buckets})
-    registry, walker = StructureRegistry(), _Walker(g, rng, restart_prob, typed_prob)
-    seen: set[tuple] = set()  # (sorted nodes, index edges): one entry per distinct instance
-    per_class: dict[int, int] = {}
-    chosen: list[_Draft] = []
-    reserve: dict[tuple[str, int], list[_Draft]] = {}
-    open_buckets = {k: sum(1 for _, kk in buckets if kk == k) for k in sizes}  # under quota, per size
-    idle = 0
-    while len(chosen) < n and rep.tries < max_tries:
-        open_sizes = [k for k in sizes if open_buckets[k]]  # walk only sizes that can still be accepted
-        if idle >= patience or not open_sizes:
-            rep.stalled = True
-            break
-        rep.tries += 1
-        idle += 1
-        k = open_sizes[rng.randrange(len(open_sizes))]
-        nodes = walker.walk(k)
+    sampler = _Sampler(g, n, sorted(set(sizes)), rng, restart_prob, spanning_prob, max_per_class, typed_prob)
+    chosen, rep = sampler.run(max_tries if max_tries is not None else 40 * n + 2000,
+                              patience if patience is not None else max(300, n // 4))
+    if len(chosen) < n:
+        log.warning("sampled %d of %d subgraphs in %d tries (%s); the graph may be too small or too sparse",
+                    len(chosen), n, rep.tries, "stalled" if rep.stalled else "max_tries reached")
+    return [_materialise(d, g) for d in chosen], rep
+
+
+class _Sampler:
+    """The state of one :func:`sample_subgraphs_with_report` run: buckets and quotas, seen instances, the reserve."""
+
+    def __init__(self, g: nx.Graph, n: int, sizes: list[int], rng: random.Random, restart_prob: float,
+                 spanning_prob: float, max_per_class: int | None, typed_prob: float) -> None:
+        self.g, self.n, self.sizes, self.rng = g, n, sizes, rng
+        self.spanning_prob, self.typed = spanning_prob, typed_prob > 0
+        buckets = feasible_buckets(sizes)
+        self.quota = math.ceil(n / len(buckets)) if n else 0
+        self.cap = max_per_class or max(1, self.quota)
+        self.rep = SamplingReport(buckets={(s.value, k): 0 for s, k in buckets})
+        self.registry, self.walker = StructureRegistry(), _Walker(g, rng, restart_prob, typed_prob)
+        self.seen: set[tuple] = set()  # (sorted nodes, index edges): one entry per distinct instance
+        self.per_class: dict[int, int] = {}
+        self.chosen: list[_Draft] = []
+        self.reserve: dict[tuple[str, int], list[_Draft]] = {}
+        self.open_buckets = {k: sum(1 for _, kk in buckets if kk == k) for k in sizes}  # under quota, per size
+
+    def run(self, max_tries: int, patience: int) -> tuple[list[_Draft], SamplingReport]:
+        """Walk until ``n`` drafts are chosen, the tries run out or ``patience`` tries in a row add nothing."""
+        rep, idle = self.rep, 0
+        while len(self.chosen) < self.n and rep.tries < max_tries:
+            open_sizes = [k for k in self.sizes if self.open_buckets[k]]  # walk only sizes that can still be accepted
+            if idle >= patience or not open_sizes:
+                rep.stalled = True
+                break
+            rep.tries += 1
+            idle += 1
+            k = open_sizes[self.rng.randrange(len(open_sizes))]
+            draft = self._draft(k)
+            if draft is not None and self._take(draft, k):
+                idle = 0
+        if len(self.chosen) < self.n:
+            _fill_from_reserve(self.chosen, self.reserve, self.per_class, self.cap, self.n, rep)
+        rep.accepted, rep.classes, rep.wl_collisions = len(self.chosen), self.registry.classes, self.registry.wl_collisions
+        return self.chosen, rep
+
+    def _draft(self, k: int) -> _Draft | None:
+        """One walk of ``k`` nodes as a new, connected instance of a class under its cap (None, counted, otherwise)."""
+        rep = self.rep
+        nodes = self.walker.walk(k)
         if len(nodes) < k:
             rep.too_small += 1
-            continue
-        edges = _edge_subset(nodes, g, rng, spanning_prob, typed_prob > 0)
+            return None
+        edges = _edge_subset(nodes, self.g, self.rng, self.spanning_prob, self.typed)
         order = sorted_nodes(nodes)
         index = {v: i for i, v in enumerate(order)}
         idx = tuple(sorted((min(index[u], index[v]), max(index[u], index[v])) for u, v in edges))
         if not is_connected_indexed(k, idx):
             rep.disconnected += 1
-            continue
+            return None
         key = (tuple(order), idx)
-        if key in seen:
+        if key in self.seen:
             rep.duplicate += 1
-            continue
-        seen.add(key)
-        cid, wl, _ = registry.classify_indexed(k, idx)
-        if per_class.get(cid, 0) >= cap:
+            return None
+        self.seen.add(key)
+        cid, wl, _ = self.registry.classify_indexed(k, idx)
+        if self.per_class.get(cid, 0) >= self.cap:
             rep.class_full += 1
-            continue
-        draft = _Draft(tuple(order), tuple((order[i], order[j]) for i, j in idx), registry.structures[cid], wl, cid)
-        bucket = (draft.structure.value, k)
-        if rep.buckets.get(bucket, 0) >= quota:
+            return None
+        return _Draft(tuple(order), tuple((order[i], order[j]) for i, j in idx), self.registry.structures[cid], wl, cid)
+
+    def _take(self, draft: _Draft, k: int) -> bool:
+        """Choose ``draft`` when its bucket is under quota (else keep it in the reserve); True when chosen."""
+        rep, bucket = self.rep, (draft.structure.value, k)
+        if rep.buckets.get(bucket, 0) >= self.quota:
             rep.over_quota += 1
-            pool = reserve.setdefault(bucket, [])
-            if len(pool) < n:
+            pool = self.reserve.setdefault(bucket, [])
+            if len(pool) < self.n:
                 pool.append(draft)
-            continue
-        chosen.append(draft)
-        per_class[cid] = per_class.get(cid, 0) + 1
+            return False
+        self.chosen.append(draft)
+        self.per_class[draft.iso_class] = self.per_class.get(draft.iso_class, 0) + 1
         rep.buckets[bucket] = rep.buckets.get(bucket, 0) + 1
-        if rep.buckets[bucket] == quota:
-            open_buckets[k] -= 1
-        idle = 0
-    if len(chosen) < n:
-        _fill_from_reserve(chosen, reserve, per_class, cap, n, rep)
-    rep.accepted, rep.classes, rep.wl_collisions = len(chosen), registry.classes, registry.wl_collisions
-    if len(chosen) < n:
-        log.warning("sampled %d of %d subgraphs in %d tries (%s); the graph may be too small or too sparse",
-                    len(chosen), n, rep.tries, "stalled" if rep.stalled else "max_tries reached")
-    return [_materialise(d, g) for d in chosen], rep
+        if rep.buckets[bucket] == self.quota:
+            self.open_buckets[k] -= 1
+        return True
 
 
 def _fill_from_reserve(chosen: list[_Draft], reserve: dict[tuple[str, int], list[_Draft]],
