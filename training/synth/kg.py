@@ -322,59 +322,13 @@ def build_dense_kg(seeds: Iterable[str], neighbours_fn: NeighboursFn, entity_fn:
     if max_nodes < 1:
         raise ValueError(f"max_nodes must be >= 1, got {max_nodes}; pass the number of entities to discover")
     rng = rng if isinstance(rng, random.Random) else random.Random(rng)
-    kg = KnowledgeGraph()
-    rep = kg.report
-    nbr_cache: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    ent_cache: dict[str, Entity | None] = {}
-
-    def neighbours(t: str) -> list[tuple[str, dict[str, Any]]]:
-        if t not in nbr_cache:
-            rep.neighbours_calls += 1
-            nbr_cache[t] = _valid_edges(t, neighbours_fn(t) or (), rep)
-        return nbr_cache[t]
-
-    def entity(t: str) -> Entity | None:
-        if t not in ent_cache:
-            ent_cache[t] = entity_fn(t)
-        return ent_cache[t]
-
-    queue: deque[str] = deque()
-    for s in dict.fromkeys(seeds):
-        rep.seeds += 1
-        if len(kg) >= max_nodes:
-            break
-        ent = entity(s)
-        if ent is None:
-            rep.seeds_missing += 1
-            continue
-        if s not in kg:
-            kg.add_entity(ent)
-            queue.append(s)
-    if rep.seeds and rep.seeds_missing == rep.seeds:
-        log.warning("none of the %d seeds is a known entity (entity_fn returned None for all)", rep.seeds)
-    while queue and len(kg) < max_nodes:
-        u = queue.popleft()
-        order = list(neighbours(u))
-        rng.shuffle(order)
-        for v, attrs in order[:max_neighbours] if max_neighbours else order:
-            if v in kg:
-                continue
-            if len(kg) >= max_nodes:
-                break
-            ent = entity(v)
-            if ent is None:
-                rep.missing_entities += 1
-                continue
-            kg.add_entity(ent)
-            kg.add_relation(u, v, attrs)
-            rep.tree_edges += 1
-            queue.append(v)
+    grower = _Grower(neighbours_fn, entity_fn, max_nodes)
+    kg, rep = grower.kg, grower.kg.report
+    grower.add_seeds(seeds)
+    grower.expand(rng, max_neighbours)
     rep.before = kg.stats()
     if densify:
-        for u in sorted(kg.graph.nodes):
-            for v, attrs in neighbours(u):
-                if v in kg and kg.add_relation(u, v, attrs):
-                    rep.dense_edges += 1
+        grower.densify()
     kg.refresh_degrees()
     rep.nodes = len(kg)
     rep.after = kg.stats()
@@ -382,3 +336,70 @@ def build_dense_kg(seeds: Iterable[str], neighbours_fn: NeighboursFn, entity_fn:
              rep.nodes, rep.tree_edges, rep.dense_edges, rep.before.cycle_rank, rep.after.cycle_rank,
              rep.before.avg_clustering, rep.after.avg_clustering)
     return kg
+
+
+class _Grower:
+    """One :func:`build_dense_kg` run: the graph, and the neighbour and entity lookups, each made once per title."""
+
+    def __init__(self, neighbours_fn: NeighboursFn, entity_fn: EntityFn, max_nodes: int) -> None:
+        self.neighbours_fn, self.entity_fn, self.max_nodes = neighbours_fn, entity_fn, max_nodes
+        self.kg = KnowledgeGraph()
+        self.nbr_cache: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self.ent_cache: dict[str, Entity | None] = {}
+        self.queue: deque[str] = deque()
+
+    def neighbours(self, t: str) -> list[tuple[str, dict[str, Any]]]:
+        if t not in self.nbr_cache:
+            self.kg.report.neighbours_calls += 1
+            self.nbr_cache[t] = _valid_edges(t, self.neighbours_fn(t) or (), self.kg.report)
+        return self.nbr_cache[t]
+
+    def entity(self, t: str) -> Entity | None:
+        if t not in self.ent_cache:
+            self.ent_cache[t] = self.entity_fn(t)
+        return self.ent_cache[t]
+
+    def add_seeds(self, seeds: Iterable[str]) -> None:
+        """Seeds in order (duplicates ignored) until ``max_nodes``; titles that are not pages are counted."""
+        kg, rep = self.kg, self.kg.report
+        for s in dict.fromkeys(seeds):
+            rep.seeds += 1
+            if len(kg) >= self.max_nodes:
+                break
+            ent = self.entity(s)
+            if ent is None:
+                rep.seeds_missing += 1
+                continue
+            if s not in kg:
+                kg.add_entity(ent)
+                self.queue.append(s)
+        if rep.seeds and rep.seeds_missing == rep.seeds:
+            log.warning("none of the %d seeds is a known entity (entity_fn returned None for all)", rep.seeds)
+
+    def expand(self, rng: random.Random, max_neighbours: int | None) -> None:
+        """Breadth first from the seeds, each neighbour list shuffled, until ``max_nodes``."""
+        kg, rep = self.kg, self.kg.report
+        while self.queue and len(kg) < self.max_nodes:
+            u = self.queue.popleft()
+            order = list(self.neighbours(u))
+            rng.shuffle(order)
+            for v, attrs in order[:max_neighbours] if max_neighbours else order:
+                if v in kg:
+                    continue
+                if len(kg) >= self.max_nodes:
+                    break
+                ent = self.entity(v)
+                if ent is None:
+                    rep.missing_entities += 1
+                    continue
+                kg.add_entity(ent)
+                kg.add_relation(u, v, attrs)
+                rep.tree_edges += 1
+                self.queue.append(v)
+
+    def densify(self) -> None:
+        """Every relation between two discovered entities."""
+        for u in sorted(self.kg.graph.nodes):
+            for v, attrs in self.neighbours(u):
+                if v in self.kg and self.kg.add_relation(u, v, attrs):
+                    self.kg.report.dense_edges += 1
