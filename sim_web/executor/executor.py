@@ -9,7 +9,8 @@ deterministic in-process sim backend, runs in the calling thread unless ``config
 retries with exponential backoff and seeded jitter on
 retryable errors only (timeouts, 429 honouring ``Retry-After``, 5xx). When every backend has failed
 it raises :class:`ToolUnavailableError`, which the tool layer prints as Tongyi's degradation text.
-It is thread-safe: the HTTP server calls one executor from many threads. Clock and sleep are
+It is thread-safe: the HTTP server calls one executor from many threads, and concurrent identical
+calls (a GRPO group's first query) reach the backends once when a cache is on. Clock and sleep are
 injectable, so backoff, ``Retry-After`` and the breaker are tested without waiting.
 """
 
@@ -150,6 +151,8 @@ class ToolExecutor:
         self._rng_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._in_flight: dict[tuple[str, tuple[Any, ...]], threading.Event] = {}  # single flight per (tool, args)
+        self._flight_lock = threading.Lock()
 
     # -- public API -------------------------------------------------------------------------
 
@@ -246,10 +249,34 @@ class ToolExecutor:
 
     def _first_success(self, tool: str, args: tuple[Any, ...], target: str,
                        call: Callable[[Backend], T]) -> tuple[T, str, bool, str | None]:
+        """A cached answer, else the chain's; concurrent identical calls ask the chain once (single flight):
+        the others wait for the first and take its cached answer, or ask themselves when it failed."""
         chain = self.chain(tool)
         cached = self._cached(chain, tool, args)
         if cached is not _MISSING:
             return cached, "successes", True, None
+        if self.cache is None and self.persistent is None:
+            return self._ask_chain(chain, tool, args, target, call)
+        key = (tool, args)
+        with self._flight_lock:
+            leader = self._in_flight.get(key)
+            if leader is None:
+                self._in_flight[key] = done = threading.Event()
+        if leader is not None:
+            leader.wait()
+            cached = self._cached(chain, tool, args)
+            if cached is not _MISSING:
+                return cached, "successes", True, None
+            return self._ask_chain(chain, tool, args, target, call)
+        try:
+            return self._ask_chain(chain, tool, args, target, call)
+        finally:
+            with self._flight_lock:
+                del self._in_flight[key]
+            done.set()
+
+    def _ask_chain(self, chain: list[Backend], tool: str, args: tuple[Any, ...], target: str,
+                   call: Callable[[Backend], T]) -> tuple[T, str, bool, str | None]:
         causes: list[str] = []
         for i, backend in enumerate(chain):
             breaker = self.breakers.get(backend.name)

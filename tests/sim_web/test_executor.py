@@ -451,3 +451,43 @@ def test_rate_limit_applies_per_backend_call() -> None:
     for i in range(5):
         ex.visit(f"https://x/{i}", "g")  # jina has no limit: its own bucket (none), not serper's
     assert len(t.slept) == 8 and ex.stats.snapshot()["rate_limit_wait_ms"] == pytest.approx(200.0)
+
+
+class Gated(Good):
+    """Blocks every search until ``gate`` is set (to hold concurrent identical calls in flight together)."""
+
+    def __init__(self, fail_first: bool = False) -> None:
+        super().__init__("gated")
+        self.gate, self.entered, self.fail_first = threading.Event(), threading.Event(), fail_first
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        self._log("search", query, k)
+        self.entered.set()
+        assert self.gate.wait(30), "the test never opened the gate"
+        if self.fail_first and len(self.calls) == 1:
+            raise BackendError("the first call fails", retryable=False)
+        return [SearchResult(title=f"gated:{query}", link="https://x")]
+
+
+@pytest.mark.parametrize("fail_first", [False, True])
+def test_concurrent_identical_calls_reach_the_backend_once(fail_first):
+    backend = Gated(fail_first)
+    ex = ToolExecutor([backend], ExecutorConfig(policies={"gated": BackendPolicy(max_retries=0, breaker_failures=None)}))
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(ex.search, "same query", 3)
+        assert backend.entered.wait(30)
+        others = [pool.submit(ex.search, "same query", 3) for _ in range(3)]
+        flight = ex._in_flight[("search", ("same query", 3))]  # the leader registered before it entered the backend
+        deadline = time.monotonic() + 30
+        while len(flight._cond._waiters) < 3 and time.monotonic() < deadline:  # all three wait on the leader
+            time.sleep(0.001)
+        assert len(flight._cond._waiters) == 3
+        backend.gate.set()
+        results = [f.exception() or f.result() for f in [first, *others]]
+    if fail_first:  # the leader failed: the waiters asked the backend themselves, and all of them succeeded
+        assert isinstance(results[0], ToolUnavailableError) and all(r[0].title == "gated:same query" for r in results[1:])
+        assert len(backend.calls) >= 2
+    else:
+        assert all(r == results[0] for r in results) and len(backend.calls) == 1
+        assert ex.stats.counts()["cache_hits"] == 3 and ex.stats.counts()["calls"] == 4
+    assert ex._in_flight == {}
