@@ -195,26 +195,8 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     rep.timings["load"] = time.perf_counter() - t0
 
     t = time.perf_counter()
-    seeds = _seeds(src, cfg, rng, gates)
-    from tqdm.auto import tqdm
-
-    with tqdm(total=cfg.max_nodes, desc="knowledge graph", unit="entity", disable=not cfg.progress) as bar:
-        def entity(title: str) -> Any:
-            ent = src.entity(title)
-            bar.update(ent is not None)
-            return ent
-
-        kg = build_dense_kg(list(seeds), src.neighbours, entity, max_nodes=cfg.max_nodes, rng=rng)
-    for node, data in kg.graph.nodes(data=True):
-        data.update(src.node_stats(node))
-        data["found_by"] = "seed_query" if seeds.get(node) else "seed" if node in seeds else "expansion"
-        data["query"] = seeds.get(node)
+    kg = _grow_kg(src, cfg, rng, gates, rep)
     rep.timings["kg"] = time.perf_counter() - t
-    r = kg.report
-    rep.kg = {"seeds": r.seeds, "nodes": r.nodes, "tree_edges": r.tree_edges, "dense_edges": r.dense_edges,
-              "before": asdict(r.before), "after": asdict(r.after), "edge_passages_found": src.passage_found,
-              "edge_passages_missing": src.passage_missing, "typed_relations": src.typed_relations,
-              "edge_kinds": dict(Counter(d["kind"] for _, _, d in kg.graph.edges(data=True)))}
 
     t = time.perf_counter()
     n_sub = math.ceil(cfg.n * cfg.oversample / cfg.targets_per_subgraph)
@@ -235,6 +217,30 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     if len(records) < cfg.n:
         log.warning("synthesised %d of %d questions; raise --oversample or max_nodes for more", len(records), cfg.n)
     return records, rep
+
+
+def _grow_kg(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: SearchGates, rep: SynthReport) -> Any:
+    """The dense knowledge graph from the seeds (with a progress bar), its nodes annotated; counts go to ``rep.kg``."""
+    from tqdm.auto import tqdm
+
+    seeds = _seeds(src, cfg, rng, gates)
+    with tqdm(total=cfg.max_nodes, desc="knowledge graph", unit="entity", disable=not cfg.progress) as bar:
+        def entity(title: str) -> Any:
+            ent = src.entity(title)
+            bar.update(ent is not None)
+            return ent
+
+        kg = build_dense_kg(list(seeds), src.neighbours, entity, max_nodes=cfg.max_nodes, rng=rng)
+    for node, data in kg.graph.nodes(data=True):
+        data.update(src.node_stats(node))
+        data["found_by"] = "seed_query" if seeds.get(node) else "seed" if node in seeds else "expansion"
+        data["query"] = seeds.get(node)
+    r = kg.report
+    rep.kg = {"seeds": r.seeds, "nodes": r.nodes, "tree_edges": r.tree_edges, "dense_edges": r.dense_edges,
+              "before": asdict(r.before), "after": asdict(r.after), "edge_passages_found": src.passage_found,
+              "edge_passages_missing": src.passage_missing, "typed_relations": src.typed_relations,
+              "edge_kinds": dict(Counter(d["kind"] for _, _, d in kg.graph.edges(data=True)))}
+    return kg
 
 
 @dataclass
