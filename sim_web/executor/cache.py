@@ -79,9 +79,21 @@ class SqliteCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+        self._setup()
+
+    def _setup(self, attempts: int = 50) -> None:
+        """WAL mode and the table. Switching a new file to WAL ignores the busy timeout, so several processes or
+        envs opening the same new file at once can see ``database is locked`` here: wait a little and retry."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == attempts:
+                    raise
+                time.sleep(0.01 * attempt)
 
     def get(self, key: str, ttl_s: float | None = None) -> str | None:
         """The value of ``key``, or ``None`` when missing or older than ``ttl_s`` seconds (``None``: no expiry)."""

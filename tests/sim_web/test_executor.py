@@ -491,3 +491,27 @@ def test_concurrent_identical_calls_reach_the_backend_once(fail_first):
         assert all(r == results[0] for r in results) and len(backend.calls) == 1
         assert ex.stats.counts()["cache_hits"] == 3 and ex.stats.counts()["calls"] == 4
     assert ex._in_flight == {}
+
+
+def test_many_envs_opening_one_new_cache_file_at_once_all_succeed(tmp_path):
+    """Switching a new SQLite file to WAL ignores the busy timeout; every opener must still get a working cache
+    (the eval harness's worker threads open one file together; once this failed an episode in 1 of 30 tries)."""
+    errors: list[BaseException] = []
+
+    def open_and_use(path, i):
+        try:
+            cache = SqliteCache(path)
+            cache.put(f"k{i}", "v")
+            assert cache.get(f"k{i}") == "v"
+        except BaseException as e:  # noqa: BLE001 - collected and reported below
+            errors.append(e)
+
+    for trial in range(30):
+        path = tmp_path / f"new-{trial}.sqlite"
+        threads = [threading.Thread(target=open_and_use, args=(path, i)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(SqliteCache(path)) == 8
+    assert not errors, errors[:3]
