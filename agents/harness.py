@@ -320,15 +320,6 @@ def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[s
     return metrics, records
 
 
-def with_tool_stats(record: dict[str, Any], env: Any) -> dict[str, Any]:
-    """``record`` with ``tool_stats``: the executor's counters of the episode just played in ``env`` (calls, successes,
-    fallbacks, failures, cache hits, retries, per-backend and upstream events; see :mod:`sim_web.executor.stats`)."""
-    executor = getattr(getattr(env, "unwrapped", env), "executor", None)
-    if executor is not None:
-        record["tool_stats"] = executor.stats.counts()
-    return record
-
-
 def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], workers: int,
               finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None]) -> None:
     local = threading.local()
@@ -338,7 +329,7 @@ def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
         try:
             if not hasattr(local, "env"):
                 local.env = make_env()  # the searchers serialise their JVM calls themselves
-            finish(with_tool_stats(run_episode(agent, local.env, task, sample), local.env))
+            finish(run_episode(agent, local.env, task, sample))
         except Exception as e:  # one failed episode must not stop the others; it is rerun on resume
             fail(f"{task.id}#{sample}", e)
 
@@ -365,7 +356,7 @@ def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
             try:
                 active[slot] = (ep, next(ep), key)
             except StopIteration as stop:
-                finish(with_tool_stats(stop.value, envs[slot]))
+                finish(stop.value)
                 free.append(slot)
             except Exception as e:
                 fail(key, e)
@@ -388,7 +379,7 @@ def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
                 except StopIteration as stop:
                     del active[s]
                     free.append(s)
-                    finish(with_tool_stats(stop.value, envs[s]))
+                    finish(stop.value)
                 except Exception as e:
                     del active[s]
                     free.append(s)

@@ -161,6 +161,8 @@ class ReactAgent:
             "termination": termination, "turns": len(actions), "llm_calls": calls,
             "valid_actions": sum(s["kind"] != "invalid" for s in actions),
             "tool_calls": dict(u.tool_calls), "tool_errors": dict(u.errors),
+            # the executor's counters of this episode (calls, successes, fallbacks, failures, cache hits, retries, events)
+            **({"tool_stats": ex.stats.counts()} if (ex := getattr(u, "executor", None)) is not None else {}),
             "tokens": {"prompt": sum(s["prompt_tokens"] for s in steps), "completion": sum(s["completion_tokens"] for s in steps),
                        "peak_context": peak},
             "timings": {"total_seconds": round(time.perf_counter() - t0, 6), "llm_seconds": round(sum(s["llm_seconds"] for s in steps), 6),

@@ -24,11 +24,13 @@ from typing import Any
 
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
-from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
+from sim_web.protocol.formatting import (INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE,
+                                        TRUNCATION_MARKER, format_tool_response, no_results)
 
-WRAP_OPEN, WRAP_CLOSE = "<tool_response>\n", "\n</tool_response>"
-_TRUNCATED = re.compile(r"\n\[\.\.\. \d+ characters truncated \.\.\.\]$")
-_NO_RESULTS = re.compile(r"No results found for '.*'\. Try with a more general query\.", re.DOTALL)
+# the wrapper, the truncation marker and the no-results text, read off the formatter that writes them
+WRAP_OPEN, WRAP_CLOSE = format_tool_response("\0").split("\0")
+_TRUNCATED = re.compile(re.escape(TRUNCATION_MARKER).replace(re.escape("{n}"), r"\d+") + "$")
+_NO_RESULTS = re.compile(re.escape(no_results("\0")).replace(re.escape("\0"), ".*"), re.DOTALL)
 _HEADERS = {
     "search": (re.compile(r"A Google search for '.*' found (\d+) results:\n\n## Web Results\n", re.DOTALL),
                SEARCH_UNAVAILABLE, ("Date published: ", "Source: ")),

@@ -1,7 +1,7 @@
 """The numbers of a sim-to-real report: one run's summary, the side-by-side table, the markdown and the PNG.
 
 A run's summary is computed from its trajectory records (each carries the executor's ``tool_stats``
-of its episode, see :func:`agents.harness.with_tool_stats`) and its :func:`agents.metrics.aggregate`
+of its episode, written by :class:`agents.loop.ReactAgent`) and its :func:`agents.metrics.aggregate`
 metrics. Upstream API calls are the backends' own counts of HTTP requests (every attempt, retries and
 key rotations included); the cost is an estimate from :class:`ApiPrices`.
 """

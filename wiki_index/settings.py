@@ -82,15 +82,16 @@ def scoped_env(values: Mapping[str, str | None]) -> Iterator[None]:
     """
     old = {name: os.environ.get(name) for name in values}
     try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _put_env(values)
         yield
     finally:
-        for name, value in old.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _put_env(old)
+
+
+def _put_env(values: Mapping[str, str | None]) -> None:
+    """Set each variable to its value, or unset it for ``None``."""
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
