@@ -6,7 +6,9 @@ tasks' ``page_id`` and gold answer; then it acts like an honest agent: it only v
 its searches returned, and it answers the gold answer only when the answer page came up in
 the results of a clue query (or of the question itself) and could be read. Otherwise it answers
 its best guess (the top result), so its success rate is the env's ceiling on a task set, not a
-tautology: a task it fails is a task whose answer page the tools do not surface.
+tautology: a task it fails is a task whose answer page the tools do not surface. Asked to
+answer now (Tongyi's forced-answer prompt at the last call), it answers from what it has read
+so far, the same way.
 
 The oracle is stateless: each turn it re-reads the conversation (and a ReSum summary's
 ``Searched`` / ``Visited`` lines) to decide the next step, so it is deterministic and
@@ -24,6 +26,7 @@ from typing import Any
 
 from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy
+from agents.prompts import FORCE_ANSWER_PROMPT
 from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR
 from sim_web.env.rewards import normalize_answer
 from sim_web.env.tasks import Task
@@ -189,6 +192,8 @@ class OraclePolicy(Policy):
         if task is None:
             return "<think>I cannot identify the question.</think>\n<answer>unknown</answer>"
         plan, st = self._plan(task), self._state(messages)
+        if messages[-1]["role"] == "user" and messages[-1]["content"] == FORCE_ANSWER_PROMPT:
+            return self._final(plan, st, task)
         for query, entity_url, text in plan.clues:
             if query not in st.results:
                 return _search(f"I look for the page behind this clue: {text}", query)
@@ -209,7 +214,11 @@ class OraclePolicy(Policy):
         if akey in anywhere and akey not in st.visited:
             url = next(u for res in st.results.values() for _, u in res if self._key(u) == akey)
             return _visit("This result looks like the answer; I read the page to confirm.", url, task.question)
-        if akey in legit and st.visited.get(akey):
+        return self._final(plan, st, task)
+
+    def _final(self, plan: _Plan, st: _State, task: Task) -> str:
+        """The answer turn: the gold answer when the answer page came up in a clue search and was read, else a guess."""
+        if self._key(plan.answer_url) in self._seen(st, plan, legit_only=True) and st.visited.get(self._key(plan.answer_url)):
             return f"<think>The page {plan.answer_url} matches every clue, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         guess = next((t for q, res in st.results.items() if q in legit_queries for t, _ in res), "unknown")

@@ -11,14 +11,18 @@ def _sentence(task):
     return task.question.split('"')[1]
 
 
-def test_follows_sailorfog_clues_and_evidence(make_env, test_tasks):
+def _two_hop(test_tasks):
     a, b = test_tasks[0], test_tasks[1]
-    task = Task("synth-1", f'Which subject is described as "{_sentence(a)}", and relates to another? Answer with the article title.', a.answer,
+    return a, b, Task("synth-1", f'Which subject is described as "{_sentence(a)}", and relates to another? Answer with the article title.', a.answer,
                 metadata={"answer_url": title_to_url(a.answer),
                           "evidence": [{"title": b.answer, "url": title_to_url(b.answer), "docids": []},
                                        {"title": a.answer, "url": title_to_url(a.answer), "docids": []}],
                           "clues": [{"text": "a related subject", "type": "relation", "entity": b.answer, "query": _sentence(b)}],
                           "uncertainty_types": ["masked_name"], "difficulty": {"level": "medium"}})
+
+
+def test_follows_sailorfog_clues_and_evidence(make_env, test_tasks):
+    a, b, task = _two_hop(test_tasks)
     oracle = OraclePolicy([task], make_env().index.store)
     rec = run_episode(ReactAgent(oracle), make_env(), task)
     acts = [(s["tool"], s["arguments"]) if s["kind"] == "tool_call" else ("answer", s["answer"]) for s in rec["steps"]]
@@ -29,6 +33,18 @@ def test_follows_sailorfog_clues_and_evidence(make_env, test_tasks):
     info = rec["policy_info"]
     assert info["answer_reached_via"] == "search" and info["evidence_found"] == 2 and info["evidence_total"] == 2
     assert rec["metadata"]["difficulty"] == {"level": "medium"}
+
+
+def test_answers_the_forcing_prompt_from_what_it_has_read(make_env, test_tasks):
+    """At a call cap it answers Tongyi's forcing prompt instead of a tool call nobody would run: the gold answer
+    when it has read the answer page, a guess (and no credit) when it has not."""
+    a, _, task = _two_hop(test_tasks)
+    run = lambda cfg: run_episode(ReactAgent(OraclePolicy([task], make_env().index.store), cfg), make_env(), task)
+    read = run(AgentConfig(max_llm_calls=5, force_replaces_observation=False))
+    assert read["termination"] == "forced_answer:calls" and read["prediction"] == a.answer and read["em"] == 1.0
+    early = run(AgentConfig(max_llm_calls=2))
+    assert early["termination"] == "forced_answer:calls" and early["steps"][-1]["purpose"] == "force"
+    assert early["prediction"] not in (None, a.answer) and early["em"] == 0.0
 
 
 def test_does_not_answer_what_search_cannot_surface(make_env, test_tasks):

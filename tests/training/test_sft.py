@@ -49,6 +49,21 @@ def test_collect_rejects_and_counts_each_kind_of_bad_episode():
     assert table["groups"]["uncertainty_type=counting"]["seen"] == 9
 
 
+def test_forced_answers_at_the_call_cap_are_kept_only_when_asked_and_as_the_model_saw_them():
+    forced = record("forced#0", termination="forced_answer:calls")
+    forced["context"] = forced["messages"][:3] + [{"role": "user", "content": "You have now reached the maximum..."},
+                                                  forced["messages"][4]]
+    context_cut = record("ctx#0", termination="forced_answer:context")
+    context_cut["context"] = forced["context"]
+    kept, stats = select([forced, context_cut], CollectConfig(max_turns=4))
+    assert kept == [] and stats.reasons["over_turn_cap"] == 1 and stats.reasons["no_answer"] == 1
+    kept, stats = select([forced, context_cut], CollectConfig(max_turns=4, forced_answers=True))
+    assert [r["key"] for r in kept] == ["forced#0"] and stats.reasons["no_answer"] == 1  # only the call cap's forced answer
+    assert kept[0]["messages"] == forced["context"] and "maximum" in kept[0]["messages"][3]["content"]
+    wrong = {**forced, "key": "forced#1", "correct": 0.0, "em": 0.0}
+    assert select([wrong], CollectConfig(max_turns=4, forced_answers=True))[1].reasons["incorrect"] == 1
+
+
 def write_run(folder, records, tools=RECIPE_TOOLS, split="train"):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.json").write_text(json.dumps({"identity": {"policy": "oracle", "split": split, "tools": list(tools)}}))

@@ -39,6 +39,7 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--max-turns", type=int, default=d.max_turns, help=f"turn cap (default {d.max_turns})")
     c.add_argument("--min-score", type=float, default=d.min_score, help="least correctness score to keep (default 1.0)")
     c.add_argument("--max-tokens", type=int, default=None, help="drop episodes longer than this many tokens (default: keep all)")
+    c.add_argument("--forced-answers", action="store_true", help=CollectConfig.__dataclass_fields__["forced_answers"].metadata["help"])
     c.add_argument("--any-split", action="store_true", help="accept runs on splits other than train")
     c.set_defaults(func=run_collect)
     t = sub.add_parser("train", help="SFTTrainer on a collected dataset (assistant-only loss; LoRA or full)")
@@ -69,7 +70,7 @@ def run_collect(args: argparse.Namespace) -> int:
     from training.sft.train import resolve_model
 
     try:
-        cfg = CollectConfig(runs=tuple(args.runs), max_turns=args.max_turns, min_score=args.min_score,
+        cfg = CollectConfig(runs=tuple(args.runs), max_turns=args.max_turns, min_score=args.min_score, forced_answers=args.forced_answers,
                             require_split=None if args.any_split else "train")
         result = collect(cfg)
         print(format_stats(result.stats))

@@ -9,9 +9,10 @@ and ``obs_error``), ``summaries``, ``messages`` and ``metadata`` (``uncertainty_
 
 An episode is kept when, checked in this order (the first failed check is its reason):
 
-1. ``over_turn_cap``: it stayed within ``max_turns`` agent turns and the turn budget did not stop or force it;
-2. ``no_answer``: it ended with its own ``<answer>`` (not a forced one, not cut by the context, time or
-   observation budget);
+1. ``over_turn_cap``: it stayed within ``max_turns`` agent turns and the turn budget did not stop or force it
+   (with ``forced_answers``, an answer to Tongyi's forcing prompt on the last allowed call passes);
+2. ``no_answer``: it ended with its own ``<answer>`` (not a forced one unless ``forced_answers``, not cut by the
+   context, time or observation budget);
 3. ``malformed``: every turn parsed (no step of kind ``invalid``);
 4. ``tool_error``: no tool call failed on the agent's side (unknown page, bad arguments: ``obs_error``);
 5. ``summarised``: the chat is the one the model saw (no ReSum rewrite);
@@ -46,6 +47,8 @@ RECIPE_TOOLS = TOOL_NAMES
 REASONS = ("over_turn_cap", "no_answer", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
 #: Terminations that mean the turn budget ran out (besides ``forced_*:calls`` and ``env_truncated:max_turns``).
 CAPPED = ("max_llm_calls",)
+#: The termination of an answer given to the forcing prompt on the last allowed call.
+FORCED_AT_CAP = "forced_answer:calls"
 TRAJECTORIES = "trajectories.jsonl"
 RUN_FILE = "run.json"
 
@@ -58,6 +61,10 @@ class CollectConfig:
                                                                 "e.g. from `sim-web eval --split train --k 4 --out RUN`."})
     max_turns: int = field(default=12, metadata={"help": "Turn cap: episodes with more agent turns (or stopped by a limit) are rejected."})
     min_score: float = field(default=1.0, metadata={"help": "Least correctness score (judge, else exact match) to keep an episode."})
+    forced_answers: bool = field(default=False, metadata={"help": "Also keep episodes answered under Tongyi's forcing prompt on "
+                                                                  "the last allowed call (termination forced_answer:calls), as the "
+                                                                  "model saw them (the prompt in place of the last tool response): "
+                                                                  "demonstrations for a policy run with a small --max-llm-calls."})
     require_split: str | None = field(default="train", metadata={"help": "Refuse runs on another task split (None = any); "
                                                                           "training on held-out tasks would leak the test set."})
 
@@ -123,21 +130,30 @@ def reject_reason(record: dict[str, Any], cfg: CollectConfig) -> str | None:
     """
     steps = record.get("steps") or []
     term = str(record.get("termination", ""))
-    if int(record.get("turns", len(steps))) > cfg.max_turns or term in CAPPED or term.endswith((":calls", ":max_turns")):
+    forced_ok = cfg.forced_answers and term == FORCED_AT_CAP and bool(record.get("context"))
+    capped = term in CAPPED or (term.endswith((":calls", ":max_turns")) and not forced_ok)
+    if int(record.get("turns", len(steps))) > cfg.max_turns or capped:
         return "over_turn_cap"
-    if term != "answer":
+    if term != "answer" and not forced_ok:
         return "no_answer"
     if any(s.get("kind") == "invalid" for s in steps):
         return "malformed"
     if any(s.get("obs_error") for s in steps):
         return "tool_error"
-    messages = record.get("messages") or []
+    messages = demo_messages(record)
     if record.get("summaries") or not messages or messages[-1].get("role") != "assistant":
         return "summarised"
     score = record.get("correct", record.get("em"))
     if score is None or float(score) < cfg.min_score:
         return "incorrect"
     return None
+
+
+def demo_messages(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chat to train on: what the model saw (``context``) for a forced answer, else the env's ``messages``."""
+    if record.get("termination") == FORCED_AT_CAP and record.get("context"):
+        return record["context"]
+    return record.get("messages") or []
 
 
 def select(records: Iterable[dict[str, Any]], cfg: CollectConfig) -> tuple[list[dict[str, Any]], AcceptStats]:
@@ -156,12 +172,12 @@ def select(records: Iterable[dict[str, Any]], cfg: CollectConfig) -> tuple[list[
     for rec in records:
         reason = reject_reason(rec, cfg)
         if reason is None:
-            key = chat_key(rec["messages"])
+            key = chat_key(demo_messages(rec))
             reason = "duplicate" if key in seen_chats else None
             seen_chats.add(key)
         stats.add(rec, reason)
         if reason is None:
-            kept.append(rec)
+            kept.append({**rec, "messages": demo_messages(rec)})
     return kept, stats
 
 
