@@ -266,18 +266,7 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     children, depth = _bfs_children(g, target)
     ent = b.entity(target)
     head = head_noun(ent, forbidden=b.forbidden) if U.OBFUSCATED_ENTITY in b.types else "entity"
-    kids = children.get(target, [])
-    clues: list[Clue] = []
-    for c in kids:
-        # the count a reader can check is the page's degree in the corpus when the graph knows it, not in the KG
-        total = int(g.nodes[c].get("corpus_degree", g.nodes[c].get("degree", 0)))
-        if b.allow(U.COUNTING, 0.15) and total >= 3:
-            clues.append(counting_clue(total, b.describe(c, children)))
-            b.used.add(U.COUNTING)
-            b.count += 1
-        else:
-            clues.append(b.relation(target, c, b.describe(c, children)))
-    clues.extend(_structural_clues(b, g, children, ent))
+    clues = _neighbour_clues(b, g, target, children) + _structural_clues(b, g, children, ent)
     used = set(b.used)  # the optional facts below add their types only when a question uses them
     extras = _target_facts(b, g, ent)
     b.used = used
@@ -300,6 +289,21 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
                          constraints=b.count, hops=max(depth.values()), structure=structure.value, template=template,
                          clues=tuple(clues), nodes=tuple(g.nodes), scrubbed=scrubbed, head=head,
                          extras=tuple(extras[:max_extra_facts]), persons=persons)
+
+
+def _neighbour_clues(b: _Builder, g: nx.Graph, target: Hashable, children: Mapping[Hashable, list]) -> list[Clue]:
+    """One clue per neighbour of the target: how many pages link to it (sometimes, when 3+ do), else the relation."""
+    clues: list[Clue] = []
+    for c in children.get(target, []):
+        # the count a reader can check is the page's degree in the corpus when the graph knows it, not in the KG
+        total = int(g.nodes[c].get("corpus_degree", g.nodes[c].get("degree", 0)))
+        if b.allow(U.COUNTING, 0.15) and total >= 3:
+            clues.append(counting_clue(total, b.describe(c, children)))
+            b.used.add(U.COUNTING)
+            b.count += 1
+        else:
+            clues.append(b.relation(target, c, b.describe(c, children)))
+    return clues
 
 
 def _target_facts(b: _Builder, g: nx.Graph, ent: Entity) -> list[Clue]:
