@@ -102,7 +102,6 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     """Run (or resume) one GRPO recipe; returns the summary written to ``summary.json``."""
     import torch
     from transformers.trainer_callback import ProgressCallback
-    from transformers.trainer_utils import get_last_checkpoint
 
     from sim_web.env import EnvConfig, RewardConfig
     from sim_web.env.tasks import resolve_tasks
@@ -132,27 +131,15 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     # 3. the policy
     model, tok = load_model(recipe, [system_prompt([tool_schema(t) for t in recipe.tools], env_config.date)] +
                             [t.question for t in tasks[:50]])
-    peft_config = None
-    if recipe.lora_r:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=recipe.lora_r, lora_alpha=2 * recipe.lora_r, target_modules="all-linear", task_type="CAUSAL_LM")
     # 4. the trainer: our rollout, the env's reward, the recipe's switches
     rollout = AgentRollout(env_config, tasks, RolloutConfig(max_turn_tokens=recipe.max_turn_tokens, seed=recipe.seed,
                                                              batch_size=recipe.per_device_batch))
     trainer = AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[env_reward], args=recipe.grpo_config(),
-                               train_dataset=task_dataset(tasks), rollout_func=rollout, peft_config=peft_config)
+                               train_dataset=task_dataset(tasks), rollout_func=rollout, peft_config=_lora(recipe.lora_r))
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(metrics_callback(out / "metrics.jsonl", recipe.max_steps))
     # 5. from the last checkpoint when there is one; the outcome table, DUPO's filter and the loop follow it
-    last = get_last_checkpoint(str(out)) if recipe.resume else None
-    if last:
-        log.warning("resuming from %s", last)
-    else:  # starting over: this run's own old checkpoints and metrics would mix with the new ones
-        for old in [*out.glob("checkpoint-*"), out / "loop"]:
-            shutil.rmtree(old, ignore_errors=True)
-        for name in ("metrics.jsonl", "outcomes.jsonl", "prefilter.json"):
-            (out / name).unlink(missing_ok=True)
+    last = _resume_point(out, recipe.resume)
     resume_step = int(Path(last).name.rsplit("-", 1)[1]) if last else None
     outcomes = OutcomeLog(out / "outcomes.jsonl", persist=trainer.accelerator.is_main_process)
     outcomes.truncate(resume_step or 0)
@@ -172,6 +159,31 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
                "outcomes": len(outcomes.rows), "loop_rounds": loop.rounds() if loop else None}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
+
+
+def _resume_point(out: Path, resume: bool) -> str | None:
+    """The last checkpoint in ``out`` to resume from; starting over removes the run's old checkpoints and logs,
+    which would otherwise mix with the new ones."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(str(out)) if resume else None
+    if last:
+        log.warning("resuming from %s", last)
+        return last
+    for old in [*out.glob("checkpoint-*"), out / "loop"]:
+        shutil.rmtree(old, ignore_errors=True)
+    for name in ("metrics.jsonl", "outcomes.jsonl", "prefilter.json"):
+        (out / name).unlink(missing_ok=True)
+    return None
+
+
+def _lora(r: int) -> Any:
+    """A LoRA config of rank ``r`` on every linear layer (alpha 2r), or None for full fine-tuning when ``r`` is 0."""
+    if not r:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=2 * r, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
 def _prefilter(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any], out: Path) -> list[Any]:
