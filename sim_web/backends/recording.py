@@ -2,8 +2,11 @@
 
 Recording writes every request and its response (status, headers, body bytes) to one JSON file
 per exchange in a directory; replaying answers each request from that directory, so a real-web
-run can be repeated offline, byte for byte, without keys. Requests are matched by content
-(method, URL, body; never the ``Authorization`` / ``X-API-KEY`` headers, which are not stored).
+run can be repeated offline, byte for byte, without keys. Requests are matched by content:
+method, path and query, body; never the ``Authorization`` / ``X-API-KEY`` headers, which are not
+stored, and not the scheme, host or port, so that a run recorded against the loopback mocks
+(``SIM_TO_REAL_MOCK=1``, a new random port each run) or through ``SERPER_BASE_URL`` /
+``JINA_BASE_URL`` replays wherever the services are said to be.
 A request recorded several times (a 429, then a 200 on retry) replays its responses in recorded
 order and then repeats the last one.
 """
@@ -36,11 +39,28 @@ class ReplayMiss(httpx.TransportError):
 
 
 def request_key(request: httpx.Request) -> str:
-    """The content key of a request: method, URL and body, without credentials."""
+    """The content key of a request: method, path with query, and body; without credentials or the host.
+
+    Example:
+        >>> a = httpx.Request("POST", "http://127.0.0.1:40123/search", content=b'{"q": "x"}')
+        >>> b = httpx.Request("POST", "https://google.serper.dev/search", content=b'{"q": "x"}')
+        >>> request_key(a) == request_key(b)
+        True
+    """
+    return _key(request.method, request.url, request.content)
+
+
+def _key(method: str, url: httpx.URL | str, body: bytes) -> str:
     h = hashlib.sha256()
-    for part in (request.method.encode(), str(request.url).encode(), request.content):
+    for part in (method.encode(), httpx.URL(url).raw_path, body):
         h.update(len(part).to_bytes(8, "big") + part)
     return h.hexdigest()
+
+
+def _recorded_key(record: dict) -> str:
+    """The key of a recorded exchange, recomputed from its request (recordings keyed with the host replay too)."""
+    req = record["request"]
+    return _key(req["method"], req["url"], base64.b64decode(req["body"]))
 
 
 class RecordingTransport(httpx.BaseTransport):
@@ -99,10 +119,10 @@ class ReplayTransport(httpx.BaseTransport):
         if not records:
             raise ConfigError(f"replay_dir {str(self.directory)!r} holds no recorded exchanges (*.json); "
                               "record a run first with record_dir=... (sim-web eval --record DIR)")
-        records.sort(key=lambda r: (r["key"], r["time_ns"]))
+        keyed = sorted(((_recorded_key(r), r["time_ns"], r["response"]) for r in records), key=lambda k: k[:2])
         self._responses: dict[str, list[dict]] = {}
-        for r in records:
-            self._responses.setdefault(r["key"], []).append(r["response"])
+        for key, _, response in keyed:
+            self._responses.setdefault(key, []).append(response)
         self._served: dict[str, int] = {}
         self._lock = threading.Lock()
 

@@ -73,6 +73,24 @@ def test_a_request_missing_from_the_recording_fails_without_retry(tmp_path) -> N
         ReplayTransport(tmp_path / "empty")
 
 
+def test_a_recording_replays_wherever_the_service_is(tmp_path) -> None:
+    """Keys leave out scheme, host and port: a run recorded against a loopback mock on a random port replays
+    against the real service's address (and the other way round), while path, query and body still tell requests apart."""
+    rec = tmp_path / "rec"
+    inner = httpx.MockTransport(lambda request: httpx.Response(200, text=f"{request.url.path} {request.content.decode()}"))
+    with httpx.Client(transport=RecordingTransport(rec, inner)) as client:
+        client.post("http://127.0.0.1:40123/search", content=b'{"q": "Danube"}')
+        client.get("http://127.0.0.1:40777/https://en.wikipedia.org/wiki/Paris")
+    with httpx.Client(transport=ReplayTransport(rec)) as client:
+        assert client.post("https://google.serper.dev/search", content=b'{"q": "Danube"}').text == '/search {"q": "Danube"}'
+        assert client.get("https://r.jina.ai/https://en.wikipedia.org/wiki/Paris").status_code == 200
+        for miss in (lambda: client.post("https://google.serper.dev/search", content=b'{"q": "Paris"}'),
+                     lambda: client.post("https://google.serper.dev/scholar", content=b'{"q": "Danube"}'),
+                     lambda: client.get("https://r.jina.ai/https://en.wikipedia.org/wiki/Paris?x=1")):
+            with pytest.raises(ReplayMiss):
+                miss()
+
+
 def test_eval_cli_passes_the_backend_and_recording_into_the_env_config(tmp_path) -> None:
     from agents.cli import config_from_args
     from agents.harness import EvalConfig
