@@ -1,57 +1,50 @@
-"""Tool server under load: many concurrent clients from a second process on loopback.
+"""Tool server capacity: many keep-alive clients from a second process on loopback, phase by phase.
 
-Run: ``python -m benchmarks.bench_server [--index DIR] [--clients 200] [--seconds 20] [--workers 2]
-[--think-ms 0 500 2000] [--quick]``.
+Run: ``python -m benchmarks.bench_server [--index DIR] [--workers 2] [--clients 200] [--seconds 20]
+[--routes search|mixed] [--load-fraction 0.8] [--think-ms 2000] [--python-clients] [--no-fast-routes] [--quick]``.
 
-Starts ``sim-web serve`` in a subprocess, warms it (the JVM's JIT needs a few thousand
-searches before Lucene runs at full speed), measures the single-request p50 on a quiet server,
-then runs ``--clients`` concurrent clients (search and visit calls on distinct queries) for
-``--seconds`` per phase, one phase per ``--think-ms`` value: the mean pause each client takes
-between its calls (exponentially distributed, so clients are independent like asynchronous
-rollout workers), standing for the LLM's generation time in an RL rollout (0 = closed loop,
-which measures capacity). It prints errors, throughput, p50/p99 and p99 / single-request p50.
+Starts ``sim-web serve`` in a subprocess (server cache off unless ``--server-cache``: every call is computed) and
+runs these phases, each printed with its requests, errors, req/s, p50, p99 and p99 / single-request p50:
 
-The load comes from ``wrk`` (C, from Debian's ``wrk`` package) when installed, so that the load
-generator does not eat the CPU the server needs on a small machine; else from asyncio httpx
-clients. The load only targets 127.0.0.1 and stops by itself.
+1. warm-up: 8 connections, closed loop (the JVM's JIT needs a few thousand searches before Lucene runs at full
+   speed); bodies that are not measured later;
+2. single request: one connection, one request at a time: the latency of a quiet server (its p50 is the yardstick);
+3. closed loop: ``--clients`` connections, each sending its next request as soon as the last is answered: the
+   capacity (by Little's law its latency is clients / throughput, whatever the server does);
+4. open loop at ``--load-fraction`` (80%) of that capacity: requests on a fixed schedule, each one's latency
+   counted from when it was due (no coordinated omission), so the p99 shows the queueing a fleet of rollout
+   workers meets at that load; issue 14's target is p99 <= 20x the single-request p50 here;
+5. rollout-like, one phase per ``--think-ms``: each client pauses (exponentially, mean ``think``) between calls,
+   standing for an LLM turn.
+
+The load generator is ``benchmarks/loadgen.c``, compiled on first use (``cc -O2``, about a second) into a
+directory under the system temp dir keyed by the source's hash. Why C: on a 2-core machine the generator shares
+the CPU with the server it measures. asyncio httpx clients spend about as much CPU per request as the server
+(so they measure the client as much as the server), and ``wrk`` is not installed on most machines, needs a Lua
+script to send varied bodies, and has no open-loop mode for phase 4. The C generator (libc only, one thread,
+epoll, keep-alive HTTP/1.1) uses a few percent of one core at 500 req/s and reports exact percentiles. Without
+a C compiler the phases fall back to asyncio httpx clients (``--python-clients`` forces them), and the table says
+so: their numbers understate the server's capacity. The load only targets 127.0.0.1 and stops by itself.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import contextlib
 import json
-import shutil
+import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from benchmarks.common import ensure_sample_index, table
+from benchmarks.loadgen import Phase, compile_loadgen, httpx_phase, loadgen_phase
 
-_LUA = """
-bodies = {%s}
-paths = {%s}
-counter = 0
-request = function()
-  counter = counter + 1
-  local i = (counter * 7919 + math.random(1, #bodies)) %% #bodies + 1
-  return wrk.format("POST", paths[i], {["Content-Type"] = "application/json"}, bodies[i])
-end
-think = %d
-delay = function()  -- exponential pauses: independent rollout workers, not one synchronised batch
-  if think == 0 then return 0 end
-  return math.floor(-think * math.log(1 - math.random()))
-end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("RESULT %%d %%d %%d %%d %%d %%d %%d %%d\\n", summary.requests, e.connect + e.read + e.write + e.timeout,
-           e.status, latency:percentile(50), latency:percentile(99), summary.duration, latency.max, 0))
-end
-"""
+Bodies = list[tuple[str, dict]]
 
 
 def _free_port() -> int:
@@ -60,84 +53,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_ready(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
-    import httpx
-
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    raise RuntimeError("server did not become ready")
-
-
-def _wrk(url: str, bodies: list[tuple[str, dict]], clients: int, seconds: float, think_ms: int) -> dict[str, float]:
-    """One wrk phase; returns requests, errors, p50/p99 (s) and the measured duration."""
-    lua_str = lambda s: "[==[" + s + "]==]"  # noqa: E731 (Lua long strings need no escaping)
-    script = _LUA % (", ".join(lua_str(json.dumps(b)) for _, b in bodies), ", ".join(lua_str(p) for p, _ in bodies), think_ms)
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(script)
-    threads = max(1, min(2, clients))  # wrk needs connections >= threads
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{clients}", f"-d{seconds:.0f}s", "--timeout", "60s", "-s", f.name, url],
-                         capture_output=True, text=True, check=True).stdout
-    Path(f.name).unlink()
-    n, io_err, status_err, p50, p99, dur_us, _mx, _ = (int(x) for x in out.split("RESULT", 1)[1].split())
-    return {"requests": n, "errors": io_err + status_err, "p50": p50 / 1e6, "p99": p99 / 1e6, "seconds": dur_us / 1e6}
-
-
-async def _httpx_load(url: str, bodies: list[tuple[str, dict]], clients: int, seconds: float, think_ms: int) -> dict[str, float]:
-    """The same phase with asyncio httpx clients (when wrk is not installed)."""
-    import httpx
-
-    import random
-
-    rng = random.Random(0)
-    lat: list[float] = []
-    errors = 0
-    t0 = time.perf_counter()
-    stop = t0 + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-
-        async def worker(i: int) -> None:
-            nonlocal errors
-            j = i
-            while time.perf_counter() < stop:
-                path, body = bodies[j % len(bodies)]
-                j += clients
-                t = time.perf_counter()
-                try:
-                    if (await client.post(path, json=body)).status_code != 200:
-                        errors += 1
-                except httpx.HTTPError:
-                    errors += 1
-                lat.append(time.perf_counter() - t)
-                if think_ms:
-                    await asyncio.sleep(rng.expovariate(1000 / think_ms))
-
-        await asyncio.gather(*(worker(i) for i in range(clients)))
-    lat.sort()
-    return {"requests": len(lat), "errors": errors, "p50": lat[len(lat) // 2], "p99": lat[max(0, int(len(lat) * 0.99) - 1)],
-            "seconds": time.perf_counter() - t0}
-
-
-def _bodies(path: str, n: int) -> list[tuple[str, dict]]:
+def _bodies(path: str, n: int, routes: str = "search") -> Bodies:
+    """Request bodies from ``n`` derived tasks: a search per task, and a visit per task for ``routes="mixed"``."""
     from sim_web.env.tasks import derive_tasks
     from wiki_index.index import WikiIndex
 
-    out: list[tuple[str, dict]] = []
+    out: Bodies = []
     for t in derive_tasks(WikiIndex.from_dir(path).store, n=n):
         q = t.question.split('"')[1]
         out.append(("/tools/search", {"arguments": {"query": [q]}}))
-        out.append(("/tools/visit", {"arguments": {"url": [f"https://en.wikipedia.org/wiki/{t.answer.replace(' ', '_')}"], "goal": q}}))
+        if routes == "mixed":
+            out.append(("/tools/visit", {"arguments": {"url": [f"https://en.wikipedia.org/wiki/{t.answer.replace(' ', '_')}"], "goal": q}}))
     return out
 
 
-def split_bodies(bodies: list[tuple[str, dict]], phases: int, min_per_phase: int = 50) -> tuple[list, list, list]:
+def split_bodies(bodies: Bodies, phases: int, min_per_phase: int = 50) -> tuple[Bodies, Bodies, Bodies]:
     """Split the request bodies into warm-up, single-request and load parts, the load part at least
     ``min_per_phase`` bodies per phase (fewer bodies than that: an error, not a run of failed requests).
 
@@ -155,69 +85,117 @@ def split_bodies(bodies: list[tuple[str, dict]], phases: int, min_per_phase: int
     return warm, single, load
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the table; non-zero exit if any request failed."""
+@contextlib.contextmanager
+def running_server(index: str, workers: int, cache: bool, fast_routes: bool) -> Iterator[int]:
+    """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port."""
     import httpx
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--index", default=None)
-    ap.add_argument("--clients", type=int, default=200)
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--think-ms", type=int, nargs="+", default=[0, 500, 2000],
-                    help="pause of each client between its calls, one load phase per value (LLM generation time)")
-    ap.add_argument("--server-cache", action="store_true", help="keep the server's result cache (default off: every call is computed)")
-    ap.add_argument("--no-wrk", action="store_true", help="use asyncio httpx clients even when wrk is installed")
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.clients, args.seconds, args.think_ms = 20, 3, [0, 500]
-    use_wrk = shutil.which("wrk") is not None and not args.no_wrk
-    path = str(ensure_sample_index(args.index))
-    warm, single_bodies, load_bodies = split_bodies(_bodies(path, 2000 if not args.quick else 300), len(args.think_ms))
     port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", path, "--port", str(port), "--workers", str(args.workers),
-                             "--cache" if args.server_cache else "--no-cache"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    phases: dict[str, dict[str, float]] = {}
+    env = {**os.environ, **({} if fast_routes else {"SIM_WEB_SERVER_FAST_ROUTES": "0"})}
+    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", index, "--port", str(port),
+                             "--workers", str(workers), "--cache" if cache else "--no-cache"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
-        _wait_ready(url, proc)
-        # JIT warm-up on every worker with bodies that are not measured later (no cache hits)
-        warm_load = (lambda: _wrk(url, warm, 8, 5 if not args.quick else 2, 0)) if use_wrk else \
-            (lambda: asyncio.run(_httpx_load(url, warm, 8, 5 if not args.quick else 2, 0)))
-        warm_load()
-        if use_wrk:  # the same client as the load phases: one connection, one request at a time
-            p50_single = _wrk(url, single_bodies, 1, 5 if not args.quick else 2, 0)["p50"]
+        end = time.time() + 180
+        while time.time() < end:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
         else:
-            with httpx.Client(base_url=url, timeout=60) as c:
-                single = []
-                for p, b in single_bodies:
-                    t = time.perf_counter()
-                    c.post(p, json=b).raise_for_status()
-                    single.append(time.perf_counter() - t)
-            p50_single = statistics.median(single)
-        chunk = len(load_bodies) // len(args.think_ms)  # split_bodies makes sure that each phase gets some
-        for i, think in enumerate(args.think_ms):
-            part = load_bodies[i * chunk:(i + 1) * chunk]  # distinct calls per phase: cache misses
-            name = "closed loop (no pause)" if think == 0 else f"rollout-like ({think} ms pause)"
-            phases[name] = _wrk(url, part, args.clients, args.seconds, think) if use_wrk else \
-                asyncio.run(_httpx_load(url, part, args.clients, args.seconds, think))
+            raise RuntimeError("server did not become ready in 180 s")
+        yield port
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    print(f"\ntool server ({args.workers} uvicorn workers), {args.clients} concurrent clients ({'wrk' if use_wrk else 'httpx asyncio'}), "
-          f"{args.seconds:.0f}s per phase, loopback, server cache {'on' if args.server_cache else 'off'}; single-request p50 {p50_single * 1000:.2f} ms after warm-up")
-    rows, total_errors, summary = [], 0, {}
+
+
+def _runner(port: int, binary: Path | None, workdir: Path) -> Callable[..., Phase]:
+    """``run(bodies, clients, seconds, rate=0, think_ms=0) -> Phase`` with the C generator, or httpx without one."""
+    counter = iter(range(1_000_000))
+
+    def run(bodies: Bodies, clients: int, seconds: float, rate: float = 0, think_ms: float = 0) -> Phase:
+        if binary is None:
+            return httpx_phase(port, bodies, clients, seconds, rate, think_ms)
+        file = workdir / f"bodies-{next(counter)}.tsv"
+        file.write_text("".join(f"{p}\t{json.dumps(b)}\n" for p, b in bodies))
+        return loadgen_phase(binary, port, file, clients, seconds, rate, think_ms)
+
+    return run
+
+
+def run_phases(run: Callable[..., Phase], bodies: Bodies, args: argparse.Namespace) -> tuple[dict[str, Phase], float]:
+    """Warm-up, single request, closed loop, open loop at ``load_fraction`` of its rate, think-time phases.
+
+    Returns:
+        The phases by name, and the closed-loop capacity in req/s.
+    """
+    warm, single, load = split_bodies(bodies, 2 + len(args.think_ms))
+    chunk = len(load) // (2 + len(args.think_ms))
+    parts = [load[i * chunk:(i + 1) * chunk] for i in range(2 + len(args.think_ms))]  # distinct calls per phase
+    short = args.quick
+    phases = {"warm-up (8 connections, closed loop)": run(warm, 8, 2 if short else 10),
+              "single request (1 connection)": run(single, 1, 2 if short else 5)}
+    closed = run(parts[0], args.clients, args.seconds)
+    phases[f"closed loop ({args.clients} connections): capacity"] = closed
+    capacity = closed.rate
+    target = max(1.0, args.load_fraction * capacity)
+    phases[f"open loop at {args.load_fraction:.0%} of capacity ({target:.0f} req/s)"] = run(parts[1], args.clients, args.seconds, target)
+    for think, part in zip(args.think_ms, parts[2:]):
+        phases[f"rollout-like ({args.clients} connections, {think} ms pauses)"] = run(part, args.clients, args.seconds, 0, think)
+    return phases, capacity
+
+
+def report(phases: dict[str, Phase], capacity: float, args: argparse.Namespace, generator: str) -> int:
+    """Print the table and a JSON summary; the number of failed requests over all phases."""
+    p50_single = next(p for name, p in phases.items() if name.startswith("single")).p50
+    print(f"\ntool server ({args.workers} uvicorn workers, fast routes {'off' if args.no_fast_routes else 'on'}, server cache "
+          f"{'on' if args.server_cache else 'off'}), {args.routes} requests, load from {generator}, {args.seconds:.0f} s per "
+          f"load phase, loopback; machine load {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} cores)")
+    rows, summary = [], {}
     for name, r in phases.items():
-        total_errors += r["errors"]
-        rows.append([name, r["requests"], r["errors"], f"{r['requests'] / r['seconds']:.0f}", f"{r['p50'] * 1000:.1f}",
-                     f"{r['p99'] * 1000:.1f}", f"{r['p99'] / p50_single:.1f}x"])
-        summary[name] = {"errors": r["errors"], "requests": r["requests"], "p99_over_single_p50": round(r["p99"] / p50_single, 2)}
-    print(table(["phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "p99 / single p50 (target <= 20x)"], rows))
-    print("closed loop = capacity: by Little's law its latency is clients / throughput, whatever the server does.")
-    print(json.dumps(summary))
-    return 0 if total_errors == 0 else 1
+        rows.append([name, r.requests, r.errors, f"{r.rate:.0f}", f"{r.p50 * 1000:.2f}", f"{r.p99 * 1000:.2f}",
+                     f"{r.p99 / p50_single:.1f}x", f"{r.client_cpu_s:.2f}" if r.client_cpu_s is not None else "?"])
+        summary[name] = {"requests": r.requests, "errors": r.errors, "req_per_s": round(r.rate, 1),
+                         "p50_ms": round(r.p50 * 1000, 2), "p99_ms": round(r.p99 * 1000, 2),
+                         "p99_over_single_p50": round(r.p99 / p50_single, 2)}
+    print(table(["phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "p99 / single p50", "client CPU s"], rows))
+    at_load = next(p for name, p in phases.items() if name.startswith("open loop"))
+    print(f"capacity {capacity:.0f} req/s (target >= 500); at {args.load_fraction:.0%} of it p99 = "
+          f"{at_load.p99 / p50_single:.1f}x the single-request p50 of {p50_single * 1000:.2f} ms (target <= 20x)")
+    print(json.dumps({"capacity_req_per_s": round(capacity, 1), "single_p50_ms": round(p50_single * 1000, 3), "phases": summary}))
+    return sum(r.errors for r in phases.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table; non-zero exit if any request failed."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--index", default=None)
+    ap.add_argument("--clients", type=int, default=200, help="connections of the closed-loop, open-loop and think phases")
+    ap.add_argument("--seconds", type=float, default=20, help="length of each load phase")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--routes", choices=["search", "mixed"], default="search", help="search calls only, or searches and visits")
+    ap.add_argument("--load-fraction", type=float, default=0.8, help="open-loop rate as a fraction of the measured capacity")
+    ap.add_argument("--think-ms", type=int, nargs="*", default=[2000],
+                    help="pause of each client between its calls, one rollout-like phase per value (LLM generation time)")
+    ap.add_argument("--server-cache", action="store_true", help="keep the server's result cache (default off: every call is computed)")
+    ap.add_argument("--python-clients", action="store_true", help="asyncio httpx clients even when a C compiler is present")
+    ap.add_argument("--no-fast-routes", action="store_true", help="serve every request through FastAPI (sim_web.serve.fast off)")
+    ap.add_argument("--quick", action="store_true", help="20 clients, 3 s phases, one 500 ms think phase: a smoke test")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.clients, args.seconds, args.think_ms = 20, 3, [500]
+    path = str(ensure_sample_index(args.index))
+    bodies = _bodies(path, 300 if args.quick else 2000, args.routes)
+    binary = None if args.python_clients else compile_loadgen()
+    generator = "benchmarks/loadgen.c" if binary else "asyncio httpx clients (no C compiler: capacity understated)"
+    with running_server(path, args.workers, args.server_cache, not args.no_fast_routes) as port, \
+            tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
+        phases, capacity = run_phases(_runner(port, binary, Path(tmp)), bodies, args)
+    return 0 if report(phases, capacity, args, generator) == 0 else 1
 
 
 if __name__ == "__main__":

@@ -135,14 +135,17 @@ class ToolPool:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def token_matches(token: str, authorization: str) -> bool:
+    """Whether an ``Authorization`` header value is ``Bearer <token>`` (compared in constant time)."""
+    scheme, _, given = authorization.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 def bearer_guard(token: str | None) -> Callable[[Request], None]:
     """A FastAPI dependency that answers 401 unless the request carries ``Authorization: Bearer <token>``."""
 
     def authorized(request: Request) -> None:
-        if token is None:
-            return
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        if token is not None and not token_matches(token, request.headers.get("authorization", "")):
             raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
                                 headers={"WWW-Authenticate": "Bearer"})
 

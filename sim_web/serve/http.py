@@ -17,6 +17,14 @@ Security (issue 16):
   server answers 503 (retryable) instead of queueing without bound.
 * Request bodies over ``max_body_bytes`` are answered 413 before they are read whole; 4xx bodies
   never echo the request (validation errors carry the location and the reason, not the input).
+
+Capacity (issue 14; measured by ``benchmarks/bench_server.py``):
+
+* Well-formed calls on ``/tools/{name}`` and ``/backend/*`` skip FastAPI's per-request layers
+  (:mod:`sim_web.serve.fast`: same status codes and bytes; everything else still goes through FastAPI).
+* With ``workers > 1`` every worker accepts on its own SO_REUSEPORT socket (:mod:`sim_web.serve.workers`),
+  so that connections opened together spread over the workers.
+* Served apps open the index before the first request (:func:`warm_index`): no 1.5 s first call per worker.
 """
 
 from __future__ import annotations
@@ -31,7 +39,15 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
-from sim_web.serve.guards import TOKEN_ENV, BodyLimit, ToolPool, bearer_guard, check_exposure, short
+from sim_web.serve.fast import HotRoutes
+from sim_web.serve.guards import (
+    TOKEN_ENV,
+    BodyLimit,
+    ToolPool,
+    bearer_guard,
+    check_exposure,
+    short,
+)
 
 if TYPE_CHECKING:
     from sim_web.env import EnvConfig
@@ -45,6 +61,7 @@ BACKEND_ENV = "SIM_WEB_SERVER_BACKEND"
 PYTHON_ENV = "SIM_WEB_SERVER_PYTHON"  #: "1": serve PythonInterpreter (set by ``serve`` for its workers)
 MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by ``serve`` for its workers)
 THREADS_ENV = "SIM_WEB_SERVER_THREADS"  #: tool threads per worker (set by ``serve`` for its workers)
+FAST_ENV = "SIM_WEB_SERVER_FAST_ROUTES"  #: "0": every request through FastAPI (to measure :mod:`sim_web.serve.fast`)
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TOOL_THREADS = 32
 #: Idle keep-alive connections live this long (uvicorn's default is 5 s): a rollout worker pauses
@@ -118,7 +135,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True, *, enable_python: bool = False,
                token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS,
                python_runner: Callable[[str], str] | None = None, backend: str = "sim",
-               env_config: EnvConfig | None = None) -> FastAPI:
+               env_config: EnvConfig | None = None, fast_routes: bool = True, warm: bool = False) -> FastAPI:
     """Build the FastAPI app over the index at ``index_dir`` (default: the sample index).
 
     Args:
@@ -136,6 +153,10 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
             environment): one server then holds the fleet's QPS budget, circuit breakers and cache.
         env_config: The full env configuration whose backend is served (e.g. real-web endpoints and policies);
             when given, ``index_dir``, ``mode``, ``cache`` and ``backend`` are taken from it.
+        fast_routes: Answer well-formed calls on the hot routes without FastAPI's per-request layers
+            (:mod:`sim_web.serve.fast`; same status codes and bytes); off: every request goes through FastAPI.
+        warm: Open the local index's searchers now (:func:`warm_index`), so that the first request does not
+            pay for starting the JVM (``serve`` and its workers do; tests need not).
 
     Returns:
         The app (serve it with uvicorn).
@@ -170,7 +191,30 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     _add_routes(app, toolbox, pool, bearer_guard(token),
                 {"index": str(index.path), "content_sha256": index.manifest["content_sha256"],
                  "pages": index.manifest["counts"]["pages"], "mode": cfg.sim.mode, "backend": cfg.backend})
+    if warm:
+        warm_index(toolbox.executor.backends)
+    if fast_routes:  # added last: the outermost of our middlewares, in front of BodyLimit and the router
+        app.add_middleware(HotRoutes, toolbox=toolbox, pool=pool, names=[s["function"]["name"] for s in toolbox.schemas()],
+                           max_body_bytes=max_body_bytes, token=token)
     return app
+
+
+def warm_index(backends: list[Any]) -> None:
+    """Open what the first search and visit of a local index would open (the JVM and Lucene searcher, the passage
+    columns, the title lookup, the page store), so that a worker's first request is not ~1.5 s slower than the rest.
+
+    Only BM25 is touched: a dense or hybrid index may still have to encode its passages, and that happens on first
+    use, with its own message. Remote and real-web backends are left alone (nothing is sent anywhere).
+
+    Args:
+        backends: The executor's backends; the sim backend, or the real backends' Wikipedia fallback, holds the index.
+    """
+    for backend in backends:
+        index = getattr(getattr(backend, "sim", backend), "index", None)  # SimBackend, or WikipediaFallback(sim)
+        if index is not None and hasattr(index, "search"):
+            index.search("warm up", 1, "bm25")
+            index.titles.lookup("warm up")
+            index.store.passages(0)
 
 
 def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Callable[[Request], None],
@@ -224,7 +268,14 @@ def app_factory() -> FastAPI:
                       backend=env(BACKEND_ENV) or "sim",
                       enable_python=env(PYTHON_ENV) == "1", token=env(TOKEN_ENV) or None,
                       max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
-                      tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS))
+                      tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS), fast_routes=_fast_routes(), warm=True)
+
+
+def _fast_routes() -> bool:
+    """Whether :mod:`sim_web.serve.fast` answers the hot routes (``$SIM_WEB_SERVER_FAST_ROUTES=0``: off, to measure it)."""
+    from wiki_index.settings import env
+
+    return env(FAST_ENV, "1") != "0"
 
 
 def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",
@@ -249,14 +300,34 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
     Raises:
         ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
     """
-    import socket
-
-    import uvicorn
-
-    from wiki_index.index import WikiIndex
-    from wiki_index.settings import env, set_env
+    from wiki_index.settings import env
 
     token = token or env(TOKEN_ENV) or None
+    _preflight(index_dir, host, token, enable_python, backend)
+    if workers > 1:
+        _export_worker_settings({MODE_ENV: mode, BACKEND_ENV: backend, CACHE_ENV: "1" if cache else "0",
+                                 PYTHON_ENV: "1" if enable_python else "0", MAX_BODY_ENV: str(max_body_bytes),
+                                 THREADS_ENV: str(tool_threads), INDEX_ENV: str(index_dir or ""), TOKEN_ENV: token or ""})
+        from sim_web.serve.workers import run_workers
+
+        run_workers(host, port, workers, KEEP_ALIVE_S)
+    else:
+        import uvicorn
+
+        app = create_app(index_dir, mode, cache, enable_python=enable_python, token=token, max_body_bytes=max_body_bytes,
+                         tool_threads=tool_threads, backend=backend, fast_routes=_fast_routes(), warm=True)
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
+
+
+def _preflight(index_dir: str | None, host: str, token: str | None, enable_python: bool, backend: str) -> None:
+    """Fail before binding or forking: an exposed address without a token, a missing index, missing real-web keys.
+
+    Raises:
+        ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
+        IndexNotFoundError: No index at ``index_dir`` (the message names the build command).
+    """
+    from wiki_index.index import WikiIndex
+
     check_exposure(host, token)
     if enable_python:
         from sim_web.tools.python import sandbox_problem
@@ -271,27 +342,12 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         from sim_web.backends.serper import SerperConfig
 
         build_real_backends(SerperConfig(), JinaConfig())  # fail fast on missing keys (naming the variable); no request is sent
-    if workers > 1:
-        settings = {MODE_ENV: mode, BACKEND_ENV: backend, CACHE_ENV: "1" if cache else "0",
-                    PYTHON_ENV: "1" if enable_python else "0",
-                    MAX_BODY_ENV: str(max_body_bytes), THREADS_ENV: str(tool_threads)}
-        if index_dir:
-            settings[INDEX_ENV] = str(index_dir)
-        if token:
-            settings[TOKEN_ENV] = token
-        for name, value in settings.items():
-            set_env(name, value)
-        from uvicorn.supervisors import Multiprocess
 
-        config = uvicorn.Config("sim_web.serve.http:app_factory", factory=True, host=host, port=port, workers=workers,
-                                log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
-        sock = config.bind_socket()
-        # uvicorn binds this shared socket with proto 0, so asyncio never sets TCP_NODELAY on the
-        # accepted connections: with keep-alive clients every response then waits ~40 ms for a
-        # delayed ACK (Nagle). Linux copies TCP_NODELAY from the listening socket to accepted ones.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        Multiprocess(config, sockets=[sock]).run()
-    else:
-        app = create_app(index_dir, mode, cache, enable_python=enable_python, token=token,
-                         max_body_bytes=max_body_bytes, tool_threads=tool_threads, backend=backend)
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
+
+def _export_worker_settings(settings: dict[str, str]) -> None:
+    """Hand the settings to the worker processes through the environment (empty values: left as they are)."""
+    from wiki_index.settings import set_env
+
+    for name, value in settings.items():
+        if value:
+            set_env(name, value)

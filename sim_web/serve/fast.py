@@ -1,0 +1,203 @@
+"""The tool server's hot routes without FastAPI's per-request layers: same status codes, same response bytes.
+
+``POST /tools/{name}`` and ``POST /backend/{search,scholar,visit}`` are what rollout workers call thousands of
+times a second. Profiled under load (issue 14; ``benchmarks/bench_server.py``), FastAPI's routing, dependency
+solving, request-model validation and response-model serialisation held the GIL longer than the search itself
+did, on a machine where two worker processes share two cores. :class:`HotRoutes` is an ASGI middleware, the
+outermost one of the app, that answers a *well-formed* call on those routes directly: the body is read (only
+when a ``Content-Length`` within the limit is declared), parsed with :func:`json.loads` as FastAPI parses it,
+checked against the same rules as the pydantic request models of :mod:`sim_web.serve.http`, run on the same
+bounded :class:`~sim_web.serve.guards.ToolPool`, and encoded with pydantic-core's JSON encoder, the one
+FastAPI's response models use.
+
+Everything else goes to the FastAPI app unchanged, with the body read here replayed to it, so every error
+answer (401, 404, 413, 422 and their texts) comes from the one place that made it before: a missing or wrong
+token, an unknown tool, a body that is not a JSON object of the expected types, a chunked or oversized body,
+any other route. Errors raised while a call runs (503 busy, 422 for an agent mistake, 503 for an unavailable
+tool, 500) are answered here as the app's handlers answer them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
+
+from sim_web.protocol.arguments import valid_unicode
+from sim_web.serve.guards import ToolPool, short, token_matches
+
+if TYPE_CHECKING:
+    from sim_web.tools import Toolbox
+
+log = logging.getLogger(__name__)
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+_QUERY_MAX, _URL_MAX, _GOAL_MAX, _K_MAX = 2000, 4000, 4000, 100  # as QueryRequest / VisitRequest in http.py
+
+
+def tool_args(body: Any) -> tuple[dict[str, Any], str | None] | None:
+    """``(arguments, code)`` of a ``ToolRequest`` body that the model would accept as is, else ``None``."""
+    if type(body) is not dict or not body.keys() <= {"arguments", "code"}:
+        return None
+    arguments, code = body.get("arguments", {}), body.get("code")
+    if type(arguments) is not dict or (code is not None and type(code) is not str):
+        return None
+    return arguments, code
+
+
+def query_args(body: Any) -> tuple[str, int] | None:
+    """``(query, k)`` of a ``QueryRequest`` body that the model would accept as is, else ``None``."""
+    if type(body) is not dict or not body.keys() <= {"query", "k"}:
+        return None
+    query, k = body.get("query"), body.get("k", 10)
+    if type(query) is not str or type(k) is not int or not 1 <= k <= _K_MAX:
+        return None
+    query = valid_unicode(query)
+    return (query, k) if 1 <= len(query) <= _QUERY_MAX else None
+
+
+def visit_args(body: Any) -> tuple[str, str] | None:
+    """``(url, goal)`` of a ``VisitRequest`` body that the model would accept as is, else ``None``."""
+    if type(body) is not dict or not body.keys() <= {"url", "goal"}:
+        return None
+    url, goal = body.get("url"), body.get("goal", "")
+    if type(url) is not str or type(goal) is not str:
+        return None
+    url, goal = valid_unicode(url), valid_unicode(goal)
+    return (url, goal) if 1 <= len(url) <= _URL_MAX and len(goal) <= _GOAL_MAX else None
+
+
+class HotRoutes:
+    """ASGI middleware: the hot routes answered here when well-formed; every other request to ``app``.
+
+    Args:
+        app: The rest of the ASGI stack (the FastAPI app's middlewares and router).
+        toolbox: The served tools (its executor serves the ``/backend`` routes).
+        pool: The tool threads (the same pool as the app's routes, so ``/health`` counts these calls too).
+        names: The tools served on ``/tools/{name}``.
+        max_body_bytes: Larger declared bodies go to the app (whose ``BodyLimit`` answers 413).
+        token: The bearer token, or ``None``; a request without the right one goes to the app (401).
+    """
+
+    def __init__(self, app: Any, *, toolbox: Toolbox, pool: ToolPool, names: list[str], max_body_bytes: int,
+                 token: str | None) -> None:
+        self.app, self.pool, self.max_body_bytes, self.token = app, pool, max_body_bytes, token
+        self.toolbox, self.executor = toolbox, toolbox.executor
+        self.routes: dict[str, Callable[[Any], Any]] = {f"/tools/{n}": self._tool_route(n) for n in names}
+        self.routes.update({"/backend/search": self._query_route(self.executor.search),
+                            "/backend/scholar": self._query_route(self.executor.scholar),
+                            "/backend/visit": self._visit_route})
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        route = self.routes.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if route is None or not self._plain_json(scope.get("headers") or []):
+            return await self.app(scope, receive, send)
+        body = await _read_body(receive)
+        if body is None:  # the client went away mid-body
+            return
+        try:
+            call = route(json.loads(body)) if body else None
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep: the app says what is wrong
+            call = None
+        if call is None:
+            return await self.app(scope, _replay(body, receive), send)
+        await self._answer(call, send)
+
+    def _plain_json(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        """A declared ``application/json`` body within the limit, and the token when one is required."""
+        found = {k: v for k, v in headers if k in (b"content-length", b"content-type", b"authorization")}
+        length, media = found.get(b"content-length", b""), found.get(b"content-type", b"")
+        if not length.isdigit() or int(length) > self.max_body_bytes:
+            return False
+        if media.split(b";", 1)[0].strip().lower() != b"application/json":
+            return False
+        return self.token is None or token_matches(self.token, found.get(b"authorization", b"").decode("latin-1"))
+
+    def _tool_route(self, name: str) -> Callable[[Any], Any]:
+        def route(body: Any) -> Any:
+            args = tool_args(body)
+            return None if args is None else (_run_tool, self.toolbox, name, *args)
+        return route
+
+    def _query_route(self, method: Callable[[str, int], list[Any]]) -> Callable[[Any], Any]:
+        def route(body: Any) -> Any:
+            args = query_args(body)
+            return None if args is None else (_results, method, *args)
+        return route
+
+    def _visit_route(self, body: Any) -> Any:
+        args = visit_args(body)
+        return None if args is None else (_visit, self.executor.visit, *args)
+
+    async def _answer(self, call: tuple[Any, ...], send: Send) -> None:
+        """Run ``call`` (a function and its arguments) on the pool; send its JSON, or the error as the app would."""
+        from fastapi import HTTPException
+
+        from sim_web.protocol.errors import ActionError, ToolUnavailableError
+
+        try:
+            content = await self.pool.run(*call)
+        except HTTPException as e:  # the pool is full: 503, Retry-After
+            return await _send_json(send, e.status_code, {"detail": e.detail}, e.headers)
+        except ActionError as e:
+            return await _send_json(send, 422, {"detail": short(f"{e.kind}: {e}")})
+        except ToolUnavailableError as e:
+            return await _send_json(send, 503, {"detail": short(str(e))})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", str(len(content)).encode()), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": content})
+
+
+def _run_tool(toolbox: Toolbox, name: str, arguments: dict[str, Any], code: str | None) -> bytes:
+    from sim_web.protocol.actions import Action
+
+    return to_json({"result": toolbox.call(Action(kind="tool_call", tool=name, arguments=arguments, code=code))})
+
+
+def _results(method: Callable[[str, int], list[Any]], query: str, k: int) -> bytes:
+    return to_json({"results": [asdict(r) for r in method(query, k)]})
+
+
+def _visit(method: Callable[[str, str], Any], url: str, goal: str) -> bytes:
+    return to_json(asdict(method(url, goal)))
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or ``None`` when the client disconnects first."""
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` once, then whatever the connection sends (its disconnect)."""
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+async def _send_json(send: Send, status: int, content: Any, headers: dict[str, str] | None = None) -> None:
+    """An error answer, built by the same response class as the app's exception handlers."""
+    from starlette.responses import JSONResponse
+
+    await JSONResponse(content, status_code=status, headers=headers)({"type": "http"}, _no_receive, send)
+
+
+async def _no_receive() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
