@@ -19,12 +19,13 @@ runs these phases, each printed with its requests, errors, req/s, p50, p99 and p
 
 The load generator is ``benchmarks/loadgen.c``, compiled on first use (``cc -O2``, about a second) into a
 directory under the system temp dir keyed by the source's hash. Why C: on a 2-core machine the generator shares
-the CPU with the server it measures. asyncio httpx clients spend about as much CPU per request as the server
-(so they measure the client as much as the server), and ``wrk`` is not installed on most machines, needs a Lua
-script to send varied bodies, and has no open-loop mode for phase 4. The C generator (libc only, one thread,
-epoll, keep-alive HTTP/1.1) uses a few percent of one core at 500 req/s and reports exact percentiles. Without
-a C compiler the phases fall back to asyncio httpx clients (``--python-clients`` forces them), and the table says
-so: their numbers understate the server's capacity. The load only targets 127.0.0.1 and stops by itself.
+the CPU with the server it measures. Measured against the same 2-worker server, 50 connections: asyncio httpx
+clients spent 5.7 ms of CPU per request (more than the server's own 3-4 ms) and drove 123 req/s; the C
+generator spent 0.055 ms per request and drove 663 req/s. ``wrk`` is not installed on most machines, needs a
+Lua script to send varied bodies, and has no open-loop mode for phase 4. The C generator needs libc only (one
+thread, epoll, keep-alive HTTP/1.1) and reports exact percentiles. Without a C compiler the phases fall back to
+asyncio httpx clients (``--python-clients`` forces them), and the table says so: their numbers understate the
+server's capacity. The load only targets 127.0.0.1 and stops by itself.
 """
 
 from __future__ import annotations

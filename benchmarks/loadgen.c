@@ -5,7 +5,8 @@
  *   BODIES_FILE  one request a line: PATH <TAB> JSON body (json.dumps output has no raw tab or newline).
  *                Requests take the lines in turn (a shared counter), so each call is distinct.
  *   RATE         0 (default): closed loop, each connection sends its next request when the last one is
- *                answered (after an exponential pause of mean THINK_MS, 0 = none).
+ *                answered (after an exponential pause of mean THINK_MS, 0 = none; with pauses, the first
+ *                request of each connection also waits one, so that the phase does not open with a burst).
  *                > 0: open loop, RATE requests/s on a fixed schedule, whatever the server does; a request
  *                whose time has come waits for a free connection, and its latency counts from its
  *                scheduled time (no coordinated omission).
@@ -162,6 +163,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nconn; i++) conn_open(&conns[i]);
     struct epoll_event evs[256];
     double start = now(), stop = start + seconds, next_due = start;
+    /* With think time, each connection starts after a pause of its own: all of them at once would be one burst
+       of nconn requests that no steady stream of rollout workers sends. */
+    for (int i = 0; i < nconn; i++) conns[i].ready_at = start + exp_pause(think_s);
     long sent = 0; int rotor = 0;
     for (double t = start; ; t = now()) {
         int active = 0;

@@ -127,14 +127,16 @@ async def _httpx_load(port: int, bodies: list[tuple[str, dict]], clients: int, s
         return lat, errors[0], time.perf_counter() - t0
 
 
-async def _closed_loop(one, stop: float, think_ms: float, rng: random.Random) -> None:
+async def _closed_loop(one: Call, stop: float, think_ms: float, rng: random.Random) -> None:
+    if think_ms:  # staggered starts, as in loadgen.c: no opening burst of one request per client
+        await asyncio.sleep(rng.expovariate(1000 / think_ms))
     while time.perf_counter() < stop:
         await one(time.perf_counter())
         if think_ms:
             await asyncio.sleep(rng.expovariate(1000 / think_ms))
 
 
-async def _open_loop(one, rate: float, clients: int, t0: float, stop: float) -> None:
+async def _open_loop(one: Call, rate: float, clients: int, t0: float, stop: float) -> None:
     gate, tasks, i = asyncio.Semaphore(clients), [], 0
 
     async def gated(due: float) -> None:
