@@ -17,6 +17,9 @@ runs these phases, each printed with its requests, errors, req/s, p50, p99 and p
 5. rollout-like, one phase per ``--think-ms``: each client pauses (exponentially, mean ``think``) between calls,
    standing for an LLM turn.
 
+Each phase also gets the CPU time of the server's processes per request (Linux ``/proc``): on a machine shared
+with other jobs it varies less than req/s, and ``cores / CPU per request`` bounds what idle cores would serve.
+
 The load generator is ``benchmarks/loadgen.c``, compiled on first use (``cc -O2``, about a second) into a
 directory under the system temp dir keyed by the source's hash. Why C: on a 2-core machine the generator shares
 the CPU with the server it measures. Measured against the same 2-worker server, 50 connections: asyncio httpx
@@ -40,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.common import ensure_sample_index, table
@@ -86,9 +90,28 @@ def split_bodies(bodies: Bodies, phases: int, min_per_phase: int = 50) -> tuple[
     return warm, single, load
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` and all its descendants (Linux ``/proc``; ``None`` elsewhere).
+
+    On a shared machine this is the steadier cost measure: neighbours slow the server down, but add little to the
+    CPU time it needs per request.
+    """
+    total, todo, tick = 0.0, [pid], os.sysconf("SC_CLK_TCK")
+    try:
+        while todo:
+            p = todo.pop()
+            stat = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(stat[11]) + int(stat[12])) / tick  # utime, stime
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
 @contextlib.contextmanager
-def running_server(index: str, workers: int, cache: bool, fast_routes: bool) -> Iterator[int]:
-    """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port."""
+def running_server(index: str, workers: int, cache: bool, fast_routes: bool) -> Iterator[tuple[int, int]]:
+    """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port and the process id."""
     import httpx
 
     port = _free_port()
@@ -108,22 +131,30 @@ def running_server(index: str, workers: int, cache: bool, fast_routes: bool) -> 
                 time.sleep(0.3)
         else:
             raise RuntimeError("server did not become ready in 180 s")
-        yield port
+        yield port, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-def _runner(port: int, binary: Path | None, workdir: Path) -> Callable[..., Phase]:
-    """``run(bodies, clients, seconds, rate=0, think_ms=0) -> Phase`` with the C generator, or httpx without one."""
+def _runner(server: tuple[int, int], binary: Path | None, workdir: Path) -> Callable[..., Phase]:
+    """``run(bodies, clients, seconds, rate=0, think_ms=0) -> Phase`` with the C generator, or httpx without one;
+    the server's CPU time over the phase goes into the result."""
+    port, pid = server
     counter = iter(range(1_000_000))
 
-    def run(bodies: Bodies, clients: int, seconds: float, rate: float = 0, think_ms: float = 0) -> Phase:
+    def load(bodies: Bodies, clients: int, seconds: float, rate: float, think_ms: float) -> Phase:
         if binary is None:
             return httpx_phase(port, bodies, clients, seconds, rate, think_ms)
         file = workdir / f"bodies-{next(counter)}.tsv"
         file.write_text("".join(f"{p}\t{json.dumps(b)}\n" for p, b in bodies))
         return loadgen_phase(binary, port, file, clients, seconds, rate, think_ms)
+
+    def run(bodies: Bodies, clients: int, seconds: float, rate: float = 0, think_ms: float = 0) -> Phase:
+        before = cpu_seconds(pid)
+        phase = load(bodies, clients, seconds, rate, think_ms)
+        after = cpu_seconds(pid)
+        return replace(phase, server_cpu_s=None if before is None or after is None else after - before)
 
     return run
 
@@ -158,15 +189,24 @@ def report(phases: dict[str, Phase], capacity: float, args: argparse.Namespace, 
           f"load phase, loopback; machine load {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} cores)")
     rows, summary = [], {}
     for name, r in phases.items():
+        server_ms = r.server_cpu_s / r.requests * 1000 if r.server_cpu_s is not None and r.requests else None
         rows.append([name, r.requests, r.errors, f"{r.rate:.0f}", f"{r.p50 * 1000:.2f}", f"{r.p99 * 1000:.2f}",
-                     f"{r.p99 / p50_single:.1f}x", f"{r.client_cpu_s:.2f}" if r.client_cpu_s is not None else "?"])
+                     f"{r.p99 / p50_single:.1f}x", "?" if server_ms is None else f"{server_ms:.2f}",
+                     f"{r.client_cpu_s:.2f}" if r.client_cpu_s is not None else "?"])
         summary[name] = {"requests": r.requests, "errors": r.errors, "req_per_s": round(r.rate, 1),
                          "p50_ms": round(r.p50 * 1000, 2), "p99_ms": round(r.p99 * 1000, 2),
-                         "p99_over_single_p50": round(r.p99 / p50_single, 2)}
-    print(table(["phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "p99 / single p50", "client CPU s"], rows))
+                         "p99_over_single_p50": round(r.p99 / p50_single, 2),
+                         "server_cpu_ms_per_req": None if server_ms is None else round(server_ms, 3)}
+    print(table(["phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "p99 / single p50", "server CPU ms/req",
+                 "client CPU s"], rows))
     at_load = next(p for name, p in phases.items() if name.startswith("open loop"))
     print(f"capacity {capacity:.0f} req/s (target >= 500); at {args.load_fraction:.0%} of it p99 = "
           f"{at_load.p99 / p50_single:.1f}x the single-request p50 of {p50_single * 1000:.2f} ms (target <= 20x)")
+    closed = next(p for name, p in phases.items() if name.startswith("closed loop"))
+    if closed.server_cpu_s and closed.requests:
+        per_request = closed.server_cpu_s / closed.requests
+        print(f"server CPU {per_request * 1000:.2f} ms per request at capacity: at most {os.cpu_count() / per_request:.0f} "
+              f"req/s on {os.cpu_count()} idle cores (neighbours on this machine take the rest)")
     print(json.dumps({"capacity_req_per_s": round(capacity, 1), "single_p50_ms": round(p50_single * 1000, 3), "phases": summary}))
     return sum(r.errors for r in phases.values())
 
@@ -193,9 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     bodies = _bodies(path, 300 if args.quick else 2000, args.routes)
     binary = None if args.python_clients else compile_loadgen()
     generator = "benchmarks/loadgen.c" if binary else "asyncio httpx clients (no C compiler: capacity understated)"
-    with running_server(path, args.workers, args.server_cache, not args.no_fast_routes) as port, \
+    with running_server(path, args.workers, args.server_cache, not args.no_fast_routes) as server, \
             tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
-        phases, capacity = run_phases(_runner(port, binary, Path(tmp)), bodies, args)
+        phases, capacity = run_phases(_runner(server, binary, Path(tmp)), bodies, args)
     return 0 if report(phases, capacity, args, generator) == 0 else 1
 
 

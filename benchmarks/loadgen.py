@@ -37,6 +37,7 @@ class Phase:
         p50: Median latency.
         p99: 99th-percentile latency.
         client_cpu_s: CPU seconds the load generator itself used (``None``: not measured).
+        server_cpu_s: CPU seconds the server's processes used during the phase (``None``: not measured).
     """
 
     requests: int
@@ -45,6 +46,7 @@ class Phase:
     p50: float
     p99: float
     client_cpu_s: float | None = None
+    server_cpu_s: float | None = None
 
     @property
     def rate(self) -> float:
