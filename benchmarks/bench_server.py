@@ -6,8 +6,8 @@ Run: ``python -m benchmarks.bench_server [--index DIR] [--workers 2] [--clients 
 Starts ``sim-web serve`` in a subprocess (server cache off unless ``--server-cache``: every call is computed) and
 runs these phases, each printed with its requests, errors, req/s, p50, p99 and p99 / single-request p50:
 
-1. warm-up: 8 connections, closed loop (the JVM's JIT needs a few thousand searches before Lucene runs at full
-   speed); bodies that are not measured later;
+1. warm-up: 32 connections, closed loop (each worker's JVM needs a few thousand searches before Lucene runs at
+   full speed, so every worker must get some); bodies that are not measured later;
 2. single request: one connection, one request at a time: the latency of a quiet server (its p50 is the yardstick);
 3. closed loop: ``--clients`` connections, each sending its next request as soon as the last is answered: the
    capacity (by Little's law its latency is clients / throughput, whatever the server does);
@@ -169,7 +169,8 @@ def run_phases(run: Callable[..., Phase], bodies: Bodies, args: argparse.Namespa
     chunk = len(load) // (2 + len(args.think_ms))
     parts = [load[i * chunk:(i + 1) * chunk] for i in range(2 + len(args.think_ms))]  # distinct calls per phase
     short = args.quick
-    phases = {"warm-up (8 connections, closed loop)": run(warm, 8, 2 if short else 10),
+    warm_connections = min(32, args.clients)  # enough for every worker to get some (each JVM warms its own JIT)
+    phases = {f"warm-up ({warm_connections} connections, closed loop)": run(warm, warm_connections, 2 if short else 10),
               "single request (1 connection)": run(single, 1, 2 if short else 5)}
     closed = run(parts[0], args.clients, args.seconds)
     phases[f"closed loop ({args.clients} connections): capacity"] = closed
