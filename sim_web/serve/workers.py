@@ -38,10 +38,14 @@ def reuse_port_socket(host: str, port: int, listen: bool, backlog: int = 2048) -
         backlog: The accept queue length.
 
     Raises:
-        ConfigError: The address cannot be bound (e.g. in use by a socket without SO_REUSEPORT).
+        ConfigError: The address cannot be bound (e.g. in use by a socket without SO_REUSEPORT), or the
+            platform has no SO_REUSEPORT.
     """
     from wiki_index.errors import ConfigError
 
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise ConfigError("sim-web serve --workers N needs SO_REUSEPORT (Linux, macOS); run one worker per process "
+                          "behind a load balancer here, or --workers 1")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
