@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wiki_index.chunking import ChunkConfig, chunk_page
 from wiki_index.dense import DenseConfig
@@ -27,6 +28,8 @@ from wiki_index.settings import default_index_dir
 from wiki_index.types import Passage
 
 log = logging.getLogger(__name__)
+#: DuckDB's memory limit while building (the store writer, then the sort that feeds the passage columns).
+_MEMORY_LIMIT = "256MB"
 
 
 @dataclass(frozen=True)
@@ -76,12 +79,7 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
     Raises:
         CorpusError: The source cannot be read or yields no pages.
     """
-    from tqdm import tqdm
-
-    from wiki_index.bm25 import BM25Writer
     from wiki_index.sources import open_source
-    from wiki_index.sources.base import Redirect
-    from wiki_index.store import StoreWriter
 
     src = open_source(source, workers=config.workers)
     target = Path(out) if out else default_index_dir(src.name)
@@ -89,46 +87,8 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
     tmp, lock = _new_build_dir(target)
     t0 = time.perf_counter()
     try:
-        store = StoreWriter(tmp / "store.duckdb")
-        bm25 = BM25Writer(tmp / "bm25", threads=config.threads, title_field=config.title_boost > 0)
-        digest = hashlib.sha256()
-        n_passages = 0
-        for rec in tqdm(src.records(), desc="parse", unit="page"):
-            if isinstance(rec, Redirect):
-                store.add_redirect(rec.title, rec.target)
-                continue
-            passages = chunk_page(rec, config.chunk)
-            if store.add_page(rec, passages):
-                bm25.add(passages)
-                n_passages += len(passages)
-                for p in passages:
-                    digest.update(f"{p.docid}\t{p.contents}\n".encode())
-        counts = store.finalize()
-        if counts["pages"] == 0:
-            raise CorpusError(f"{source}: no pages were kept (read {src.stats.read}, skipped {src.stats.skipped}: {src.stats.skipped_reasons}); check the input format")
-        indexed = bm25.close()
-        _write_columns(tmp, digest.hexdigest(), n_passages)
-        t_sparse = time.perf_counter() - t0
-        dense_info = None
-        t1 = time.perf_counter()
-        if config.dense:
-            from wiki_index.dense import build_dense
-
-            dense_info = build_dense(tmp / "dense", _passages_in_order(tmp / "store.duckdb"), n_passages, config.dense_config)
-        manifest = {
-            "name": target.name,
-            "source": {"spec": str(source), **src.describe()},
-            "stats": src.stats.as_dict(),
-            "counts": counts,
-            "chunk": asdict(config.chunk),
-            "bm25": {"k1": config.k1, "b": config.b, "count": indexed, **({"title_boost": config.title_boost} if config.title_boost else {})},
-            "dense": dense_info,
-            "content_sha256": digest.hexdigest(),
-            "versions": versions(),
-            "build_seconds": {"parse_store_bm25": round(t_sparse, 2), "dense": round(time.perf_counter() - t1, 2)},
-            "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        }
-        write_manifest(tmp, manifest)
+        built = _build_parts(tmp, src, str(source), config)
+        write_manifest(tmp, _manifest(target.name, str(source), src, config, built))
         _unlock_build_dir(tmp, lock)
         lock = None
         _swap_into_place(tmp, target)
@@ -138,8 +98,87 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
     finally:
         if lock is not None:
             os.close(lock)
-    log.info("built %s: %d pages, %d passages in %.1fs", target, counts["pages"], n_passages, time.perf_counter() - t0)
+    log.info("built %s: %d pages, %d passages in %.1fs", target, built.counts["pages"], built.n_passages, time.perf_counter() - t0)
     return target
+
+
+@dataclass
+class _Built:
+    """What the build steps report for the manifest."""
+
+    counts: dict[str, int]
+    indexed: int
+    n_passages: int
+    content_sha256: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    dense: dict[str, Any] | None = None
+
+
+def _build_parts(tmp: Path, src: Any, source: str, config: BuildConfig) -> _Built:
+    """Store + BM25 + passage columns, then the dense index when asked for, all into ``tmp``."""
+    t0 = time.perf_counter()
+    built = _ingest(tmp, src, source, config)
+    _write_columns(tmp, built.content_sha256, built.n_passages)
+    built.seconds["parse_store_bm25"] = round(time.perf_counter() - t0, 2)
+    t1 = time.perf_counter()
+    if config.dense:
+        from wiki_index.dense import build_dense
+
+        built.dense = build_dense(tmp / "dense", _passages_in_order(tmp / "store.duckdb"), built.n_passages, config.dense_config)
+    built.seconds["dense"] = round(time.perf_counter() - t1, 2)
+    return built
+
+
+def _ingest(tmp: Path, src: Any, source: str, config: BuildConfig) -> _Built:
+    """Stream the source into the DuckDB store and the Lucene index; close both.
+
+    Raises:
+        CorpusError: No page was kept.
+    """
+    from tqdm import tqdm
+
+    from wiki_index.bm25 import BM25Writer
+    from wiki_index.sources.base import Redirect
+    from wiki_index.store import StoreWriter
+
+    store = StoreWriter(tmp / "store.duckdb", memory_limit=_MEMORY_LIMIT)
+    bm25 = BM25Writer(tmp / "bm25", threads=config.threads, title_field=config.title_boost > 0)
+    digest, n_passages = hashlib.sha256(), 0
+    for rec in tqdm(src.records(), desc="parse", unit="page"):
+        if isinstance(rec, Redirect):
+            store.add_redirect(rec.title, rec.target)
+            continue
+        passages = chunk_page(rec, config.chunk)
+        if store.add_page(rec, passages):
+            bm25.add(passages)
+            n_passages += len(passages)
+            for p in passages:
+                digest.update(f"{p.docid}\t{p.contents}\n".encode())
+    counts = store.finalize()
+    if counts["pages"] == 0:
+        raise CorpusError(f"{source}: no pages were kept (read {src.stats.read}, skipped {src.stats.skipped}: "
+                          f"{src.stats.skipped_reasons}); check the input format")
+    return _Built(counts, bm25.close(), n_passages, digest.hexdigest())
+
+
+def _manifest(name: str, source: str, src: Any, config: BuildConfig, built: _Built) -> dict[str, Any]:
+    """The manifest of a finished build."""
+    bm25 = {"k1": config.k1, "b": config.b, "count": built.indexed}
+    if config.title_boost:
+        bm25["title_boost"] = config.title_boost
+    return {
+        "name": name,
+        "source": {"spec": source, **src.describe()},
+        "stats": src.stats.as_dict(),
+        "counts": built.counts,
+        "chunk": asdict(config.chunk),
+        "bm25": bm25,
+        "dense": built.dense,
+        "content_sha256": built.content_sha256,
+        "versions": versions(),
+        "build_seconds": built.seconds,
+        "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
 
 
 _BUILDING = re.compile(r"\.(?P<name>.+)\.building-(?P<pid>[0-9]+)")
@@ -243,17 +282,36 @@ def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Pas
 
 
 def _write_columns(tmp: Path, content_sha256: str, n_passages: int) -> None:
-    """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.columns`)."""
+    """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.columns`).
+
+    Streams both sides (store passages in batches, Lucene ids in batches), so memory stays flat
+    whatever the corpus size; the store's sort by page spills to disk beyond ``_MEMORY_LIMIT``.
+    """
+    from tqdm import tqdm
+
     from wiki_index.bm25 import BM25Searcher
-    from wiki_index.derived import write_index_columns
+    from wiki_index.columns import lucene_commit, write_columns
     from wiki_index.store import Store
 
-    store, searcher = Store(tmp / "store.duckdb"), BM25Searcher(tmp / "bm25")  # ids only: no boost needed
+    store, searcher = Store(tmp / "store.duckdb", memory_limit=_MEMORY_LIMIT), BM25Searcher(tmp / "bm25")  # ids only: no boost
+    bar = tqdm(total=2 * n_passages, desc="passage columns", unit="passage", disable=n_passages < 200_000, mininterval=1.0)
     try:
-        write_index_columns(tmp, store, searcher, content_sha256, tmp / "columns", n_passages)
+        write_columns(tmp / "columns", _counted(store.iter_passages(), bar), _counted(searcher.lucene_ids(), bar, flat=True),
+                      content_sha256, lucene_commit(tmp / "bm25"))
     finally:
+        bar.close()
         searcher.close()
         store.close()
+
+
+def _counted(batches: Iterator[list[Any]], bar: Any, flat: bool = False) -> Iterator[Any]:
+    """Pass ``batches`` through (each item of each batch when ``flat``), moving ``bar`` per batch."""
+    for batch in batches:
+        bar.update(len(batch))
+        if flat:
+            yield from batch
+        else:
+            yield batch
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:

@@ -51,6 +51,11 @@ class _Strings:
         blob = self.blob
         return [blob[a:b].decode("utf-8") for a, b in zip(self.off[rows].tolist(), self.off[rows + 1].tolist())]
 
+    def get_bytes(self, rows: np.ndarray) -> list[bytes]:
+        """The UTF-8 bytes of ``rows`` (an int64 array)."""
+        blob = self.blob
+        return [blob[a:b] for a, b in zip(self.off[rows].tolist(), self.off[rows + 1].tolist())]
+
 
 def _mapped(path: Path) -> np.ndarray:
     """A read-only memory-mapped ``.npy`` as a plain ndarray (indexing a ``np.memmap`` costs a Python call)."""
@@ -100,14 +105,18 @@ def lucene_commit(bm25_dir: Path) -> str:
     return names[-1] if names else ""
 
 
-def write_columns(out: Path, batches: Iterable[list[Passage]], lucene_ids: list[str], content_sha256: str, commit: str) -> Path:
+def write_columns(out: Path, batches: Iterable[list[Passage]], lucene_ids: Iterable[str], content_sha256: str, commit: str) -> Path:
     """Write the columns of a store's passages, mapped to Lucene document numbers.
+
+    Memory stays bounded by a batch plus 40 bytes per passage (the id hashes that match store rows
+    to Lucene documents): strings and offsets stream to disk, the Lucene ids too (to check the match).
 
     Args:
         out: The directory to create (written under a temporary name, then renamed; if another
             process finished first, its copy is kept).
         batches: Every passage of the store, in store order.
-        lucene_ids: The passage id of each Lucene document number.
+        lucene_ids: The passage id of each Lucene document number, in document-number order (a list
+            or a stream, read once).
         content_sha256: The index's content hash (from the manifest).
         commit: The Lucene commit the document numbers belong to (:func:`lucene_commit`).
 
@@ -121,9 +130,11 @@ def write_columns(out: Path, batches: Iterable[list[Passage]], lucene_ids: list[
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        docids = _write_rows(tmp, batches)
-        np.save(tmp / "row_of_doc.npy", _row_of_doc(docids, lucene_ids))
-        meta = {"format": FORMAT, "count": len(docids), "content_sha256": content_sha256, "commit": commit}
+        rows = _row_of_doc(tmp, _write_rows(tmp, batches), _write_id_column(tmp, "lucene_id", lucene_ids))
+        for name in ("lucene_id.bin", "lucene_id.off.npy"):
+            (tmp / name).unlink()
+        np.save(tmp / "row_of_doc.npy", rows)
+        meta = {"format": FORMAT, "count": len(rows), "content_sha256": content_sha256, "commit": commit}
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         try:
             os.rename(tmp, out)
@@ -135,42 +146,137 @@ def write_columns(out: Path, batches: Iterable[list[Passage]], lucene_ids: list[
     return out
 
 
-def _write_rows(tmp: Path, batches: Iterable[list[Passage]]) -> list[bytes]:
-    """Write the string blobs and the numeric columns; returns the passage ids (UTF-8) in store order."""
-    files = {name: open(tmp / f"{name}.bin", "wb") for name in STRINGS}
-    offsets: dict[str, list[int]] = {name: [0] for name in STRINGS}
-    page_ids: list[int] = []
-    ordinals: list[int] = []
-    docids: list[bytes] = []
-    try:
-        for batch in batches:
-            for p in batch:
-                for name, value in (("docid", p.docid), ("title", p.title), ("section", p.section), ("text", p.text)):
-                    data = value.encode("utf-8")
-                    files[name].write(data)
-                    offsets[name].append(offsets[name][-1] + len(data))
-                    if name == "docid":
-                        docids.append(data)
-                page_ids.append(p.page_id)
-                ordinals.append(p.ordinal)
-    finally:
-        for f in files.values():
-            f.close()
-    for name in STRINGS:
-        np.save(tmp / f"{name}.off.npy", np.asarray(offsets[name], dtype=np.int64))
-    np.save(tmp / "page_id.npy", np.asarray(page_ids, dtype=np.int64))
-    np.save(tmp / "ordinal.npy", np.asarray(ordinals, dtype=np.int32))
-    return docids
+class _NpyStream:
+    """A 1-d ``.npy`` file written in pieces: the data goes to a side file, the header once the length is known."""
+
+    def __init__(self, path: Path, dtype: type) -> None:
+        self.path, self.dtype, self.count = path, np.dtype(dtype), 0
+        self._raw = open(path.with_name(path.name + ".raw"), "w+b")  # noqa: SIM115 (closed by close())
+
+    def append(self, values: np.ndarray) -> None:
+        """Append ``values`` (cast to the stream's dtype)."""
+        self._raw.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
+        self.count += len(values)
+
+    def close(self) -> None:
+        """Write the ``.npy`` file (header, then the data copied over) and remove the side file."""
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": (self.count,)}
+        self._raw.seek(0)
+        with open(self.path, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            shutil.copyfileobj(self._raw, f, 1 << 20)
+        self._raw.close()
+        os.unlink(self._raw.name)
 
 
-def _row_of_doc(store_ids: list[bytes], lucene_ids: list[str]) -> np.ndarray:
-    """The store row of each Lucene document number, matched by passage id."""
-    store = np.array(store_ids, dtype=bytes) if store_ids else np.zeros(0, dtype="S1")
-    lucene = np.array([d.encode("utf-8") for d in lucene_ids], dtype=bytes) if lucene_ids else np.zeros(0, dtype="S1")
+class _BlobStream:
+    """One string column written in pieces: ``<name>.bin`` and ``<name>.off.npy`` (``n + 1`` int64 offsets)."""
+
+    def __init__(self, tmp: Path, name: str) -> None:
+        self._bin = open(tmp / f"{name}.bin", "wb")  # noqa: SIM115 (closed by close())
+        self._off = _NpyStream(tmp / f"{name}.off.npy", np.int64)
+        self._end = 0
+        self._off.append(np.zeros(1, dtype=np.int64))
+
+    def append(self, data: list[bytes]) -> None:
+        """Append UTF-8 strings."""
+        self._bin.write(b"".join(data))
+        ends = np.cumsum(np.fromiter(map(len, data), dtype=np.int64, count=len(data))) + self._end
+        if len(ends):
+            self._end = int(ends[-1])
+        self._off.append(ends)
+
+    def close(self) -> None:
+        """Finish both files."""
+        self._bin.close()
+        self._off.close()
+
+
+def _write_rows(tmp: Path, batches: Iterable[list[Passage]]) -> np.ndarray:
+    """Write the string blobs and the numeric columns; returns the ``hash`` of each passage id (UTF-8), in store order."""
+    blobs = {name: _BlobStream(tmp, name) for name in STRINGS}
+    page_id, ordinal = _NpyStream(tmp / "page_id.npy", np.int64), _NpyStream(tmp / "ordinal.npy", np.int32)
+    hashes: list[np.ndarray] = []
+    for batch in batches:
+        docids = [p.docid.encode("utf-8") for p in batch]
+        hashes.append(_hashes(docids))
+        blobs["docid"].append(docids)
+        for name in ("title", "section", "text"):
+            blobs[name].append([getattr(p, name).encode("utf-8") for p in batch])
+        page_id.append(np.fromiter((p.page_id for p in batch), dtype=np.int64, count=len(batch)))
+        ordinal.append(np.fromiter((p.ordinal for p in batch), dtype=np.int32, count=len(batch)))
+    for stream in (*blobs.values(), page_id, ordinal):
+        stream.close()
+    return np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.int64)
+
+
+def _write_id_column(tmp: Path, name: str, ids: Iterable[str], chunk: int = 8192) -> np.ndarray:
+    """Write one string column from a stream of strings; returns the ``hash`` of each (UTF-8), in order."""
+    blob, hashes, batch = _BlobStream(tmp, name), [], []
+    for s in ids:
+        batch.append(s.encode("utf-8"))
+        if len(batch) == chunk:
+            hashes.append(_hashes(batch))
+            blob.append(batch)
+            batch = []
+    hashes.append(_hashes(batch))
+    blob.append(batch)
+    blob.close()
+    return np.concatenate(hashes)
+
+
+def _hashes(ids: list[bytes]) -> np.ndarray:
+    """Python's ``hash`` of each id (64-bit, salted per process: compare only within one process)."""
+    return np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
+
+
+def _row_of_doc(tmp: Path, store_hashes: np.ndarray, lucene_hashes: np.ndarray) -> np.ndarray:
+    """The store row of each Lucene document number, matched by passage id.
+
+    Matched on the ids' 64-bit hashes (sorted on both sides), then checked id by id against the
+    strings on disk; should two different ids share a hash, the match is redone on the ids themselves.
+    """
+    if len(store_hashes) != len(lucene_hashes):
+        raise _mismatch(len(store_hashes), len(lucene_hashes))
+    by_store = np.argsort(store_hashes, kind="stable")
+    by_lucene = np.argsort(lucene_hashes, kind="stable")
+    if not np.array_equal(store_hashes[by_store], lucene_hashes[by_lucene]):
+        raise _mismatch(len(store_hashes), len(lucene_hashes))
+    del store_hashes, lucene_hashes
+    rows = np.empty(len(by_lucene), dtype=np.int64)
+    rows[by_lucene] = by_store
+    del by_store, by_lucene
+    if not _same_ids(tmp, rows):
+        rows = _exact_row_of_doc(tmp)
+    return rows
+
+
+def _mismatch(n_store: int, n_lucene: int) -> IndexMismatchError:
+    return IndexMismatchError(f"the store holds {n_store} passages and Lucene {n_lucene} documents, "
+                              "not the same ids; rebuild the index with `wiki-index build`")
+
+
+def _same_ids(tmp: Path, rows: np.ndarray, chunk: int = 65_536) -> bool:
+    """Whether Lucene document ``d``'s id equals the store id at ``rows[d]``, for every ``d``."""
+    store, lucene = _Strings(tmp, "docid"), _Strings(tmp, "lucene_id")
+    for start in range(0, len(rows), chunk):
+        docs = np.arange(start, min(len(rows), start + chunk), dtype=np.int64)
+        if store.get_bytes(rows[docs]) != lucene.get_bytes(docs):
+            return False
+    return True
+
+
+def _exact_row_of_doc(tmp: Path) -> np.ndarray:
+    """The match on the ids themselves (all in memory; only for the rare corpus with a hash collision)."""
+    log.warning("two passage ids share a 64-bit hash; matching the columns on the ids themselves")
+    store, lucene = (np.array(_every(_Strings(tmp, name)), dtype=bytes) for name in ("docid", "lucene_id"))
     by_store, by_lucene = np.argsort(store, kind="stable"), np.argsort(lucene, kind="stable")
-    if len(store) != len(lucene) or not np.array_equal(store[by_store], lucene[by_lucene]):
-        raise IndexMismatchError(f"the store holds {len(store)} passages and Lucene {len(lucene)} documents, "
-                                 "not the same ids; rebuild the index with `wiki-index build`")
+    if not np.array_equal(store[by_store], lucene[by_lucene]):
+        raise _mismatch(len(store), len(lucene))
     rows = np.empty(len(lucene), dtype=np.int64)
     rows[by_lucene] = by_store
     return rows
+
+
+def _every(strings: _Strings) -> list[bytes]:
+    return strings.get_bytes(np.arange(len(strings.off) - 1, dtype=np.int64))

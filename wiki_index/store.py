@@ -6,8 +6,10 @@ resolved against pages and redirects once, after ingestion, so the dump can be s
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
+from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -63,31 +65,84 @@ _PAGE_INFO_SQL = ("SELECT p.page_id, p.title, coalesce(p.description, ''), coale
                   "coalesce(s.text, '') FROM pages p LEFT JOIN sections s ON s.page_id = p.page_id AND s.ordinal = 0")
 
 
+def memory_limit(con: Any) -> str:
+    """DuckDB's memory limit on a connection, as DuckDB prints it (e.g. ``"244.1 MiB"``)."""
+    return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+
+class _TitleSet:
+    """The titles stored so far, as blake2b keys in an open-addressing table (at most 32 bytes a title).
+
+    A Python set of the title strings costs about 110 bytes a title (110 MB per million pages). A
+    key is 128 bits of the title's blake2b digest with the lowest bit set to 1 (0 marks a free
+    slot); two different titles would have to share all 127 other bits to be taken for one (odds
+    about 1e-25 among Wikipedia's 7M titles).
+    """
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self._hi, self._lo = array("Q", bytes(8 * capacity)), array("Q", bytes(8 * capacity))
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, title: str) -> bool:
+        """Add ``title``; ``False`` when it was there already."""
+        d = hashlib.blake2b(title.encode("utf-8"), digest_size=16).digest()
+        hi, lo = int.from_bytes(d[:8], "little"), int.from_bytes(d[8:], "little") | 1  # lo == 0 marks a free slot
+        if not self._insert(hi, lo):
+            return False
+        self._n += 1
+        if 2 * self._n > len(self._hi):
+            self._grow()
+        return True
+
+    def _insert(self, hi: int, lo: int) -> bool:
+        his, los, mask = self._hi, self._lo, len(self._hi) - 1
+        i = hi & mask
+        while los[i]:
+            if los[i] == lo and his[i] == hi:
+                return False
+            i = (i + 1) & mask
+        his[i], los[i] = hi, lo
+        return True
+
+    def _grow(self) -> None:
+        old = zip(self._hi, self._lo)
+        self._hi, self._lo = array("Q", bytes(16 * len(self._hi))), array("Q", bytes(16 * len(self._lo)))
+        for hi, lo in old:
+            if lo:
+                self._insert(hi, lo)
+
+
 class StoreWriter:
     """Append pages, passages and redirects to a new store file, in batches.
 
     Args:
         path: The DuckDB file to create (must not exist).
         batch_rows: Rows buffered per table before a flush.
+        memory_limit: DuckDB's memory limit while rows are added (e.g. ``"256MB"``): beyond it the
+            table blocks already written are evicted, so the writer's memory stays flat as the corpus
+            grows. ``None``: DuckDB's default (80% of RAM). :meth:`finalize` always runs with the
+            default, since DuckDB builds each index in memory.
     """
 
-    def __init__(self, path: str | Path, batch_rows: int = 20_000) -> None:
+    def __init__(self, path: str | Path, batch_rows: int = 20_000, memory_limit: str | None = "256MB") -> None:
         import duckdb
 
         self.path = Path(path)
-        self.con = duckdb.connect(str(self.path))
+        self.con = duckdb.connect(str(self.path), config={"memory_limit": memory_limit} if memory_limit else {})
         self.con.execute(SCHEMA)
         self._buf: dict[str, list[tuple]] = {t: [] for t in _COLUMNS}
         self._batch = batch_rows
-        self._titles: set[str] = set()
+        self._titles = _TitleSet()
         self.duplicates = 0
 
     def add_page(self, page: Page, passages: Iterable[Passage]) -> bool:
         """Buffer one page and its passages; returns ``False`` (and counts) for a duplicate title."""
-        if page.title in self._titles:
+        if not self._titles.add(page.title):
             self.duplicates += 1
             return False
-        self._titles.add(page.title)
         pid = page.page_id
         b = self._buf
         b["pages"].append((pid, page.title, page.url, page.text, page.description, page.infobox_type, page.source, len(page.text.split())))
@@ -120,6 +175,7 @@ class StoreWriter:
         """Resolve redirects (chains too) and links, add indexes, close; return the table counts."""
         self.flush()
         c = self.con
+        c.execute("RESET memory_limit")
         # a title that is a real page is not a redirect; keep one redirect per title
         c.execute("DELETE FROM redirects WHERE title IN (SELECT title FROM pages)")
         c.execute("CREATE TABLE r2 AS SELECT title, any_value(target) AS target, NULL::BIGINT AS dst FROM redirects GROUP BY title")
@@ -148,15 +204,17 @@ class Store:
 
     Args:
         path: The ``store.duckdb`` file of an index.
+        memory_limit: DuckDB's memory limit (e.g. ``"512MB"``: whole-corpus sorts spill to disk
+            beyond it); ``None``: DuckDB's default (80% of RAM).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, memory_limit: str | None = None) -> None:
         import duckdb
 
         self.path = Path(path)
         if not self.path.is_file():
             raise IndexNotFoundError(f"no page store at {self.path}; build the index with `wiki-index build`")
-        self._con = duckdb.connect(str(self.path), read_only=True)
+        self._con = duckdb.connect(str(self.path), read_only=True, config={"memory_limit": memory_limit} if memory_limit else {})
         self._local = threading.local()
 
     def _cur(self) -> Any:
