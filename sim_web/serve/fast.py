@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-_QUERY_MAX, _URL_MAX, _GOAL_MAX, _K_MAX = 2000, 4000, 4000, 100  # as QueryRequest / VisitRequest in http.py
+#: Request limits: the pydantic models of :mod:`sim_web.serve.http` declare their fields with these same constants.
+QUERY_MAX, URL_MAX, GOAL_MAX, K_MAX = 2000, 4000, 4000, 100
 
 
 def tool_args(body: Any) -> tuple[dict[str, Any], str | None] | None:
@@ -54,10 +55,10 @@ def query_args(body: Any) -> tuple[str, int] | None:
     if type(body) is not dict or not body.keys() <= {"query", "k"}:
         return None
     query, k = body.get("query"), body.get("k", 10)
-    if type(query) is not str or type(k) is not int or not 1 <= k <= _K_MAX:
+    if type(query) is not str or type(k) is not int or not 1 <= k <= K_MAX:
         return None
     query = valid_unicode(query)
-    return (query, k) if 1 <= len(query) <= _QUERY_MAX else None
+    return (query, k) if 1 <= len(query) <= QUERY_MAX else None
 
 
 def visit_args(body: Any) -> tuple[str, str] | None:
@@ -68,7 +69,7 @@ def visit_args(body: Any) -> tuple[str, str] | None:
     if type(url) is not str or type(goal) is not str:
         return None
     url, goal = valid_unicode(url), valid_unicode(goal)
-    return (url, goal) if 1 <= len(url) <= _URL_MAX and len(goal) <= _GOAL_MAX else None
+    return (url, goal) if 1 <= len(url) <= URL_MAX and len(goal) <= GOAL_MAX else None
 
 
 class HotRoutes:

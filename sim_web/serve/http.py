@@ -39,7 +39,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
-from sim_web.serve.fast import HotRoutes
+from sim_web.serve.fast import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, HotRoutes
 from sim_web.serve.guards import (
     TOKEN_ENV,
     BodyLimit,
@@ -89,8 +89,8 @@ class QueryRequest(BaseModel):
     """A backend search or scholar query."""
 
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, max_length=2000)
-    k: int = Field(default=10, ge=1, le=100)
+    query: str = Field(min_length=1, max_length=QUERY_MAX)
+    k: int = Field(default=10, ge=1, le=K_MAX)
 
     @field_validator("query", mode="before")
     @classmethod
@@ -102,8 +102,8 @@ class VisitRequest(BaseModel):
     """A backend page visit."""
 
     model_config = ConfigDict(extra="forbid")
-    url: str = Field(min_length=1, max_length=4000)
-    goal: str = Field(default="", max_length=4000)
+    url: str = Field(min_length=1, max_length=URL_MAX)
+    goal: str = Field(default="", max_length=GOAL_MAX)
 
     @field_validator("url", "goal", mode="before")
     @classmethod
