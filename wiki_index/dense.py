@@ -55,11 +55,12 @@ class DenseConfig:
             one core (``benchmarks/bench_dense_scale.py``).
         ivf_nlist: IVF cells; 0 picks ``4 * sqrt(N)``.
         pq_m: PQ sub-quantisers of 8 bits, i.e. code bytes per vector (must divide the dimension). PQ
-            error, not ``nprobe``, bounds IVF-PQ recall: at 100k vectors recall@10 vs exact is ~0.71 with
-            48 (2 dims per byte), ~0.85 with 96, ~0.94 with 192 (the default; 200 bytes a vector with
-            its id, 1/8 of flat).
+            error, not ``nprobe``, bounds IVF-PQ recall: at 100k 384-d vectors recall@10 vs exact is ~0.71
+            with 48 (8 dims per byte), ~0.84 with 96, ~0.945 with 192 (the default, 2 dims per byte;
+            200 bytes a vector with its id, 1/8 of flat).
         nprobe: IVF cells visited per query; higher is slower and closer to exact (32: within 0.01 of
-            the PQ ceiling at 100k vectors; re-check at tens of millions, where cells are more).
+            the PQ ceiling at 100k and 1M vectors; re-check at tens of millions, where 32 cells are a
+            smaller share of the ``4 * sqrt(N)``).
         dtype: ``auto`` (float16 on a CUDA GPU; on a CPU bfloat16 where it has native bf16, i.e.
             AVX512-BF16/AMX: 2.4x faster than float32 here, cosine >= 0.998 to the float32
             embeddings; float32 elsewhere), ``float32``, ``bfloat16`` or ``float16`` (GPU only: a
