@@ -14,7 +14,7 @@ import sys
 import pytest
 
 FAST = ["bench_executor", "bench_real", "bench_env", "bench_server"]
-SLOW = ["bench_retrieval", "bench_hard_retrieval", "bench_ingest", "bench_synth", "bench_agent_eval", "bench_growth"]
+SLOW = ["bench_retrieval", "bench_hard_retrieval", "bench_ingest", "bench_synth", "bench_agent_eval", "bench_growth", "bench_dense_scale"]
 
 
 def _run(name: str, home: str) -> subprocess.CompletedProcess[str]:
