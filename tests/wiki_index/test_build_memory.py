@@ -123,3 +123,18 @@ def test_store_writer_keeps_the_first_page_of_a_title(tmp_path) -> None:
     store = Store(tmp_path / "s.duckdb")
     assert store.page_ids() == [1, 2, 4]
     store.close()
+
+
+def test_lucene_indexing_buffer_is_capped(tmp_path) -> None:
+    """Anserini's SimpleIndexer asks Lucene for a 2 GB indexing buffer; the writer lowers it so the Java heap stays flat."""
+    from wiki_index import _java
+    from wiki_index.bm25 import RAM_BUFFER_MB, BM25Writer
+
+    w = BM25Writer(tmp_path / "bm25", threads=1)  # starts the JVM with Anserini's classpath before jnius is imported
+    from jnius import cast
+
+    fields = _java.autoclass("org.apache.commons.lang3.reflect.FieldUtils")
+    writer = cast("org.apache.lucene.index.IndexWriter", fields.readField(w._ix, "writer", True))
+    assert writer.getConfig().getRAMBufferSizeMB() == RAM_BUFFER_MB < 2048
+    w.add(_passages(5))
+    assert w.close() == 5
