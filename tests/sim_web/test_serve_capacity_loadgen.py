@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.loadgen import compile_loadgen, httpx_phase, loadgen_phase
+from tests.sim_web.test_server import running
 
 
 @pytest.fixture(scope="module")
@@ -39,20 +38,8 @@ def _app(status: int) -> Any:
 @contextlib.contextmanager
 def serving(status: int) -> Iterator[int]:
     """An echo app answering ``status`` on a free loopback port (uvicorn in a thread); yields the port."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(_app(status), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield server.servers[0].sockets[0].getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with running(_app(status)) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def _bodies(tmp_path: Path, n: int = 5) -> Path:
