@@ -233,49 +233,21 @@ def _median_matches(index: Any, qs: list[str]) -> float:
 def server_rps(index_dir: Path, env: dict[str, str], seconds: float = 10, clients: int = 32, workers: int = 2) -> dict[str, float]:
     """Closed-loop search req/s of ``sim-web serve`` on ``index_dir`` (distinct queries, cache off), after a warm-up.
 
-    The load comes from ``benchmarks.loadgen`` (its C generator when a compiler is there, else httpx clients).
+    The server and the load are bench_server's (:func:`~benchmarks.bench_server.running_server`,
+    :func:`~benchmarks.bench_server.phase_runner`): its C generator when a compiler is there, else httpx clients.
     """
-    import socket
-
-    from benchmarks.loadgen import compile_loadgen, httpx_phase, loadgen_phase
+    from benchmarks.bench_server import phase_runner, running_server
+    from benchmarks.loadgen import compile_loadgen
 
     bodies = [("/tools/search", {"arguments": {"query": [q]}}) for q in queries(index_dir, 3000, seed=1)]
     warm = len(bodies) // 5  # warm-up bodies are not measured later (the server cache is off anyway)
     binary = compile_loadgen()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", str(index_dir), "--port", str(port),
-                             "--workers", str(workers), "--no-cache"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    try:
-        _wait_ready(f"http://127.0.0.1:{port}", proc)
-        with tempfile.TemporaryDirectory() as tmp:
-            phases = []
-            for part, n, secs in ((bodies[:warm], 32, max(2.0, seconds / 2)), (bodies[warm:], clients, seconds)):  # JIT warm-up first
-                path = Path(tmp) / f"bodies-{len(phases)}.tsv"
-                path.write_text("".join(f"{u}\t{json.dumps(b)}\n" for u, b in part), encoding="utf-8")
-                phases.append(loadgen_phase(binary, port, path, n, secs) if binary else httpx_phase(port, part, n, secs))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-    r = phases[-1]
+    with running_server(str(index_dir), workers, cache=False, fast_routes=True, env=env, ready_s=600) as server, \
+            tempfile.TemporaryDirectory() as tmp:
+        run = phase_runner(server, binary, Path(tmp))
+        run(bodies[:warm], 32, max(2.0, seconds / 2))  # JIT warm-up first
+        r = run(bodies[warm:], clients, seconds)
     return {"rps": r.rate, "errors": r.errors, "p50_ms": r.p50 * 1000, "load": "C" if binary else "httpx"}
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, timeout: float = 600) -> None:
-    """Wait until the server answers ``/health`` (a big index takes a while to open)."""
-    import httpx
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    raise RuntimeError(f"the server at {url} did not answer /health within {timeout:.0f}s")
 
 
 def _in_fresh_process(fn: str, *args: object, env: dict[str, str]) -> dict[str, float]:

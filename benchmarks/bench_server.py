@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -110,17 +110,27 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 @contextlib.contextmanager
-def running_server(index: str, workers: int, cache: bool, fast_routes: bool) -> Iterator[tuple[int, int]]:
-    """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port and the process id."""
+def running_server(index: str, workers: int, cache: bool, fast_routes: bool, env: Mapping[str, str] | None = None,
+                   ready_s: float = 180) -> Iterator[tuple[int, int]]:
+    """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port and the process id.
+
+    Args:
+        index: The index folder to serve.
+        workers: Server worker processes.
+        cache: Whether the server caches tool results.
+        fast_routes: Whether the hot routes skip FastAPI's layers (``SIM_WEB_SERVER_FAST_ROUTES``).
+        env: The server's environment (default: this process's).
+        ready_s: How long to wait for ``/health`` (a big index takes a while to open).
+    """
     import httpx
 
     port = _free_port()
-    env = {**os.environ, **({} if fast_routes else {"SIM_WEB_SERVER_FAST_ROUTES": "0"})}
+    env = {**(os.environ if env is None else env), **({} if fast_routes else {"SIM_WEB_SERVER_FAST_ROUTES": "0"})}
     proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", index, "--port", str(port),
                              "--workers", str(workers), "--cache" if cache else "--no-cache"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
-        end = time.time() + 180
+        end = time.time() + ready_s
         while time.time() < end:
             if proc.poll() is not None:
                 raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
@@ -130,14 +140,14 @@ def running_server(index: str, workers: int, cache: bool, fast_routes: bool) -> 
             except httpx.HTTPError:
                 time.sleep(0.3)
         else:
-            raise RuntimeError("server did not become ready in 180 s")
+            raise RuntimeError(f"server did not become ready in {ready_s:.0f} s")
         yield port, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-def _runner(server: tuple[int, int], binary: Path | None, workdir: Path) -> Callable[..., Phase]:
+def phase_runner(server: tuple[int, int], binary: Path | None, workdir: Path) -> Callable[..., Phase]:
     """``run(bodies, clients, seconds, rate=0, think_ms=0) -> Phase`` with the C generator, or httpx without one;
     the server's CPU time over the phase goes into the result."""
     port, pid = server
@@ -236,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     generator = "benchmarks/loadgen.c" if binary else "asyncio httpx clients (no C compiler: capacity understated)"
     with running_server(path, args.workers, args.server_cache, not args.no_fast_routes) as server, \
             tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
-        phases, capacity = run_phases(_runner(server, binary, Path(tmp)), bodies, args)
+        phases, capacity = run_phases(phase_runner(server, binary, Path(tmp)), bodies, args)
     return 0 if report(phases, capacity, args, generator) == 0 else 1
 
 
