@@ -204,7 +204,7 @@ for pid in ["{os.getpid()}", "1"]:
 
 
 MEMORY_HOG = """
-import os, select
+import os, select, time
 r, w = os.pipe()
 kids = []
 for i in range({n}):
@@ -215,17 +215,24 @@ for i in range({n}):
             data = bytearray(b"x") * ({mb} * 2**20)  # every page touched
         except MemoryError:
             os._exit(3)
-        os.write(w, b"1")
+        os.write(w, bytes([i]))
         select.select([], [], [])  # hold the memory until killed
     kids.append(pid)
 os.close(w)
-held, ended = 0, {{}}
-while held + len(ended) < len(kids):
+holders, ended = set(), set()
+
+def reap():
+    for i, pid in enumerate(kids):
+        if i not in ended and os.waitpid(pid, os.WNOHANG)[0]:
+            ended.add(i)
+
+while len(holders | ended) < len(kids):
     if select.select([r], [], [], 0.05)[0]:
-        held += len(os.read(r, 64))
-    for pid in kids:
-        if pid not in ended and os.waitpid(pid, os.WNOHANG)[0]:
-            ended[pid] = True
+        holders.update(os.read(r, 64))
+    reap()
+time.sleep(1.0)  # a holder the OOM killer chose may still be exiting: let it be reaped
+reap()
+held = len(holders - ended)  # children holding their memory at the same time
 print("held:", held)
 for pid in kids:
     try:
