@@ -190,6 +190,12 @@ class ToolExecutor:
 
         return self._run("visit", (u, g), u, call)
 
+    @property
+    def inline(self) -> bool:
+        """Whether every call runs in the calling thread and never waits on I/O or a rate limit: all backends
+        are ``inline`` with no policy of their own (the HTTP server then answers them on its event loop)."""
+        return all(t is None for t in self._timeouts.values()) and not self._buckets
+
     def chain(self, tool: str) -> list[Backend]:
         """The backends asked for ``tool``, in fallback order."""
         return [b for b in self.backends if tool in getattr(b, "tools", (tool,))]

@@ -208,6 +208,8 @@ def test_inline_backends_run_in_the_calling_thread_unless_a_policy_names_them() 
     ex = ToolExecutor([inline, plain], cfg(timeout_s=5.0))
     ex.search("q", 1)
     assert inline.calls[0] == ("thread", threading.get_ident())  # no timeout thread for in-process backends
+    assert ex.inline is False  # the fallback may block: the server keeps this executor's calls on its pool
+    assert ToolExecutor([inline], cfg(timeout_s=5.0)).inline is True
     ex = ToolExecutor([plain], cfg(timeout_s=5.0))
     ex.search("q", 1)
     assert plain.calls[0] != ("thread", threading.get_ident())  # a remote-like backend keeps its timeout
@@ -217,6 +219,7 @@ def test_inline_backends_run_in_the_calling_thread_unless_a_policy_names_them() 
     ex = ToolExecutor([named], cfg(policies={"inline": BackendPolicy(timeout_s=5.0)}))
     ex.search("q", 1)
     assert named.calls[0] != ("thread", threading.get_ident())  # an explicit policy brings the timeout back
+    assert ex.inline is False
     ex.close()
 
 

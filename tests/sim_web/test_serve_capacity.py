@@ -147,6 +147,25 @@ def test_a_full_pool_answers_503_with_retry_after():
     assert [r.json() for r in held] == [{"result": "done"}] * 4
 
 
+def test_an_inline_executor_is_answered_on_the_event_loop_and_python_on_the_pool():
+    threads: dict[str, str] = {}
+
+    def call(action):
+        threads[action.tool] = threading.current_thread().name
+        return "ok"
+
+    for inline in (True, False):
+        toolbox = _toolbox(call)
+        toolbox.executor.inline = inline
+        hot = HotRoutes(_Recorder(), toolbox=toolbox, pool=ToolPool(1), names=["search", "PythonInterpreter"],
+                        max_body_bytes=1000, token=None)
+        c = TestClient(hot)
+        assert [c.post(f"/tools/{n}", json={"arguments": {}}).status_code for n in ("search", "PythonInterpreter")] == [200] * 2
+        assert threads["PythonInterpreter"].startswith("sim-web-tool")  # a sandbox run never blocks the loop
+        assert threads["search"].startswith("sim-web-tool") is not inline
+    assert hot.inline_paths == set()
+
+
 def test_request_checks_match_the_models():
     assert tool_args({"arguments": {"query": ["x"]}}) == ({"query": ["x"]}, None) and tool_args({}) == ({}, None)
     assert tool_args({"code": 1}) is None and tool_args({"arguments": None}) is None and tool_args([]) is None
