@@ -1,7 +1,7 @@
 """Wikitext -> clean text, sections, links, categories, infobox (a fast pre-pass, then mwparserfromhell).
 
 mwparserfromhell's tree builder is Python and most of an article is references, citation
-templates and links, so a linear pre-pass first removes what never becomes text: comments,
+templates and links, so a linear pre-pass (:mod:`wiki_index.prepass`) first removes what never becomes text: comments,
 ``<ref>``/``<math>``/``<gallery>``-like elements, tables and templates (the first ``{{Infobox...}}``
 and ``{{Short description|...}}`` are set aside; a few inline templates such as ``{{lang}}``,
 ``{{convert}}`` or ``{{birth date}}`` are kept and rendered). The page is split at its headings;
@@ -27,6 +27,7 @@ import mwparserfromhell as mwp
 from mwparserfromhell import nodes as N
 
 from wiki_index.errors import WikiIndexError
+from wiki_index.prepass import DATES, FIRST_ARG, LISTS, norm_name, strip_comments_and_tags, strip_templates, tidy
 from wiki_index.types import Page, Section, normalize_title
 
 _OTHER_NS = frozenset((
@@ -40,11 +41,6 @@ DROP_SECTIONS = frozenset(
     "references|external links|further reading|notes|footnotes|citations|sources|bibliography|notes and references|"
     "references and notes|works cited|general references|general and cited references|cited sources|"
     "explanatory notes".split("|"))
-_TAG_RE = re.compile(r"<(/?)(ref|references|gallery|timeline|imagemap|math|chem|ce|score|graph|mapframe|maplink|"
-                     r"templatedata|templatestyles|hiero|inputbox|categorytree|syntaxhighlight|source)\b"
-                     r"([^<>]{0,2000}?)(/?)>", re.I)
-_NOWIKI_RE = re.compile(r"<nowiki\s*>(.*?)</nowiki\s*>|<nowiki\s*/>", re.I | re.S)
-_BRACE_RE = re.compile(r"\{[{|]|\}\}|\|(?=\})")  # {{ }} and table {| |} tokens
 _LINK_RE = re.compile(r"\[\[|\]\]")
 _SIMPLE_LINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 _PREFIXED_LINK_RE = re.compile(r"\[\[[ \t]*([^\[\]|:\n]{1,40}?)[ \t]*:")
@@ -57,27 +53,8 @@ _HEADING_RE = re.compile(r"^(={1,6})(.+?)(={1,6})[ \t]*$", re.M)
 _LIST_RE = re.compile(r"^[*#:;]+[ \t]*", re.M)
 _MARKUP_RE = re.compile(r"[\[{<'&]|__")
 _PARSE_RE = re.compile(r"[{<]")  # what still needs mwparserfromhell after the regex passes
-_PUNCT_LINE = re.compile(r"^[\W_]*$")
-_TIDY = [  # (triggers, pattern, replacement): runs only when a trigger substring occurs (None: always)
-    (("''", "__", "\u200b"), re.compile(r"''+|__[A-Z]+__|\u200b"), ""),
-    (None, re.compile(r"[\t\r\f\v\xa0\u2000-\u200a\u202f\u205f\u3000]"), " "),
-    (("  ",), re.compile(r" {2,}"), " "),
-    (("(",), re.compile(r"\( ?(?:[,;:.\u2013-] ?)*\)"), ""),  # "( ; )" left by dropped templates
-    (("(",), re.compile(r"\( ?[,;] ?"), "("),
-    ((" ",), re.compile(r" ([,.;:!?)\]])"), r"\1"),
-    (("( ", "[ "), re.compile(r"([(\[]) "), r"\1"),
-    (("  ",), re.compile(r" {2,}"), " "),
-]
 _BREAK_TAGS = frozenset("br hr li dd dt p div tr blockquote poem center ul ol dl table".split())
 _SKIP_TAGS = frozenset("table ref references math gallery timeline imagemap score".split())
-# inline templates that render text (see _template_text); every other template is dropped
-_FIRST_ARG = frozenset("nowrap nobr small smaller big larger em strong nobold noitalic sc smallcaps serif abbr var "
-                       "mvar marriage keypress".split())
-_DATES = frozenset("birth date|death date|start date|end date|birth date and age|death date and age|birth year and age|"
-                   "death year and age|start date and age|end date and age|dob|dts|film date|release date|date".split("|"))
-_LISTS = frozenset("plainlist|plain list|flatlist|flat list|ubl|unbulleted list|hlist|bulleted list|collapsible list|"
-                   "ordered list|cslist|bulleted".split("|"))
-_OTHER_KEPT = frozenset(["lang", "convert", "cvt", "circa", "c.", "!", "transl", "transliteration"])
 _RANGE = frozenset(["-", "\u2013", "to", "and", "or", "by", "x", "\u00d7", "+/-"])
 
 _norm_title = lru_cache(maxsize=1 << 16)(normalize_title)
@@ -170,96 +147,11 @@ class _Ctx:
             raise ParseTimeoutError(f"parsing {self.title!r} took longer than {self.cfg.time_limit_s}s")
 
 
-def _strip_comments_and_tags(s: str) -> str:
-    """Remove comments (an unclosed one runs to the end, as in MediaWiki) and dropped elements; mask nowiki."""
-    if "<!--" in s:
-        out, pos = [], 0
-        while (i := s.find("<!--", pos)) >= 0:
-            out.append(s[pos:i])
-            j = s.find("-->", i + 4)
-            pos = len(s) if j < 0 else j + 3
-        s = "".join(out) + s[pos:]
-    if "<nowiki" in s.lower():  # its content is literal text: hide the markup as entities
-        s = _NOWIKI_RE.sub(lambda m: "".join(f"&#{ord(c)};" if c in "{}[]|<>'=" else c for c in m.group(1) or ""), s)
-    toks = list(_TAG_RE.finditer(s))
-    nxt_close = [-1] * len(toks)  # index of the next closing token of the same name (linear, no rescans)
-    last: dict[str, int] = {}
-    for i in range(len(toks) - 1, -1, -1):
-        nxt_close[i] = last.get(toks[i].group(2).lower(), -1)
-        if toks[i].group(1):
-            last[toks[i].group(2).lower()] = i
-    out, pos, i = [], 0, 0
-    while i < len(toks):
-        m = toks[i]
-        out.append(s[pos:m.start()])
-        j = nxt_close[i] if not (m.group(1) or m.group(4)) else -1  # an unclosed element: drop the tag only
-        pos, i = (toks[j].end(), j + 1) if j >= 0 else (m.end(), i + 1)
-    return "".join(out) + s[pos:]
-
-
-def _brace_spans(s: str) -> list[tuple[int, int]]:
-    """Outermost balanced ``{{...}}`` and ``{|...|}`` (at line starts) spans; unbalanced ones stay text."""
-    stack: list[tuple[int, int]] = []
-    pairs: list[tuple[int, int]] = []
-    for m in _BRACE_RE.finditer(s):
-        start, tok = m.start(), m.group()
-        kind = 1 if tok == "{{" else 2 if tok == "}}" else 3 if tok == "{|" else 4
-        if kind >= 3:  # a table opens/closes only at the start of a line (after indentation)
-            if kind == 4 and s.startswith("}}", m.end()):
-                continue
-            j = start - 1
-            while j >= 0 and s[j] in " \t:":
-                j -= 1
-            if j >= 0 and s[j] != "\n" or (kind == 4 and ":" in s[j + 1:start]):
-                continue
-        if kind in (1, 3):
-            stack.append((kind, start))
-        elif stack and stack[-1][0] == kind - 1:
-            pairs.append((stack.pop()[1], m.end()))
-    pairs.sort()
-    spans: list[tuple[int, int]] = []
-    for a, b in pairs:
-        if not spans or a >= spans[-1][1]:
-            spans.append((a, b))
-    return spans
-
-
-def _norm_name(raw: str) -> str:
-    """``" Template:infobox_country "`` -> ``"Infobox country"``."""
-    name = " ".join(raw.replace("_", " ").split())
-    name = name[9:].strip() if name.lower().startswith("template:") else name
-    return name[:1].upper() + name[1:]
-
-
-def _kept(low: str) -> bool:
-    return low in _FIRST_ARG or low in _DATES or low in _LISTS or low in _OTHER_KEPT or low.startswith(("lang-", "formatnum:"))
-
-
-def _strip_templates(s: str, found: dict[str, str] | None) -> str:
-    """Drop tables and templates but the inline ones; set aside the infobox and short description."""
-    if "{" not in s:
-        return s
-    out, pos = [], 0
-    for a, b in _brace_spans(s):
-        out.append(s[pos:a])
-        pos, src = b, s[a:b]
-        if src.startswith("{|"):
-            continue
-        low = _norm_name(re.split(r"[|}]", src[2:], maxsplit=1)[0]).lower()
-        if found is not None and low.startswith("infobox") and "infobox" not in found:
-            found["infobox"] = src
-        elif found is not None and low == "short description" and "description" not in found:
-            found["description"] = src
-        elif _kept(low):
-            out.append(src)
-    return "".join(out) + s[pos:]
-
-
 def _template_text(tpl: N.Template, ctx: _Ctx) -> str:
     """What a kept template shows: ``{{lang|fr|x}}`` -> ``x``, ``{{convert|5|km}}`` -> ``5 km``,
     ``{{birth date|1879|3|14}}`` -> ``1879-03-14``, list templates -> ``"a, b"``; others ``""``."""
     raw = str(tpl.name).strip()
-    low = _norm_name(raw).lower()
+    low = norm_name(raw).lower()
     args = [p.value for p in tpl.params if not p.showkey]
 
     def arg(i: int) -> str:
@@ -267,7 +159,7 @@ def _template_text(tpl: N.Template, ctx: _Ctx) -> str:
 
     if low == "lang":
         return arg(1)
-    if low.startswith("lang-") or low in _FIRST_ARG:
+    if low.startswith("lang-") or low in FIRST_ARG:
         return arg(0)
     if low in ("transl", "transliteration"):
         return arg(len(args) - 1)
@@ -278,10 +170,10 @@ def _template_text(tpl: N.Template, ctx: _Ctx) -> str:
     if low in ("convert", "cvt"):
         vals = [arg(i) for i in range(min(len(args), 4))]
         return " ".join(vals if len(vals) == 4 and vals[1] in _RANGE else vals[:2])
-    if low in _DATES:
+    if low in DATES:
         nums = [str(a).strip() for a in args if str(a).strip().isdigit()][:3]
         return "-".join([nums[0]] + [n.zfill(2) for n in nums[1:]]) if nums else arg(0)
-    if low in _LISTS:
+    if low in LISTS:
         return ", ".join(i for i in (arg(k).replace("\n", ", ") for k in range(len(args))) if i)
     return "|" if low == "!" else ""
 
@@ -370,21 +262,13 @@ def _walk(nodes: list, out: list[str], ctx: _Ctx) -> None:
             out.append("\n")
 
 
-def _tidy(text: str) -> str:
-    """Collapse whitespace, remove leftovers of dropped markup and empty or punctuation-only lines."""
-    for triggers, rx, rep in _TIDY:
-        if triggers is None or any(t in text for t in triggers):
-            text = rx.sub(rep, text)
-    return "\n".join(ln for ln in (x.strip() for x in text.split("\n")) if ln and not _PUNCT_LINE.match(ln))
-
-
 def _clean_fragment(src: str, ctx: _Ctx) -> str:
     """Clean a small fragment (a heading, a template argument) to plain text."""
     if not _MARKUP_RE.search(src):
-        return _tidy(src)
+        return tidy(src)
     out: list[str] = []
-    _walk(mwp.parse(_resolve_links(_strip_templates(src, None), ctx), skip_style_tags=True).nodes, out, ctx)
-    return _tidy("".join(out))
+    _walk(mwp.parse(_resolve_links(strip_templates(src, None), ctx), skip_style_tags=True).nodes, out, ctx)
+    return tidy("".join(out))
 
 
 def _infobox(src: str, ctx: _Ctx) -> tuple[str, dict[str, str]]:
@@ -394,10 +278,10 @@ def _infobox(src: str, ctx: _Ctx) -> tuple[str, dict[str, str]]:
     for p in tpls[0].params if tpls else ():
         out: list[str] = []
         _walk(p.value.nodes, out, ctx)
-        key, value = " ".join(str(p.name).split()), " ".join(_tidy("".join(out)).split("\n"))
+        key, value = " ".join(str(p.name).split()), " ".join(tidy("".join(out)).split("\n"))
         if key and value:
             fields[key] = value
-    return (_norm_name(str(tpls[0].name)), fields) if tpls else ("", {})
+    return (norm_name(str(tpls[0].name)), fields) if tpls else ("", {})
 
 
 def _sections(s: str, ctx: _Ctx) -> Iterator[Section]:
@@ -428,7 +312,7 @@ def _sections(s: str, ctx: _Ctx) -> Iterator[Section]:
             body = "".join(out)
         elif "&" in body:
             body = html.unescape(body)
-        yield Section(title, level, _tidy(body))
+        yield Section(title, level, tidy(body))
 
 
 def parse_wikitext(title: str, wikitext: str, config: ParseConfig | None = None) -> ParsedPage:
@@ -454,9 +338,9 @@ def parse_wikitext(title: str, wikitext: str, config: ParseConfig | None = None)
         raise ParseTimeoutError(f"{title!r} has {len(wikitext):,} chars of wikitext, over max_chars={cfg.max_chars:,}")
     ctx = _Ctx(title, cfg)
     found: dict[str, str] = {}
-    s = _strip_comments_and_tags(wikitext)
+    s = strip_comments_and_tags(wikitext)
     ctx.check()
-    s = _strip_templates(s, found)
+    s = strip_templates(s, found)
     ctx.check()
     ib_type, infobox = _infobox(found["infobox"], ctx) if "infobox" in found else ("", {})
     description = ""
