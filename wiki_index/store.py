@@ -6,15 +6,14 @@ resolved against pages and redirects once, after ingestion, so the dump can be s
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
-from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from wiki_index.errors import IndexNotFoundError
+from wiki_index.titleset import TitleSet
 from wiki_index.types import Page, Passage, Section, normalize_title
 
 log = logging.getLogger(__name__)
@@ -70,51 +69,6 @@ def memory_limit(con: Any) -> str:
     return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
 
 
-class _TitleSet:
-    """The titles stored so far, as blake2b keys in an open-addressing table (at most 32 bytes a title).
-
-    A Python set of the title strings costs about 110 bytes a title (110 MB per million pages). A
-    key is 128 bits of the title's blake2b digest with the lowest bit set to 1 (0 marks a free
-    slot); two different titles would have to share all 127 other bits to be taken for one (odds
-    about 1e-25 among Wikipedia's 7M titles).
-    """
-
-    def __init__(self, capacity: int = 1 << 16) -> None:
-        self._hi, self._lo = array("Q", bytes(8 * capacity)), array("Q", bytes(8 * capacity))
-        self._n = 0
-
-    def __len__(self) -> int:
-        return self._n
-
-    def add(self, title: str) -> bool:
-        """Add ``title``; ``False`` when it was there already."""
-        d = hashlib.blake2b(title.encode("utf-8"), digest_size=16).digest()
-        hi, lo = int.from_bytes(d[:8], "little"), int.from_bytes(d[8:], "little") | 1  # lo == 0 marks a free slot
-        if not self._insert(hi, lo):
-            return False
-        self._n += 1
-        if 2 * self._n > len(self._hi):
-            self._grow()
-        return True
-
-    def _insert(self, hi: int, lo: int) -> bool:
-        his, los, mask = self._hi, self._lo, len(self._hi) - 1
-        i = hi & mask
-        while los[i]:
-            if los[i] == lo and his[i] == hi:
-                return False
-            i = (i + 1) & mask
-        his[i], los[i] = hi, lo
-        return True
-
-    def _grow(self) -> None:
-        old = zip(self._hi, self._lo)
-        self._hi, self._lo = array("Q", bytes(16 * len(self._hi))), array("Q", bytes(16 * len(self._lo)))
-        for hi, lo in old:
-            if lo:
-                self._insert(hi, lo)
-
-
 class StoreWriter:
     """Append pages, passages and redirects to a new store file, in batches.
 
@@ -135,7 +89,7 @@ class StoreWriter:
         self.con.execute(SCHEMA)
         self._buf: dict[str, list[tuple]] = {t: [] for t in _COLUMNS}
         self._batch = batch_rows
-        self._titles = _TitleSet()
+        self._titles = TitleSet()
         self.duplicates = 0
 
     def add_page(self, page: Page, passages: Iterable[Passage]) -> bool:

@@ -104,9 +104,9 @@ class _Spy:
 
 
 def test_title_set_finds_duplicates_across_growth() -> None:
-    from wiki_index.store import _TitleSet
+    from wiki_index.titleset import TitleSet
 
-    titles = _TitleSet(capacity=4)
+    titles = TitleSet(capacity=4)
     assert all(titles.add(f"Title {i}") for i in range(5000))
     assert len(titles) == 5000 and len(titles._hi) >= 10_000  # grew, load <= 1/2
     assert not any(titles.add(f"Title {i}") for i in range(0, 5000, 7))
