@@ -30,7 +30,8 @@ def _build(args: argparse.Namespace) -> int:
     cfg = BuildConfig(
         chunk=ChunkConfig(words=args.chunk_words),
         dense=args.dense,
-        dense_config=DenseConfig(index_type=args.index_type, max_seq_length=args.max_seq_length, batch_size=args.batch_size),
+        dense_config=DenseConfig(index_type=args.index_type, max_seq_length=args.max_seq_length, batch_size=args.batch_size,
+                                 **{k: getattr(args, k) for k in _FAISS_KNOBS}),
         threads=args.threads,
         workers=args.workers,
         title_boost=args.title_boost,
@@ -82,6 +83,17 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+#: FAISS settings ``wiki-index build`` passes through to :class:`~wiki_index.dense.DenseConfig` (see its docstring).
+_FAISS_KNOBS = {
+    "hnsw_m": "hnsw: graph degree",
+    "hnsw_ef_construction": "hnsw: candidate list size while building",
+    "hnsw_ef_search": "hnsw: candidate list size per query (higher: slower, closer to exact)",
+    "ivf_nlist": "ivfpq: IVF cells (0: 4 * sqrt(passages))",
+    "pq_m": "ivfpq: code bytes per vector; must divide the dimension (384 for the bundled encoder)",
+    "nprobe": "ivfpq: cells visited per query (higher: slower, closer to exact)",
+}
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of ``wiki-index``."""
     p = argparse.ArgumentParser(prog="wiki-index", description="Build, search and inspect Wikipedia indexes.")
@@ -93,6 +105,11 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--dense", action=argparse.BooleanOptionalAction, default=False,
                    help="also encode the passages for the FAISS index now (default: on the first dense/hybrid search)")
     b.add_argument("--index-type", default="flat", choices=["flat", "hnsw", "ivfpq"], help="FAISS index type")
+    from wiki_index.dense import DenseConfig
+
+    defaults = DenseConfig()
+    for knob, help_text in _FAISS_KNOBS.items():
+        b.add_argument(f"--{knob.replace('_', '-')}", type=int, default=getattr(defaults, knob), help=f"{help_text} (default %(default)s)")
     b.add_argument("--max-seq-length", type=int, default=128, help="encoder tokens per passage")
     b.add_argument("--batch-size", type=int, default=64, help="encoder batch size")
     b.add_argument("--chunk-words", type=int, default=100, help="words per passage")

@@ -123,6 +123,20 @@ def test_cli_build_search_info_end_to_end(vital_leads, tmp_path):
     assert r.returncode == 2 and "unknown corpus" in r.stderr
 
 
+def test_cli_build_passes_the_faiss_knobs_to_the_dense_config(monkeypatch, tmp_path, capsys):
+    from wiki_index import build, cli
+
+    seen = []
+    monkeypatch.setattr(build, "build_index", lambda source, out, cfg: seen.append(cfg.dense_config) or out)
+    monkeypatch.setattr(cli, "_info", lambda args: 0)
+    argv = ["build", "--out", str(tmp_path), "--index-type", "ivfpq", "--pq-m", "96", "--nprobe", "64", "--hnsw-ef-search", "200"]
+    assert cli.main(argv) == 0
+    got = seen[0]
+    assert (got.index_type, got.pq_m, got.nprobe, got.hnsw_ef_search, got.hnsw_m) == ("ivfpq", 96, 64, 200, 32)
+    assert cli.main(["build", "--out", str(tmp_path), "--nprobe", "0"]) == 2  # DenseConfig's own check, as an error
+    assert "must be >= 1" in capsys.readouterr().err
+
+
 def test_concurrent_searches_from_many_threads_are_safe_and_identical(sample_index):
     """Regression: unserialised pyjnius calls from server threads crashed the JVM (SIGSEGV in Document.get)."""
     from concurrent.futures import ThreadPoolExecutor
