@@ -45,8 +45,15 @@ def main(argv: list[str] | None = None) -> int:
              for _ in range(1 if args.quick else 3)]
     env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=path, executor=ExecutorConfig(cache=False), max_obs_chars=10**12))
     uenv = env.unwrapped
-    tasks = derive_tasks(uenv.index.store, n=n)  # questions carrying a quoted description to search for
+    n_warm = 200 if args.quick else 1000
+    # questions carrying a quoted description to search for: a warm-up set, then 10 sets of n, so that every
+    # timed query is new to both sides (a repeated query finds its postings and passages in the CPU caches)
+    all_tasks = derive_tasks(uenv.index.store, n=n_warm + 10 * n)
+    if len(all_tasks) < n_warm + 10 * n:
+        raise SystemExit(f"bench_env needs {n_warm + 10 * n} derived tasks, the index gives {len(all_tasks)}; use a bigger index or --quick")
+    tasks = all_tasks[n_warm:n_warm + n]
     queries = [t.question.split('"')[1] for t in tasks]
+    sets = [[t.question.split('"')[1] for t in all_tasks[n_warm + i * n:n_warm + (i + 1) * n]] for i in range(10)]
     if args.quick:  # the Java object under pyserini's LuceneSearcher: skips pyserini.search's torch import (10-30 s)
         raw = autoclass("io.anserini.search.SimpleSearcher")(str(uenv.index.path / "bm25"))
         raw_name = "raw Anserini SimpleSearcher.search(q, k=30)"
@@ -54,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         raw = import_pyserini_search().LuceneSearcher(str(uenv.index.path / "bm25"))
         raw_name = "raw pyserini LuceneSearcher.search(q, k=30)"
     raw.set_bm25(float(uenv.index.bm25.k1), float(uenv.index.bm25.b))
-    actions = [f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>' for q in queries]
-    warm = [t.question.split('"')[1] for t in derive_tasks(uenv.index.store, n=200 if args.quick else 1000)]  # JIT warm-up
+    warm = [t.question.split('"')[1] for t in all_tasks[:n_warm]]  # JIT warm-up
     turns = [0]
 
     def step(action: str) -> None:
@@ -82,13 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     # the env asks for 3 passages per result page (10 pages), i.e. k=30 from Lucene; the two are
     # measured in alternating passes so that a slow spell of the machine hits both alike
     raw_runs, step_runs = [], []
-    for _ in range(5):
-        raw_runs.append(pass_ms(lambda q: raw.search(q, 30), queries))
-        step_runs.append(pass_ms(step, actions))
+    for i in range(5):  # each side on its own sets; which set a side gets alternates too
+        raw_set, env_set = (sets[2 * i], sets[2 * i + 1]) if i % 2 == 0 else (sets[2 * i + 1], sets[2 * i])
+        raw_runs.append(pass_ms(lambda q: raw.search(q, 30), raw_set))
+        step_runs.append(pass_ms(step, [f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>'
+                                        for q in env_set]))
     raw_ms, step_ms = statistics.median(raw_runs), statistics.median(step_runs)
     urls = [f'<tool_call>{{"name": "visit", "arguments": {{"url": ["https://en.wikipedia.org/wiki/{t.answer.replace(" ", "_")}"], "goal": {json.dumps(q)}}}}}</tool_call>' for t, q in zip(tasks, queries)]
     visit_ms = timed(step, urls)
-    print(f"\nenv step latency over {len(queries)} queries (search: median of 5 alternating passes, visit: of 3; cache off)")
+    print(f"\nenv step latency (search: median of 5 alternating passes of {n} queries new to the process, a different set each "
+          f"pass and side; visit: of 3 passes over {n} pages; cache off)")
     print(table(["operation", "ms", "ratio"], [
         [raw_name, f"{raw_ms:.3f}", "1.00x"],
         ["env.step(search tool call) incl. parse+format", f"{step_ms:.3f}", f"{step_ms / raw_ms:.2f}x"],

@@ -228,3 +228,24 @@ def test_default_python_runner_is_the_sandbox() -> None:
     tb = Toolbox(ToolExecutor([Wiki()], ExecutorConfig()))  # no runner given: sim_web.tools.python.sandbox.run_python
     act = parse_action('<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(sum(range(101)))\n</code>\n</tool_call>')
     assert tb.call(act) == "stdout:\n5050\n"
+
+
+def test_cached_snippets_match_the_uncached_ranking_bit_for_bit(sample_index) -> None:
+    from sim_web.backends import extract
+    from wiki_index.index import WikiIndex
+    from wiki_index.text import split_sentences
+
+    def reference(text: str, query: str) -> int:  # the best sentence, as snippet chose it before the cache
+        sents = split_sentences(text) or [text]
+        scores = extract.bm25_rank(query, sents)
+        return max(range(len(sents)), key=lambda i: (scores[i], -i))
+
+    store = WikiIndex.from_dir(sample_index).store
+    passages = next(store.iter_passages(batch=60))
+    for p in passages:
+        for query in (p.title, " ".join(p.text.split()[5:9]), "unrelated words entirely"):
+            first = extract.snippet(p.text, query)
+            assert extract.snippet(p.text, query) == first  # a cache hit gives the same text
+            sents, _ = extract._sentence_terms(p.text)
+            assert first.startswith(sents[reference(p.text, query)][:200].rsplit(" ", 1)[0])
+    assert extract._sentence_terms.cache_info().hits > 0
