@@ -13,9 +13,9 @@ FastAPI's response models use.
 When the executor is ``inline`` (the local sim index: in-process, no I/O, no rate limit), search, visit and
 scholar calls run on the event loop itself instead of a pool thread. A call holds the GIL for nearly all of
 its ~2 ms anyway (Lucene runs under the JNI lock), so the thread hop only added two GIL hand-overs and a
-futex wake-up per request; measured at 590 req/s on 2 cores (issue 14), inline calls cut the server's CPU by
-~10% and the single-request p50 from 2.5 to 2.1 ms. The PythonInterpreter, and every tool of a remote or
-real-web executor, stays on the pool.
+futex wake-up per request. Measured with ``benchmarks/bench_server.py`` on 2 cores (issue 14; 3 runs alternating
+with pool calls): capacity median 776 vs 579 req/s, server CPU 2.47-2.87 vs 2.84-3.32 ms per request. The
+PythonInterpreter, and every tool of a remote or real-web executor, stays on the pool.
 
 Everything else goes to the FastAPI app unchanged, with the body read here replayed to it, so every error
 answer (401, 404, 413, 422 and their texts) comes from the one place that made it before: a missing or wrong
