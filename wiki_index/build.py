@@ -282,36 +282,18 @@ def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Pas
 
 
 def _write_columns(tmp: Path, content_sha256: str, n_passages: int) -> None:
-    """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.columns`).
-
-    Streams both sides (store passages in batches, Lucene ids in batches), so memory stays flat
-    whatever the corpus size; the store's sort by page spills to disk beyond ``_MEMORY_LIMIT``.
-    """
-    from tqdm import tqdm
-
+    """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.columns`);
+    the store's sort by page spills to disk beyond ``_MEMORY_LIMIT``."""
     from wiki_index.bm25 import BM25Searcher
-    from wiki_index.columns import lucene_commit, write_columns
+    from wiki_index.derived import write_index_columns
     from wiki_index.store import Store
 
     store, searcher = Store(tmp / "store.duckdb", memory_limit=_MEMORY_LIMIT), BM25Searcher(tmp / "bm25")  # ids only: no boost
-    bar = tqdm(total=2 * n_passages, desc="passage columns", unit="passage", disable=n_passages < 200_000, mininterval=1.0)
     try:
-        write_columns(tmp / "columns", _counted(store.iter_passages(), bar), _counted(searcher.lucene_ids(), bar, flat=True),
-                      content_sha256, lucene_commit(tmp / "bm25"))
+        write_index_columns(tmp, store, searcher, content_sha256, tmp / "columns", n_passages)
     finally:
-        bar.close()
         searcher.close()
         store.close()
-
-
-def _counted(batches: Iterator[list[Any]], bar: Any, flat: bool = False) -> Iterator[Any]:
-    """Pass ``batches`` through (each item of each batch when ``flat``), moving ``bar`` per batch."""
-    for batch in batches:
-        bar.update(len(batch))
-        if flat:
-            yield from batch
-        else:
-            yield batch
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:

@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 def write_index_columns(path: Path, store: Any, bm25: Any, content_sha256: str, target: Path, n: int) -> Path:
     """Write the passage columns of the index at ``path`` (store + Lucene) into ``target``.
 
+    Streams both sides (store passages in batches, Lucene ids in batches), so memory stays flat
+    whatever the corpus size.
+
     Args:
         path: The index directory.
         store: Its opened :class:`~wiki_index.store.Store`.
@@ -42,17 +45,18 @@ def write_index_columns(path: Path, store: Any, bm25: Any, content_sha256: str, 
 
     log.info("writing the passage columns of %s (%d passages, once)", path, n)
     with tqdm(total=2 * n, desc="passage columns", unit="passage", disable=n < 200_000, mininterval=1.0) as bar:
-        ids: list[str] = []
-        for batch in bm25.lucene_ids():
-            ids += batch
-            bar.update(len(batch))
+        return write_columns(target, _counted(store.iter_passages(), bar), _counted(bm25.lucene_ids(), bar, flat=True),
+                             content_sha256, lucene_commit(path / "bm25"))
 
-        def batches() -> Iterator[list[Any]]:
-            for b in store.iter_passages():
-                bar.update(len(b))
-                yield b
 
-        return write_columns(target, batches(), ids, content_sha256, lucene_commit(path / "bm25"))
+def _counted(batches: Iterator[list[Any]], bar: Any, flat: bool = False) -> Iterator[Any]:
+    """Pass ``batches`` through (each item of each batch when ``flat``), moving ``bar`` per batch."""
+    for batch in batches:
+        bar.update(len(batch))
+        if flat:
+            yield from batch
+        else:
+            yield batch
 
 
 def dense_location(path: Path, manifest: dict[str, Any]) -> tuple[Path, dict[str, Any] | None]:
