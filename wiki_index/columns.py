@@ -236,18 +236,26 @@ def _row_of_doc(tmp: Path, store_hashes: np.ndarray, lucene_hashes: np.ndarray) 
     Matched on the ids' 64-bit hashes (sorted on both sides), then checked id by id against the
     strings on disk; should two different ids share a hash, the match is redone on the ids themselves.
     """
-    if len(store_hashes) != len(lucene_hashes):
-        raise _mismatch(len(store_hashes), len(lucene_hashes))
-    by_store = np.argsort(store_hashes, kind="stable")
-    by_lucene = np.argsort(lucene_hashes, kind="stable")
-    if not np.array_equal(store_hashes[by_store], lucene_hashes[by_lucene]):
-        raise _mismatch(len(store_hashes), len(lucene_hashes))
+    rows = _match(store_hashes, lucene_hashes)
     del store_hashes, lucene_hashes
-    rows = np.empty(len(by_lucene), dtype=np.int64)
-    rows[by_lucene] = by_store
-    del by_store, by_lucene
     if not _same_ids(tmp, rows):
         rows = _exact_row_of_doc(tmp)
+    return rows
+
+
+def _match(store: np.ndarray, lucene: np.ndarray) -> np.ndarray:
+    """``rows`` with ``store[rows[d]] == lucene[d]`` for every ``d`` (sorted on both sides).
+
+    Raises:
+        IndexMismatchError: The two sides do not hold the same keys.
+    """
+    if len(store) != len(lucene):
+        raise _mismatch(len(store), len(lucene))
+    by_store, by_lucene = np.argsort(store, kind="stable"), np.argsort(lucene, kind="stable")
+    if not np.array_equal(store[by_store], lucene[by_lucene]):
+        raise _mismatch(len(store), len(lucene))
+    rows = np.empty(len(lucene), dtype=np.int64)
+    rows[by_lucene] = by_store
     return rows
 
 
@@ -270,12 +278,7 @@ def _exact_row_of_doc(tmp: Path) -> np.ndarray:
     """The match on the ids themselves (all in memory; only for the rare corpus with a hash collision)."""
     log.warning("two passage ids share a 64-bit hash; matching the columns on the ids themselves")
     store, lucene = (np.array(_every(_Strings(tmp, name)), dtype=bytes) for name in ("docid", "lucene_id"))
-    by_store, by_lucene = np.argsort(store, kind="stable"), np.argsort(lucene, kind="stable")
-    if not np.array_equal(store[by_store], lucene[by_lucene]):
-        raise _mismatch(len(store), len(lucene))
-    rows = np.empty(len(lucene), dtype=np.int64)
-    rows[by_lucene] = by_store
-    return rows
+    return _match(store, lucene)
 
 
 def _every(strings: _Strings) -> list[bytes]:
