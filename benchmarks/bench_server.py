@@ -111,7 +111,7 @@ def cpu_seconds(pid: int) -> float | None:
 
 @contextlib.contextmanager
 def running_server(index: str, workers: int, cache: bool, fast_routes: bool, env: Mapping[str, str] | None = None,
-                   ready_s: float = 180) -> Iterator[tuple[int, int]]:
+                   ready_s: float = 180, warm_searches: int | None = None) -> Iterator[tuple[int, int]]:
     """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port and the process id.
 
     Args:
@@ -121,13 +121,15 @@ def running_server(index: str, workers: int, cache: bool, fast_routes: bool, env
         fast_routes: Whether the hot routes skip FastAPI's layers (``SIM_WEB_SERVER_FAST_ROUTES``).
         env: The server's environment (default: this process's).
         ready_s: How long to wait for ``/health`` (a big index takes a while to open).
+        warm_searches: Warm-up searches per worker (``None``: the server's default).
     """
     import httpx
 
     port = _free_port()
     env = {**(os.environ if env is None else env), **({} if fast_routes else {"SIM_WEB_SERVER_FAST_ROUTES": "0"})}
     proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", index, "--port", str(port),
-                             "--workers", str(workers), "--cache" if cache else "--no-cache"],
+                             "--workers", str(workers), "--cache" if cache else "--no-cache",
+                             *([] if warm_searches is None else ["--warm-searches", str(warm_searches)])],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
         end = time.time() + ready_s
@@ -236,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--server-cache", action="store_true", help="keep the server's result cache (default off: every call is computed)")
     ap.add_argument("--python-clients", action="store_true", help="asyncio httpx clients even when a C compiler is present")
     ap.add_argument("--no-fast-routes", action="store_true", help="serve every request through FastAPI (sim_web.serve.fast off)")
+    ap.add_argument("--warm-searches", type=int, default=None,
+                    help="warm-up searches per server worker (default: the server's own; 0: none, to measure the warm-up)")
     ap.add_argument("--quick", action="store_true", help="20 clients, 3 s phases, one 500 ms think phase: a smoke test")
     args = ap.parse_args(argv)
     if args.quick:
@@ -244,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     bodies = _bodies(path, 300 if args.quick else 2000, args.routes)
     binary = None if args.python_clients else compile_loadgen()
     generator = "benchmarks/loadgen.c" if binary else "asyncio httpx clients (no C compiler: capacity understated)"
-    with running_server(path, args.workers, args.server_cache, not args.no_fast_routes) as server, \
+    with running_server(path, args.workers, args.server_cache, not args.no_fast_routes,
+                        warm_searches=args.warm_searches) as server, \
             tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
         phases, capacity = run_phases(phase_runner(server, binary, Path(tmp)), bodies, args)
     return 0 if report(phases, capacity, args, generator) == 0 else 1

@@ -13,7 +13,15 @@ import importlib
 import logging
 import sys
 
+from sim_web.serve.warm import DEFAULT_WARM_SEARCHES
 from wiki_index.errors import WikiIndexError
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -27,7 +35,8 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json); tools: {tools}; "
           f"{'bearer token required' if token else 'no authentication (loopback only)'}", flush=True)
     serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache, enable_python=args.enable_python,
-          token=token, max_body_bytes=args.max_body_bytes, tool_threads=args.tool_threads, backend=args.backend)
+          token=token, max_body_bytes=args.max_body_bytes, tool_threads=args.tool_threads, backend=args.backend,
+          warm_searches=args.warm_searches)
     return 0
 
 
@@ -67,6 +76,9 @@ def make_parser() -> argparse.ArgumentParser:
                    "(default: $SIM_WEB_SERVER_TOKEN; prefer the variable: arguments are visible to other users)")
     s.add_argument("--max-body-bytes", type=int, default=1024 * 1024, help="request body limit; larger bodies get 413")
     s.add_argument("--tool-threads", type=int, default=32, help="threads per worker that run tool calls")
+    s.add_argument("--warm-searches", type=_count, default=DEFAULT_WARM_SEARCHES,
+                   help="varied searches each worker runs before it takes connections, so that Lucene's JIT has "
+                        "settled (0: none; a worker then runs slower, with latency spikes, for its first minute)")
     s.set_defaults(func=_serve)
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
     d.add_argument("--index", default=None)

@@ -348,6 +348,11 @@ class Store:
             members.setdefault(cat, []).append(int(pid))
         return members
 
+    def first_passages(self, n: int) -> list[tuple[str, str]]:
+        """``(title, text)`` of the first passage of up to ``n`` pages, in the order they were stored (no sort:
+        cheap on any corpus size; e.g. to warm a searcher up with varied queries)."""
+        return [(str(t), str(x)) for t, x in self._rows("SELECT title, text FROM passages WHERE ordinal = 0 LIMIT ?", [int(n)])]
+
     def iter_passages(self, batch: int = 4096) -> Iterator[list[Passage]]:
         """Stream every passage in batches, ordered by page id and position (a cursor of its own).
 

@@ -24,7 +24,8 @@ Capacity (issue 14; measured by ``benchmarks/bench_server.py``):
   (:mod:`sim_web.serve.fast`: same status codes and bytes; everything else still goes through FastAPI).
 * With ``workers > 1`` every worker accepts on its own SO_REUSEPORT socket (:mod:`sim_web.serve.workers`),
   so that connections opened together spread over the workers.
-* Served apps open the index before the first request (:func:`warm_index`): no 1.5 s first call per worker.
+* Served apps open the index and run varied searches before the first request (:mod:`sim_web.serve.warm`):
+  no 1.5 s first call per worker, and no JIT recompilation storm under load.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.fast import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, HotRoutes
+from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 from sim_web.serve.guards import (
     TOKEN_ENV,
     BodyLimit,
@@ -61,6 +63,7 @@ BACKEND_ENV = "SIM_WEB_SERVER_BACKEND"
 PYTHON_ENV = "SIM_WEB_SERVER_PYTHON"  #: "1": serve PythonInterpreter (set by ``serve`` for its workers)
 MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by ``serve`` for its workers)
 THREADS_ENV = "SIM_WEB_SERVER_THREADS"  #: tool threads per worker (set by ``serve`` for its workers)
+WARM_ENV = "SIM_WEB_SERVER_WARM_SEARCHES"  #: warm-up searches per worker (set by ``serve`` for its workers)
 FAST_ENV = "SIM_WEB_SERVER_FAST_ROUTES"  #: "0": every request through FastAPI (to measure :mod:`sim_web.serve.fast`)
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TOOL_THREADS = 32
@@ -135,7 +138,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True, *, enable_python: bool = False,
                token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS,
                python_runner: Callable[[str], str] | None = None, backend: str = "sim",
-               env_config: EnvConfig | None = None, fast_routes: bool = True, warm: bool = False) -> FastAPI:
+               env_config: EnvConfig | None = None, fast_routes: bool = True, warm: bool = False,
+               warm_searches: int = 0) -> FastAPI:
     """Build the FastAPI app over the index at ``index_dir`` (default: the sample index).
 
     Args:
@@ -157,6 +161,8 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
             (:mod:`sim_web.serve.fast`; same status codes and bytes); off: every request goes through FastAPI.
         warm: Open the local index's searchers now (:func:`warm_index`), so that the first request does not
             pay for starting the JVM (``serve`` and its workers do; tests need not).
+        warm_searches: With ``warm``, varied searches to run first, so that Lucene's JIT has settled before the
+            first client (:mod:`sim_web.serve.warm`).
 
     Returns:
         The app (serve it with uvicorn).
@@ -192,29 +198,11 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
                 {"index": str(index.path), "content_sha256": index.manifest["content_sha256"],
                  "pages": index.manifest["counts"]["pages"], "mode": cfg.sim.mode, "backend": cfg.backend})
     if warm:
-        warm_index(toolbox.executor.backends)
+        warm_index(toolbox.executor.backends, warm_searches)
     if fast_routes:  # added last: the outermost of our middlewares, in front of BodyLimit and the router
         app.add_middleware(HotRoutes, toolbox=toolbox, pool=pool, names=[s["function"]["name"] for s in toolbox.schemas()],
                            max_body_bytes=max_body_bytes, token=token)
     return app
-
-
-def warm_index(backends: list[Any]) -> None:
-    """Open what the first search and visit of a local index would open (the JVM and Lucene searcher, the passage
-    columns, the title lookup, the page store), so that a worker's first request is not ~1.5 s slower than the rest.
-
-    Only BM25 is touched: a dense or hybrid index may still have to encode its passages, and that happens on first
-    use, with its own message. Remote and real-web backends are left alone (nothing is sent anywhere).
-
-    Args:
-        backends: The executor's backends; the sim backend, or the real backends' Wikipedia fallback, holds the index.
-    """
-    for backend in backends:
-        index = getattr(getattr(backend, "sim", backend), "index", None)  # SimBackend, or WikipediaFallback(sim)
-        if index is not None and hasattr(index, "search"):
-            index.search("warm up", 1, "bm25")
-            index.titles.lookup("warm up")
-            index.store.passages(0)
 
 
 def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Callable[[Request], None],
@@ -268,7 +256,8 @@ def app_factory() -> FastAPI:
                       backend=env(BACKEND_ENV) or "sim",
                       enable_python=env(PYTHON_ENV) == "1", token=env(TOKEN_ENV) or None,
                       max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
-                      tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS), fast_routes=_fast_routes(), warm=True)
+                      tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS), fast_routes=_fast_routes(), warm=True,
+                      warm_searches=int(env(WARM_ENV) or DEFAULT_WARM_SEARCHES))
 
 
 def _fast_routes() -> bool:
@@ -280,7 +269,8 @@ def _fast_routes() -> bool:
 
 def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",
           cache: bool = True, *, enable_python: bool = False, token: str | None = None,
-          max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS, backend: str = "sim") -> None:
+          max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS, backend: str = "sim",
+          warm_searches: int = DEFAULT_WARM_SEARCHES) -> None:
     """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself.
 
     Args:
@@ -296,6 +286,8 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         tool_threads: Tool threads per worker.
         backend: ``"sim"`` or ``"real"`` (Serper + Jina; run one server per machine or fleet so that the QPS
             limits are global; the persistent cache is shared by its workers).
+        warm_searches: Varied searches each worker runs before it takes connections (0: none), so that Lucene's
+            JIT has compiled its search paths first (:mod:`sim_web.serve.warm`).
 
     Raises:
         ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
@@ -303,11 +295,16 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
     from wiki_index.settings import env
 
     token = token or env(TOKEN_ENV) or None
+    if warm_searches < 0:
+        from wiki_index.errors import ConfigError
+
+        raise ConfigError(f"--warm-searches must be >= 0 (0: no warm-up), got {warm_searches}")
     _preflight(index_dir, host, token, enable_python, backend)
     if workers > 1:
         _export_worker_settings({MODE_ENV: mode, BACKEND_ENV: backend, CACHE_ENV: "1" if cache else "0",
                                  PYTHON_ENV: "1" if enable_python else "0", MAX_BODY_ENV: str(max_body_bytes),
-                                 THREADS_ENV: str(tool_threads), INDEX_ENV: str(index_dir or ""), TOKEN_ENV: token or ""})
+                                 THREADS_ENV: str(tool_threads), INDEX_ENV: str(index_dir or ""), TOKEN_ENV: token or "",
+                                 WARM_ENV: str(warm_searches)})
         from sim_web.serve.workers import run_workers
 
         run_workers(host, port, workers, KEEP_ALIVE_S)
@@ -315,7 +312,8 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         import uvicorn
 
         app = create_app(index_dir, mode, cache, enable_python=enable_python, token=token, max_body_bytes=max_body_bytes,
-                         tool_threads=tool_threads, backend=backend, fast_routes=_fast_routes(), warm=True)
+                         tool_threads=tool_threads, backend=backend, fast_routes=_fast_routes(), warm=True,
+                         warm_searches=warm_searches)
         uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
 
 

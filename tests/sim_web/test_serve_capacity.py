@@ -176,14 +176,29 @@ def test_request_checks_match_the_models():
     assert visit_args({"url": "u", "extra": 1}) is None
 
 
-def test_warm_index_opens_the_local_index_only():
+def test_warm_index_opens_the_local_index_only_and_runs_varied_searches():
     opened: list[str] = []
+    leads = [("Danube", "The Danube is the second-longest river in Europe after the Volga"), ("Alps", "The Alps are mountains")]
     index = SimpleNamespace(search=lambda q, k, mode: opened.append(f"search {mode}"),
                             titles=SimpleNamespace(lookup=lambda q: opened.append("titles")),
-                            store=SimpleNamespace(passages=lambda pid: opened.append("store")))
+                            store=SimpleNamespace(passages=lambda pid: opened.append("store"), first_passages=lambda n: leads[:n]))
+    searched: list[str] = []
+    sim = SimpleNamespace(index=index, search=lambda q, k: searched.append(q))
     remote = SimpleNamespace(search=lambda q, k: pytest.fail("a remote backend was called"))
-    warm_index([remote, SimpleNamespace(sim=SimpleNamespace(index=index))])
-    assert opened == ["search bm25", "titles", "store"]
+    warm_index([remote, SimpleNamespace(sim=sim)])
+    assert opened == ["search bm25", "titles", "store"] and searched == []
+    warm_index([remote, SimpleNamespace(sim=sim)], searches=5)
+    assert searched == ["The Danube is the second-longest river in Europe after the Volga", "Danube", "river in Europe",
+                        "The Alps are mountains", "Alps"]
+
+
+def test_warm_queries_come_from_the_corpus(sample_index):
+    from sim_web.serve.warm import warm_queries
+    from wiki_index.index import WikiIndex
+
+    queries = warm_queries(WikiIndex.from_dir(sample_index).store, 300)
+    assert len(queries) == 300 and all(q.strip() for q in queries)
+    assert len(set(queries)) > 250 and max(len(q.split()) for q in queries) == 25 and min(len(q.split()) for q in queries) <= 3
 
 
 def test_worker_sockets_share_the_port_and_the_kernel_spreads_connections():

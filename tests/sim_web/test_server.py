@@ -194,6 +194,14 @@ def test_non_loopback_bind_needs_a_token(monkeypatch, capsys):
     assert "refusing to serve" in err and "--token" in err
 
 
+def test_a_negative_warm_up_is_refused_with_the_expected_value(capsys):
+    from sim_web.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--warm-searches", "-1", "--port", "1"])
+    assert exit_.value.code == 2 and "expected a whole number >= 0, got '-1'" in capsys.readouterr().err
+
+
 def test_health_answers_while_every_tool_thread_is_busy(sample_index):
     release, lock, running_now, peak = threading.Event(), threading.Lock(), [0], [0]
 

@@ -1,0 +1,66 @@
+"""A served worker's warm-up: open the local index, then run varied searches until Lucene's JIT has settled.
+
+Measured with ``benchmarks/bench_server.py`` (issue 14): after 10 s of warm-up load and 25,000 calls, a worker's
+JVM still met query shapes its compiled Lucene code had not seen. The JIT then threw away its compiled search
+methods and recompiled them (``-Xlog:deoptimization`` shows the trap, e.g. ``DataInput.readVInt`` on a posting
+list larger than any before), and a C2 compiler thread took 35-65% of a core for about a second. At 80% of
+capacity that left less CPU than the calls needed, and calls queued for 1-5 s: 100-140 ms latencies, a p99 of
+50-60x the single-request p50. The same server after the same warm-up on varied queries stays at 5-7x.
+
+:func:`warm_index` runs ``searches`` searches built from the corpus itself (page leads, titles and word spans of
+the first passages, so rare and common terms, short and long queries) through the sim backend, before the
+worker takes connections.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+log = logging.getLogger(__name__)
+#: Searches a served worker runs before it takes connections (``sim-web serve --warm-searches``).
+DEFAULT_WARM_SEARCHES = 3000
+
+
+def warm_queries(store: Any, n: int) -> list[str]:
+    """``n`` varied queries from the corpus: in turn a page lead (up to 25 words), a title and a 3-word span.
+
+    Args:
+        store: The index's page store (:class:`wiki_index.store.Store`).
+        n: How many queries.
+    """
+    out: list[str] = []
+    for title, text in store.first_passages((n + 2) // 3):
+        words = text.split()
+        middle = len(words) // 2
+        out += [" ".join(words[:25]), title, " ".join(words[middle:middle + 3])]
+    return [q for q in out if q.strip()][:n]
+
+
+def warm_index(backends: list[Any], searches: int = 0) -> None:
+    """Open what the first search and visit of a local index would open (the JVM and Lucene searcher, the passage
+    columns, the title lookup, the page store), so that a worker's first request is not ~1.5 s slower than the rest;
+    then run ``searches`` varied searches, so that its JIT has compiled the search paths before the first client.
+
+    Only BM25 is touched: a dense or hybrid index may still have to encode its passages, and that happens on first
+    use, with its own message. Remote and real-web backends are left alone (nothing is sent anywhere).
+
+    Args:
+        backends: The executor's backends; the sim backend, or the real backends' Wikipedia fallback, holds the index.
+        searches: Varied searches to run through the sim backend (0: only open the index).
+    """
+    for backend in backends:
+        sim = getattr(backend, "sim", backend)  # SimBackend, or WikipediaFallback(sim)
+        index = getattr(sim, "index", None)
+        if index is None or not hasattr(index, "search"):
+            continue
+        index.search("warm up", 1, "bm25")
+        index.titles.lookup("warm up")
+        index.store.passages(0)
+        if searches > 0 and hasattr(sim, "search"):
+            start = time.perf_counter()
+            queries = warm_queries(index.store, searches)
+            for q in queries:
+                sim.search(q, 10)
+            log.info("warmed up with %d searches in %.1f s", len(queries), time.perf_counter() - start)
