@@ -41,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.fast import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, HotRoutes
-from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 from sim_web.serve.guards import (
     TOKEN_ENV,
     BodyLimit,
@@ -50,6 +49,7 @@ from sim_web.serve.guards import (
     check_exposure,
     short,
 )
+from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 
 if TYPE_CHECKING:
     from sim_web.env import EnvConfig
