@@ -4,8 +4,9 @@ Measured with ``benchmarks/bench_server.py`` (issue 14): after 10 s of warm-up l
 JVM still met query shapes its compiled Lucene code had not seen. The JIT then threw away its compiled search
 methods and recompiled them (``-Xlog:deoptimization`` shows the trap, e.g. ``DataInput.readVInt`` on a posting
 list larger than any before), and a C2 compiler thread took 35-65% of a core for about a second. At 80% of
-capacity that left less CPU than the calls needed, and calls queued for 1-5 s: 100-140 ms latencies, a p99 of
-50-60x the single-request p50. The same server after the same warm-up on varied queries stays at 5-7x.
+capacity that left less CPU than the calls needed, and calls queued for 1-5 s: 100-140 ms latencies. Full
+``bench_server`` runs, 3 each, alternating: p99 at 80% of capacity 6.5x, 6.8x and 10.4x the single-request p50
+with 3,000 warm-up searches, 50.7x, 28.1x and 42.0x without; the warm-up takes ~9.5 s with 2 workers on 2 cores.
 
 :func:`warm_index` runs ``searches`` searches built from the corpus itself (page leads, titles and word spans of
 the first passages, so rare and common terms, short and long queries) through the sim backend, before the
