@@ -1,7 +1,8 @@
 """Tool server capacity: many keep-alive clients from a second process on loopback, phase by phase.
 
 Run: ``python -m benchmarks.bench_server [--index DIR] [--workers 2] [--clients 200] [--seconds 20]
-[--routes search|mixed] [--load-fraction 0.8] [--think-ms 2000] [--python-clients] [--no-fast-routes] [--quick]``.
+[--routes search|mixed] [--load-fraction 0.8] [--think-ms 2000] [--python-clients] [--no-fast-routes]
+[--warm-searches N] [--quick]``.
 
 Starts ``sim-web serve`` in a subprocess (server cache off unless ``--server-cache``: every call is computed) and
 runs these phases, each printed with its requests, errors, req/s, p50, p99 and p99 / single-request p50:
