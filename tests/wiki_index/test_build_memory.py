@@ -138,3 +138,18 @@ def test_lucene_indexing_buffer_is_capped(tmp_path) -> None:
     assert writer.getConfig().getRAMBufferSizeMB() == RAM_BUFFER_MB < 2048
     w.add(_passages(5))
     assert w.close() == 5
+
+
+def test_jvm_heap_comes_from_the_environment_and_a_bad_size_is_named(monkeypatch) -> None:
+    from wiki_index._java import HEAP_ENV, heap_option
+    from wiki_index.errors import ConfigError
+
+    monkeypatch.delenv(HEAP_ENV, raising=False)
+    assert heap_option() == "-Xmx4g"
+    monkeypatch.setenv(HEAP_ENV, " 1g ")
+    assert heap_option() == "-Xmx1g"
+    for bad in ("lots", "0g", "1.5g", "-1g"):
+        monkeypatch.setenv(HEAP_ENV, bad)
+        with pytest.raises(ConfigError) as err:
+            heap_option()
+        assert "$WIKI_INDEX_JVM_HEAP must be a JVM heap size such as 512m" in str(err.value) and repr(bad) in str(err.value)
