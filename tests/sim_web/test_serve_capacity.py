@@ -176,20 +176,20 @@ def test_request_checks_match_the_models():
     assert visit_args({"url": "u", "extra": 1}) is None
 
 
-def test_warm_index_opens_the_local_index_only_and_runs_varied_searches():
+def test_warm_index_opens_the_local_index_only_and_runs_varied_bm25_searches():
     opened: list[str] = []
     leads = [("Danube", "The Danube is the second-longest river in Europe after the Volga"), ("Alps", "The Alps are mountains")]
-    index = SimpleNamespace(search=lambda q, k, mode: opened.append(f"search {mode}"),
+    index = SimpleNamespace(search=lambda q, k, mode: opened.append(f"search {q!r} {k} {mode}"),
                             titles=SimpleNamespace(lookup=lambda q: opened.append("titles")),
                             store=SimpleNamespace(passages=lambda pid: opened.append("store"), first_passages=lambda n: leads[:n]))
-    searched: list[str] = []
-    sim = SimpleNamespace(index=index, search=lambda q, k: searched.append(q))
+    sim = SimpleNamespace(index=index, search=lambda q, k: pytest.fail("the served mode's search was called"))
     remote = SimpleNamespace(search=lambda q, k: pytest.fail("a remote backend was called"))
     warm_index([remote, SimpleNamespace(sim=sim)])
-    assert opened == ["search bm25", "titles", "store"] and searched == []
+    assert opened == ["search 'warm up' 1 bm25", "titles", "store"]
+    opened.clear()
     warm_index([remote, SimpleNamespace(sim=sim)], searches=5)
-    assert searched == ["The Danube is the second-longest river in Europe after the Volga", "Danube", "river in Europe",
-                        "The Alps are mountains", "Alps"]
+    assert opened[3:] == [f"search {q!r} 30 bm25" for q in ("The Danube is the second-longest river in Europe after the Volga",
+                                                              "Danube", "river in Europe", "The Alps are mountains", "Alps")]
 
 
 def test_warm_queries_come_from_the_corpus(sample_index):
