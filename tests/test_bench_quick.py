@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-FAST = ["bench_executor", "bench_real", "bench_env", "bench_server"]
+FAST = ["bench_executor", "bench_real", "bench_env", "bench_server", "bench_store"]
 SLOW = ["bench_retrieval", "bench_hard_retrieval", "bench_ingest", "bench_synth", "bench_agent_eval", "bench_growth", "bench_dense_scale"]
 
 

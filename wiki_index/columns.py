@@ -5,7 +5,8 @@ built before it existed):
 
 * ``docid.bin`` / ``title.bin`` / ``section.bin`` / ``text.bin``: the UTF-8 strings of every
   passage, concatenated in store order, with ``<name>.off.npy`` (int64, ``n + 1`` offsets);
-* ``page_id.npy`` (int64) and ``ordinal.npy`` (int32), in store order;
+* ``page_id.npy`` (int64) and ``ordinal.npy`` (int32), in store order (by page id, then position: a
+  page's passages are one run of rows, found by binary search);
 * ``row_of_doc.npy`` (int64): the store row of each Lucene document number, so a BM25 hit
   (Lucene's internal ``doc``) reaches its text with two array reads and no JSON decoding;
 * ``meta.json``: format, passage count, the index's ``content_sha256`` and the Lucene commit
@@ -88,7 +89,14 @@ class PassageColumns:
         """The passages of several Lucene document numbers, in the order given (a few array reads in all)."""
         if not docs:
             return []
-        rows = self._row_of_doc[np.asarray(docs, dtype=np.int64)]
+        return self._rows(self._row_of_doc[np.asarray(docs, dtype=np.int64)])
+
+    def page_passages(self, page_id: int) -> list[Passage]:
+        """All passages of one page, in order (a binary search on the page-id column; ``[]`` for an unknown page)."""
+        lo, hi = np.searchsorted(self._page_id, [page_id, page_id + 1])
+        return self._rows(np.arange(lo, hi, dtype=np.int64))
+
+    def _rows(self, rows: np.ndarray) -> list[Passage]:
         s = self._str
         return list(map(Passage, s["docid"].get(rows), self._page_id[rows].tolist(), s["title"].get(rows),
                         s["text"].get(rows), s["section"].get(rows), self._ordinal[rows].tolist()))

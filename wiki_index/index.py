@@ -127,6 +127,11 @@ class WikiIndex:
             raise ConfigError(f"search mode must be one of {MODES}, got {mode!r}")
         return getattr(self, mode)
 
+    def passages(self, page_id: int) -> list[Passage]:
+        """All passages of a page, in order, from the memory-mapped columns (as :meth:`Store.passages
+        <wiki_index.store.Store.passages>` returns them, in microseconds rather than a DuckDB query)."""
+        return self.columns.page_passages(page_id)
+
     def search(self, query: str, k: int = 10, mode: str = "bm25") -> list[tuple[Hit, Passage]]:
         """Search and return each hit with its passage."""
         if mode == "bm25":

@@ -1,44 +1,25 @@
 """The DuckDB page store: pages, sections, passages, links, redirects, categories, infobox facts.
 
-One file per index (``store.duckdb``). Writing is batched through Arrow tables; links are
-resolved against pages and redirects once, after ingestion, so the dump can be streamed.
+One file per index (``store.duckdb``), written by :class:`wiki_index.store_writer.StoreWriter`
+(re-exported here) and read by :class:`Store`. Stores written before the ``titles`` and
+``backlinks`` tables existed (with ART indexes instead) are read too.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from wiki_index.errors import IndexNotFoundError
-from wiki_index.titleset import TitleSet
+from wiki_index.store_writer import COLUMNS, StoreWriter
+from wiki_index.titleset import title_key
 from wiki_index.types import Page, Passage, Section, normalize_title
 
 log = logging.getLogger(__name__)
-
-SCHEMA = """
-CREATE TABLE pages (page_id BIGINT PRIMARY KEY, title VARCHAR NOT NULL, url VARCHAR, text VARCHAR,
-                    description VARCHAR, infobox_type VARCHAR, source VARCHAR, n_words INTEGER);
-CREATE TABLE sections (page_id BIGINT, ordinal INTEGER, title VARCHAR, level INTEGER, text VARCHAR);
-CREATE TABLE passages (docid VARCHAR PRIMARY KEY, page_id BIGINT, ordinal INTEGER, section VARCHAR, title VARCHAR, text VARCHAR);
-CREATE TABLE links (src BIGINT, ordinal INTEGER, target VARCHAR, dst BIGINT);
-CREATE TABLE redirects (title VARCHAR, target VARCHAR, dst BIGINT);
-CREATE TABLE categories (page_id BIGINT, category VARCHAR);
-CREATE TABLE infobox (page_id BIGINT, key VARCHAR, value VARCHAR);
-"""
-
-_COLUMNS = {
-    "pages": ["page_id", "title", "url", "text", "description", "infobox_type", "source", "n_words"],
-    "sections": ["page_id", "ordinal", "title", "level", "text"],
-    "passages": ["docid", "page_id", "ordinal", "section", "title", "text"],
-    "links": ["src", "ordinal", "target"],
-    "redirects": ["title", "target"],
-    "categories": ["page_id", "category"],
-    "infobox": ["page_id", "key", "value"],
-}
-
+__all__ = ["PageInfo", "Store", "StoreWriter", "memory_limit"]
 
 class PageInfo(NamedTuple):
     """One page without its body: the fields that task derivation and synthesis read for every page.
@@ -69,90 +50,6 @@ def memory_limit(con: Any) -> str:
     return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
 
 
-class StoreWriter:
-    """Append pages, passages and redirects to a new store file, in batches.
-
-    Args:
-        path: The DuckDB file to create (must not exist).
-        batch_rows: Rows buffered per table before a flush.
-        memory_limit: DuckDB's memory limit while rows are added (e.g. ``"256MB"``): beyond it the
-            table blocks already written are evicted, so the writer's memory stays flat as the corpus
-            grows. ``None``: DuckDB's default (80% of RAM). :meth:`finalize` always runs with the
-            default, since DuckDB builds each index in memory.
-    """
-
-    def __init__(self, path: str | Path, batch_rows: int = 20_000, memory_limit: str | None = "256MB") -> None:
-        import duckdb
-
-        self.path = Path(path)
-        self.con = duckdb.connect(str(self.path), config={"memory_limit": memory_limit} if memory_limit else {})
-        self.con.execute(SCHEMA)
-        self._buf: dict[str, list[tuple]] = {t: [] for t in _COLUMNS}
-        self._batch = batch_rows
-        self._titles = TitleSet()
-        self.duplicates = 0
-
-    def add_page(self, page: Page, passages: Iterable[Passage]) -> bool:
-        """Buffer one page and its passages; returns ``False`` (and counts) for a duplicate title."""
-        if not self._titles.add(page.title):
-            self.duplicates += 1
-            return False
-        pid = page.page_id
-        b = self._buf
-        b["pages"].append((pid, page.title, page.url, page.text, page.description, page.infobox_type, page.source, len(page.text.split())))
-        b["sections"].extend((pid, i, s.title, s.level, s.text) for i, s in enumerate(page.sections))
-        b["passages"].extend((p.docid, pid, p.ordinal, p.section, p.title, p.text) for p in passages)
-        b["links"].extend((pid, i, t) for i, t in enumerate(page.links))
-        b["categories"].extend((pid, c) for c in page.categories)
-        b["infobox"].extend((pid, k, v) for k, v in page.infobox.items())
-        if len(b["passages"]) >= self._batch or len(b["links"]) >= 5 * self._batch:
-            self.flush()
-        return True
-
-    def add_redirect(self, title: str, target: str) -> None:
-        """Buffer one redirect (both titles normalised)."""
-        self._buf["redirects"].append((title, target))
-
-    def flush(self) -> None:
-        """Write every buffered row."""
-        import pyarrow as pa
-
-        for table, rows in self._buf.items():
-            if not rows:
-                continue
-            cols = _COLUMNS[table]
-            arrow = pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)})  # noqa: F841 (DuckDB reads it by name)
-            self.con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT * FROM arrow")
-            rows.clear()
-
-    def finalize(self) -> dict[str, int]:
-        """Resolve redirects (chains too) and links, add indexes, close; return the table counts."""
-        self.flush()
-        c = self.con
-        c.execute("RESET memory_limit")
-        # a title that is a real page is not a redirect; keep one redirect per title
-        c.execute("DELETE FROM redirects WHERE title IN (SELECT title FROM pages)")
-        c.execute("CREATE TABLE r2 AS SELECT title, any_value(target) AS target, NULL::BIGINT AS dst FROM redirects GROUP BY title")
-        c.execute("DROP TABLE redirects; ALTER TABLE r2 RENAME TO redirects")
-        for _ in range(5):  # follow redirect chains A -> B -> page
-            c.execute("UPDATE redirects SET target = r.target FROM redirects r WHERE redirects.target = r.title AND redirects.title <> r.title")
-        c.execute("UPDATE redirects SET dst = p.page_id FROM pages p WHERE redirects.target = p.title")
-        c.execute("UPDATE links SET dst = p.page_id FROM pages p WHERE links.target = p.title")
-        c.execute("UPDATE links SET dst = r.dst FROM redirects r WHERE links.dst IS NULL AND links.target = r.title")
-        c.execute("CREATE UNIQUE INDEX pages_title ON pages(title)")
-        c.execute("CREATE INDEX sections_page ON sections(page_id)")
-        c.execute("CREATE INDEX passages_page ON passages(page_id)")
-        c.execute("CREATE INDEX links_src ON links(src)")
-        c.execute("CREATE INDEX links_dst ON links(dst)")
-        c.execute("CREATE INDEX redirects_title ON redirects(title)")
-        counts = {t: c.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _COLUMNS}
-        counts["links_resolved"] = c.execute("SELECT count(*) FROM links WHERE dst IS NOT NULL").fetchone()[0]
-        counts["redirects_resolved"] = c.execute("SELECT count(*) FROM redirects WHERE dst IS NOT NULL").fetchone()[0]
-        counts["duplicate_titles"] = self.duplicates
-        c.close()
-        return counts
-
-
 class Store:
     """Read-only access to a store file; safe to share between threads (a cursor per thread).
 
@@ -170,6 +67,9 @@ class Store:
             raise IndexNotFoundError(f"no page store at {self.path}; build the index with `wiki-index build`")
         self._con = duckdb.connect(str(self.path), read_only=True, config={"memory_limit": memory_limit} if memory_limit else {})
         self._local = threading.local()
+        tables = {r[0] for r in self._con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        self._keyed_titles = "titles" in tables  # else a store from before the titles table: ART on pages(title)
+        self._backlinks = "backlinks" in tables
 
     def _cur(self) -> Any:
         cur = getattr(self._local, "cur", None)
@@ -194,10 +94,11 @@ class Store:
         t = normalize_title(title)
         if not t:
             return None
-        row = self._rows("SELECT page_id FROM pages WHERE title = ?", [t])
-        if row:
-            return int(row[0][0])
-        row = self._rows("SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t])
+        if self._keyed_titles:
+            row = self._rows("SELECT page_id FROM titles WHERE tkey = ? AND title = ?", [title_key(t), t])
+        else:
+            row = (self._rows("SELECT page_id FROM pages WHERE title = ?", [t])
+                   or self._rows("SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t]))
         if row:
             return int(row[0][0])
         # last resort, as Wikipedia's own case-insensitive redirects do: a unique case-insensitive match
@@ -210,7 +111,8 @@ class Store:
         if not row:
             return None
         pid, title, url, text, desc, ibt, source = row[0]
-        sections = tuple(Section(t, lv, x) for t, lv, x in self._rows("SELECT title, level, text FROM sections WHERE page_id = ? ORDER BY ordinal", [pid]))
+        rows = sorted(self._rows("SELECT ordinal, title, level, text FROM sections WHERE page_id = ?", [pid]))  # sorted here: cheaper than ORDER BY
+        sections = tuple(Section(t, lv, x) for _, t, lv, x in rows)
         links = tuple(dict.fromkeys(r[0] for r in self._rows(
             "SELECT coalesce(p.title, l.target) FROM links l LEFT JOIN pages p ON p.page_id = l.dst WHERE l.src = ? ORDER BY l.ordinal", [pid])))
         cats = tuple(self.categories(pid))
@@ -224,8 +126,8 @@ class Store:
 
     def passages(self, page_id: int) -> list[Passage]:
         """All passages of a page, in order."""
-        rows = self._rows("SELECT docid, page_id, title, text, section, ordinal FROM passages WHERE page_id = ? ORDER BY ordinal", [page_id])
-        return [Passage(*r) for r in rows]
+        rows = self._rows("SELECT docid, page_id, title, text, section, ordinal FROM passages WHERE page_id = ?", [page_id])
+        return sorted((Passage(*r) for r in rows), key=lambda p: p.ordinal)  # sorted here: 0.3 ms cheaper than ORDER BY
 
     def passage(self, docid: str) -> Passage | None:
         """The passage with id ``docid``, or ``None``."""
@@ -251,7 +153,7 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         """Row counts of every table."""
-        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in _COLUMNS}
+        return {t: self._rows(f"SELECT count(*) FROM {t}")[0][0] for t in COLUMNS}
 
     # --- whole-corpus reads (task derivation, knowledge-graph synthesis, title lookup, builds) ---
 
@@ -323,6 +225,8 @@ class Store:
 
     def in_links(self, page_id: int) -> list[int]:
         """Ids of the other pages that link to this one, ascending, no duplicates."""
+        if self._backlinks:
+            return [int(r[0]) for r in self._rows("SELECT src FROM backlinks WHERE dst = ? ORDER BY src", [page_id])]
         return sorted({int(r[0]) for r in self._rows("SELECT src FROM links WHERE dst = ? AND src <> dst", [page_id])})
 
     def infobox_rows(self) -> list[tuple[int, str, str]]:

@@ -1,9 +1,29 @@
-"""A set of page titles in 32 bytes a title, for the streamed build (:class:`wiki_index.store.StoreWriter`)."""
+"""A set of page titles in 32 bytes a title, for the streamed build (:class:`wiki_index.store_writer.StoreWriter`)."""
 
 from __future__ import annotations
 
 import hashlib
 from array import array
+
+
+def title_digest(title: str) -> tuple[int, int]:
+    """The two 64-bit halves of a title's 128-bit blake2b digest (unsigned)."""
+    d = hashlib.blake2b(title.encode("utf-8"), digest_size=16).digest()
+    return int.from_bytes(d[:8], "little"), int.from_bytes(d[8:], "little")
+
+
+def title_key(title: str) -> int:
+    """A title's 64-bit key as a signed integer (a DuckDB ``BIGINT``): the first half of its blake2b digest.
+
+    The store keeps its title lookup table sorted by this key, so that DuckDB's zone maps find a
+    title without an in-memory index (see :class:`wiki_index.store_writer.StoreWriter`); the key
+    is the same in every Python and DuckDB version.
+
+    >>> title_key("Albert Einstein") == title_key("Albert Einstein") != title_key("Albert einstein")
+    True
+    """
+    hi = title_digest(title)[0]
+    return hi - (1 << 64) if hi >= 1 << 63 else hi
 
 
 class TitleSet:
@@ -24,8 +44,8 @@ class TitleSet:
 
     def add(self, title: str) -> bool:
         """Add ``title``; ``False`` when it was there already."""
-        d = hashlib.blake2b(title.encode("utf-8"), digest_size=16).digest()
-        hi, lo = int.from_bytes(d[:8], "little"), int.from_bytes(d[8:], "little") | 1  # lo == 0 marks a free slot
+        hi, lo = title_digest(title)
+        lo |= 1  # lo == 0 marks a free slot
         if not self._insert(hi, lo):
             return False
         self._n += 1

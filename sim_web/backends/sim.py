@@ -78,7 +78,7 @@ class SimBackend:
             depth *= 4
         if nav is not None:
             own = [p for p in hits if p.page_id == nav]
-            lead = own[:1] or self.index.store.passages(nav)[:1]
+            lead = own[:1] or self.index.passages(nav)[:1]
             if lead:
                 seen[nav] = lead[0]
         for p in hits:
@@ -113,7 +113,7 @@ class SimBackend:
         pid = store.resolve(title) if title else None
         if pid is None:
             return VisitResult(url=url, goal=goal, ok=False)
-        passages = store.passages(pid)
+        passages = self.index.passages(pid)
         if not passages:
             return VisitResult(url=url, goal=goal, ok=False)
         scores = bm25_rank(goal, [p.contents for p in passages])

@@ -59,7 +59,8 @@ def warm_index(backends: list[Any], searches: int = 0) -> None:
             continue
         index.search("warm up", 1, "bm25")
         index.titles.lookup("warm up")
-        index.store.passages(0)
+        index.store.resolve("warm up")
+        index.passages(0)
         if searches > 0:
             start = time.perf_counter()
             queries = warm_queries(index.store, searches)

@@ -181,14 +181,15 @@ def test_warm_index_opens_the_local_index_only_and_runs_varied_bm25_searches():
     leads = [("Danube", "The Danube is the second-longest river in Europe after the Volga"), ("Alps", "The Alps are mountains")]
     index = SimpleNamespace(search=lambda q, k, mode: opened.append(f"search {q!r} {k} {mode}"),
                             titles=SimpleNamespace(lookup=lambda q: opened.append("titles")),
-                            store=SimpleNamespace(passages=lambda pid: opened.append("store"), first_passages=lambda n: leads[:n]))
+                            passages=lambda pid: opened.append("columns"),
+                            store=SimpleNamespace(resolve=lambda t: opened.append("store"), first_passages=lambda n: leads[:n]))
     sim = SimpleNamespace(index=index, search=lambda q, k: pytest.fail("the served mode's search was called"))
     remote = SimpleNamespace(search=lambda q, k: pytest.fail("a remote backend was called"))
     warm_index([remote, SimpleNamespace(sim=sim)])
-    assert opened == ["search 'warm up' 1 bm25", "titles", "store"]
+    assert opened == ["search 'warm up' 1 bm25", "titles", "store", "columns"]
     opened.clear()
     warm_index([remote, SimpleNamespace(sim=sim)], searches=5)
-    assert opened[3:] == [f"search {q!r} 30 bm25" for q in ("The Danube is the second-longest river in Europe after the Volga",
+    assert opened[4:] == [f"search {q!r} 30 bm25" for q in ("The Danube is the second-longest river in Europe after the Volga",
                                                               "Danube", "river in Europe", "The Alps are mountains", "Alps")]
 
 

@@ -68,7 +68,7 @@ def test_npy_stream_writes_a_normal_npy(tmp_path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["x.npy"]
 
 
-def test_store_writer_ingests_under_a_memory_limit_and_finalizes_without_it(tmp_path) -> None:
+def test_store_writer_ingests_and_finalizes_under_its_memory_limit_with_no_in_memory_index(tmp_path) -> None:
     import duckdb
 
     default = memory_limit(duckdb.connect())
@@ -81,8 +81,11 @@ def test_store_writer_ingests_under_a_memory_limit_and_finalizes_without_it(tmp_
     writer.flush()  # DuckDB reads the Arrow batch from the caller's frame: flush before the spy stands in between
     seen: list[str] = []
     writer.con = _Spy(writer.con, seen)
+    limit = memory_limit(writer.con)
     counts = writer.finalize()
-    assert seen[0] == "RESET memory_limit" and counts["pages"] == 3 and counts["passages"] == 3
+    assert counts["pages"] == 3 and counts["passages"] == 3
+    assert seen[-1] == f"closed under {limit}"  # finalize never lifts the limit: its joins and sorts spill
+    assert not [s for s in seen if "INDEX" in s.upper() or "RESET" in s.upper()]  # an ART index is built whole in memory
     store = Store(tmp_path / "s.duckdb", memory_limit="32MB")
     assert "MiB" in memory_limit(store._con)
     assert [p.docid for b in store.iter_passages(2) for p in b] == ["0-0", "1-0", "2-0"]
@@ -100,6 +103,7 @@ class _Spy:
         return self._con.execute(sql, *args)
 
     def close(self) -> None:
+        self._seen.append(f"closed under {memory_limit(self._con)}")
         self._con.close()
 
 

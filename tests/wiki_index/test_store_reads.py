@@ -109,3 +109,13 @@ def test_reads_agree_with_each_other_on_the_sample(sample_index):
         assert sum(len(b) for b in store.iter_passages()) == store.counts()["passages"]
     finally:
         store.close()
+
+
+def test_the_columns_give_a_page_the_passages_the_store_gives(sample_index):
+    from wiki_index.index import WikiIndex
+
+    index = WikiIndex(sample_index)
+    ids = index.store.page_ids()
+    for pid in [*ids[::7], ids[-1], -1, ids[-1] + 1]:  # unknown ids on both sides of the column
+        assert index.passages(pid) == index.store.passages(pid)
+    assert sum(len(index.passages(pid)) for pid in ids) == index.store.counts()["passages"]
