@@ -21,6 +21,7 @@ from wiki_index.types import Page, Passage, Section, normalize_title
 log = logging.getLogger(__name__)
 __all__ = ["PageInfo", "Store", "StoreWriter", "memory_limit"]
 
+
 class PageInfo(NamedTuple):
     """One page without its body: the fields that task derivation and synthesis read for every page.
 
