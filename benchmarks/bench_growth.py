@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import table
+from benchmarks.common import in_fresh_process, table
 
 _BUILD = """
 import resource, sys, time
@@ -255,15 +255,6 @@ def server_rps(index_dir: Path, env: dict[str, str], seconds: float = 10, client
     return {"rps": r.rate, "errors": r.errors, "p50_ms": r.p50 * 1000, "load": "C" if binary else "httpx"}
 
 
-def _in_fresh_process(fn: str, *args: object, env: dict[str, str]) -> dict[str, float]:
-    """Run ``benchmarks.bench_growth.<fn>(*args)`` in a new process (every size starts from a cold JIT)."""
-    code = f"import json; from benchmarks.bench_growth import {fn}; print('RESULT', json.dumps({fn}(*{args!r})))"
-    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env)
-    if r.returncode:
-        raise RuntimeError(f"{fn}{args} failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.split("RESULT", 1)[1])
-
-
 def measure(pages_n: int, work: Path, generator: str, quick: bool, serve_seconds: float) -> list[object]:
     """Build (unless built before in ``work``) and measure one size; returns its table row."""
     env = {**os.environ, "SIM_WEB_HOME": str(work / "home")}
@@ -278,7 +269,7 @@ def measure(pages_n: int, work: Path, generator: str, quick: bool, serve_seconds
     passages = json.loads((out / "manifest.json").read_text())["counts"]["passages"]
     disk = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2**20
     n, warm = (50, 50) if quick else (200, 1000)
-    step = _in_fresh_process("search_step_ms", str(out), n, warm, env=env)
+    step = in_fresh_process("benchmarks.bench_growth", "search_step_ms", str(out), n, warm, env=env)  # a cold JIT per size
     srv = server_rps(out, env, seconds=serve_seconds)
     row = [f"{pages_n:,}", f"{passages:,}", _fmt(secs, ".1f"), _fmt(secs and pages_n / secs, ".0f"), _fmt(rss, ".0f"),
            f"{disk:.0f}", f"{step['step_ms']:.2f}", f"{step['lucene_ms']:.2f}", f"{step['matches']:,.0f}",

@@ -24,14 +24,13 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from benchmarks.common import table
+from benchmarks.common import in_fresh_process, table
 
 #: The ART indexes of the baseline (the store's layout before the sorted tables).
 ART_INDEXES = ("CREATE UNIQUE INDEX pages_title ON pages(title)", "CREATE INDEX redirects_title ON redirects(title)",
@@ -119,22 +118,13 @@ def lookups(paths: list[str], pages: int, n: int = 400, rounds: int = 2) -> dict
     return {p: {m: statistics.median(v) * 1000 for m, v in ms.items()} for p, ms in times.items()}
 
 
-def _fresh(fn: str, *args: object) -> dict:
-    """Run ``benchmarks.bench_store.<fn>(*args)`` in a new process (so that its peak RSS is its own)."""
-    code = f"import json; from benchmarks.bench_store import {fn}; print('RESULT', json.dumps({fn}(*{args!r})))"
-    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"{fn}{args} failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.split("RESULT", 1)[1])
-
-
 def measure(pages: int, links: int, work: Path) -> list[list[object]]:
     """Write, copy into the baseline and time one size; returns its two table rows."""
     ours, art = str(work / f"sorted-{pages}.duckdb"), str(work / f"art-{pages}.duckdb")
-    w = _fresh("write_store", ours, pages, links)
+    w = in_fresh_process("benchmarks.bench_store", "write_store", ours, pages, links)  # each peak RSS its own
     shutil.copy(ours, art)
-    a = _fresh("add_art_indexes", art)
-    ms = _fresh("lookups", [ours, art], pages)
+    a = in_fresh_process("benchmarks.bench_store", "add_art_indexes", art)
+    ms = in_fresh_process("benchmarks.bench_store", "lookups", [ours, art], pages)
     mib = {p: os.path.getsize(p) / 2**20 for p in (ours, art)}
     head = [f"{pages:,}", f"{pages * links:,}", f"{w['ingest_s']:.1f}", f"{w['ingest_rss']:,}", f"{w['finalize_s']:.1f}"]
     rows = [head + ["sorted tables", f"{w['finalize_rss']:,}", f"{mib[ours]:.0f}"] + [f"{ms[ours][m]:.2f}" for m in LOOKUPS],

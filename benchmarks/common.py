@@ -1,10 +1,14 @@
-"""Helpers shared by the benchmarks: the sample index, per-call timing and a plain-text table."""
+"""Helpers shared by the benchmarks: the sample index, a call in a fresh process, per-call timing and a plain-text table."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 
 def ensure_sample_index(path: str | None = None) -> Path:
@@ -20,6 +24,20 @@ def ensure_sample_index(path: str | None = None) -> Path:
         print(f"building the sample index at {target} ...", flush=True)
         build_index("sample", target, BuildConfig(dense=False))
     return target
+
+
+def in_fresh_process(module: str, fn: str, *args: object, env: Mapping[str, str] | None = None) -> Any:
+    """Run ``<module>.<fn>(*args)`` in a new Python process and return its JSON result (a cold JVM and JIT, and a
+    peak RSS of its own).
+
+    Raises:
+        RuntimeError: The call failed (with the end of its stderr).
+    """
+    code = f"import json; from {module} import {fn}; print('RESULT', json.dumps({fn}(*{args!r})))"
+    r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env)
+    if r.returncode:
+        raise RuntimeError(f"{module}.{fn}{args} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.split("RESULT", 1)[1])
 
 
 def per_call_us(fn: Callable[[int], object], n: int) -> list[float]:
