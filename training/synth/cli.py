@@ -4,6 +4,8 @@ Examples::
 
     sim-web synth                                   # 300 questions from the sample index -> its default task set
     sim-web synth --n 1000 --seed 1 --out /tmp/qa.jsonl
+    sim-web synth --tier lookup                     # one-relation questions for small models -> <index>/tasks/lookup.jsonl
+    sim-web synth --tier bridge --n 200             # two-hop questions -> <index>/tasks/bridge.jsonl
     OPENAI_API_KEY=... sim-web synth --generator llm --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
 """
 
@@ -20,10 +22,15 @@ from wiki_index.errors import WikiIndexError
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The synth options (shared by ``sim-web synth`` and ``python -m training.synth``)."""
     from training.synth.pipeline import SHORTCUT_POLICIES, SynthConfig
+    from training.synth.tiers import TIERS, TierConfig
 
     d = SynthConfig()
     p.add_argument("--index", default=None, help="index directory (default: the sample index under $SIM_WEB_HOME)")
-    p.add_argument("--n", type=int, default=d.n, help=f"questions wanted (default {d.n})")
+    p.add_argument("--tier", choices=TIERS, default="sailorfog",
+                   help="curriculum tier: lookup (one typed relation, entity named), bridge (two hops) or sailorfog "
+                        "(SailorFog-QA-V2, the default set); lookup / bridge go to <index>/tasks/<tier>.jsonl")
+    p.add_argument("--n", type=int, default=None, help=f"questions wanted (default {d.n}; lookup / bridge: as many as pass, "
+                                                       f"up to {TierConfig().n})")
     p.add_argument("--seed", type=int, default=d.seed, help="seed of every random choice (default 0)")
     p.add_argument("--generator", choices=["template", "llm"], default="template",
                    help="template (deterministic, no model; default) or llm (an OpenAI-compatible endpoint)")
@@ -36,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-seeds", type=int, default=d.n_seeds, help=f"seed entities (default {d.n_seeds})")
     p.add_argument("--seed-query", action="append", default=[], help="add the top results of this search as seeds (repeatable)")
     p.add_argument("--oversample", type=float, default=d.oversample, help=f"subgraphs per wanted question (default {d.oversample})")
-    p.add_argument("--test-fraction", type=float, default=d.test_fraction, help="held-out share (default 0.2)")
+    p.add_argument("--test-fraction", type=float, default=None,
+                   help=f"held-out share (default {d.test_fraction}; lookup / bridge {TierConfig().test_fraction})")
     p.add_argument("--shortcut-policy", choices=SHORTCUT_POLICIES, default=d.shortcut_policy,
                    help="what to do with questions BM25 answers at rank 1 (default drop)")
     p.add_argument("--compare", default=None, metavar="JSONL",
@@ -52,11 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from training.synth.pipeline import SynthConfig, generate_with_report
     from wiki_index.index import WikiIndex
 
+    if args.tier != "sailorfog":
+        return run_tier(args)
     try:
         llm = LLMConfig(base_url=args.base_url, model=args.model) if args.generator == "llm" else None
-        cfg = SynthConfig(n=args.n, seed=args.seed, generator=args.generator, max_nodes=args.max_nodes,
+        cfg = SynthConfig(n=args.n or SynthConfig.n, seed=args.seed, generator=args.generator, max_nodes=args.max_nodes,
                           n_seeds=args.n_seeds, seed_queries=tuple(args.seed_query), oversample=args.oversample,
-                          test_fraction=args.test_fraction, shortcut_policy=args.shortcut_policy, llm=llm,
+                          test_fraction=SynthConfig.test_fraction if args.test_fraction is None else args.test_fraction,
+                          shortcut_policy=args.shortcut_policy, llm=llm,
                           progress=not args.quiet)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -80,6 +91,40 @@ def run(args: argparse.Namespace) -> int:
         print(render_card(build_card(records, report, before)))
     for kind, path in paths.items():
         print(f"{kind}: {path}")
+    return 0
+
+
+def run_tier(args: argparse.Namespace) -> int:
+    """``sim-web synth --tier lookup|bridge``: write the tier's task set and card; returns the exit status."""
+    import json
+    from pathlib import Path
+
+    from training.synth.outputs import sibling, write_jsonl
+    from training.synth.tiers import TierConfig, generate_tier, render_tier_card, tier_card
+    from wiki_index.index import WikiIndex
+
+    d = TierConfig()
+    try:
+        cfg = TierConfig(tier=args.tier, n=args.n or d.n, seed=args.seed, progress=not args.quiet,
+                         test_fraction=d.test_fraction if args.test_fraction is None else args.test_fraction)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    index = WikiIndex.from_dir(args.index)
+    out = Path(args.out) if args.out else index.path / "tasks" / f"{args.tier}.jsonl"
+    records, report = generate_tier(index.path, cfg)
+    if not records:
+        print(f"error: no {args.tier} question passed the gates: the index has no typed relation that does "
+              "(see the card's funnel)", file=sys.stderr)
+        return 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(records, out)
+    card = tier_card(records, report)
+    sibling(out, ".card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False), encoding="utf-8")
+    sibling(out, ".card.md").write_text(render_tier_card(card), encoding="utf-8")
+    if not args.quiet:
+        print(render_tier_card(card))
+    print(f"jsonl: {out}\ncard: {sibling(out, '.card.md')}")
     return 0
 
 

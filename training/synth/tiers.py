@@ -1,0 +1,330 @@
+"""Curriculum tiers below SailorFog-QA: ``lookup`` (one typed relation, the entity named) and ``bridge`` (two hops).
+
+Search-R1 and ZeroSearch start small models on one- and two-hop questions (NQ, HotpotQA) and raise the difficulty
+from there; a 135M model cannot chain the six hops of a SailorFog-QA question. Both tiers are read off every page's
+relations as the SailorFog-QA knowledge graph sees them (:meth:`~training.synth.store_source.StoreSource.neighbours`),
+*typed* relations only: an infobox field or a relation phrase read from a sentence (:mod:`training.synth.relations`),
+each backed by the sentence or field that states it (the record's ``provenance``):
+
+* ``lookup``: "Bucharest is the capital of which country?" One fact of page S about O; S is named and O is asked.
+  Gates: the relation is *functional* on S (S's page states it for one target only, and the evidence sentence
+  names no other page after O, so "bordered by Ghana, Benin and Burkina Faso" never becomes a question), the answer
+  is not in the question, and one search of the question shows the answer page in the top ``k`` (the point of
+  this tier: the oracle needs one search): the question itself, else the subject's name with the relation's words
+  ("Bucharest capital").
+* ``bridge``: "Bucharest is the capital of a country. What is the currency of that country?" Two facts A -> B -> C,
+  each functional on its page; A is named, B and C are not. Gates: the question's own search does *not* show C's
+  page (a defect for this tier: the first search must not answer it), a search built from A and the first
+  relation reaches B, and one built from B's name and the second relation reaches C (the oracle needs two searches).
+
+Records carry the fields the env, the oracle (``clues[].query`` / ``clues[].entity``, ``evidence``, ``answer_url``)
+and the feedback loop (``difficulty.score`` / ``oracle_searches``: lookup 1, bridge 2, below every SailorFog-QA
+question) read, plus ``tier``. Everything is deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.synth.kg import edge_rank
+from training.synth.naming import head_noun, leaks, name_variants
+from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation, relation_words
+from training.synth.uncertainty import relation_label
+from wiki_index.types import title_to_url
+
+TIERS = ("lookup", "bridge", "sailorfog")
+_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
+
+
+@dataclass
+class TierConfig:
+    """Settings of one ``lookup`` / ``bridge`` synthesis run."""
+
+    tier: str = field(default="lookup", metadata={"help": "'lookup' (one relation) or 'bridge' (two hops)."})
+    n: int = field(default=600, metadata={"help": "Questions wanted (fewer when the graph runs out)."})
+    seed: int = field(default=0, metadata={"help": "Seed of the graph growth and of the question order."})
+    test_fraction: float = field(default=0.25, metadata={"help": "Share of ids in the held-out 'test' split."})
+    k: int = field(default=10, metadata={"help": "Search results an agent sees (the gates look in the top k)."})
+    progress: bool = field(default=False, metadata={"help": "Show a progress bar."})
+
+    def __post_init__(self) -> None:
+        if self.tier not in ("lookup", "bridge"):
+            raise ValueError(f"TierConfig.tier must be 'lookup' or 'bridge', found {self.tier!r}; 'sailorfog' is "
+                             "training.synth.pipeline.generate")
+        if self.n < 1 or self.k < 1 or not 0 <= self.test_fraction < 1:
+            raise ValueError(f"TierConfig needs n >= 1, k >= 1 and 0 <= test_fraction < 1; found n={self.n}, k={self.k}, "
+                             f"test_fraction={self.test_fraction}")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One typed, functional fact: page ``subject`` states ``relation`` with ``obj`` (the asked role)."""
+
+    subject: str
+    obj: str
+    relation: str
+    kind: str
+    evidence: str
+    passage: str | None
+
+
+@dataclass
+class TierReport:
+    """What a tier run did: the facts found and the funnel through every gate."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    facts: Counter = field(default_factory=Counter)
+    funnel: Counter = field(default_factory=Counter)
+
+
+def _clean(title: str) -> str:
+    return _QUALIFIER.sub("", title)
+
+
+def _lists_others(sentence: str, obj: str, others: list[str]) -> bool:
+    """Whether the evidence sentence names another linked page after the object (a list: not functional)."""
+    i = sentence.find(_clean(obj))
+    tail = sentence[i + len(_clean(obj)):] if i >= 0 else sentence
+    return any(len(o) > 2 and _clean(o) in tail for o in others if o != obj)
+
+
+_LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
+#: relations that hold for several objects at once, whatever one sentence lists ("bordered by", "shares borders with")
+_MANY = re.compile(r"border|bound|neighbo|adjacent|\bshares?\b|includ|contain|consist|compris")
+_BAD_GRAMMAR = re.compile(r"\b(?:is|was|are|were) (?:has|had|have|is|was|are|were)\b")
+
+
+def _lists_others(sentence: str, obj: str, others: list[str]) -> bool:
+    """Whether the object is one item of a list in the evidence sentence ("bordered by Ghana, Benin and ..."):
+    another linked page is named within a few words after it, joined by a comma, "and", "or" or a slash."""
+    i = sentence.find(_clean(obj))
+    if i < 0:
+        return False
+    tail = sentence[i + len(_clean(obj)):]
+    if not _LIST_AFTER.match(tail):
+        return False
+    near = tail[:60]
+    return any(len(o) > 2 and _clean(o) in near for o in others if o != obj)
+
+
+def functional_facts(src: Any, titles: list[str], report: TierReport) -> dict[str, list[Fact]]:
+    """Subject title -> its typed facts that hold for one object only (see the module docstring)."""
+    by_subject: dict[str, list[Fact]] = {}
+    for subject in titles:
+        nbrs = src.neighbours(subject)
+        rels = Counter(str(b.get("relation")) for _, b in nbrs)
+        for obj, a in nbrs:
+            if edge_rank(a) > 1:
+                continue
+            report.facts["typed"] += 1
+            rel, ev = str(a["relation"]), str(a.get("evidence") or "")
+            if rels[rel] != 1 or _MANY.search(relation_label(rel)):
+                report.facts["not_functional"] += 1
+            elif a["kind"] == "infobox" and ("," in ev.split("=", 1)[-1] or " and " in ev):
+                report.facts["list_value"] += 1
+            elif a["kind"] != "infobox" and _lists_others(ev, obj, [t for t, _ in nbrs]):
+                report.facts["list_sentence"] += 1
+            elif _BAD_GRAMMAR.search(fill(rel, "X", "Y")) or obj == subject or src.entity(obj) is None:
+                report.facts["unusable"] += 1
+            else:
+                report.facts["functional"] += 1
+                by_subject.setdefault(subject, []).append(Fact(subject, obj, rel, a["kind"], ev, a.get("passage")))
+    return by_subject
+
+
+def ask(fact: Fact, subject_ref: str, asked: str) -> str:
+    """The fact as a clause with the subject's reference and the asked role's phrase (``"which country"``)."""
+    rel = fact.relation
+    if not is_text_relation(rel):
+        label = relation_label(rel)
+        template = infobox_template(label)
+        if template.startswith(SRC + " is"):
+            return fill(template, subject_ref, asked)
+        if asked.startswith(("which ", "who")):
+            return f"{'who' if asked.startswith('who') else 'what'} is the {label} of {subject_ref}"
+        return fill(template, subject_ref, asked)
+    return fill(rel, subject_ref, asked)
+
+
+def _question_case(clause: str) -> str:
+    return clause[:1].upper() + clause[1:].rstrip(".") + "?"
+
+
+def _wh(head: str) -> str:
+    return "who" if head == "person" else f"which {head}"
+
+
+def lookup_question(fact: Fact, src: Any) -> str:
+    """``"Bucharest is the capital of which country?"``: the subject named, the object asked."""
+    head = head_noun(src.entity(fact.obj), forbidden=[fact.subject])
+    return _question_case(ask(fact, _clean(fact.subject), _wh(head)))
+
+
+def bridge_question(first: Fact, second: Fact, src: Any) -> str:
+    """``"Bucharest is the capital of a country. What is the currency of that country?"``: A named, B described."""
+    head_b = head_noun(src.entity(first.obj), forbidden=[first.subject, second.obj])
+    head_c = head_noun(src.entity(second.obj), forbidden=[first.subject, first.obj])
+    art = "an" if head_b[:1] in "aeiou" else "a"
+    intro = ask(first, _clean(first.subject), f"{art} {head_b}")
+    return f"{intro[:1].upper()}{intro[1:]}. {_question_case(ask(second, f'that {head_b}', _wh(head_c)))}"
+
+
+def _query(subject: str, fact: Fact) -> str:
+    return f"{_clean(subject)} {relation_words(fact.relation)}".strip()
+
+
+def _aliases(src: Any, title: str) -> list[str]:
+    pid = src.resolve(title)
+    return sorted({a for a in (src.aliases(pid) if pid is not None else []) + name_variants(title) if a != title})
+
+
+def _leaks(question: str, *titles: str) -> bool:
+    return any(leaks(question, [t, _clean(t)]) for t in titles)
+
+
+def _record(tier: str, question: str, answer: str, facts: list[Fact], queries: list[str], searches: int,
+            top_q: bool, cfg: TierConfig, src: Any) -> dict[str, Any]:
+    from sim_web.env.tasks import split_of
+
+    rid = f"{tier}-" + hashlib.sha1(f"{cfg.seed}|{question}".encode()).hexdigest()[:12]
+    hops = len(facts)
+    return {
+        "id": rid, "question": question, "answer": answer, "aliases": _aliases(src, answer),
+        "split": split_of(rid, cfg.test_fraction), "tier": tier, "answer_url": title_to_url(answer),
+        "evidence": [{"title": f.obj, "url": title_to_url(f.obj)} for f in facts],
+        "clues": [{"entity": f.obj, "query": q, "text": f.evidence, "type": "relational"} for f, q in zip(facts, queries)],
+        "provenance": [{"page": f.subject, "relation": f.relation, "kind": f.kind, "sentence": f.evidence,
+                        "passage": f.passage, "object": f.obj} for f in facts],
+        "uncertainty_types": ["relational"] if hops > 1 else [],
+        "difficulty": {"score": float(hops), "hops": hops, "level": "easy" if hops == 1 else "medium",
+                       "oracle_searches": searches, "top10_question": top_q, "nodes": hops + 1, "edges": hops},
+        "generator": f"tier:{tier}", "seed": cfg.seed, "weight": 1.0,
+    }
+
+
+def _lookups(by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any,
+             rep: TierReport, rng: random.Random) -> list[dict[str, Any]]:
+    facts = [f for s in sorted(by_subject) for f in by_subject[s]]
+    rng.shuffle(facts)
+    out, seen = [], set()
+    for f in facts:
+        if len(out) >= cfg.n:
+            break
+        rep.funnel["candidates"] += 1
+        q = lookup_question(f, src)
+        if q in seen or _leaks(q, f.obj):
+            rep.funnel["duplicate_or_leak"] += 1
+            continue
+        seen.add(q)
+        top = gates.titles(q)[: cfg.k]
+        rep.funnel["question_finds_answer"] += f.obj in top
+        rep.funnel["question_finds_subject"] += f.subject in top
+        query = q if f.obj in top else _query(f.subject, f)
+        if query != q and f.obj not in gates.titles(query)[: cfg.k]:
+            rep.funnel["unanswerable"] += 1
+            continue
+        out.append(_record("lookup", q, f.obj, [f], [query], 1, f.obj in top, cfg, src))
+    return out
+
+
+def _bridges(by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any,
+             rep: TierReport, rng: random.Random) -> list[dict[str, Any]]:
+    pairs = [(a, b) for s in sorted(by_subject) for a in by_subject[s] for b in by_subject.get(a.obj, [])
+             if b.obj not in (a.subject, a.obj)]
+    rng.shuffle(pairs)
+    out, seen, used = [], set(), Counter()
+    for a, b in pairs:
+        if len(out) >= cfg.n:
+            break
+        if used[a.subject] >= 2:  # spread the set over many named entities
+            continue
+        rep.funnel["candidates"] += 1
+        q = bridge_question(a, b, src)
+        if q in seen or _leaks(q, a.obj, b.obj):
+            rep.funnel["duplicate_or_leak"] += 1
+            continue
+        seen.add(q)
+        if b.obj in gates.titles(q)[: cfg.k]:
+            rep.funnel["question_finds_answer"] += 1
+            continue
+        intro = q.split(". ", 1)[0]
+        q1 = next((x for x in (_query(a.subject, a), intro, q) if a.obj in gates.titles(x)[: cfg.k]), None)
+        q2 = next((x for x in (_query(a.obj, b), _clean(a.obj)) if b.obj in gates.titles(x)[: cfg.k]), None)
+        if q1 is None or q2 is None:
+            rep.funnel["unanswerable"] += 1
+            continue
+        used[a.subject] += 1
+        out.append(_record("bridge", q, b.obj, [a, b], [q1, q2], 2, False, cfg, src))
+    return out
+
+
+def generate_tier(index_dir: str | Path | None = None, config: TierConfig | None = None
+                  ) -> tuple[list[dict[str, Any]], TierReport]:
+    """Synthesise a ``lookup`` or ``bridge`` task set from an index.
+
+    Args:
+        index_dir: The index directory (default: the sample index under ``$SIM_WEB_HOME``).
+        config: The tier and its settings.
+
+    Returns:
+        ``(records, report)``; fewer than ``config.n`` records when the graph has no more facts that pass the gates.
+    """
+    from sim_web.backends.sim import SimBackend
+    from training.synth.gates import SearchGates, sim_search, sim_visit
+    from training.synth.store_source import StoreSource
+    from tqdm.auto import tqdm
+
+    from wiki_index.index import WikiIndex
+
+    cfg = config or TierConfig()
+    rep = TierReport(config=asdict(cfg))
+    index = WikiIndex.from_dir(index_dir)
+    src = StoreSource(index.store)
+    backend = SimBackend(index)
+    gates = SearchGates(sim_search(backend, cfg.k), sim_visit(backend))
+    titles = sorted(src.title(p) for p in src.page_ids())
+    by_subject = functional_facts(src, tqdm(titles, desc="typed facts", unit="page", disable=not cfg.progress), rep)
+    make = _lookups if cfg.tier == "lookup" else _bridges
+    records = make(by_subject, gates, cfg, src, rep, random.Random(f"{cfg.seed}:{cfg.tier}"))
+    rep.funnel["accepted"] = len(records)
+    rep.funnel["searches"] = gates.searches
+    return records, rep
+
+
+def tier_card(records: list[dict[str, Any]], report: TierReport) -> dict[str, Any]:
+    """The tier's dataset card: counts per split, the gates' funnel and the measured rates."""
+    n = len(records)
+    f = report.funnel
+    cand = max(f["candidates"] - f["duplicate_or_leak"], 1)
+    return {
+        "tier": report.config.get("tier"), "records": n,
+        "splits": dict(Counter(r["split"] for r in records)),
+        "facts": dict(report.facts), "funnel": dict(f),
+        "uniqueness": "functional relation on its page (one object, no list in the evidence sentence)",
+        "answerable_rate": round(1 - f["unanswerable"] / cand, 3),
+        "question_retrieves_answer_rate": round(f["question_finds_answer"] / cand, 3),
+        "question_retrieves_answer_meaning": "the point (lookup: kept only when it does)" if report.config.get("tier")
+        == "lookup" else "a defect (bridge: such questions are dropped)",
+        "oracle_searches_mean": round(sum(r["difficulty"]["oracle_searches"] for r in records) / n, 3) if n else 0.0,
+        "relations": dict(Counter(relation_words(p["relation"]) or p["relation"] for r in records
+                                  for p in r["provenance"][:1]).most_common(15)),
+        "examples": [{"question": r["question"], "answer": r["answer"]} for r in records[:5]],
+    }
+
+
+def render_tier_card(card: dict[str, Any]) -> str:
+    """The card as Markdown."""
+    lines = [f"# Task set: tier `{card['tier']}` ({card['records']} questions)", "",
+             f"splits: {card['splits']}", f"facts: {card['facts']}", f"funnel: {card['funnel']}",
+             f"uniqueness: {card['uniqueness']}", f"answerable by the oracle's searches: {card['answerable_rate']}",
+             f"question alone retrieves the answer page (top k): {card['question_retrieves_answer_rate']} "
+             f"({card['question_retrieves_answer_meaning']})", f"oracle searches (mean): {card['oracle_searches_mean']}",
+             f"relations (most common): {card['relations']}", "", "examples:"]
+    lines += [f"- {e['question']} -> {e['answer']}" for e in card["examples"]]
+    return "\n".join(lines) + "\n"
