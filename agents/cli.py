@@ -4,6 +4,7 @@ Examples::
 
     sim-web eval --policy oracle                                  # the env's ceiling on the held-out tasks
     sim-web eval --policy hf:smollm2 --n 5 --temperature 0        # the bundled SmolLM2-135M-Instruct
+    sim-web eval --policy hf:smollm2 --prompt compact --search-results 3 --snippet-chars 160   # short prompt and observations
     sim-web eval --policy openai:Qwen/Qwen3-8B --base-url http://localhost:8000/v1 --k 4 --resum
     sim-web eval --policy oracle --backend real --record runs/rec   # the real web (Serper + Jina), recorded
     sim-web eval --policy oracle --backend real --replay runs/rec   # ... replayed offline, byte for byte
@@ -17,6 +18,7 @@ import sys
 from typing import Any
 
 from sim_web.protocol.actions import TOOL_NAMES
+from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 
 
@@ -57,6 +59,11 @@ def add_parser(subparsers: Any) -> None:
     g.add_argument("--max-response-chars", type=int, default=None,
                    help="cap on one tool response in characters (default: the env's 20000); use a GRPO recipe's value")
     g.add_argument("--max-obs-chars", type=int, default=None, help="tool-output budget per episode (default 2000000)")
+    g.add_argument("--prompt", default=None, choices=PROMPT_STYLES,
+                   help="system prompt style: tongyi (upstream's, default) or compact (short, for small models); use a "
+                        "checkpoint's training style")
+    g.add_argument("--search-results", type=int, default=None, help="results per search query (default 10)")
+    g.add_argument("--snippet-chars", type=int, default=None, help="most characters of one search snippet (default 240)")
     r = p.add_argument_group("ReSum")
     r.add_argument("--resum", action="store_true", help="summarise the history into <summary> and continue from it")
     r.add_argument("--resum-fraction", type=float, default=0.6, help="summarise at this fraction of --max-context-tokens")
@@ -103,9 +110,10 @@ def config_from_args(args: argparse.Namespace) -> Any:
                       threads=args.threads, resume=not args.no_resume, progress=not args.no_progress, **_budgets(args))
 
 
-def _budgets(args: argparse.Namespace) -> dict[str, int]:
-    """The observation budgets given on the command line (the others keep EvalConfig's defaults)."""
-    return {k: v for k in ("max_response_chars", "max_obs_chars") if (v := getattr(args, k, None)) is not None}
+def _budgets(args: argparse.Namespace) -> dict[str, Any]:
+    """The observation settings given on the command line (the others keep EvalConfig's defaults)."""
+    keys = ("max_response_chars", "max_obs_chars", "prompt", "search_results", "snippet_chars")
+    return {k: v for k in keys if (v := getattr(args, k, None)) is not None}
 
 
 def run(args: argparse.Namespace) -> int:

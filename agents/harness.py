@@ -33,12 +33,16 @@ from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft
 from sim_web.env import ALL_TOOLS, EnvConfig, WebResearchEnv
 from sim_web.backends.sim import SimConfig
 from sim_web.env.tasks import Task, resolve_tasks
+from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 RUN_FILE = "run.json"
 RESPONSE_CHARS = EnvConfig.max_response_chars  # the env's default cap on one tool response
+#: The observation settings of the env's defaults; a run's identity names only those that differ.
+OBS_DEFAULTS = {"max_response_chars": RESPONSE_CHARS, "prompt": EnvConfig.prompt, "search_results": EnvConfig.search_results,
+                "snippet_chars": SimConfig.snippet_chars}
 LOCK_FILE = ".lock"
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -47,7 +51,7 @@ TRAJECTORIES = "trajectories.jsonl"
 class EvalConfig:
     """One evaluation run."""
 
-    policy: str = field(default="oracle", metadata={"help": "'oracle', 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."})
+    policy: str = field(default="oracle", metadata={"help": "'oracle', 'oracle:search' (answers from search results, no visit), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."})
     index_dir: str | None = field(default=None, metadata={"help": "The index (default: the sample under $SIM_WEB_HOME)."})
     tasks: str | None = field(default=None, metadata={"help": "Task file path or name: default, derived, sailorfog, or <index>/tasks/NAME.jsonl."})
     split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
@@ -67,6 +71,12 @@ class EvalConfig:
     max_response_chars: int = field(default=RESPONSE_CHARS, metadata={
         "help": "Cap on one tool response in characters (longer ones are cut with a marker); evaluate a GRPO checkpoint with "
                 "its recipe's max_response_chars so it sees observations as long as in training."})
+    prompt: str = field(default=EnvConfig.prompt, metadata={
+        "help": "System prompt style: 'tongyi' (upstream's) or 'compact' (short, for small models); evaluate a checkpoint with "
+                "the style it was trained on."})
+    search_results: int = field(default=EnvConfig.search_results, metadata={"help": "Results per search query shown to the agent."})
+    snippet_chars: int = field(default=SimConfig.snippet_chars, metadata={
+        "help": "Most characters of one search result's snippet (the sim backend's; Serper's snippets are its own)."})
     base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL)."})
     api_key: str | None = field(default=None, metadata={"help": "Its key (default $OPENAI_API_KEY)."})
     summariser_model: str | None = field(default=None, metadata={"help": "Model of the 'openai' ReSum summariser (same endpoint unless summariser_base_url)."})
@@ -81,14 +91,19 @@ class EvalConfig:
     sft: bool | None = field(default=None, metadata={"help": "Write sft.jsonl of successful episodes (default: for the oracle)."})
 
     def __post_init__(self) -> None:
-        if not re.match(r"^(oracle|hf:.+|openai:.+)$", self.policy):
-            raise ConfigError(f"EvalConfig.policy must be 'oracle', 'hf:PATH' or 'openai:MODEL', got {self.policy!r}")
+        if not re.match(r"^(oracle|oracle:search|hf:.+|openai:.+)$", self.policy):
+            raise ConfigError(f"EvalConfig.policy must be 'oracle', 'oracle:search', 'hf:PATH' or 'openai:MODEL', got {self.policy!r}")
         if self.k < 1 or (self.n is not None and self.n < 1) or self.workers < 1 or self.batch_size < 1:
             raise ConfigError(f"EvalConfig needs k >= 1, n >= 1 (or None), workers >= 1, batch_size >= 1; got k={self.k}, "
                               f"n={self.n}, workers={self.workers}, batch_size={self.batch_size}")
         if self.max_response_chars < 100 or self.max_obs_chars < 1:
             raise ConfigError(f"EvalConfig needs max_response_chars >= 100 and max_obs_chars >= 1, got {self.max_response_chars}, "
                               f"{self.max_obs_chars}")
+        if self.prompt not in PROMPT_STYLES:
+            raise ConfigError(f"EvalConfig.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} (--prompt compact for small models)")
+        if self.search_results < 1 or self.snippet_chars < 1:
+            raise ConfigError(f"EvalConfig needs search_results >= 1 and snippet_chars >= 1, got {self.search_results}, "
+                              f"{self.snippet_chars}")
         if self.backend not in ("sim", "real"):
             raise ConfigError(f"EvalConfig.backend must be 'sim' or 'real', got {self.backend!r}")
         if (self.record_dir or self.replay_dir) and self.backend != "real":
@@ -101,7 +116,7 @@ class EvalConfig:
         return {"policy": self.policy, "index_dir": self.index_dir, "tasks": self.tasks, "split": self.split,
                 "agent": asdict(self.agent), "retrieval": self.retrieval, "tools": list(self.tools), "judge": self.judge,
                 **({"backend": self.backend} if self.backend != "sim" else {}),
-                **({"max_response_chars": self.max_response_chars} if self.max_response_chars != RESPONSE_CHARS else {})}
+                **{k: getattr(self, k) for k, default in OBS_DEFAULTS.items() if getattr(self, k) != default}}
 
 
 @dataclass
@@ -116,10 +131,10 @@ class EvalResult:
 
 def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
     """The policy named by ``cfg.policy``."""
-    if cfg.policy == "oracle":
+    if cfg.policy in ("oracle", "oracle:search"):
         from agents.policies.oracle import OraclePolicy
 
-        return OraclePolicy(tasks, index.store)
+        return OraclePolicy(tasks, index.store, read_pages=cfg.policy == "oracle")
     kind, _, name = cfg.policy.partition(":")
     if kind == "hf":
         from agents.models import resolve_hf_path
@@ -243,7 +258,7 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
                     "episodes_resumed": len(keys) - len(todo), "failed": len(failures),
                     "wall_seconds": round(time.perf_counter() - t_start, 3),
                     "episodes_per_second": round(ran / run_seconds, 4) if run_seconds > 0 and ran else None,
-                    "concurrency": cfg.batch_size if policy.batched else cfg.workers, "judge": cfg.judge}
+                    "concurrency": cfg.batch_size if policy.batched else cfg.workers, "judge": cfg.judge, "prompt": cfg.prompt}
         if getattr(policy, "generate_seconds", 0):
             run_info["generated_tokens_per_second"] = round(policy.generated_tokens / policy.generate_seconds, 3)  # type: ignore[attr-defined]
         metrics, records = _write_outputs(cfg, out, keys, run_info)
@@ -269,9 +284,10 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
 
         judge = LLMJudge(_remote(cfg.judge, cfg.judge_base_url or cfg.base_url, cfg.api_key))
     agent = ReactAgent(policy, agent_cfg, summariser)
-    env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools), sim=SimConfig(mode=cfg.retrieval),
+    env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools),
+                        sim=SimConfig(mode=cfg.retrieval, snippet_chars=cfg.snippet_chars),
                         max_turns=agent_cfg.max_llm_calls + 2, max_obs_chars=cfg.max_obs_chars, backend=cfg.backend,
-                        max_response_chars=cfg.max_response_chars,
+                        max_response_chars=cfg.max_response_chars, prompt=cfg.prompt, search_results=cfg.search_results,
                         record_dir=cfg.record_dir, replay_dir=cfg.replay_dir)
     make_env = lambda: WebResearchEnv(env_cfg, tasks=list(tasks))  # noqa: E731
     writer = TrajectoryWriter(out / TRAJECTORIES)
@@ -313,7 +329,7 @@ def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[s
     if records:
         plot_run(records, metrics, out / "plot.png", f"{run_info['policy']} on {cfg.tasks or 'default'} ({cfg.split or 'all'}): "
                  f"pass@1 {metrics['pass@1']}, {len(records)} episodes")
-    if cfg.sft if cfg.sft is not None else cfg.policy == "oracle":
+    if cfg.sft if cfg.sft is not None else cfg.policy.startswith("oracle"):
         demos = [d for d in (sft_example(r) for r in records) if d]
         with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
             f.writelines(json.dumps(d, ensure_ascii=False) + "\n" for d in demos)

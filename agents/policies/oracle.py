@@ -67,14 +67,20 @@ class OraclePolicy(Policy):
         store: Optional :class:`wiki_index.store.Store` to resolve redirects when comparing pages.
         title_search: When the clue / question queries do not surface the answer page, also search
             its title (recorded as ``answer_reached_via="title_search"``; the answer is then not given).
+        read_pages: Visit the pages it found before answering (``False``: answer as soon as a clue or question
+            search shows the answer page, from the results alone: the short demonstrations of the one- and two-hop
+            tiers for small models, ``--policy oracle:search``).
     """
 
     name = "oracle"
 
-    def __init__(self, tasks: Sequence[Task], store: Any = None, title_search: bool = True) -> None:
+    def __init__(self, tasks: Sequence[Task], store: Any = None, title_search: bool = True, read_pages: bool = True) -> None:
         self.by_question = {t.question: t for t in tasks}
         self.store = store
         self.title_search = title_search
+        self.read_pages = read_pages
+        if not read_pages:
+            self.name = "oracle:search"
         self._keys: dict[str, str] = {}  # memo tables (deterministic values, so thread races are harmless)
         self._plans: dict[str, _Plan] = {}
 
@@ -196,11 +202,12 @@ class OraclePolicy(Policy):
             return self._final(plan, st, task)
         for query, entity_url, text in plan.clues:
             if query not in st.results:
-                return _search(f"I look for the page behind this clue: {text}", query)
-            if entity_url and self._key(entity_url) not in st.visited and any(self._key(u) == self._key(entity_url) for _, u in st.results[query]):
+                return _search(f"I look for the page behind this clue: {text}" if self.read_pages else
+                               "I search for the next fact." if st.results else "I search for the first fact.", query)
+            if self.read_pages and entity_url and self._key(entity_url) not in st.visited and any(self._key(u) == self._key(entity_url) for _, u in st.results[query]):
                 return _visit(f"The results of \"{query}\" include the page the clue is about; I read it.", entity_url, text)
         legit = self._seen(st, plan, legit_only=True)
-        for url in plan.evidence:
+        for url in plan.evidence if self.read_pages else ():
             if self._key(url) in legit and self._key(url) not in st.visited:
                 return _visit("This result is one of the pages I need; I read it.", url, task.question)
         akey = self._key(plan.answer_url)
@@ -211,15 +218,17 @@ class OraclePolicy(Policy):
             if self.title_search and plan.title_query not in st.results:
                 return _search("The searches so far did not surface the answer page; I check whether it exists.", plan.title_query)
         anywhere = self._seen(st, plan, legit_only=False)
-        if akey in anywhere and akey not in st.visited:
+        if self.read_pages and akey in anywhere and akey not in st.visited:
             url = next(u for res in st.results.values() for _, u in res if self._key(u) == akey)
             return _visit("This result looks like the answer; I read the page to confirm.", url, task.question)
         return self._final(plan, st, task)
 
     def _final(self, plan: _Plan, st: _State, task: Task) -> str:
         """The answer turn: the gold answer when the answer page came up in a clue search and was read, else a guess."""
-        if self._key(plan.answer_url) in self._seen(st, plan, legit_only=True) and st.visited.get(self._key(plan.answer_url)):
-            return f"<think>The page {plan.answer_url} matches every clue, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
+        akey = self._key(plan.answer_url)
+        if akey in self._seen(st, plan, legit_only=True) and (st.visited.get(akey) or not self.read_pages):
+            why = f"The page {plan.answer_url} matches every clue" if self.read_pages else "The results show it"
+            return f"<think>{why}, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         guess = next((t for q, res in st.results.items() if q in legit_queries for t, _ in res), "unknown")
         return f"<think>I could not confirm the answer; my best guess is the top result.</think>\n<answer>{guess}</answer>"

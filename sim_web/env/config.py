@@ -10,6 +10,7 @@ from sim_web.backends.sim import SimConfig
 from sim_web.env.rewards import RewardConfig
 from sim_web.executor import BackendPolicy, ExecutorConfig
 from sim_web.protocol.actions import TOOL_NAMES
+from sim_web.tools.toolbox import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 
 BACKENDS = ("sim", "real")
@@ -36,15 +37,18 @@ class EnvConfig:
             ``tasks/sailorfog_qa.jsonl`` when present, else tasks derived from its first sentences.
         split: Keep only tasks of this split (``"train"``/``"test"``; ``None`` = all).
         tools: Enabled tools (subset of ``search``, ``visit``, ``google_scholar``, ``PythonInterpreter``).
-        sim: Retrieval mode and visit extraction settings.
+        sim: Retrieval mode and visit extraction settings (``sim.snippet_chars``: characters per search snippet).
         executor: Cache, rate limit, timeout and retry settings of the tool executor.
         reward: How the final answer is scored.
         max_turns: Agent turns before truncation (reward 0).
+        search_results: Results per search / scholar query shown to the agent (upstream: Serper's 10).
         max_obs_chars: Total characters of tool output per episode (the observation budget).
         max_response_chars: Cap on one tool response (longer ones are cut with a marker).
         max_action_chars: Longer actions are rejected as oversize.
         allow_multiple_calls: Whether one turn may hold several ``<tool_call>`` blocks.
         date: The "current date" in the system prompt (fixed for determinism).
+        prompt: System prompt style: ``"tongyi"`` (upstream's, byte for byte) or ``"compact"`` (short, for small
+            models; same tags and tool-call format).
         backend: ``"sim"`` (the index) or ``"real"`` (Serper + Jina, keys from the environment, with
             the index as fallback). Only the tools' source changes; tasks still come from the index.
         serper: Serper endpoint, timeout and locale (``backend="real"``).
@@ -62,11 +66,13 @@ class EnvConfig:
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     max_turns: int = 30
+    search_results: int = 10
     max_obs_chars: int = 200_000
     max_response_chars: int = 20_000
     max_action_chars: int = 50_000
     allow_multiple_calls: bool = False
     date: str = "2025-01-01"
+    prompt: str = "tongyi"
     backend: str = "sim"
     serper: SerperConfig = field(default_factory=SerperConfig)
     jina: JinaConfig = field(default_factory=JinaConfig)
@@ -86,3 +92,8 @@ class EnvConfig:
             raise ConfigError(f"EnvConfig.tools must be a non-empty subset of {TOOL_NAMES}, got {self.tools}")
         if self.max_turns < 1 or self.max_obs_chars < 1 or self.max_response_chars < 100:
             raise ConfigError("EnvConfig.max_turns and max_obs_chars must be >= 1 and max_response_chars >= 100")
+        if self.prompt not in PROMPT_STYLES:
+            raise ConfigError(f"EnvConfig.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} "
+                              "('compact' is the short prompt for small models)")
+        if self.search_results < 1:
+            raise ConfigError(f"EnvConfig.search_results must be >= 1 (results per search query), got {self.search_results}")

@@ -51,7 +51,7 @@ def make_toolbox(config: EnvConfig) -> Toolbox:
     bypass it, so that a recording is complete and a replay is byte for byte.
 
     Args:
-        config: The env configuration (backend, index, retrieval mode, executor, tools, response cap).
+        config: The env configuration (backend, index, retrieval mode, executor, tools, response cap, results per query).
 
     Returns:
         A :class:`~sim_web.tools.Toolbox` with its own executor (and so its own per-episode stats).
@@ -70,7 +70,7 @@ def make_toolbox(config: EnvConfig) -> Toolbox:
         backends = [serper, jina] + ([WikipediaFallback(sim)] if config.real_fallback else [])
         ex_cfg = replace(ex_cfg, cache_dir=cache_dir, policies={**REAL_POLICIES, **ex_cfg.policies})
         executor = ToolExecutor(backends, ex_cfg)
-    return Toolbox(executor, enabled=config.tools, max_chars=config.max_response_chars)
+    return Toolbox(executor, enabled=config.tools, max_chars=config.max_response_chars, k=config.search_results)
 
 
 class WebResearchEnv(gym.Env[str, str]):
@@ -102,10 +102,11 @@ class WebResearchEnv(gym.Env[str, str]):
     ## Arguments
     ``gym.make("WebResearch-v0", config=EnvConfig(...), tasks=[Task, ...], judge=callable)``.
     ``reset(seed=..., options={"task": Task | dict | task id})``.
-    ``info`` always holds ``messages`` (the OpenAI-format chat so far, with the Tongyi system
-    prompt), ``task_id``, ``turn``, ``errors`` (count per mistake kind), ``tool_calls`` and the
-    executor's per-episode ``tool_stats`` (counts only, so that infos are deterministic); the
-    final step adds ``answer``, ``em``, ``f1`` and ``timings`` (episode wall time, tool latency).
+    ``info`` always holds ``messages`` (the OpenAI-format chat so far, with the system prompt of
+    ``config.prompt``: Tongyi's by default, ``"compact"`` for small models), ``task_id``, ``turn``,
+    ``errors`` (count per mistake kind), ``tool_calls`` and the executor's per-episode
+    ``tool_stats`` (counts only, so that infos are deterministic); the final step adds ``answer``,
+    ``em``, ``f1`` and ``timings`` (episode wall time, tool latency).
 
     ## Example
     >>> import gymnasium as gym
@@ -138,7 +139,7 @@ class WebResearchEnv(gym.Env[str, str]):
         self.executor = self.toolbox.executor
         self.backend = self.executor.backends[0]
         self.index = _shared_index(cfg.index_dir)  # the task corpus, whichever backend answers the tools
-        self.system_prompt = system_prompt(self.toolbox.schemas(), cfg.date)
+        self.system_prompt = system_prompt(self.toolbox.schemas(), cfg.date, style=cfg.prompt)
         if tasks is None:
             tasks = resolve_tasks(self.index, cfg.tasks, cfg.split)
         if not tasks:

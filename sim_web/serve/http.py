@@ -187,7 +187,7 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     cfg = env_config or EnvConfig(index_dir=index_dir, backend=backend, sim=SimConfig(mode=mode), executor=ExecutorConfig(cache=cache))
     index = WikiIndex.from_dir(cfg.index_dir)
     enabled = tuple(t for t in TOOL_NAMES if enable_python or t != PYTHON_TOOL)
-    toolbox = Toolbox(make_toolbox(cfg).executor, enabled=enabled, python_runner=python_runner)
+    toolbox = Toolbox(make_toolbox(cfg).executor, enabled=enabled, python_runner=python_runner, k=cfg.search_results)
     app = FastAPI(title="sim-web tool server", version=_metadata.version("sim-web"),
                   description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)

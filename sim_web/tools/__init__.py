@@ -2,7 +2,8 @@
 :class:`Toolbox` that runs calls through the executor, and the sandboxed PythonInterpreter (``tools.python``)."""
 
 from sim_web.tools.toolbox import (
-    ALL_TOOLS, MULTI_RESPONSE_JOINER, PYTHON_DESCRIPTION, Toolbox, ToolMethods, system_prompt, tool_schema,
+    ALL_TOOLS, MULTI_RESPONSE_JOINER, PROMPT_STYLES, PYTHON_DESCRIPTION, Toolbox, ToolMethods, system_prompt, tool_schema,
 )
 
-__all__ = ["ALL_TOOLS", "MULTI_RESPONSE_JOINER", "PYTHON_DESCRIPTION", "ToolMethods", "Toolbox", "system_prompt", "tool_schema"]
+__all__ = ["ALL_TOOLS", "MULTI_RESPONSE_JOINER", "PROMPT_STYLES", "PYTHON_DESCRIPTION", "ToolMethods", "Toolbox", "system_prompt",
+           "tool_schema"]

@@ -126,7 +126,7 @@ def test_cli_eval(sample_index, tmp_path, capsys):
     assert "pass@1" in out and "pass@2" in out and "trajectories:" in out
     assert main(["eval", "--policy", "oracle", "--index", str(sample_index), "--tasks", "no-such-set", "--out", str(tmp_path / "x")]) == 2
     assert "neither a file nor a task set" in capsys.readouterr().err
-    with pytest.raises(ConfigError, match="'oracle', 'hf:PATH' or 'openai:MODEL'"):
+    with pytest.raises(ConfigError, match="'oracle', 'oracle:search', 'hf:PATH' or 'openai:MODEL'"):
         EvalConfig(policy="gpt4")
 
 
@@ -173,3 +173,25 @@ def test_response_budget_reaches_the_env_and_is_part_of_the_run_identity(sample_
     assert "max_response_chars" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="max_response_chars >= 100"):
         cfg(sample_index, tmp_path, max_response_chars=10)
+
+
+def test_compact_prompt_and_short_results_reach_the_env_and_the_run_identity(sample_index, tmp_path, capsys):
+    import re
+
+    from sim_web.cli import main
+
+    args = ["eval", "--policy", "oracle", "--index", str(sample_index), "--n", "2", "--out", str(tmp_path), "--no-progress"]
+    assert main([*args, "--prompt", "compact", "--search-results", "3", "--snippet-chars", "120"]) == 0
+    records = load_records(tmp_path / "trajectories.jsonl")
+    assert records and all(r["messages"][0]["content"].startswith("You are a research assistant.") for r in records)
+    searches = [m["content"] for r in records for m in r["messages"] if "## Web Results" in m["content"]]
+    assert searches and all(len(re.findall(r"^\d+\. \[", t, re.M)) <= 3 for t in searches)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert {k: run["identity"][k] for k in ("prompt", "search_results", "snippet_chars")} == {
+        "prompt": "compact", "search_results": 3, "snippet_chars": 120}
+    assert json.loads((tmp_path / "metrics.json").read_text())["run"]["prompt"] == "compact"
+    capsys.readouterr()
+    assert main(args) == 2  # the Tongyi prompt is another run: resuming in the same folder is refused
+    assert "prompt" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="EvalConfig.prompt must be one of"):
+        cfg(sample_index, tmp_path, prompt="short")

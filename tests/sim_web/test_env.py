@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -92,6 +93,30 @@ def test_unknown_page_and_disabled_tool(sample_index):
         obs, _, _, _, info = e.step(call(bad))
         assert obs.endswith("Available tools: search, visit.\n</tool_response>"), obs
     assert "google_scholar" not in info["messages"][0]["content"]
+
+
+def test_compact_prompt_and_fewer_search_results(sample_index):
+    e = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), tools=("search", "visit"), prompt="compact",
+                                                      search_results=3))
+    _, info = e.reset(seed=0)
+    system = info["messages"][0]["content"]
+    assert system.startswith("You are a research assistant.") and "<tools>" not in system
+    assert system.endswith("Current date: 2025-01-01") and len(system) < 600
+    obs, *_ = e.step(call("search", query=["history", "war"]))
+    blocks = obs.split("\n=======\n")
+    assert len(blocks) == 2 and all("## Web Results" in b for b in blocks)
+    for b in blocks:  # "found {n} results", then items "1. [title](link)" ...
+        items = re.findall(r"^\d+\. \[", b, re.M)
+        assert 1 <= len(items) <= 3 and f"found {len(items)} results" in b, b
+
+
+def test_bad_prompt_and_search_results_name_the_fix():
+    from wiki_index.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"EnvConfig.prompt must be one of \('tongyi', 'compact'\), got 'short'"):
+        EnvConfig(prompt="short")
+    with pytest.raises(ConfigError, match="search_results must be >= 1"):
+        EnvConfig(search_results=0)
 
 
 def test_truncation_by_turns_and_budget(sample_index):

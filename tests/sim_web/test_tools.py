@@ -116,6 +116,49 @@ def test_prompt_subset_keeps_upstream_order_and_is_deterministic() -> None:
             system_prompt(tb.schemas(), bad)
 
 
+CALL_FORMAT = '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+
+
+@pytest.mark.parametrize("enabled", [("search", "visit"), ALL_TOOLS, ("google_scholar",)])
+def test_compact_prompt_keeps_the_format_and_lists_exactly_the_enabled_tools(enabled: tuple[str, ...]) -> None:
+    tb = box(enabled=enabled)
+    prompt = system_prompt(tb.schemas(), "2024-02-29", style="compact")
+    assert CALL_FORMAT in prompt and CALL_FORMAT in UPSTREAM_PROMPT  # the same tool-call line as upstream's
+    assert "<think></think>" in prompt and "<answer>" in prompt and prompt.endswith("\n\nCurrent date: 2024-02-29")
+    lines = prompt.split("Tools:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == list(tb.enabled)
+    if "search" in enabled:
+        assert 'search {"query": ["..."]}: web search' in lines
+    if "visit" in enabled:
+        assert any(line.startswith('visit {"url": ["..."], "goal": "..."}: ') for line in lines)
+    assert system_prompt(tb.schemas(), "2024-02-29") != prompt  # the default stays upstream's
+
+
+def test_compact_prompt_is_short() -> None:
+    # 144 SmolLM2 tokens (475 characters) for search + visit, vs 450 for the Tongyi prompt (test_compact_prompt_tokens)
+    assert len(system_prompt(box(enabled=("search", "visit")).schemas(), "2025-01-01", style="compact")) <= 600
+    assert len(system_prompt(box().schemas(), "2025-01-01", style="compact")) <= 800
+
+
+def test_unknown_prompt_style() -> None:
+    with pytest.raises(ConfigError, match=r"style must be one of \('tongyi', 'compact'\), got 'tiny'"):
+        system_prompt(box().schemas(), "2025-01-01", style="tiny")
+
+
+@pytest.mark.slow
+def test_compact_prompt_tokens() -> None:
+    """The compact prompt for search + visit fits in 200 SmolLM2 tokens (the tokenizer from the bundled GGUF)."""
+    from transformers import AutoTokenizer
+
+    from agents.models import smollm2_gguf
+
+    gguf = smollm2_gguf()
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    schemas = box(enabled=("search", "visit")).schemas()
+    n = {s: len(tok(system_prompt(schemas, "2025-01-01", style=s))["input_ids"]) for s in ("tongyi", "compact")}
+    assert n["compact"] <= 200 < n["tongyi"], n
+
+
 def test_schemas_come_from_the_typed_methods() -> None:
     for tool in ("search", "visit", "google_scholar"):
         generated = get_json_schema(getattr(ToolMethods, tool))["function"]

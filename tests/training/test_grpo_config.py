@@ -49,6 +49,20 @@ def test_mistakes_name_the_fix():
         GRPORecipe(model="/no/such/model").model_path()
 
 
+def test_prompt_style_and_search_budgets_reach_the_env_config(sample_index):
+    r = load_recipe("cpu-smoke", prompt="compact", search_results=parse_value("3"), snippet_chars=120)
+    env = r.env_config(str(sample_index))
+    assert (env.prompt, env.search_results, env.sim.snippet_chars, env.tools) == ("compact", 3, 120, r.tools)
+    assert (env.max_turns, env.max_obs_chars, env.max_response_chars, env.reward.kind) == (r.max_turns, r.max_obs_chars,
+                                                                                          r.max_response_chars, r.reward)
+    default = GRPORecipe().env_config(str(sample_index))
+    assert (default.prompt, default.search_results, default.sim.snippet_chars) == ("tongyi", 10, 240)
+    with pytest.raises(ConfigError, match="prompt must be one of \\('tongyi', 'compact'\\), got 'small'"):
+        GRPORecipe(prompt="small")
+    with pytest.raises(ConfigError, match="search_results >= 1 and snippet_chars >= 1"):
+        GRPORecipe(snippet_chars=0)
+
+
 def test_set_values_parse_as_yaml():
     assert [parse_value(v) for v in ("3", "1e-6", "true", "null", "[search, visit]", "/a/b")] == [3, 1e-6, True, None, ["search", "visit"], "/a/b"]
 

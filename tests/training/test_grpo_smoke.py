@@ -25,7 +25,7 @@ def sailorfog_tasks(synth_run, tmp_path_factory):
 
 def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog_tasks, tmp_path):
     out = tmp_path / "run"
-    sets = [f"index_dir={sample_index}", f"tasks={sailorfog_tasks}"]
+    sets = [f"index_dir={sample_index}", f"tasks={sailorfog_tasks}", "prompt=compact", "search_results=3"]  # the small-model env
     cmd = [sys.executable, "-m", "sim_web.cli", "grpo", "--recipe", "cpu-smoke", "--out", str(out)]
     for s in sets:
         cmd += ["--set", s]
@@ -46,6 +46,9 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
     from training.grpo.config import load_recipe
     from training.grpo.train import main
 
-    summary = main(load_recipe("cpu-smoke", index_dir=str(sample_index), tasks=str(sailorfog_tasks), output_dir=str(out), max_steps=3))
+    summary = main(load_recipe("cpu-smoke", index_dir=str(sample_index), tasks=str(sailorfog_tasks), output_dir=str(out), max_steps=3,
+                               prompt="compact", search_results=3))
     assert summary["resumed_from"].endswith("checkpoint-2") and summary["steps"] == 3
+    recorded = json.loads((out / "summary.json").read_text())["config"]  # the whole recipe: part of the run's identity
+    assert (recorded["prompt"], recorded["search_results"], recorded["snippet_chars"], recorded["max_steps"]) == ("compact", 3, 240, 3)
     assert [r["step"] for r in summary["metrics"]] == [1, 2, 3]  # one new step after the resume

@@ -64,9 +64,10 @@ def test_forced_answers_at_the_call_cap_are_kept_only_when_asked_and_as_the_mode
     assert select([wrong], CollectConfig(max_turns=4, forced_answers=True))[1].reasons["incorrect"] == 1
 
 
-def write_run(folder, records, tools=RECIPE_TOOLS, split="train"):
+def write_run(folder, records, tools=RECIPE_TOOLS, split="train", prompt=None):
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "run.json").write_text(json.dumps({"identity": {"policy": "oracle", "split": split, "tools": list(tools)}}))
+    identity = {"policy": "oracle", "split": split, "tools": list(tools), **({"prompt": prompt} if prompt else {})}
+    (folder / "run.json").write_text(json.dumps({"identity": identity}))
     (folder / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + '{"key": "cut')
     return folder
 
@@ -85,6 +86,17 @@ def test_collect_refuses_unknown_tools_and_held_out_splits(tmp_path):
         collect(CollectConfig(runs=(str(test),)))
     with pytest.raises(ConfigError, match="tuple"):
         CollectConfig(runs=str(ok))
+
+
+def test_collect_records_the_prompt_style_and_refuses_a_mix(tmp_path):
+    tongyi = write_run(tmp_path / "tongyi", [record("a#0")])  # the harness names only a non-default style
+    compact = write_run(tmp_path / "compact", [record("b#0")], prompt="compact")
+    compact2 = write_run(tmp_path / "compact2", [record("c#0")], prompt="compact")
+    assert collect(CollectConfig(runs=(str(tongyi),))).prompt == "tongyi"
+    res = collect(CollectConfig(runs=(str(compact), str(compact2))))
+    assert res.prompt == "compact" and [s["prompt"] for s in res.sources] == ["compact", "compact"]
+    with pytest.raises(ConfigError, match=f"different system prompt styles \\(compact: {compact}; tongyi: {tongyi}\\)"):
+        collect(CollectConfig(runs=(str(tongyi), str(compact))))
 
 
 # ---------------------------------------------------------------- a real oracle trajectory and a tiny model
@@ -185,7 +197,8 @@ def test_collect_card_and_wire_check(sft_data, tiny_dir):
 
     folder, _, tok = sft_data
     card = (folder / "README.md").read_text()
-    assert "examples: 2" in card and "| oracle | train | search, visit, PythonInterpreter, google_scholar |" in card and "tiny-llama" in card
+    assert "examples: 2" in card and "| oracle | train | search, visit, PythonInterpreter, google_scholar | tongyi |" in card
+    assert "tiny-llama" in card and "system prompt: `tongyi`" in card
     assert json.loads((folder / "acceptance.json").read_text())["overall"]["kept"] == 2
     other = AutoTokenizer.from_pretrained(str(tiny_dir))
     other.chat_template = CHATML.replace("{{ m['role'] }}\n", "{{ m['role'] }}:\n").replace("assistant\n", "assistant:\n")

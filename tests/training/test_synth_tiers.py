@@ -93,3 +93,17 @@ def test_cli_writes_the_tier_and_its_card(sample_index, tmp_path, capsys):
     card = json.loads((tmp_path / "lookup.card.json").read_text())
     assert card["tier"] == "lookup" and card["records"] == 5
     assert (tmp_path / "lookup.card.md").read_text().startswith("# Task set: tier `lookup`")
+
+
+def test_the_search_only_oracle_answers_from_the_results(lookup, bridge, sample_index, tmp_path):
+    from agents.harness import EvalConfig, run_eval
+
+    path = tmp_path / "tiers.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lookup[0][:8] + bridge[0][:4]), encoding="utf-8")
+    res = run_eval(EvalConfig(policy="oracle:search", index_dir=str(sample_index), tasks=str(path), split=None,
+                              out=str(tmp_path / "run"), tools=("search", "visit"), progress=False))
+    assert res.metrics["pass@1"] == 1.0
+    recs = [json.loads(line) for line in (res.out / "trajectories.jsonl").read_text().splitlines()]
+    assert sorted({r["turns"] for r in recs}) == [2, 3]  # lookup: search, answer; bridge: two searches, then the answer
+    assert all(r["tool_calls"].get("visit", 0) == 0 for r in recs)
+    assert (res.out / "sft.jsonl").is_file()

@@ -1,7 +1,7 @@
 """One real oracle trajectory, three ways: as the SFT example, as the GRPO rollout builds it, as the eval loop prompts.
 
 Every assistant span and every tool span must be the same token ids in all three, and the answer must be
-scored by the same reward code (the env's ``score_answer``).
+scored by the same reward code (the env's ``score_answer``). Both system prompt styles (``EnvConfig.prompt``).
 """
 
 import pytest
@@ -14,8 +14,8 @@ from types import SimpleNamespace  # noqa: E402
 TOOLS = ("search", "visit", "google_scholar")  # PythonInterpreter off, as in every training recipe
 
 
-@pytest.fixture(scope="module")
-def oracle_run(sample_index):
+@pytest.fixture(scope="module", params=["tongyi", "compact"])
+def oracle_run(sample_index, request):
     """An oracle episode run through the real eval loop, with the HF prompt of every policy call recorded."""
     from agents.config import AgentConfig
     from agents.loop import ReactAgent, run_episode
@@ -27,8 +27,9 @@ def oracle_run(sample_index):
     from wiki_index.index import WikiIndex
 
     tasks = [t for t in derive_tasks(WikiIndex.from_dir(sample_index).store) if t.metadata["split"] == "test"]
-    model, tok = tiny_model([system_prompt([tool_schema(t) for t in TOOLS], "2025-01-01")] + [t.question for t in tasks[:20]])
-    env_config = EnvConfig(index_dir=str(sample_index), tools=TOOLS, max_turns=12)
+    style = request.param
+    model, tok = tiny_model([system_prompt([tool_schema(t) for t in TOOLS], "2025-01-01", style=style)] + [t.question for t in tasks[:20]])
+    env_config = EnvConfig(index_dir=str(sample_index), tools=TOOLS, max_turns=12, prompt=style)
     env = WebResearchEnv(env_config, tasks=tasks)
     from agents.policies.hf_policy import HFConfig, HFPolicy
 
@@ -46,6 +47,7 @@ def oracle_run(sample_index):
         policy.prompts = []
         rec = run_episode(ReactAgent(policy, AgentConfig(max_llm_calls=10)), env, task)
         if rec["em"] == 1.0 and sum(rec["tool_calls"].values()) >= 2:
+            assert rec["messages"][0]["content"] == env.system_prompt
             return SimpleNamespace(rec=rec, prompts=policy.prompts, tok=tok, env_config=env_config, tasks=tasks, task=task)
     pytest.fail("the oracle solved no held-out task of the sample with two tool calls")
 
@@ -68,6 +70,8 @@ def test_sft_rollout_and_eval_agree_token_for_token(oracle_run, monkeypatch):
 
     tok, rec = oracle_run.tok, oracle_run.rec
     messages = sft_example({**rec, "correct": rec["em"]})["messages"]
+    compact = oracle_run.env_config.prompt == "compact"
+    assert messages[0]["role"] == "system" and ("<tools>" in messages[0]["content"]) != compact
     assistant_texts = [m["content"] for m in messages if m["role"] == "assistant"]
     assert len(assistant_texts) >= 3
 

@@ -165,7 +165,8 @@ def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
     policy = HFPolicy(hf, sampling, model=model, tokenizer=AutoTokenizer.from_pretrained(str(final)) if model else None)
     cfg = EvalConfig(policy=f"hf:{final}", index_dir=recipe.index_dir, tasks=recipe.tasks, split="test", n=n, k=1, out=str(out),
                      batch_size=8, agent=AgentConfig(max_llm_calls=recipe.max_turns, sampling=sampling), tools=recipe.tools,
-                     max_obs_chars=recipe.max_obs_chars, max_response_chars=recipe.max_response_chars, device=device,
+                     max_obs_chars=recipe.max_obs_chars, max_response_chars=recipe.max_response_chars, prompt=recipe.prompt,
+                     search_results=recipe.search_results, snippet_chars=recipe.snippet_chars, device=device,
                      dtype=dtype, threads=recipe.threads, progress=False, sft=False)
     try:
         return run_eval(cfg, policy).metrics

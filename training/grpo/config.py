@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim_web.tools import PROMPT_STYLES
 from training.grpo.advantage import ADVANTAGES, TRUNCATION_RULES
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
@@ -51,6 +52,10 @@ class GRPORecipe:
     max_turns: int = _f(8, "Agent turns per episode (the env's turn cap; reaching it ends the episode without an answer).")
     max_response_chars: int = _f(4000, "Cap on one tool response in characters (shorter outputs keep rollouts within budget).")
     max_obs_chars: int = _f(50_000, "Tool output budget per episode in characters.")
+    prompt: str = _f("tongyi", "System prompt style: 'tongyi' (upstream's, ~450-780 tokens) or 'compact' (a short instruction for "
+                               "small models, same tags and tool-call format); evaluate with the same `sim-web eval --prompt`.")
+    search_results: int = _f(10, "Results per search query shown to the agent (fewer: shorter observations).")
+    snippet_chars: int = _f(240, "Most characters of one search result's snippet.")
     reward: str = _f("em", "Answer score: 'em' (exact match) or 'f1' (token F1), over the gold answer and its aliases.")
     num_generations: int = _f(4, "Group size G (larger groups instead of dynamic sampling).")
     prompts_per_step: int = _f(2, "Tasks per optimiser step per process (the batch is prompts_per_step * num_generations).")
@@ -99,6 +104,11 @@ class GRPORecipe:
         if self.advantage not in ADVANTAGES or self.truncation not in TRUNCATION_RULES:
             raise ConfigError(f"GRPORecipe needs advantage in {ADVANTAGES} and truncation in {TRUNCATION_RULES}; got "
                               f"{self.advantage!r}, {self.truncation!r}")
+        if self.prompt not in PROMPT_STYLES:
+            raise ConfigError(f"GRPORecipe.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} (--set prompt=compact)")
+        if self.search_results < 1 or self.snippet_chars < 1:
+            raise ConfigError(f"GRPORecipe needs search_results >= 1 and snippet_chars >= 1, got {self.search_results}, "
+                              f"{self.snippet_chars}")
         if self.reward not in ("em", "f1"):
             raise ConfigError(f"GRPORecipe.reward must be 'em' or 'f1', got {self.reward!r} (judge rewards need a judge endpoint)")
         if self.num_generations < 2:
@@ -128,6 +138,15 @@ class GRPORecipe:
     def per_device_batch(self) -> int:
         """Episodes per process per step."""
         return self.prompts_per_step * self.num_generations
+
+    def env_config(self, index_dir: str) -> Any:
+        """The :class:`~sim_web.env.EnvConfig` every rollout plays in (tools, budgets, prompt style, reward)."""
+        from sim_web.backends.sim import SimConfig
+        from sim_web.env import EnvConfig, RewardConfig
+
+        return EnvConfig(index_dir=index_dir, tools=self.tools, max_turns=self.max_turns, max_obs_chars=self.max_obs_chars,
+                         max_response_chars=self.max_response_chars, prompt=self.prompt, search_results=self.search_results,
+                         sim=SimConfig(snippet_chars=self.snippet_chars), reward=RewardConfig(kind=self.reward))
 
     def out_dir(self) -> Path:
         """Where the run writes (``output_dir`` or ``$SIM_WEB_HOME/runs/grpo/<name>``)."""

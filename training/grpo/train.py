@@ -11,11 +11,13 @@ Steps: tasks (the index's SailorFog-QA train split) -> env config (PythonInterpr
 table. Outputs in ``output_dir``: ``checkpoint-N/`` (every ``save_steps``), ``metrics.jsonl`` (one line per step),
 ``outcomes.jsonl`` (one line per rollout: task, step, reward, answered, turns, tool calls), ``prefilter.json`` (DUPO's
 filter), ``loop/`` (the loop's rounds, fresh tasks and plot), ``final/`` (model + tokenizer, loadable by
-``sim-web eval --policy hf:<output_dir>/final``), ``summary.json``.
+``sim-web eval --policy hf:<output_dir>/final``), ``summary.json`` (with the whole recipe under ``config``: tools,
+budgets, prompt style).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -103,7 +105,6 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     import torch
     from transformers.trainer_callback import ProgressCallback
 
-    from sim_web.env import EnvConfig, RewardConfig
     from sim_web.env.tasks import resolve_tasks
     from sim_web.tools import system_prompt, tool_schema
     from training.grpo.rollout import AgentRollout, RolloutConfig, env_reward, task_dataset
@@ -125,12 +126,10 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     if not tasks:
         raise ValueError(f"no tasks in {recipe.tasks or 'the default set'} (split {recipe.split!r}) of {index.path}")
     # 2. the env every rollout plays in
-    env_config = EnvConfig(index_dir=str(index.path), tools=recipe.tools, max_turns=recipe.max_turns,
-                           max_obs_chars=recipe.max_obs_chars, max_response_chars=recipe.max_response_chars,
-                           reward=RewardConfig(kind=recipe.reward))
+    env_config = recipe.env_config(str(index.path))
     # 3. the policy
-    model, tok = load_model(recipe, [system_prompt([tool_schema(t) for t in recipe.tools], env_config.date)] +
-                            [t.question for t in tasks[:50]])
+    prompt = system_prompt([tool_schema(t) for t in recipe.tools], env_config.date, style=env_config.prompt)
+    model, tok = load_model(recipe, [prompt] + [t.question for t in tasks[:50]])
     # 4. the trainer: our rollout, the env's reward, the recipe's switches
     rollout = AgentRollout(env_config, tasks, RolloutConfig(max_turn_tokens=recipe.max_turn_tokens, seed=recipe.seed,
                                                              batch_size=recipe.per_device_batch))
@@ -154,9 +153,10 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     trainer.save_model(str(out / "final"))
     tok.save_pretrained(str(out / "final"))
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    summary = {"recipe": recipe.name, "steps": trainer.state.global_step, "resumed_from": last, "tasks": len(tasks),
-               "wall_seconds": round(time.perf_counter() - t0, 1), "final_model": str(out / "final"), "metrics": rows,
-               "outcomes": len(outcomes.rows), "loop_rounds": loop.rounds() if loop else None}
+    summary = {"recipe": recipe.name, "config": dataclasses.asdict(recipe), "steps": trainer.state.global_step,
+               "resumed_from": last, "tasks": len(tasks), "wall_seconds": round(time.perf_counter() - t0, 1),
+               "final_model": str(out / "final"), "metrics": rows, "outcomes": len(outcomes.rows),
+               "loop_rounds": loop.rounds() if loop else None}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
 

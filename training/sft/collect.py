@@ -51,6 +51,8 @@ CAPPED = ("max_llm_calls",)
 FORCED_AT_CAP = "forced_answer:calls"
 TRAJECTORIES = "trajectories.jsonl"
 RUN_FILE = "run.json"
+#: The prompt style of a run whose identity names none (the harness records only a non-default style).
+DEFAULT_PROMPT = "tongyi"
 
 
 @dataclass(frozen=True)
@@ -218,15 +220,21 @@ class CollectResult:
     stats: AcceptStats
     sources: list[dict[str, Any]]
 
+    @property
+    def prompt(self) -> str:
+        """The system prompt style of the source runs (one style: :func:`collect` refuses a mix)."""
+        return str(self.sources[0]["prompt"]) if self.sources else DEFAULT_PROMPT
+
 
 def collect(cfg: CollectConfig) -> CollectResult:
     """Read every run of ``cfg.runs`` and keep the demonstrations.
 
     Returns:
-        The kept records, the statistics and each run's policy / split / tools / k.
+        The kept records, the statistics and each run's policy / split / tools / prompt style / k.
 
     Raises:
-        ConfigError: When no run is given or a run is unusable (see :func:`load_run`).
+        ConfigError: When no run is given, a run is unusable (see :func:`load_run`) or the runs used different
+            system prompt styles (``sim-web eval --prompt``).
     """
     if not cfg.runs:
         raise ConfigError("CollectConfig.runs is empty: give at least one eval run folder (sim-web eval --split train --out RUN)")
@@ -236,12 +244,29 @@ def collect(cfg: CollectConfig) -> CollectResult:
         identity, recs = load_run(run, cfg)
         samples = Counter(r["task_id"] for r in recs)
         sources.append({"run": str(run), "policy": identity.get("policy"), "split": identity.get("split"),
-                        "tools": identity.get("tools"), "episodes": len(recs), "tasks": len(samples),
+                        "tools": identity.get("tools"), "prompt": identity.get("prompt", DEFAULT_PROMPT),
+                        "episodes": len(recs), "tasks": len(samples),
                         "k": max(samples.values(), default=0)})
         records += recs
+    _check_one_prompt(sources)
     kept, stats = select(records, cfg)
     log.info("kept %d of %d episodes", stats.kept, stats.seen)
     return CollectResult(kept, stats, sources)
+
+
+def _check_one_prompt(sources: Sequence[dict[str, Any]]) -> None:
+    """Refuse runs with different system prompt styles: one dataset would teach two prompts.
+
+    Raises:
+        ConfigError: Naming the runs of each style.
+    """
+    styles: dict[str, list[str]] = defaultdict(list)
+    for s in sources:
+        styles[s["prompt"]].append(s["run"])
+    if len(styles) > 1:
+        found = "; ".join(f"{style}: {', '.join(runs)}" for style, runs in sorted(styles.items()))
+        raise ConfigError(f"the runs used different system prompt styles ({found}); collect runs of one style (the --prompt "
+                          "of `sim-web eval`), one dataset per style")
 
 
 def format_stats(stats: AcceptStats) -> str:

@@ -106,10 +106,12 @@ def dataset_card(ds: Any, result: CollectResult, tokenizer_name: str, max_tokens
               f"{sum(n_train)} of {sum(n_tok)} ({sum(n_train) / max(1, sum(n_tok)):.1%})"),
              f"- turns per example: mean {sum(ds['turns']) / len(ds):.2f}",
              f"- longest kept: {max_tokens if max_tokens else 'no limit'} tokens",
-             f"- tokenizer: `{tokenizer_name}` (chat template rendered by `training.wire.encode_chat`)", "",
-             "## Sources", "", "| run | policy | split | tools | episodes | tasks | k |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {s['run']} | {s['policy']} | {s['split']} | {', '.join(s['tools'] or [])} | {s['episodes']} | {s['tasks']} | {s['k']} |"
-              for s in result.sources]
+             f"- tokenizer: `{tokenizer_name}` (chat template rendered by `training.wire.encode_chat`)",
+             (f"- system prompt: `{result.prompt}` (the runs' `sim-web eval --prompt`; evaluate and train the model with the "
+              "same style)"), "",
+             "## Sources", "", "| run | policy | split | tools | prompt | episodes | tasks | k |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {s['run']} | {s['policy']} | {s['split']} | {', '.join(s['tools'] or [])} | {s.get('prompt', 'tongyi')} | "
+              f"{s['episodes']} | {s['tasks']} | {s['k']} |" for s in result.sources]
     lines += ["", "## Acceptance", "", "```", format_stats(result.stats), "```", "",
               "## Columns", "", ("`messages`, `tools` (JSON string), `input_ids`, `assistant_masks` (1 = trained), `task_id`, "
                                  "`sample`, `policy`, `uncertainty_types`, `difficulty`, `turns`, `num_tokens`, `num_trained_tokens`."), ""]

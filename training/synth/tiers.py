@@ -194,11 +194,12 @@ def _record(tier: str, question: str, answer: str, facts: list[Fact], queries: l
 
     rid = f"{tier}-" + hashlib.sha1(f"{cfg.seed}|{question}".encode()).hexdigest()[:12]
     hops = len(facts)
+    steps = question.split(". ", 1) if hops > 1 else [question]  # what each search looks for, in the question's words
     return {
         "id": rid, "question": question, "answer": answer, "aliases": _aliases(src, answer),
         "split": split_of(rid, cfg.test_fraction), "tier": tier, "answer_url": title_to_url(answer),
         "evidence": [{"title": f.obj, "url": title_to_url(f.obj)} for f in facts],
-        "clues": [{"entity": f.obj, "query": q, "text": f.evidence, "type": "relational"} for f, q in zip(facts, queries)],
+        "clues": [{"entity": f.obj, "query": q, "text": t, "type": "relational"} for f, q, t in zip(facts, queries, steps)],
         "provenance": [{"page": f.subject, "relation": f.relation, "kind": f.kind, "sentence": f.evidence,
                         "passage": f.passage, "object": f.obj} for f in facts],
         "uncertainty_types": ["relational"] if hops > 1 else [],
