@@ -51,6 +51,7 @@ def _demo(args: argparse.Namespace) -> int:
 #: them when the parser is built; each module exposes ``add_parser(subparsers) -> None``, which
 #: registers one subcommand whose ``func(args) -> int`` runs it.
 PLUGINS = {"synth": "training.synth.cli", "sft": "training.sft.cli", "grpo": "training.grpo.cli", "ablate": "training.ablate.cli",
+           "learn": "training.learn.cli",
            "eval": "agents.cli",
            "sim-to-real": "agents.sim_to_real_cli"}
 

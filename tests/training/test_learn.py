@@ -1,0 +1,90 @@
+"""``sim-web learn``: its statistics, report, configuration and task stage (the training stages run in the recipe)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training.learn.config import LearnConfig
+from training.learn.report import mcnemar_p, paired_bootstrap, summarise, wilson, write_report
+from wiki_index.errors import ConfigError
+
+
+def _stage(folder: Path, solved: dict[str, int]) -> None:
+    folder.mkdir(parents=True)
+    with (folder / "trajectories.jsonl").open("w") as f:
+        for tid, ok in solved.items():
+            f.write(json.dumps({"key": f"{tid}#0", "task_id": tid, "em": float(ok), "termination": "answer",
+                                "tool_calls": {"search": 1}}) + "\n")
+
+
+def test_statistics_match_hand_computed_values():
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+    lo, hi = wilson(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-3) and hi == pytest.approx(0.5962, abs=1e-3)
+    assert mcnemar_p(0, 6) == pytest.approx(2 / 64)  # two-sided exact binomial, all discordant pairs one way
+    assert mcnemar_p(3, 3) == 1.0
+    lo, hi = paired_bootstrap([0] * 50, [1] * 50)
+    assert lo == hi == 1.0
+    lo, hi = paired_bootstrap([0, 1] * 25, [1, 0] * 25)
+    assert lo < 0 < hi
+
+
+def test_report_pairs_stages_task_by_task(tmp_path):
+    ids = [f"lookup-{i:02d}" for i in range(20)] + [f"bridge-{i:02d}" for i in range(4)]
+    _stage(tmp_path / "eval-base", {t: 0 for t in ids})
+    _stage(tmp_path / "eval-sft", {t: int(i < 8) for i, t in enumerate(ids)})
+    _stage(tmp_path / "eval-grpo", {t: int(i < 12) for i, t in enumerate(ids)})
+    grpo = tmp_path / "grpo"
+    grpo.mkdir()
+    (grpo / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "agent/reward_mean": s / 10}) + "\n" for s in (1, 2)))
+    s = write_report(tmp_path, grpo)
+    assert s["stages"]["sft"]["lookup"]["solved"] == 8 and s["stages"]["grpo"]["all"]["solved"] == 12
+    assert s["stages"]["base"]["bridge"]["n"] == 4
+    p = s["paired"]["sft->grpo"]["all"]
+    assert (p["only_before"], p["only_after"], p["diff"]) == (0, 4, round(4 / 24, 4))
+    assert p["mcnemar_p"] == pytest.approx(2 / 16, abs=1e-4) and p["ci95"][0] > 0
+    md = (tmp_path / "report.md").read_text()
+    assert "| sft->grpo | all | 24 | +0.167 |" in md and "GRPO: 2 steps" in md
+    assert (tmp_path / "learning.png").stat().st_size > 1000
+    assert summarise(tmp_path / "nothing") == {"stages": {}, "paired": {}}
+
+
+def test_config_errors_name_the_fix():
+    with pytest.raises(ConfigError, match="unknown"):
+        LearnConfig(stages=("tasks", "nope"))
+    with pytest.raises(ConfigError, match="tiers"):
+        LearnConfig(tiers=("sailorfog",))
+    with pytest.raises(ConfigError, match="test_fraction"):
+        LearnConfig(lookup_test_fraction=0.0)
+
+
+def test_cli_parses_learn_and_grpo_overrides(tmp_path):
+    from sim_web.cli import make_parser
+    from training.learn.cli import config_from_args
+
+    args = make_parser().parse_args(["learn", "--out", str(tmp_path), "--stages", "tasks,base", "--set", "eval_n=5",
+                                     "--set", "tiers=lookup", "--grpo-set", "max_steps=3"])
+    cfg = config_from_args(args)
+    assert cfg.stages == ("tasks", "base") and cfg.eval_n == 5 and cfg.tiers == ("lookup",)
+    assert cfg.grpo_overrides == {"max_steps": 3} and cfg.out_dir() == tmp_path
+    with pytest.raises(ConfigError, match="unknown LearnConfig fields"):
+        config_from_args(make_parser().parse_args(["learn", "--set", "epochs=3"]))
+
+
+def test_task_stage_writes_both_tiers_once_and_refuses_other_settings(sample_index, tmp_path):
+    from training.learn.run import stage_tasks
+
+    cfg = LearnConfig(out=str(tmp_path), index_dir=str(sample_index), recipe="cpu-learn-test")
+    path = stage_tasks(cfg, sample_index, k=5)
+    recs = [json.loads(x) for x in path.read_text().splitlines()]
+    tiers = {r["tier"] for r in recs}
+    assert tiers == {"lookup", "bridge"} and {r["split"] for r in recs} == {"train", "test"}
+    card = json.loads(path.with_name("cpu-learn-test.card.json").read_text())
+    assert card["settings"]["k"] == 5 and set(card["tiers"]) == tiers
+    assert stage_tasks(cfg, sample_index, k=5) == path  # written once
+    with pytest.raises(ConfigError, match="delete it"):
+        stage_tasks(cfg, sample_index, k=10)
+    path.unlink()

@@ -1,0 +1,179 @@
+"""The learning report of a ``sim-web learn`` run: held-out pass@1 per stage and tier, with intervals and paired tests.
+
+Every stage is evaluated on the same held-out tasks, so stages are compared *paired*, task by task: the difference of
+pass@1 with a 95% paired-bootstrap interval (tasks resampled with replacement, seeded) and McNemar's exact test on the
+discordant tasks (solved by one stage only). Single rates get a 95% Wilson interval. ``learning.png`` shows the GRPO
+reward per step beside held-out pass@1 per stage.
+
+Example:
+    >>> lo, hi = wilson(5, 20)
+    >>> round(lo, 3), round(hi, 3)
+    (0.112, 0.469)
+    >>> mcnemar_p(0, 0)
+    1.0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+STAGE_RUNS = (("base", "eval-base"), ("sft", "eval-sft"), ("grpo", "eval-grpo"))
+PAIRS = (("base", "sft"), ("sft", "grpo"), ("base", "grpo"))
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a rate ``k / n`` (``(0, 1)`` for ``n = 0``)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def mcnemar_p(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: ``b`` tasks solved only before, ``c`` only after."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def paired_bootstrap(before: list[int], after: list[int], reps: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """95% interval of ``mean(after) - mean(before)`` with tasks resampled in pairs."""
+    import numpy as np
+
+    d = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    if d.size == 0:
+        return 0.0, 0.0
+    idx = np.random.default_rng(seed).integers(0, d.size, size=(reps, d.size))
+    means = d[idx].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def tier_of(task_id: str) -> str:
+    """``lookup-...`` -> ``lookup`` (the tiers' id prefix)."""
+    return task_id.split("-", 1)[0]
+
+
+def load_stage(folder: Path) -> dict[str, dict[str, Any]] | None:
+    """Task id -> ``{correct, answered, tool_calls}`` of one eval run, or ``None`` when it has not run."""
+    from agents.trajectory import load_records
+
+    path = folder / "trajectories.jsonl"
+    if not path.is_file():
+        return None
+    out = {}
+    for r in load_records(path):
+        score = r.get("correct", r.get("em", 0.0)) or 0.0
+        out[r["task_id"]] = {"correct": int(score >= 1.0), "answered": int(str(r.get("termination", "")).startswith(
+            ("answer", "forced_answer"))), "tool_calls": sum((r.get("tool_calls") or {}).values())}
+    return out
+
+
+def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
+    k, n = sum(rows[i]["correct"] for i in ids), len(ids)
+    lo, hi = wilson(k, n)
+    return {"n": n, "solved": k, "pass@1": round(k / n, 4) if n else None, "ci95": [round(lo, 4), round(hi, 4)],
+            "answer_rate": round(sum(rows[i]["answered"] for i in ids) / n, 4) if n else None,
+            "tool_calls": round(sum(rows[i]["tool_calls"] for i in ids) / n, 3) if n else None}
+
+
+def summarise(run: Path) -> dict[str, Any]:
+    """Per-stage rates (all tasks and per tier) and paired comparisons on the tasks both stages evaluated."""
+    stages = {name: rows for name, folder in STAGE_RUNS if (rows := load_stage(run / folder)) is not None}
+    out: dict[str, Any] = {"stages": {}, "paired": {}}
+    for name, rows in stages.items():
+        ids = sorted(rows)
+        tiers = sorted({tier_of(i) for i in ids})
+        out["stages"][name] = {"all": _rates(rows, ids), **{t: _rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers}}
+    for a, b in PAIRS:
+        if a in stages and b in stages:
+            common = sorted(set(stages[a]) & set(stages[b]))
+            out["paired"][f"{a}->{b}"] = {scope: _paired(stages[a], stages[b], ids) for scope, ids in
+                                          [("all", common), *[(t, [i for i in common if tier_of(i) == t])
+                                                              for t in sorted({tier_of(i) for i in common})]]}
+    return out
+
+
+def _paired(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    x, y = [before[i]["correct"] for i in ids], [after[i]["correct"] for i in ids]
+    b = sum(1 for u, v in zip(x, y) if u and not v)
+    c = sum(1 for u, v in zip(x, y) if v and not u)
+    lo, hi = paired_bootstrap(x, y)
+    return {"n": len(ids), "diff": round((sum(y) - sum(x)) / len(ids), 4) if ids else None, "ci95": [round(lo, 4), round(hi, 4)],
+            "only_before": b, "only_after": c, "mcnemar_p": round(mcnemar_p(b, c), 4)}
+
+
+def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
+    """The report as Markdown: one table of rates, one of paired differences, the GRPO reward curve's ends."""
+    lines = ["# cpu-learn: held-out pass@1 per stage (greedy)", "",
+             "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls |", "|---|---|---|---|---|---|---|"]
+    for stage, scopes in summary["stages"].items():
+        for scope, r in scopes.items():
+            lines.append(f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
+                         f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} |")
+    lines += ["", "| comparison | tier | n | difference | 95% CI (paired bootstrap) | only before / only after | McNemar p |",
+              "|---|---|---|---|---|---|---|"]
+    for pair, scopes in summary["paired"].items():
+        for scope, r in scopes.items():
+            lines.append(f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {r['ci95'][0]:+.3f} to {r['ci95'][1]:+.3f} | "
+                         f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.4f} |")
+    if grpo_rows:
+        first, last = grpo_rows[0], grpo_rows[-1]
+        lines += ["", f"GRPO: {len(grpo_rows)} steps; train reward {first.get('agent/reward_mean', 0):.3f} (step "
+                      f"{first['step']}) -> {last.get('agent/reward_mean', 0):.3f} (step {last['step']})"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, Any], grpo_rows: list[dict[str, Any]], path: Path) -> None:
+    """``learning.png``: GRPO train reward per step (left), held-out pass@1 per stage and tier with 95% CIs (right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    if grpo_rows:
+        steps = [r["step"] for r in grpo_rows]
+        ax1.plot(steps, [r.get("agent/reward_mean", float("nan")) for r in grpo_rows], marker="o", label="reward (mean)")
+        ax1.plot(steps, [r.get("agent/answer_rate", float("nan")) for r in grpo_rows], alpha=0.6, label="answer rate")
+        ax1.legend()
+    ax1.set(title="GRPO on the train split", xlabel="step", ylabel="per-step mean")
+    stages = list(summary["stages"])
+    scopes = sorted({s for v in summary["stages"].values() for s in v}, key=lambda s: (s != "all", s))
+    width = 0.8 / max(len(scopes), 1)
+    for j, scope in enumerate(scopes):
+        xs, ys, err = [], [], [[], []]
+        for i, st in enumerate(stages):
+            r = summary["stages"][st].get(scope)
+            if r and r["n"]:
+                xs.append(i + j * width)
+                ys.append(r["pass@1"])
+                err[0].append(r["pass@1"] - r["ci95"][0])
+                err[1].append(r["ci95"][1] - r["pass@1"])
+        ax2.bar(xs, ys, width, yerr=err, capsize=3, label=scope)
+    ax2.set_xticks([i + width * (len(scopes) - 1) / 2 for i in range(len(stages))], stages)
+    ax2.set(title="held-out pass@1 (95% Wilson CI)", ylim=(0, 1))
+    ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(run: Path, grpo_dir: Path) -> dict[str, Any]:
+    """Write ``report.json``, ``report.md`` and ``learning.png`` into the run folder; returns the summary."""
+    summary = summarise(run)
+    metrics = grpo_dir / "metrics.jsonl"
+    rows = [json.loads(x) for x in metrics.read_text(encoding="utf-8").splitlines() if x.strip()] if metrics.is_file() else []
+    summary["grpo_steps"] = [{k: r.get(k) for k in ("step", "agent/reward_mean", "agent/answer_rate", "agent/frac_zero_variance_groups",
+                                                   "agent/frac_dropped")} for r in rows]
+    (run / "report.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    (run / "report.md").write_text(render(summary, rows), encoding="utf-8")
+    plot(summary, rows, run / "learning.png")
+    return summary

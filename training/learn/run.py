@@ -1,0 +1,167 @@
+"""``cpu-learn``: does training in the simulator make an agent better? Base model -> SFT -> GRPO on held-out tasks.
+
+One script, top to bottom (cleanrl style), each stage resumable from the run folder:
+
+1. ``tasks``: the ``lookup`` and ``bridge`` tiers (:mod:`training.synth.tiers`) gated at the recipe's results per
+   search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's ``tasks``), each with its own split;
+2. ``base``: the base model on the held-out tasks (greedy), through the eval harness;
+3. ``demos``: the search-only oracle on the train split (``oracle:search``: search, then answer from the results);
+4. ``sft``: rejection sampling of those episodes (:mod:`training.sft.collect`) and SFT (:mod:`training.sft.train`);
+5. ``eval-sft``: the SFT model on the same held-out tasks;
+6. ``grpo``: :class:`~training.grpo.trainer.AgentGRPOTrainer` from the SFT model on the train split only;
+7. ``eval-grpo``: the GRPO model on the same held-out tasks;
+8. ``report``: pass@1 per stage and tier with 95% intervals, paired tests between stages, ``learning.png``
+   (:mod:`training.learn.report`).
+
+Every eval uses the GRPO recipe's observation settings (prompt style, tools, results per search, snippet and
+response lengths), so each model is evaluated with what it was trained on. Held-out tasks are never trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from training.learn.config import LearnConfig
+from wiki_index.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str) -> Any:
+    """The GRPO recipe of the run: the recipe file, its overrides, and this run's model, tasks and folders."""
+    from training.grpo.config import load_recipe
+
+    over = {"model": model, "tasks": str(task_path), "index_dir": cfg.index_dir, "output_dir": str(cfg.out_dir() / "grpo"),
+            "seed": cfg.seed, **({"threads": cfg.threads} if cfg.threads else {}), **cfg.grpo_overrides}
+    return load_recipe(cfg.recipe, **over)
+
+
+def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
+    """Write (once) the tiers' task set and cards; a set written with other settings is an error naming the fix."""
+    from training.synth.outputs import sibling, write_jsonl
+    from training.synth.tiers import TierConfig, generate_tier, tier_card
+
+    path = index_path / "tasks" / f"{cfg.recipe}.jsonl"
+    wanted = {"tiers": list(cfg.tiers), "k": k, "seed": cfg.seed, "lookup_test_fraction": cfg.lookup_test_fraction,
+              "bridge_test_fraction": cfg.bridge_test_fraction}
+    card_path = sibling(path, ".card.json")
+    if path.is_file() and card_path.is_file():
+        made = json.loads(card_path.read_text(encoding="utf-8")).get("settings")
+        if made != wanted:
+            raise ConfigError(f"{path} was synthesised with {made}, this run asks for {wanted}: delete it (and the runs "
+                              f"evaluated on it) or run with the settings it was made with")
+        return path
+    records, cards = [], {}
+    for tier in cfg.tiers:
+        frac = cfg.lookup_test_fraction if tier == "lookup" else cfg.bridge_test_fraction
+        recs, rep = generate_tier(index_path, TierConfig(tier=tier, n=10_000, k=k, seed=cfg.seed, test_fraction=frac))
+        records += recs
+        cards[tier] = tier_card(recs, rep)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(records, path)
+    card_path.write_text(json.dumps({"settings": wanted, "tiers": cards}, indent=1, ensure_ascii=False), encoding="utf-8")
+    log.warning("tasks: %s (%s)", path, {t: c["splits"] for t, c in cards.items()})
+    return path
+
+
+def evaluate(cfg: LearnConfig, recipe: Any, task_path: Path, policy: str, name: str, split: str = "test") -> Path:
+    """Run (or resume) one greedy eval with the recipe's observation settings; returns its folder."""
+    from agents.config import AgentConfig, SamplingConfig
+    from agents.harness import EvalConfig, run_eval
+
+    out = cfg.out_dir() / name
+    sampling = SamplingConfig(temperature=0.0, presence_penalty=0.0, max_tokens=cfg.eval_max_tokens, seed=cfg.seed)
+    agent = AgentConfig(max_llm_calls=cfg.eval_max_llm_calls, sampling=sampling)
+    ecfg = EvalConfig(policy=policy, index_dir=cfg.index_dir, tasks=str(task_path), split=split,
+                      n=cfg.eval_n if split == "test" else None, out=str(out), batch_size=cfg.eval_batch_size, agent=agent,
+                      tools=tuple(recipe.tools), prompt=recipe.prompt, search_results=recipe.search_results,
+                      snippet_chars=recipe.snippet_chars, max_response_chars=recipe.max_response_chars,
+                      max_obs_chars=recipe.max_obs_chars, threads=cfg.threads, progress=True)
+    t = time.perf_counter()
+    res = run_eval(ecfg)
+    if res.failures:
+        raise RuntimeError(f"{len(res.failures)} episodes of {name} failed (rerun to resume them): {res.failures[:2]}")
+    _note(cfg, name, {"pass@1": res.metrics["pass@1"], "seconds": round(time.perf_counter() - t, 1)})
+    return out
+
+
+def stage_sft(cfg: LearnConfig, demos: Path) -> Path:
+    """Rejection-sample the demonstrations into a dataset and fine-tune the base model on it."""
+    from transformers import AutoTokenizer
+
+    from training.sft.collect import CollectConfig, collect
+    from training.sft.dataset import build_dataset, dataset_card, save
+    from training.sft.train import SFTRunConfig, resolve_model, train
+
+    out, data = cfg.out_dir() / "sft", cfg.out_dir() / "sft-data"
+    if (out / "sft_run.json").is_file():
+        return out
+    if not (data / "README.md").is_file():
+        result = collect(CollectConfig(runs=(str(demos),), max_turns=cfg.eval_max_llm_calls))
+        model = resolve_model(cfg.model)
+        ds = build_dataset(result.kept, AutoTokenizer.from_pretrained(str(model)), result.sources[0]["tools"])
+        save(ds, data, dataset_card(ds, result, model.name, None), result.stats.table())
+    t = time.perf_counter()
+    train(SFTRunConfig(dataset=str(data), model=cfg.model, out=str(out), lora=not cfg.sft_full, learning_rate=cfg.sft_learning_rate,
+                       epochs=cfg.sft_epochs, batch_size=cfg.sft_batch_size, grad_accum=cfg.sft_grad_accum, seed=cfg.seed,
+                       threads=cfg.threads, save_steps=10))
+    _note(cfg, "sft", {"seconds": round(time.perf_counter() - t, 1)})
+    return out
+
+
+def stage_grpo(cfg: LearnConfig, recipe: Any) -> Path:
+    """GRPO from the SFT model on the train split (resumes from its last checkpoint)."""
+    from training.grpo.train import main as grpo
+
+    final = recipe.out_dir() / "final"
+    if (recipe.out_dir() / "summary.json").is_file() and (final / "config.json").is_file():
+        return final
+    t = time.perf_counter()
+    summary = grpo(recipe)
+    _note(cfg, "grpo", {"steps": summary["steps"], "seconds": round(time.perf_counter() - t, 1)})
+    return final
+
+
+def _note(cfg: LearnConfig, stage: str, values: dict[str, Any]) -> None:
+    """Record a finished stage's numbers in ``stages.json`` (wall time of the sitting that finished it)."""
+    path = cfg.out_dir() / "stages.json"
+    done = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    done[stage] = values
+    path.write_text(json.dumps(done, indent=1), encoding="utf-8")
+
+
+def main(cfg: LearnConfig) -> Path:
+    """Run the stages of ``cfg`` in order; returns the run folder (``report.md`` and ``learning.png`` inside)."""
+    from agents.models import resolve_hf_path
+    from training.learn.report import write_report
+    from wiki_index.index import WikiIndex
+
+    out = cfg.out_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps({k: getattr(cfg, k) for k in cfg.__dataclass_fields__}, indent=1, default=list),
+                                     encoding="utf-8")
+    index_path = WikiIndex.from_dir(cfg.index_dir).path
+    base = resolve_hf_path(cfg.model)
+    probe = grpo_recipe(cfg, Path("unset"), base)  # the observation settings, before the task file exists
+    task_path = stage_tasks(cfg, index_path, probe.search_results) if "tasks" in cfg.stages else \
+        index_path / "tasks" / f"{cfg.recipe}.jsonl"
+    recipe = grpo_recipe(cfg, task_path, str(out / "sft"))
+    if "base" in cfg.stages:
+        evaluate(cfg, recipe, task_path, f"hf:{base}", "eval-base")
+    if "demos" in cfg.stages:
+        evaluate(cfg, recipe, task_path, "oracle:search", "demos", split="train")
+    if "sft" in cfg.stages:
+        stage_sft(cfg, out / "demos")
+    if "eval-sft" in cfg.stages:
+        evaluate(cfg, recipe, task_path, f"hf:{out / 'sft'}", "eval-sft")
+    if "grpo" in cfg.stages:
+        stage_grpo(cfg, recipe)
+    if "eval-grpo" in cfg.stages:
+        evaluate(cfg, recipe, task_path, f"hf:{recipe.out_dir() / 'final'}", "eval-grpo")
+    if "report" in cfg.stages:
+        write_report(out, recipe.out_dir())
+    return out
