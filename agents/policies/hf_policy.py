@@ -6,6 +6,12 @@ Sampling follows :class:`~agents.config.SamplingConfig`: greedy at temperature 0
 penalty is applied OpenAI-style (subtracted once from every token already generated in the turn);
 stop sequences end a row through ``stop_strings`` and are cut from the text. Sampling seeds are
 applied inside :func:`torch.random.fork_rng`, so the global RNG is left untouched.
+
+Multi-turn episodes re-send their whole chat every turn; with ``HFConfig.reuse_kv`` the keys and values of the
+rows of recent calls are kept (:mod:`agents.policies.kv_reuse`, matched by token prefix, so no episode id is
+needed) and a prompt prefills only what follows its longest stored prefix (a prompt shared by several rows of a
+call, such as the samples of one task, is prefilled once). The stored keys belong to the current
+weights: call :meth:`HFPolicy.clear_kv` after changing them.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 
 from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy, cut_at_stop
+from agents.policies.kv_reuse import Batch, PrefixKV, cache_kwarg, supports
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -36,13 +43,18 @@ class HFConfig:
     context_window: int | None = field(default=None, metadata={"help": "Context size (default: the model's max_position_embeddings)."})
     num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (process-wide; None keeps torch's default). "
                                                             "1 is often fastest for small models on a busy machine."})
+    reuse_kv: bool = field(default=True, metadata={"help": "Keep the keys and values of recent chats and prefill only what a "
+                                                           "new prompt adds to its longest stored prefix (multi-turn episodes)."})
+    kv_cache_mb: int = field(default=1024, metadata={"help": "Memory budget of the stored keys and values (the oldest go "
+                                                             "first)."})
 
     def __post_init__(self) -> None:
         if not self.path:
             raise ConfigError("HFConfig.path is empty: give a model folder, e.g. --policy hf:/models/my-sft or hf:smollm2")
-        if self.dtype not in DTYPES or self.batch_size < 1 or (self.num_threads is not None and self.num_threads < 1):
-            raise ConfigError(f"HFConfig needs dtype in {DTYPES}, batch_size >= 1 and num_threads >= 1 or None; got "
-                              f"{self.dtype!r}, {self.batch_size}, {self.num_threads}")
+        if self.dtype not in DTYPES or self.batch_size < 1 or (self.num_threads is not None and self.num_threads < 1) \
+                or self.kv_cache_mb < 0:
+            raise ConfigError(f"HFConfig needs dtype in {DTYPES}, batch_size >= 1, num_threads >= 1 or None and kv_cache_mb >= 0; "
+                              f"got {self.dtype!r}, {self.batch_size}, {self.num_threads}, {self.kv_cache_mb}")
 
 
 def _presence_processor(penalty: float, prompt_len: int) -> Any:
@@ -98,6 +110,13 @@ class HFPolicy(Policy):
         self.context_window = config.context_window or getattr(model.config, "max_position_embeddings", None)
         self.generated_tokens = 0
         self.generate_seconds = 0.0
+        reuse = config.reuse_kv and config.kv_cache_mb > 0 and supports(model)
+        self.kv = PrefixKV(max_bytes=config.kv_cache_mb << 20) if reuse else None
+
+    def clear_kv(self) -> None:
+        """Forget the stored keys and values (needed after the model's weights change)."""
+        if self.kv is not None:
+            self.kv.clear()
 
     def prompt(self, messages: Messages) -> str:
         """The chat rendered with the model's template, ending with the assistant prefix."""
@@ -122,12 +141,20 @@ class HFPolicy(Policy):
                 out[i] = g
         return [g for g in out if g is not None]
 
-    def _chunk(self, prompts: list[str], s: SamplingConfig, seed: int | None) -> list[Generation]:
-        import torch
-
+    def _encode(self, prompts: list[str], max_new: int) -> tuple[dict[str, Any], int, Batch | None]:
+        """``generate``'s inputs for ``prompts`` and the new-token cap that fits the window: continuing stored keys and
+        values (also returned, to store the rows after the call) when the prompts fit, else left padded and, past the
+        window, cut to their last tokens."""
         tok = self.tokenizer
+        if self.kv is not None:
+            ids = tok(prompts, add_special_tokens=False)["input_ids"]
+            room = self.context_window - max(map(len, ids)) if self.context_window else max_new
+            if not self.context_window or room >= 16:
+                self.kv.prime(self.model, ids, self.config.device)
+                batch = self.kv.batch(ids, tok.pad_token_id, self.model.config, self.config.device)
+                enc = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask, cache_kwarg(self.model): batch.cache}
+                return enc, min(max_new, room), batch
         enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        max_new = s.max_tokens
         if self.context_window:
             room = self.context_window - enc["input_ids"].shape[1]
             if room < 16:
@@ -137,7 +164,13 @@ class HFPolicy(Policy):
                 enc = {k: v[:, -keep:] for k, v in enc.items()}
                 room = self.context_window - keep
             max_new = min(max_new, room)
-        enc = {k: v.to(self.config.device) for k, v in enc.items()}
+        return {k: v.to(self.config.device) for k, v in enc.items()}, max_new, None
+
+    def _chunk(self, prompts: list[str], s: SamplingConfig, seed: int | None) -> list[Generation]:
+        import torch
+
+        tok = self.tokenizer
+        enc, max_new, batch = self._encode(prompts, s.max_tokens)
         plen = enc["input_ids"].shape[1]
         kwargs: dict[str, Any] = {"max_new_tokens": max_new, "pad_token_id": tok.pad_token_id}
         if s.temperature > 0:
@@ -156,6 +189,8 @@ class HFPolicy(Policy):
                 torch.manual_seed(seed)
             out = self.model.generate(**enc, **kwargs)
         dt = time.perf_counter() - t
+        if batch is not None:
+            self.kv.keep(batch, out)  # type: ignore[union-attr]
         gens = []
         for row, mask in zip(out[:, plen:], enc["attention_mask"]):
             ids = row.tolist()

@@ -18,7 +18,12 @@ after the assistant's end-of-turn token, a stop that TRL's own truncation test c
 
 Generation: with ``use_vllm`` through TRL's ``trainer.vllm_generation.generate`` (one completion per
 context; untested here: no GPU), else ``generate`` on ``trainer.model`` with the trainer's temperature /
-top_p / top_k, seeded per call inside :func:`torch.random.fork_rng` (the global RNG is left alone).
+top_p / top_k, seeded per call inside :func:`torch.random.fork_rng` (the global RNG is left alone). On that
+path the episodes' keys and values are kept between turns (``RolloutConfig.reuse_kv``,
+:mod:`agents.policies.kv_reuse`): a turn prefills only what its episode added since the last one (its last
+sampled token and the tool suffix), still one batched ``generate`` per turn, and a group's shared prompt is
+prefilled once for all its episodes. The store lives for one rollout call, so it never outlives the weights
+that computed it.
 Sampling follows the trainer, not ``sim-web eval``'s Tongyi settings: no presence penalty and no stop
 strings (a turn ends at the end-of-turn token; a hallucinated ``<tool_response>`` is cut before the env
 reads the turn, as the eval loop does, but stays in the trained ids).
@@ -33,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.policies.kv_reuse import PrefixKV, cache_kwarg, supports
 from sim_web.env import EnvConfig, Task, WebResearchEnv
 from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
 from training.grpo.config import check_sandbox
@@ -90,6 +96,9 @@ class RolloutConfig:
     max_turn_tokens: int = field(default=512, metadata={"help": "Most new tokens of one assistant turn."})
     seed: int = field(default=0, metadata={"help": "Base seed of the sampling (each generate call derives its own)."})
     batch_size: int = field(default=16, metadata={"help": "Most contexts per HF generate() call (CPU path)."})
+    reuse_kv: bool = field(default=True, metadata={"help": "HF path: keep each episode's keys and values between turns and "
+                                                           "prefill only the new tokens (off: every turn prefills its whole "
+                                                           "context again)."})
 
     def __post_init__(self) -> None:
         if self.max_turn_tokens < 1 or self.batch_size < 1:
@@ -165,17 +174,31 @@ class AgentRollout:
             env = self._env(i)
             _, info = env.reset(seed=_seed(self.config.seed, step, rank, i), options={"task": self._task(prompt)})
             episodes.append(Episode(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True))))
+        kv = self._kv_store(trainer)
         gen_s = tool_s = 0.0
         turn = 0
-        while active := [e for e in episodes if not e.done]:
+        while active := [(k, e) for k, e in enumerate(episodes) if not e.done]:
             turn += 1
             t = time.perf_counter()
-            outs = generate(trainer, [e.prompt_ids + e.completion_ids for e in active],
-                            [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for e in active],
-                            _seed(self.config.seed, step, rank, "turn", turn), self.config.batch_size)
+            reuse = {"kv": kv, "keys": [k for k, _ in active]} if kv is not None else {}
+            outs = generate(trainer, [e.prompt_ids + e.completion_ids for _, e in active],
+                            [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for _, e in active],
+                            _seed(self.config.seed, step, rank, "turn", turn), self.config.batch_size, **reuse)
             gen_s += time.perf_counter() - t
-            tool_s += sum(self._advance(e, ids, lps, ended, tok, budget) for e, (ids, lps, ended) in zip(active, outs))
-        return _fields(episodes, {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn})
+            tool_s += sum(self._advance(e, ids, lps, ended, tok, budget) for (_, e), (ids, lps, ended) in zip(active, outs))
+        timing = {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn}
+        if kv is not None:
+            timing.update(reused_tokens=kv.reused_tokens, prefilled_tokens=kv.prefilled_tokens)
+        return _fields(episodes, timing)
+
+    def _kv_store(self, trainer: Any) -> PrefixKV | None:
+        """A fresh key/value store for one rollout, or None where reuse is off or cannot apply (vLLM, a static cache,
+        a model whose cache layers cannot be re-sliced)."""
+        model = getattr(trainer, "model", None)
+        if not self.config.reuse_kv or model is None or getattr(trainer, "use_vllm", False) \
+                or getattr(trainer.generation_config, "cache_implementation", None) is not None:
+            return None
+        return PrefixKV() if supports(model) else None
 
     def _advance(self, e: Episode, ids: list[int], lps: list[float], ended: bool, tok: Any, budget: int) -> float:
         """Append one generated turn, step the env, append the tool suffix or end the episode; returns the env's seconds."""
@@ -234,7 +257,8 @@ def _fields(episodes: list[Episode], timing: dict[str, float]) -> dict[str, Any]
     }
 
 
-def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: int, batch_size: int = 16) -> list[tuple[list[int], list[float], bool]]:
+def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: int, batch_size: int = 16,
+             kv: PrefixKV | None = None, keys: list[int] | None = None) -> list[tuple[list[int], list[float], bool]]:
     """One turn for each context: ``(ids, logprobs, ended)`` with ``ids`` up to and including the end-of-turn token.
 
     Args:
@@ -243,10 +267,14 @@ def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: 
         max_new: Most new tokens per context (<= 0: nothing is generated, the turn counts as cut).
         seed: Sampling seed of this call (HF path).
         batch_size: Most contexts per ``generate`` call (HF path).
+        kv: Keys and values of earlier turns to continue from (HF path; None: prefill every context whole).
+        keys: One key per context naming its episode in ``kv``; entries of other keys are dropped.
 
     Returns:
         One triple per context; ``ended`` is False when the turn was cut by ``max_new``.
     """
+    if kv is not None:
+        kv.retain(keys or [])
     eos = set(trainer.eos_token_ids)
     out: list[tuple[list[int], list[float], bool]] = [([], [], False)] * len(contexts)
     todo = [i for i, m in enumerate(max_new) if m > 0]
@@ -259,7 +287,7 @@ def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: 
         if window:
             cap = min(cap, window - max(len(contexts[i]) for i in ids))
         rows = _vllm(trainer, [contexts[i] for i in ids], cap) if trainer.use_vllm else \
-            _hf(trainer, [contexts[i] for i in ids], cap, seed + c)
+            _hf(trainer, [contexts[i] for i in ids], cap, seed + c, kv, None if keys is None else [keys[i] for i in ids])
         for i, (toks, lps) in zip(ids, rows):
             n = next((k + 1 for k, x in enumerate(toks) if x in eos), None)
             limit = min(max_new[i], len(toks))
@@ -270,17 +298,15 @@ def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: 
     return out
 
 
-def _hf(trainer: Any, contexts: list[list[int]], max_new: int, seed: int) -> list[tuple[list[int], list[float]]]:
-    """Sample with ``trainer.model.generate`` (left padding); logprobs of the sampled tokens at the trainer's temperature."""
+def _hf(trainer: Any, contexts: list[list[int]], max_new: int, seed: int, kv: PrefixKV | None = None,
+        keys: list[int] | None = None) -> list[tuple[list[int], list[float]]]:
+    """Sample with ``trainer.model.generate`` (left padding, or continuing ``kv``'s entries of ``keys``); logprobs of
+    the sampled tokens at the trainer's temperature."""
     import copy
 
     import torch
     from trl.models.utils import unwrap_model_for_generation
 
-    pad = trainer.processing_class.pad_token_id
-    width = max(len(c) for c in contexts)
-    input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])
-    attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
     config = copy.deepcopy(trainer.generation_config)
     config.max_new_tokens = max_new
     config.output_logits = config.return_dict_in_generate = True
@@ -289,11 +315,29 @@ def _hf(trainer: Any, contexts: list[list[int]], max_new: int, seed: int) -> lis
             unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
         torch.manual_seed(seed)
-        res = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), generation_config=config)
-    new = res.sequences[:, width:].cpu()
+        inputs, batch = _inputs(model, contexts, trainer.processing_class.pad_token_id, device, kv, keys)
+        res = model.generate(**inputs, generation_config=config)
+    if batch is not None:
+        kv.keep(batch, res.sequences, keys)  # type: ignore[union-attr]
+    new = res.sequences[:, inputs["input_ids"].shape[1]:].cpu()
     logits = torch.stack(res.logits, dim=1).float().cpu() / max(trainer.temperature, 1e-6)
     lps = torch.log_softmax(logits, dim=-1).gather(2, new.unsqueeze(2)).squeeze(2)
     return [(row.tolist(), lp.tolist()) for row, lp in zip(new, lps)]
+
+
+def _inputs(model: Any, contexts: list[list[int]], pad: int, device: Any, kv: PrefixKV | None,
+            keys: list[int] | None) -> tuple[dict[str, Any], Any]:
+    """``generate``'s inputs: the contexts left padded, or with their stored prefixes in a cache (then also the batch)."""
+    import torch
+
+    if kv is None:
+        width = max(len(c) for c in contexts)
+        ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])
+        mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
+        return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}, None
+    kv.prime(model, contexts, device, keys)
+    batch = kv.batch(contexts, pad, model.config, device, keys)
+    return {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask, cache_kwarg(model): batch.cache}, batch
 
 
 def _vllm(trainer: Any, contexts: list[list[int]], max_new: int) -> list[tuple[list[int], list[float]]]:
