@@ -39,7 +39,7 @@ def test_mistakes_name_the_fix():
     assert load_recipe("cpu-smoke", tools=parse_value("search,visit")).tools == ("search", "visit")  # --set tools=search,visit
     with pytest.raises(ConfigError, match="unknown GRPO recipe fields \\['max_step'\\]"):
         load_recipe("cpu-smoke", max_step=3)
-    with pytest.raises(ConfigError, match="one of \\['cpu-smoke', 'multi-gpu', 'single-gpu'\\]"):
+    with pytest.raises(ConfigError, match="one of \\['cpu-learn', 'cpu-smoke', 'multi-gpu', 'single-gpu'\\]"):
         load_recipe("gpu")
     with pytest.raises(ConfigError, match="raise it or lower max_turn_tokens"):
         GRPORecipe(max_completion_length=100, max_turn_tokens=512)

@@ -107,3 +107,18 @@ def test_the_search_only_oracle_answers_from_the_results(lookup, bridge, sample_
     assert sorted({r["turns"] for r in recs}) == [2, 3]  # lookup: search, answer; bridge: two searches, then the answer
     assert all(r["tool_calls"].get("visit", 0) == 0 for r in recs)
     assert (res.out / "sft.jsonl").is_file()
+
+
+def test_the_loop_moves_up_the_tiers_as_its_target_rises(sample_index):
+    from training.loop.steer import SynthSource, Target, tier_for
+
+    tiers = ("lookup", "bridge", "sailorfog")
+    assert [tier_for(Target(s), tiers) for s in (0.5, 1.4, 2.0, 3.0, 6.0)] == ["lookup", "lookup", "bridge", "sailorfog", "sailorfog"]
+    assert tier_for(None, tiers) == "lookup" and tier_for(Target(6.0), ("lookup", "bridge")) == "bridge"
+    src = SynthSource(sample_index, tiers=("lookup", "bridge"), k=10)
+    easy = src(3, seed=1, target=Target(1.0))
+    hard = src(3, seed=2, target=Target(2.2))
+    assert [r["tier"] for r in easy] == ["lookup"] * 3 and [r["tier"] for r in hard] == ["bridge"] * 3
+    assert all(r["split"] == "train" for r in easy + hard) and [c["tier"] for c in src.calls] == ["lookup", "bridge"]
+    with pytest.raises(ValueError, match="tiers"):
+        SynthSource(sample_index, tiers=("nope",))

@@ -26,7 +26,7 @@ from wiki_index.settings import sim_web_home
 log = logging.getLogger(__name__)
 #: --quick: the tiny random model on CPU, 2 steps per configuration, 2 held-out tasks (checks the plumbing only).
 QUICK = {"max_steps": 2, "max_turns": 1, "max_turn_tokens": 16, "max_completion_length": 64, "save_steps": 1}
-#: The default grid: short runs of the base recipe (override with --set max_steps=N).
+#: The default grid: short runs of the base recipe, at most this many steps each (override with --set max_steps=N).
 SHORT = {"max_steps": 50, "save_steps": 10}
 
 
@@ -79,9 +79,13 @@ def recipe_of(cfg: AblateConfig, v: Variant) -> Any:
 
     from training.grpo.config import load_recipe
 
-    fields = {**(QUICK if cfg.quick else SHORT), **cfg.overrides, **v.fields(cfg.quick)}
+    fields = {**(QUICK if cfg.quick else {}), **cfg.overrides, **v.fields(cfg.quick)}
     fields.update(output_dir=str(cfg.out_dir() / v.name / "train"), resume=cfg.resume)
-    return dataclasses.replace(load_recipe(cfg.base_recipe, **fields), name=v.name)
+    recipe = load_recipe(cfg.base_recipe, **fields)
+    if not cfg.quick:  # short runs: a recipe's own budget when it is already short (cpu-learn), else SHORT's
+        short = {k: min(getattr(recipe, k), cap) for k, cap in SHORT.items() if k not in cfg.overrides}
+        recipe = dataclasses.replace(recipe, **short)
+    return dataclasses.replace(recipe, name=v.name)
 
 
 def run_grid(cfg: AblateConfig) -> list[dict[str, Any]]:
@@ -138,7 +142,8 @@ def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
 
 
 def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
-    """Held-out pass@1 of a trained model with the eval harness (the recipe's tools, turn cap and turn length).
+    """Held-out pass@1 of a trained model with the eval harness (the recipe's tools, turn cap, turn length and observation
+    settings; greedy, so a configuration's number does not depend on sampling luck).
 
     Args:
         recipe: The run's recipe (index, tasks, tools, budgets).
@@ -159,7 +164,7 @@ def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = "bfloat16" if recipe.bf16 else "float32"
-    sampling = SamplingConfig(max_tokens=recipe.max_turn_tokens, temperature=0.6, seed=recipe.seed)
+    sampling = SamplingConfig(max_tokens=recipe.max_turn_tokens, temperature=0.0, presence_penalty=0.0, seed=recipe.seed)
     hf = HFConfig(str(final), device=device, dtype=dtype, batch_size=8, num_threads=recipe.threads)
     model = load_tiny(str(final)) if recipe.model == "tiny" else None
     policy = HFPolicy(hf, sampling, model=model, tokenizer=AutoTokenizer.from_pretrained(str(final)) if model else None)

@@ -89,6 +89,8 @@ class GRPORecipe:
     loop_revisit_after: int = _f(2, "Rounds a too-hard task stays retired before it may return.")
     loop_max_return: int = _f(2, "Too-hard tasks that return per round.")
     loop_synth_max_nodes: int = _f(1000, "Knowledge-graph size of the loop's synthesizer calls (smaller: faster, fewer tasks).")
+    loop_tiers: tuple[str, ...] = _f(("sailorfog",), "Curriculum tiers the loop's fresh tasks come from (lookup, bridge, "
+                                                     "sailorfog); each round asks the tier closest to the learning band.")
     loop_synth_oversample: float = _f(3.0, "Candidates synthesized per fresh task wanted (the closest to the target are kept).")
     threads: int | None = _f(None, "torch CPU threads (None: torch's default).")
     output_dir: str | None = _f(None, "Checkpoints, metrics.jsonl and the final model (default $SIM_WEB_HOME/runs/grpo/<recipe>).")
@@ -122,6 +124,9 @@ class GRPORecipe:
                 or self.loop_min_rollouts > self.loop_window or self.loop_synth_oversample < 1:
             raise ConfigError("GRPORecipe needs dupo_prefilter_k >= 0, loop_every / loop_window / loop_min_rollouts / "
                               "loop_revisit_after >= 1, loop_min_rollouts <= loop_window and loop_synth_oversample >= 1")
+        if not self.loop_tiers or set(self.loop_tiers) - {"lookup", "bridge", "sailorfog"}:
+            raise ConfigError(f"GRPORecipe.loop_tiers must be a non-empty subset of (lookup, bridge, sailorfog), got "
+                              f"{self.loop_tiers!r}")
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError(f"GRPORecipe.vllm_mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
 
@@ -237,10 +242,11 @@ def load_recipe(name: str, **overrides: Any) -> GRPORecipe:
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{path}: unknown GRPO recipe fields {unknown}; known fields: {sorted(known)}")
-    if isinstance(data.get("tools"), str):  # --set tools=search,visit
-        data["tools"] = tuple(t.strip() for t in data["tools"].split(",") if t.strip())
-    if isinstance(data.get("tools"), list):
-        data["tools"] = tuple(data["tools"])
+    for key in ("tools", "loop_tiers"):
+        if isinstance(data.get(key), str):  # --set tools=search,visit
+            data[key] = tuple(t.strip() for t in data[key].split(",") if t.strip())
+        if isinstance(data.get(key), list):
+            data[key] = tuple(data[key])
     return GRPORecipe(**data)
 
 

@@ -215,6 +215,7 @@ def _attach_loop(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any
         except Exception as e:  # noqa: BLE001 - a set without a test split holds nothing out
             log.info("loop: no held-out split to protect (%s)", e)
     source = SynthSource(index.path, max_nodes=recipe.loop_synth_max_nodes, oversample=recipe.loop_synth_oversample,
+                         tiers=recipe.loop_tiers, k=recipe.search_results,
                          exclude_questions={t.question for t in [*tasks, *held_out]},
                          exclude_answers={a for t in held_out for a in (t.answer, *t.aliases)})
     pool = TaskPool(tasks)

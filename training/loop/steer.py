@@ -29,6 +29,22 @@ from training.loop.curate import Decision
 
 log = logging.getLogger(__name__)
 SIZES = (3, 4, 5, 6)  # the synthesizer's default subgraph sizes
+#: The nominal difficulty score of each curriculum tier (records' ``difficulty.score``: lookup 1, bridge 2; SailorFog-QA
+#: questions score hops + cycle rank + constraints / 4, 3 and above), used to pick the tier a target falls in.
+TIER_SCORES = {"lookup": 1.0, "bridge": 2.0, "sailorfog": 4.0}
+
+
+def tier_for(target: Target | None, tiers: Sequence[str]) -> str:
+    """The tier whose nominal score is closest to the target's (the harder one on a tie); the first tier without one.
+
+    >>> tier_for(Target(2.0), ("lookup", "bridge", "sailorfog"))
+    'bridge'
+    >>> tier_for(Target(3.0), ("lookup", "bridge", "sailorfog"))
+    'sailorfog'
+    """
+    if target is None:
+        return tiers[0]
+    return min(tiers, key=lambda t: (abs(TIER_SCORES[t] - target.score), -TIER_SCORES[t]))
 
 
 @dataclass(frozen=True)
@@ -119,6 +135,9 @@ class SynthSource:
         exclude_questions: Question texts never to add (held-out tasks, tasks already seen).
         exclude_answers: Answers never to add (held-out tasks' answers: no leak into training).
         generate: The synthesizer entry point (``generate_with_report``'s signature); tests may pass their own.
+        tiers: Curriculum tiers fresh tasks may come from (:data:`TIER_SCORES`); each round asks the tier closest to
+            its target (:func:`tier_for`), so a run that starts on ``lookup`` moves up as the policy solves it.
+        k: Search results an agent sees (the ``lookup`` / ``bridge`` gates look in the top ``k``).
     """
 
     index_dir: str | Path
@@ -129,23 +148,41 @@ class SynthSource:
     exclude_answers: set[str] = field(default_factory=set)
     generate: Callable[..., Any] | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
+    tiers: tuple[str, ...] = ("sailorfog",)
+    k: int = 10
+
+    def __post_init__(self) -> None:
+        bad = [t for t in self.tiers if t not in TIER_SCORES]
+        if bad or not self.tiers:
+            raise ValueError(f"SynthSource.tiers must be a non-empty subset of {tuple(TIER_SCORES)}, got {self.tiers!r}")
 
     def __call__(self, n: int, seed: int, target: Target | None) -> list[dict[str, Any]]:
         """Up to ``n`` fresh, gated task records for the target (fewer when the synthesizer runs out)."""
-        from training.synth.pipeline import SynthConfig, generate_with_report
-
         if n < 1:
             return []
-        cfg = SynthConfig(n=max(n, round(n * self.oversample)), seed=seed, max_nodes=self.max_nodes, n_seeds=self.n_seeds,
-                          test_fraction=0.0, sizes=target.sizes if target else SIZES)
-        records, _ = (self.generate or generate_with_report)(self.index_dir, config=cfg)
+        tier = tier_for(target, self.tiers)
+        records = self._candidates(tier, max(n, round(n * self.oversample)), seed, target)
         fresh = [r for r in records if r["question"] not in self.exclude_questions
                  and r["answer"].casefold() not in {a.casefold() for a in self.exclude_answers}]
         chosen = [replace_split(r) for r in rank(fresh, target)[:n]]
         self.exclude_questions.update(r["question"] for r in chosen)
-        self.calls.append({"seed": seed, "wanted": n, "candidates": len(records), "usable": len(fresh), "chosen": len(chosen)})
+        self.calls.append({"seed": seed, "tier": tier, "wanted": n, "candidates": len(records), "usable": len(fresh),
+                           "chosen": len(chosen)})
         log.info("loop: synthesized %d candidates (seed %d), %d usable, kept %d", len(records), seed, len(fresh), len(chosen))
         return chosen
+
+
+    def _candidates(self, tier: str, n: int, seed: int, target: Target | None) -> list[dict[str, Any]]:
+        """Gated records of one tier: SailorFog-QA from the knowledge graph, lookup / bridge from the typed facts."""
+        if tier == "sailorfog":
+            from training.synth.pipeline import SynthConfig, generate_with_report
+
+            cfg = SynthConfig(n=n, seed=seed, max_nodes=self.max_nodes, n_seeds=self.n_seeds, test_fraction=0.0,
+                              sizes=target.sizes if target else SIZES)
+            return (self.generate or generate_with_report)(self.index_dir, config=cfg)[0]
+        from training.synth.tiers import TierConfig, generate_tier
+
+        return generate_tier(self.index_dir, TierConfig(tier=tier, n=n, seed=seed, k=self.k, test_fraction=0.0))[0]
 
 
 def replace_split(record: Mapping[str, Any]) -> dict[str, Any]:
