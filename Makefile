@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow train-smoke sim-to-real ablate bench clean-index
+.PHONY: install run test test-slow train-smoke learn sim-to-real ablate bench clean-index
 
 install: $(STAMP)
 
@@ -32,6 +32,12 @@ train-smoke: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web grpo --recipe cpu-smoke --set max_steps=6 --no-resume
+
+# the cpu-learn recipe: SmolLM2-135M on the lookup + bridge tiers, base -> SFT -> GRPO, each on the same held-out tasks;
+# resumable (rerun to continue); report in $SIM_WEB_HOME/runs/learn/cpu-learn/{report.md,learning.png}
+learn: install
+	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	$(BIN)/sim-web learn $(ARGS)
 
 # sim vs real web side by side (needs SERPER_KEY_ID, JINA_API_KEYS; SIM_TO_REAL_MOCK=1: local mocks with faults)
 sim-to-real: install

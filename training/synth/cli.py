@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return run_tier(args)
     try:
         llm = LLMConfig(base_url=args.base_url, model=args.model) if args.generator == "llm" else None
-        cfg = SynthConfig(n=args.n or SynthConfig.n, seed=args.seed, generator=args.generator, max_nodes=args.max_nodes,
+        cfg = SynthConfig(n=SynthConfig.n if args.n is None else args.n, seed=args.seed, generator=args.generator, max_nodes=args.max_nodes,
                           n_seeds=args.n_seeds, seed_queries=tuple(args.seed_query), oversample=args.oversample,
                           test_fraction=SynthConfig.test_fraction if args.test_fraction is None else args.test_fraction,
                           shortcut_policy=args.shortcut_policy, llm=llm,
@@ -105,7 +105,7 @@ def run_tier(args: argparse.Namespace) -> int:
 
     d = TierConfig()
     try:
-        cfg = TierConfig(tier=args.tier, n=args.n or d.n, seed=args.seed, progress=not args.quiet,
+        cfg = TierConfig(tier=args.tier, n=d.n if args.n is None else args.n, seed=args.seed, progress=not args.quiet,
                          test_fraction=d.test_fraction if args.test_fraction is None else args.test_fraction)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
