@@ -107,7 +107,7 @@ def _paired(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> di
     c = sum(1 for u, v in zip(x, y) if v and not u)
     lo, hi = paired_bootstrap(x, y)
     return {"n": len(ids), "diff": round((sum(y) - sum(x)) / len(ids), 4) if ids else None, "ci95": [round(lo, 4), round(hi, 4)],
-            "only_before": b, "only_after": c, "mcnemar_p": round(mcnemar_p(b, c), 4)}
+            "only_before": b, "only_after": c, "mcnemar_p": float(f"{mcnemar_p(b, c):.3g}")}
 
 
 def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
@@ -123,7 +123,7 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
     for pair, scopes in summary["paired"].items():
         for scope, r in scopes.items():
             lines.append(f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {r['ci95'][0]:+.3f} to {r['ci95'][1]:+.3f} | "
-                         f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.4f} |")
+                         f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.2g} |")
     if grpo_rows:
         first, last = grpo_rows[0], grpo_rows[-1]
         lines += ["", f"GRPO: {len(grpo_rows)} steps; train reward {first.get('agent/reward_mean', 0):.3f} (step "
