@@ -47,7 +47,8 @@ sim-to-real: install
 
 # the GRPO ablation grid, one switch at a time (advantage, truncation, DUPO, feedback loop): QUICK=1 runs it on CPU
 # with a tiny random model, 2 steps each (plumbing only); otherwise the single-gpu recipe, 50 steps per configuration
-# (GPU + vLLM: pip install -e '.[gpu]'); e.g. ARGS="--configs base,dupo --set model=runs/smol-sft"
+# (GPU + vLLM: pip install -e '.[gpu]'); e.g. ARGS="--configs base,dupo --set model=runs/smol-sft"; on a CPU, from the
+# cpu-learn SFT model: ARGS="--recipe cpu-learn --set model=$$HOME/.cache/sim-web/runs/learn/cpu-learn/sft --eval-n 171"
 ablate: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet

@@ -81,3 +81,13 @@ def test_a_recipe_with_the_python_interpreter_is_refused_where_its_sandbox_canno
     with pytest.raises(ConfigError, match="bubblewrap is not on PATH.*--set tools=search,visit,google_scholar"):
         GRPORecipe().check_sandbox()
     GRPORecipe(tools=("search", "visit")).check_sandbox()  # no PythonInterpreter: nothing to check
+
+
+def test_micro_batch_accumulates_to_the_same_step():
+    r = load_recipe("cpu-learn", micro_batch=2)
+    c = r.grpo_config()
+    assert (c.per_device_train_batch_size, c.gradient_accumulation_steps, c.generation_batch_size) == (2, 8, 16)
+    full = load_recipe("cpu-learn", micro_batch=None).grpo_config()
+    assert (full.per_device_train_batch_size, full.gradient_accumulation_steps) == (16, 1)
+    with pytest.raises(ConfigError, match="micro_batch must divide"):
+        load_recipe("cpu-learn", micro_batch=3)

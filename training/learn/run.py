@@ -142,8 +142,8 @@ def main(cfg: LearnConfig) -> Path:
 
     out = cfg.out_dir()
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps({k: getattr(cfg, k) for k in cfg.__dataclass_fields__}, indent=1, default=list),
-                                     encoding="utf-8")
+    with (out / "invocations.jsonl").open("a", encoding="utf-8") as f:  # every sitting's settings, stages included
+        f.write(json.dumps({k: getattr(cfg, k) for k in cfg.__dataclass_fields__}, default=list) + "\n")
     index_path = WikiIndex.from_dir(cfg.index_dir).path
     base = resolve_hf_path(cfg.model)
     probe = grpo_recipe(cfg, Path("unset"), base)  # the observation settings, before the task file exists

@@ -7,9 +7,9 @@ relations as the SailorFog-QA knowledge graph sees them (:meth:`~training.synth.
 each backed by the sentence or field that states it (the record's ``provenance``):
 
 * ``lookup``: "Bucharest is the capital of which country?" One fact of page S about O; S is named and O is asked.
-  Gates: the relation is *functional* on S (S's page states it for one target only, and the evidence sentence
-  names no other page after O, so "bordered by Ghana, Benin and Burkina Faso" never becomes a question), the answer
-  is not in the question, and one search of the question shows the answer page in the top ``k`` (the point of
+  Gates: the relation is *functional* on S (S's page states it for one target only, it is not a relation that
+  holds for several objects at once such as "bordered by", and O is not one item of a list in its sentence), the answer
+  is not in the question, and one search shows the answer page in the top ``k`` (the point of
   this tier: the oracle needs one search): the question itself, else the subject's name with the relation's words
   ("Bucharest capital").
 * ``bridge``: "Bucharest is the capital of a country. What is the currency of that country?" Two facts A -> B -> C,
@@ -85,13 +85,6 @@ class TierReport:
 
 def _clean(title: str) -> str:
     return _QUALIFIER.sub("", title)
-
-
-def _lists_others(sentence: str, obj: str, others: list[str]) -> bool:
-    """Whether the evidence sentence names another linked page after the object (a list: not functional)."""
-    i = sentence.find(_clean(obj))
-    tail = sentence[i + len(_clean(obj)):] if i >= 0 else sentence
-    return any(len(o) > 2 and _clean(o) in tail for o in others if o != obj)
 
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
