@@ -72,16 +72,22 @@ def test_bridge_records_hide_the_answer_from_the_first_search(bridge, sample_ind
         assert a in search(r["clues"][0]["query"]) and c in search(r["clues"][1]["query"])
 
 
-def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path):
+@pytest.mark.parametrize("policy, turns, visits", [
+    ("oracle", [3, 5], True),  # lookup: search, visit, answer; bridge: two of each, then the answer
+    ("oracle:search", [2, 3], False),  # answers from the search results: one search (lookup) or two (bridge)
+])
+def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, policy, turns, visits):
     from agents.harness import EvalConfig, run_eval
 
     path = tmp_path / "tiers.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lookup[0][:8] + bridge[0][:4]), encoding="utf-8")
-    res = run_eval(EvalConfig(policy="oracle", index_dir=str(sample_index), tasks=str(path), split=None,
+    res = run_eval(EvalConfig(policy=policy, index_dir=str(sample_index), tasks=str(path), split=None,
                               out=str(tmp_path / "run"), tools=("search", "visit"), progress=False))
     assert res.metrics["pass@1"] == 1.0
-    turns = [json.loads(line)["turns"] for line in (res.out / "trajectories.jsonl").read_text().splitlines()]
-    assert sorted(set(turns)) == [3, 5]  # lookup: search, visit, answer; bridge: two of each, then the answer
+    recs = [json.loads(line) for line in (res.out / "trajectories.jsonl").read_text().splitlines()]
+    assert sorted({r["turns"] for r in recs}) == turns
+    assert any(r["tool_calls"].get("visit", 0) for r in recs) == visits
+    assert (res.out / "sft.jsonl").is_file()  # oracle runs write SFT demonstrations
 
 
 def test_cli_writes_the_tier_and_its_card(sample_index, tmp_path, capsys):
@@ -93,20 +99,6 @@ def test_cli_writes_the_tier_and_its_card(sample_index, tmp_path, capsys):
     card = json.loads((tmp_path / "lookup.card.json").read_text())
     assert card["tier"] == "lookup" and card["records"] == 5
     assert (tmp_path / "lookup.card.md").read_text().startswith("# Task set: tier `lookup`")
-
-
-def test_the_search_only_oracle_answers_from_the_results(lookup, bridge, sample_index, tmp_path):
-    from agents.harness import EvalConfig, run_eval
-
-    path = tmp_path / "tiers.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in lookup[0][:8] + bridge[0][:4]), encoding="utf-8")
-    res = run_eval(EvalConfig(policy="oracle:search", index_dir=str(sample_index), tasks=str(path), split=None,
-                              out=str(tmp_path / "run"), tools=("search", "visit"), progress=False))
-    assert res.metrics["pass@1"] == 1.0
-    recs = [json.loads(line) for line in (res.out / "trajectories.jsonl").read_text().splitlines()]
-    assert sorted({r["turns"] for r in recs}) == [2, 3]  # lookup: search, answer; bridge: two searches, then the answer
-    assert all(r["tool_calls"].get("visit", 0) == 0 for r in recs)
-    assert (res.out / "sft.jsonl").is_file()
 
 
 def test_the_loop_moves_up_the_tiers_as_its_target_rises(sample_index):
