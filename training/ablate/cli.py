@@ -44,15 +44,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def config_from_args(args: argparse.Namespace) -> object:
     """The :class:`~training.ablate.runner.AblateConfig` of parsed options."""
     from training.ablate.runner import AblateConfig
-    from training.grpo.config import parse_value
-    from wiki_index.errors import ConfigError
+    from training.grpo.config import parse_overrides
 
-    overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
-        overrides[key.strip()] = parse_value(value)
+    overrides = parse_overrides(args.set)
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
     return AblateConfig(recipe=args.recipe, quick=args.quick, configs=configs, out=args.out, overrides=overrides,
                         eval_n=args.eval_n, resume=not args.no_resume, isolate=args.isolate)

@@ -157,22 +157,17 @@ def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer
 
-    from agents.config import AgentConfig, SamplingConfig
-    from agents.harness import EvalConfig, run_eval
+    from agents.harness import run_eval
     from agents.policies.hf_policy import HFConfig, HFPolicy
     from training.grpo.tiny import load_tiny
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = "bfloat16" if recipe.bf16 else "float32"
-    sampling = SamplingConfig(max_tokens=recipe.max_turn_tokens, temperature=0.0, presence_penalty=0.0, seed=recipe.seed)
+    cfg = recipe.eval_config(f"hf:{final}", out, n=n, batch_size=8, device=device, dtype=dtype, threads=recipe.threads,
+                             progress=False, sft=False)
     hf = HFConfig(str(final), device=device, dtype=dtype, batch_size=8, num_threads=recipe.threads)
     model = load_tiny(str(final)) if recipe.model == "tiny" else None
-    policy = HFPolicy(hf, sampling, model=model, tokenizer=AutoTokenizer.from_pretrained(str(final)) if model else None)
-    cfg = EvalConfig(policy=f"hf:{final}", index_dir=recipe.index_dir, tasks=recipe.tasks, split="test", n=n, k=1, out=str(out),
-                     batch_size=8, agent=AgentConfig(max_llm_calls=recipe.max_turns, sampling=sampling), tools=recipe.tools,
-                     max_obs_chars=recipe.max_obs_chars, max_response_chars=recipe.max_response_chars, prompt=recipe.prompt,
-                     search_results=recipe.search_results, snippet_chars=recipe.snippet_chars, device=device,
-                     dtype=dtype, threads=recipe.threads, progress=False, sft=False)
+    policy = HFPolicy(hf, cfg.agent.sampling, model=model, tokenizer=AutoTokenizer.from_pretrained(str(final)) if model else None)
     try:
         return run_eval(cfg, policy).metrics
     except ConfigError as e:  # e.g. a task set without a test split

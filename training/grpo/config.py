@@ -159,6 +159,25 @@ class GRPORecipe:
                          max_response_chars=self.max_response_chars, prompt=self.prompt, search_results=self.search_results,
                          sim=SimConfig(snippet_chars=self.snippet_chars), reward=RewardConfig(kind=self.reward))
 
+    def eval_config(self, policy: str, out: str | Path, *, split: str = "test", **extra: Any) -> Any:
+        """A greedy :class:`~agents.harness.EvalConfig` that sees what this recipe trains on: its tasks, tools, turn cap,
+        turn length and observation settings (so a checkpoint is evaluated as it was trained).
+
+        Args:
+            policy: The policy spec (``hf:PATH``, ``oracle:search``, ...).
+            out: The eval's output folder.
+            split: The task split (``test``: the held-out tasks).
+            **extra: Other ``EvalConfig`` fields (``n``, ``batch_size``, ``threads``, ``progress``, ...).
+        """
+        from agents.config import AgentConfig, SamplingConfig
+        from agents.harness import EvalConfig
+
+        sampling = SamplingConfig(max_tokens=self.max_turn_tokens, temperature=0.0, presence_penalty=0.0, seed=self.seed)
+        return EvalConfig(policy=policy, index_dir=self.index_dir, tasks=self.tasks, split=split, k=1, out=str(out),
+                          agent=AgentConfig(max_llm_calls=self.max_turns, sampling=sampling), tools=tuple(self.tools),
+                          max_obs_chars=self.max_obs_chars, max_response_chars=self.max_response_chars, prompt=self.prompt,
+                          search_results=self.search_results, snippet_chars=self.snippet_chars, **extra)
+
     def out_dir(self) -> Path:
         """Where the run writes (``output_dir`` or ``$SIM_WEB_HOME/runs/grpo/<name>``)."""
         return Path(self.output_dir) if self.output_dir else sim_web_home() / "runs" / "grpo" / self.name
@@ -226,6 +245,21 @@ def parse_value(text: str) -> Any:
         except ValueError:
             return value
     return value
+
+
+def parse_overrides(items: list[str], flag: str = "--set") -> dict[str, Any]:
+    """``["max_steps=5", "tools=search,visit"]`` -> ``{"max_steps": 5, "tools": "search,visit"}`` (values by :func:`parse_value`).
+
+    Raises:
+        ConfigError: For an item without ``=``, naming the flag.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = parse_value(value)
+    return out
 
 
 def load_recipe(name: str, **overrides: Any) -> GRPORecipe:

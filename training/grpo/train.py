@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from training.grpo.config import GRPORecipe, load_recipe, parse_value
+from training.grpo.config import GRPORecipe, load_recipe, parse_overrides
 
 log = logging.getLogger(__name__)
 #: Columns of the metrics table: (header, log key, format).
@@ -251,14 +251,7 @@ def add_arguments(p: Any) -> None:
 
 def recipe_from_namespace(args: Any) -> GRPORecipe:
     """The recipe named by parsed ``add_arguments`` options."""
-    from wiki_index.errors import ConfigError
-
-    overrides: dict[str, Any] = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
-        overrides[key.strip()] = parse_value(value)
+    overrides = parse_overrides(args.set)
     if args.out:
         overrides["output_dir"] = args.out
     if args.no_resume:

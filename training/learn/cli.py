@@ -16,23 +16,12 @@ from typing import Any
 from wiki_index.errors import ConfigError
 
 
-def _pairs(items: list[str]) -> dict[str, Any]:
-    from training.grpo.config import parse_value
-
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"expected KEY=VALUE, got {item!r}")
-        out[key.strip()] = parse_value(value)
-    return out
-
-
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~training.learn.config.LearnConfig` of parsed arguments."""
+    from training.grpo.config import parse_overrides
     from training.learn.config import STAGES, LearnConfig
 
-    values = _pairs(args.set)
+    values = parse_overrides(args.set)
     unknown = sorted(set(values) - set(LearnConfig.__dataclass_fields__))
     if unknown:
         raise ConfigError(f"unknown LearnConfig fields {unknown}; known: {sorted(LearnConfig.__dataclass_fields__)}")
@@ -41,7 +30,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
             values[key] = tuple(v.strip() for v in values[key].split(",") if v.strip())
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip()) if args.stages else STAGES
     return LearnConfig(recipe=args.recipe, out=args.out, index_dir=args.index, stages=stages,
-                       grpo_overrides=_pairs(args.grpo_set), **values)
+                       grpo_overrides=parse_overrides(args.grpo_set, "--grpo-set"), **values)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

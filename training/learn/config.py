@@ -2,8 +2,8 @@
 
 The GRPO stage's own fields live in its recipe file (``training/configs/cpu-learn.yaml``, a :class:`GRPORecipe`), so
 ``sim-web grpo --recipe cpu-learn`` and ``sim-web ablate --recipe cpu-learn`` train exactly as this pipeline does; the
-observation settings (prompt style, results per search, snippet and response lengths, tools) are read from that file
-too, so the evals see what the policy was trained on.
+turn cap, turn length and observation settings (prompt style, results per search, snippet and response lengths, tools)
+are read from that file too, so the evals (and the SFT demonstrations' turn cap) match what the policy trains on.
 
 Example:
     >>> LearnConfig(lookup_test_fraction=0.5).stages[0]
@@ -39,8 +39,6 @@ class LearnConfig:
     tiers: tuple[str, ...] = _f(("lookup", "bridge"), "Curriculum tiers of the task set (training/synth/tiers.py).")
     lookup_test_fraction: float = _f(0.5, "Held-out share of the lookup tier (the sample yields ~310 lookups at k=5).")
     bridge_test_fraction: float = _f(0.5, "Held-out share of the bridge tier.")
-    eval_max_llm_calls: int = _f(4, "Policy calls per eval episode; the last one is Tongyi's forced answer.")
-    eval_max_tokens: int = _f(64, "Most new tokens per eval turn (greedy).")
     eval_batch_size: int = _f(32, "Episodes generated together in the evals.")
     eval_n: int | None = _f(None, "Evaluate only the first n held-out tasks (None: all).")
     sft_full: bool = _f(True, "Full fine-tune (False: LoRA r=16, merged).")
@@ -62,9 +60,8 @@ class LearnConfig:
             raise ConfigError(f"LearnConfig.tiers must be a non-empty subset of ('lookup', 'bridge'), got {self.tiers!r}")
         if not (0 < self.lookup_test_fraction < 1 and 0 < self.bridge_test_fraction < 1):
             raise ConfigError("LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction < 1 (a train and a held-out split)")
-        if min(self.eval_max_llm_calls, self.eval_max_tokens, self.eval_batch_size, self.sft_batch_size, self.sft_grad_accum) < 1:
-            raise ConfigError("LearnConfig needs eval_max_llm_calls, eval_max_tokens, eval_batch_size, sft_batch_size and "
-                              "sft_grad_accum >= 1")
+        if min(self.eval_batch_size, self.sft_batch_size, self.sft_grad_accum) < 1:
+            raise ConfigError("LearnConfig needs eval_batch_size, sft_batch_size and sft_grad_accum >= 1")
 
     def out_dir(self) -> Path:
         """The run folder."""

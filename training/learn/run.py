@@ -13,8 +13,9 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
 8. ``report``: pass@1 per stage and tier with 95% intervals, paired tests between stages, ``learning.png``
    (:mod:`training.learn.report`).
 
-Every eval uses the GRPO recipe's observation settings (prompt style, tools, results per search, snippet and
-response lengths), so each model is evaluated with what it was trained on. Held-out tasks are never trained on.
+Every eval is :meth:`GRPORecipe.eval_config <training.grpo.config.GRPORecipe.eval_config>` of the run's recipe (its
+turn cap, turn length, prompt style, tools, results per search, snippet and response lengths), greedy, so each model is
+evaluated with what it was trained on. Held-out tasks are never trained on.
 """
 
 from __future__ import annotations
@@ -40,12 +41,17 @@ def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str) -> Any:
     return load_recipe(cfg.recipe, **over)
 
 
+def task_path(cfg: LearnConfig, index_path: Path) -> Path:
+    """``<index>/tasks/<recipe>.jsonl``: the task set every stage uses (the GRPO recipe's ``tasks``)."""
+    return index_path / "tasks" / f"{cfg.recipe}.jsonl"
+
+
 def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
     """Write (once) the tiers' task set and cards; a set written with other settings is an error naming the fix."""
     from training.synth.outputs import sibling, write_jsonl
     from training.synth.tiers import TierConfig, generate_tier, tier_card
 
-    path = index_path / "tasks" / f"{cfg.recipe}.jsonl"
+    path = task_path(cfg, index_path)
     wanted = {"tiers": list(cfg.tiers), "k": k, "seed": cfg.seed, "lookup_test_fraction": cfg.lookup_test_fraction,
               "bridge_test_fraction": cfg.bridge_test_fraction}
     card_path = sibling(path, ".card.json")
@@ -68,19 +74,13 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
     return path
 
 
-def evaluate(cfg: LearnConfig, recipe: Any, task_path: Path, policy: str, name: str, split: str = "test") -> Path:
-    """Run (or resume) one greedy eval with the recipe's observation settings; returns its folder."""
-    from agents.config import AgentConfig, SamplingConfig
-    from agents.harness import EvalConfig, run_eval
+def evaluate(cfg: LearnConfig, recipe: Any, policy: str, name: str, split: str = "test") -> Path:
+    """Run (or resume) one greedy eval with the recipe's turn limits and observation settings; returns its folder."""
+    from agents.harness import run_eval
 
     out = cfg.out_dir() / name
-    sampling = SamplingConfig(temperature=0.0, presence_penalty=0.0, max_tokens=cfg.eval_max_tokens, seed=cfg.seed)
-    agent = AgentConfig(max_llm_calls=cfg.eval_max_llm_calls, sampling=sampling)
-    ecfg = EvalConfig(policy=policy, index_dir=cfg.index_dir, tasks=str(task_path), split=split,
-                      n=cfg.eval_n if split == "test" else None, out=str(out), batch_size=cfg.eval_batch_size, agent=agent,
-                      tools=tuple(recipe.tools), prompt=recipe.prompt, search_results=recipe.search_results,
-                      snippet_chars=recipe.snippet_chars, max_response_chars=recipe.max_response_chars,
-                      max_obs_chars=recipe.max_obs_chars, threads=cfg.threads, progress=True)
+    ecfg = recipe.eval_config(policy, out, split=split, n=cfg.eval_n if split == "test" else None,
+                              batch_size=cfg.eval_batch_size, threads=cfg.threads, progress=True)
     t = time.perf_counter()
     res = run_eval(ecfg)
     if res.failures:
@@ -89,7 +89,7 @@ def evaluate(cfg: LearnConfig, recipe: Any, task_path: Path, policy: str, name: 
     return out
 
 
-def stage_sft(cfg: LearnConfig, demos: Path) -> Path:
+def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
     """Rejection-sample the demonstrations into a dataset and fine-tune the base model on it."""
     from transformers import AutoTokenizer
 
@@ -101,7 +101,7 @@ def stage_sft(cfg: LearnConfig, demos: Path) -> Path:
     if (out / "sft_run.json").is_file():
         return out
     if not (data / "README.md").is_file():
-        result = collect(CollectConfig(runs=(str(demos),), max_turns=cfg.eval_max_llm_calls))
+        result = collect(CollectConfig(runs=(str(demos),), max_turns=max_turns))
         model = resolve_model(cfg.model)
         ds = build_dataset(result.kept, AutoTokenizer.from_pretrained(str(model)), result.sources[0]["tools"])
         save(ds, data, dataset_card(ds, result, model.name, None), result.stats.table())
@@ -146,22 +146,21 @@ def main(cfg: LearnConfig) -> Path:
         f.write(json.dumps({k: getattr(cfg, k) for k in cfg.__dataclass_fields__}, default=list) + "\n")
     index_path = WikiIndex.from_dir(cfg.index_dir).path
     base = resolve_hf_path(cfg.model)
-    probe = grpo_recipe(cfg, Path("unset"), base)  # the observation settings, before the task file exists
-    task_path = stage_tasks(cfg, index_path, probe.search_results) if "tasks" in cfg.stages else \
-        index_path / "tasks" / f"{cfg.recipe}.jsonl"
-    recipe = grpo_recipe(cfg, task_path, str(out / "sft"))
+    recipe = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"))
+    if "tasks" in cfg.stages:  # gated at the results per search the policy will see
+        stage_tasks(cfg, index_path, recipe.search_results)
     if "base" in cfg.stages:
-        evaluate(cfg, recipe, task_path, f"hf:{base}", "eval-base")
+        evaluate(cfg, recipe, f"hf:{base}", "eval-base")
     if "demos" in cfg.stages:
-        evaluate(cfg, recipe, task_path, "oracle:search", "demos", split="train")
+        evaluate(cfg, recipe, "oracle:search", "demos", split="train")
     if "sft" in cfg.stages:
-        stage_sft(cfg, out / "demos")
+        stage_sft(cfg, out / "demos", recipe.max_turns)
     if "eval-sft" in cfg.stages:
-        evaluate(cfg, recipe, task_path, f"hf:{out / 'sft'}", "eval-sft")
+        evaluate(cfg, recipe, f"hf:{out / 'sft'}", "eval-sft")
     if "grpo" in cfg.stages:
         stage_grpo(cfg, recipe)
     if "eval-grpo" in cfg.stages:
-        evaluate(cfg, recipe, task_path, f"hf:{recipe.out_dir() / 'final'}", "eval-grpo")
+        evaluate(cfg, recipe, f"hf:{recipe.out_dir() / 'final'}", "eval-grpo")
     if "report" in cfg.stages:
         write_report(out, recipe.out_dir())
     return out

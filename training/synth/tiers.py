@@ -112,6 +112,7 @@ def functional_facts(src: Any, titles: list[str], report: TierReport) -> dict[st
     for subject in titles:
         nbrs = src.neighbours(subject)
         rels = Counter(str(b.get("relation")) for _, b in nbrs)
+        linked = [t for t, _ in nbrs]
         for obj, a in nbrs:
             if edge_rank(a) > 1:
                 continue
@@ -121,7 +122,7 @@ def functional_facts(src: Any, titles: list[str], report: TierReport) -> dict[st
                 report.facts["not_functional"] += 1
             elif a["kind"] == "infobox" and ("," in ev.split("=", 1)[-1] or " and " in ev):
                 report.facts["list_value"] += 1
-            elif a["kind"] != "infobox" and _lists_others(ev, obj, [t for t, _ in nbrs]):
+            elif a["kind"] != "infobox" and _lists_others(ev, obj, linked):
                 report.facts["list_sentence"] += 1
             elif _BAD_GRAMMAR.search(fill(rel, "X", "Y")) or obj == subject or src.entity(obj) is None:
                 report.facts["unusable"] += 1
