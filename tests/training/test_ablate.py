@@ -1,5 +1,6 @@
 """`sim-web ablate --quick` on a sub-grid of two configurations: table, report files, plot, held-out eval, resume."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 
 from training.ablate.grid import BASELINE, GRID, select, variant
 from training.ablate.report import format_table, markdown
-from training.ablate.runner import AblateConfig, recipe_of
+from training.ablate.runner import AblateConfig, recipe_of, share_prefilter
 from wiki_index.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +42,21 @@ def test_runs_share_seed_tasks_and_rollouts_and_differ_in_their_switch(tmp_path)
     assert recipes["base"].output_dir == str(tmp_path / "base" / "train")
     assert recipe_of(AblateConfig(overrides={"model": "tiny", "use_vllm": False, "bf16": False}), GRID[0]).max_steps == 50
     assert not cfg.subprocesses and AblateConfig().subprocesses and AblateConfig(quick=True, isolate=True).subprocesses
+
+
+def test_the_prefilter_verdict_is_paid_once_per_grid_and_only_shared_between_matching_runs(tmp_path):
+    cfg = AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny"})
+    base, grpo = recipe_of(cfg, variant("base")), recipe_of(cfg, variant("adv-grpo"))
+    other = recipe_of(AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny", "seed": 7}),
+                      variant("trunc-keep_all"))
+    shared = share_prefilter(cfg, base)
+    assert shared == share_prefilter(cfg, grpo) != share_prefilter(cfg, other)  # the switches are not in the key, the seed is
+    assert not shared.exists() and not (Path(base.output_dir) / "prefilter.json").exists()
+    shared.write_text('{"dropped": ["t1"]}', encoding="utf-8")
+    share_prefilter(cfg, grpo)
+    assert (Path(grpo.output_dir) / "prefilter.json").read_text() == '{"dropped": ["t1"]}'
+    assert not (Path(other.output_dir) / "prefilter.json").exists()
+    assert share_prefilter(cfg, dataclasses.replace(base, dupo_prefilter_k=0)) is None
 
 
 def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, synth_run, tmp_path):

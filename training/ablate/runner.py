@@ -10,8 +10,10 @@ freed between runs; ``--quick`` runs them in-process. :mod:`training.ablate.repo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.ablate.grid import Variant, select, variant
+from training.ablate.grid import BASELINE, Variant, select, variant
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
@@ -132,13 +134,42 @@ def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
         return done
     path = cfg.out_dir() / v.name / "result.json"
     recipe = recipe_of(cfg, v)
+    shared = share_prefilter(cfg, recipe)
     t0 = time.perf_counter()
     summary = train(recipe)
+    if shared and not shared.is_file() and (Path(recipe.output_dir) / "prefilter.json").is_file():
+        shutil.copyfile(Path(recipe.output_dir) / "prefilter.json", shared)
     train_s = time.perf_counter() - t0
     held = evaluate(recipe, Path(summary["final_model"]), cfg.out_dir() / v.name / "eval", cfg.n_eval) if cfg.n_eval else {}
     result = summarise(v, recipe, summary, held, train_s, time.perf_counter() - t0)
     path.write_text(json.dumps(result, indent=1), encoding="utf-8")
     return {**result, "skipped": False}
+
+
+def share_prefilter(cfg: AblateConfig, recipe: Any) -> Path | None:
+    """The grid's saved DUPO prefilter verdict for this run's starting point, copied into the run when it exists.
+
+    The prefilter plays ``dupo_prefilter_k`` rollouts per task with the starting model; its verdict depends on the
+    model, tasks, seed and rollout settings, never on the switches the grid flips (advantage, truncation, DUPO in the
+    loss, the loop). So the first configuration computes it and the others reuse it: the same tasks reach every
+    configuration, and the filter is paid once per grid. The verdict is keyed by the recipe without those switches.
+
+    Returns:
+        The grid-level verdict's path (it may not exist yet), or ``None`` when the recipe has no prefilter.
+    """
+    if not recipe.dupo_prefilter_k:
+        return None
+    skip = {*BASELINE, "name", "output_dir", "resume"}
+    key = {k: val for k, val in asdict(recipe).items() if k not in skip}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    shared = cfg.out_dir() / "prefilter" / f"{digest}.json"
+    own = Path(recipe.output_dir) / "prefilter.json"
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    if shared.is_file() and not own.is_file():
+        own.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shared, own)
+        log.warning("ablate: %s reuses the grid's prefilter verdict %s", recipe.name, shared.name)
+    return shared
 
 
 def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
