@@ -21,6 +21,7 @@ from sim_web.protocol.actions import TOOL_NAMES
 from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 
+OUTPUTS = (("trajectories", "trajectories.jsonl"), ("metrics", "metrics.json"), ("plot", "plot.png"), ("sft demos", "sft.jsonl"))
 
 
 def add_parser(subparsers: Any) -> None:
@@ -41,7 +42,10 @@ def add_parser(subparsers: Any) -> None:
                         "recipe (e.g. --tools search,visit,google_scholar), so it sees the system prompt it was trained on")
     p.add_argument("--backend", default="sim", choices=["sim", "real"],
                    help="sim: the index; real: Serper + Jina (keys $SERPER_KEY_ID, $JINA_API_KEYS; page summariser "
-                        "$API_KEY/$API_BASE/$SUMMARY_MODEL_NAME, optional), with the index as fallback")
+                        "$API_KEY/$API_BASE/$SUMMARY_MODEL_NAME, optional)")
+    p.add_argument("--real-fallback", action="store_true",
+                   help="--backend real: let the index answer when Serper / Jina fail (off: a failure shows as the tool's "
+                        "unavailability text, so the measurement is the real web's; fallbacks are counted either way)")
     rec = p.add_mutually_exclusive_group()
     rec.add_argument("--record", default=None, metavar="DIR", help="--backend real: record every request and response into DIR")
     rec.add_argument("--replay", default=None, metavar="DIR", help="--backend real: replay a recorded run from DIR (offline, no keys)")
@@ -72,6 +76,11 @@ def add_parser(subparsers: Any) -> None:
     e = p.add_argument_group("endpoints, judge, local model")
     e.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
     e.add_argument("--api-key", default=None, help="its key (default $OPENAI_API_KEY)")
+    e.add_argument("--timeout", type=float, default=None, help="seconds per request to the endpoints (policy, judge, summariser; default 600)")
+    e.add_argument("--max-retries", type=int, default=None,
+                   help="retries of a transient endpoint failure: HTTP 408/409/429/5xx, connection errors, unreadable replies (default 6)")
+    e.add_argument("--backoff", type=float, default=None, help="first retry delay in seconds, doubling (default 1); a server's Retry-After wins")
+    e.add_argument("--max-backoff", type=float, default=None, help="longest retry delay in seconds, Retry-After included (default 60)")
     e.add_argument("--judge", default=None, help="LLM judge openai:MODEL (prompt: agents.prompts.JUDGE_PROMPT)")
     e.add_argument("--judge-base-url", default=None)
     e.add_argument("--device", default="cpu")
@@ -105,9 +114,11 @@ def config_from_args(args: argparse.Namespace) -> Any:
     return EvalConfig(policy=args.policy, index_dir=args.index, tasks=args.tasks, split=None if args.split == "all" else args.split,
                       n=args.n, k=args.k, out=args.out, workers=args.workers, batch_size=args.batch_size, agent=agent,
                       retrieval=args.retrieval, tools=args.tools, backend=args.backend, record_dir=args.record, replay_dir=args.replay,
+                      real_fallback=args.real_fallback,
                       base_url=args.base_url, api_key=args.api_key, summariser_model=summariser_model,
                       judge=args.judge, judge_base_url=args.judge_base_url, device=args.device, dtype=args.dtype,
-                      threads=args.threads, resume=not args.no_resume, progress=not args.no_progress, **_budgets(args))
+                      threads=args.threads, resume=not args.no_resume, progress=not args.no_progress, requests=_requests(args),
+                      **_budgets(args))
 
 
 def _budgets(args: argparse.Namespace) -> dict[str, Any]:
@@ -116,23 +127,40 @@ def _budgets(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k in keys if (v := getattr(args, k, None)) is not None}
 
 
+def _requests(args: argparse.Namespace) -> Any:
+    """The endpoints' timeout and retries (the flags given; RequestConfig's defaults for the others)."""
+    from agents.policies.openai_policy import RequestConfig
+
+    given = {"timeout": args.timeout, "max_retries": args.max_retries, "backoff": args.backoff, "max_backoff": args.max_backoff}
+    return RequestConfig(**{k: v for k, v in given.items() if v is not None})
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``sim-web eval``; 0 on success, 1 when some episodes failed (rerun to resume them), 2 on a config error."""
+    """Run ``sim-web eval``.
+
+    Returns:
+        0 on success, 1 when some episodes failed (rerun to resume them), 2 on a config error or a rejected API key
+        (the run stops at the first one).
+    """
     from agents.harness import run_eval
     from agents.metrics import format_table
+    from agents.policies.base import FatalPolicyError
 
     try:
         cfg = config_from_args(args)
         result = run_eval(cfg)
+    except FatalPolicyError as e:
+        print(f"error: the run stopped: {e}\n(episodes finished before are kept: rerun the same command to resume)", file=sys.stderr)
+        return 2
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     m = result.metrics
     print(format_table(m, f"== {m['run']['policy']} on {m['run']['tasks']} ({cfg.split or 'all'}) =="))
-    print(f"\ntrajectories: {result.out / 'trajectories.jsonl'}\nmetrics:      {result.out / 'metrics.json'}\n"
-          f"plot:         {result.out / 'plot.png'}")
-    if (result.out / "sft.jsonl").is_file():
-        print(f"sft demos:    {result.out / 'sft.jsonl'}")
+    print()
+    for label, name in OUTPUTS:  # only what was written: a run whose episodes all failed has no trajectories or plot
+        if (result.out / name).is_file():
+            print(f"{label + ':':<14}{result.out / name}")
     if result.failures:
         print(f"\n{len(result.failures)} episodes failed (rerun the same command to retry them): "
               + json.dumps(result.failures[:3]), file=sys.stderr)

@@ -28,7 +28,8 @@ from agents.config import AgentConfig, SamplingConfig
 from agents.loop import ReactAgent, Request, run_episode
 from agents.metrics import aggregate, correct
 from agents.plot import plot_run
-from agents.policies.base import Generation, Policy
+from agents.policies.base import FatalPolicyError, Generation, Policy
+from agents.policies.openai_policy import RequestConfig
 from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft_example
 from sim_web.env import ALL_TOOLS, EnvConfig, WebResearchEnv
 from sim_web.backends.sim import SimConfig
@@ -63,7 +64,10 @@ class EvalConfig:
     agent: AgentConfig = field(default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum."})
     retrieval: str = field(default="bm25", metadata={"help": "Search mode of the sim backend: bm25, dense, hybrid."})
     backend: str = field(default="sim", metadata={
-        "help": "'sim' (the index) or 'real' (Serper + Jina, keys $SERPER_KEY_ID / $JINA_API_KEYS, the index as fallback)."})
+        "help": "'sim' (the index) or 'real' (Serper + Jina, keys $SERPER_KEY_ID / $JINA_API_KEYS)."})
+    real_fallback: bool = field(default=False, metadata={
+        "help": "backend='real': let the index answer when Serper / Jina fail. Off, so that a measurement of the real web "
+                "is not silently mixed with Wikipedia; each fallback is counted in the metrics either way."})
     record_dir: str | None = field(default=None, metadata={"help": "backend='real': record every request and response here."})
     replay_dir: str | None = field(default=None, metadata={"help": "backend='real': replay a recorded run from here (offline, no keys)."})
     tools: tuple[str, ...] = field(default=ALL_TOOLS, metadata={"help": "Enabled tools."})
@@ -79,6 +83,8 @@ class EvalConfig:
         "help": "Most characters of one search result's snippet (the sim backend's; Serper's snippets are its own)."})
     base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL)."})
     api_key: str | None = field(default=None, metadata={"help": "Its key (default $OPENAI_API_KEY)."})
+    requests: RequestConfig = field(default_factory=RequestConfig, metadata={
+        "help": "Timeout and retries of every OpenAI-compatible endpoint of the run (policy, judge, summariser)."})
     summariser_model: str | None = field(default=None, metadata={"help": "Model of the 'openai' ReSum summariser (same endpoint unless summariser_base_url)."})
     summariser_base_url: str | None = field(default=None, metadata={"help": "Endpoint of the summariser model."})
     judge: str | None = field(default=None, metadata={"help": "LLM judge model ('openai:MODEL'); None = EM decides correctness."})
@@ -116,6 +122,7 @@ class EvalConfig:
         return {"policy": self.policy, "index_dir": self.index_dir, "tasks": self.tasks, "split": self.split,
                 "agent": asdict(self.agent), "retrieval": self.retrieval, "tools": list(self.tools), "judge": self.judge,
                 **({"backend": self.backend} if self.backend != "sim" else {}),
+                **({"real_fallback": True} if self.backend == "real" and self.real_fallback else {}),
                 **{k: getattr(self, k) for k, default in OBS_DEFAULTS.items() if getattr(self, k) != default}}
 
 
@@ -144,13 +151,14 @@ def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
                                  num_threads=cfg.threads), cfg.agent.sampling)
     from agents.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 
-    return OpenAIPolicy(OpenAIConfig(name, base_url=cfg.base_url, api_key=cfg.api_key, concurrency=cfg.workers), cfg.agent.sampling)
+    return OpenAIPolicy(OpenAIConfig(name, base_url=cfg.base_url, api_key=cfg.api_key, concurrency=cfg.workers, **asdict(cfg.requests)),
+                        cfg.agent.sampling)
 
 
-def _remote(spec: str, base_url: str | None, api_key: str | None) -> Policy:
+def _remote(cfg: EvalConfig, spec: str, base_url: str | None) -> Policy:
     from agents.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 
-    return OpenAIPolicy(OpenAIConfig(spec.removeprefix("openai:"), base_url=base_url, api_key=api_key))
+    return OpenAIPolicy(OpenAIConfig(spec.removeprefix("openai:"), base_url=base_url, api_key=cfg.api_key, **asdict(cfg.requests)))
 
 
 def fit_to_window(agent: AgentConfig, window: int | None) -> AgentConfig:
@@ -230,6 +238,8 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
 
     Raises:
         ConfigError: For an empty task set, a folder holding another run's settings, or a folder in use.
+        FatalPolicyError: When a model refused every request (a rejected API key): the run stops at the first such
+            error, keeps the episodes finished before it and writes no metrics.
     """
     from wiki_index.index import WikiIndex
 
@@ -251,7 +261,12 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
             policy = FunctionPolicy(lambda m: "", name=cfg.policy)
         policy = policy or build_policy(cfg, tasks, index)
         t_run = time.perf_counter()
-        failures = _run_episodes(cfg, policy, index, tasks, todo, out, initial=len(keys) - len(todo))
+        try:
+            failures = _run_episodes(cfg, policy, index, tasks, todo, out, initial=len(keys) - len(todo))
+        except FatalPolicyError:
+            if owned:
+                policy.close()
+            raise
         run_seconds = time.perf_counter() - t_run
         ran = len(todo) - len(failures)
         run_info = {"policy": policy.name, "tasks": cfg.tasks or "default", "split": cfg.split, "episodes_run": ran,
@@ -269,7 +284,10 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
 
 def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[Task], todo: list[tuple[Task, int]],
                   out: Path, initial: int) -> list[tuple[str, str]]:
-    """Play the episodes still to do, appending each finished one to the trajectory file; returns the failures."""
+    """Play the episodes still to do, appending each finished one to the trajectory file; returns the failures.
+
+    The first :class:`FatalPolicyError` is raised once the episodes in flight end; no episode starts after it.
+    """
     from tqdm import tqdm
 
     agent_cfg = fit_to_window(cfg.agent, policy.context_window)
@@ -277,23 +295,24 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
     if agent_cfg.resum.enabled and agent_cfg.resum.summariser == "openai":
         from agents.resum import ModelSummariser
 
-        summariser = ModelSummariser(_remote(cfg.summariser_model or "", cfg.summariser_base_url or cfg.base_url, cfg.api_key), agent_cfg.resum)
+        summariser = ModelSummariser(_remote(cfg, cfg.summariser_model or "", cfg.summariser_base_url or cfg.base_url), agent_cfg.resum)
     judge = None
     if cfg.judge:
         from agents.judge import LLMJudge
 
-        judge = LLMJudge(_remote(cfg.judge, cfg.judge_base_url or cfg.base_url, cfg.api_key))
+        judge = LLMJudge(_remote(cfg, cfg.judge, cfg.judge_base_url or cfg.base_url))
     agent = ReactAgent(policy, agent_cfg, summariser)
     env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools),
                         sim=SimConfig(mode=cfg.retrieval, snippet_chars=cfg.snippet_chars),
                         max_turns=agent_cfg.max_llm_calls + 2, max_obs_chars=cfg.max_obs_chars, backend=cfg.backend,
                         max_response_chars=cfg.max_response_chars, prompt=cfg.prompt, search_results=cfg.search_results,
-                        record_dir=cfg.record_dir, replay_dir=cfg.replay_dir)
+                        record_dir=cfg.record_dir, replay_dir=cfg.replay_dir, real_fallback=cfg.real_fallback)
     make_env = lambda: WebResearchEnv(env_cfg, tasks=list(tasks))  # noqa: E731
     writer = TrajectoryWriter(out / TRAJECTORIES)
     bar = tqdm(total=initial + len(todo), initial=initial, disable=not cfg.progress, desc=f"eval {policy.name}", unit="ep")
     lock = threading.Lock()
     failures: list[tuple[str, str]] = []
+    fatal: list[FatalPolicyError] = []
 
     def finish(rec: dict[str, Any]) -> None:
         if judge is not None:
@@ -304,17 +323,23 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
             bar.update(1)
 
     def fail(key: str, exc: BaseException) -> None:
+        if isinstance(exc, FatalPolicyError):  # no per-episode traceback: the caller reports the first one
+            with lock:
+                fatal.append(exc)
+            return
         log.error("episode %s failed: %s", key, exc, exc_info=not isinstance(exc, RuntimeError))
         with lock:
             failures.append((key, f"{type(exc).__name__}: {exc}"))
 
     try:
         if policy.batched:
-            _lockstep(agent, make_env, todo, cfg.batch_size, finish, fail)
+            _lockstep(agent, make_env, todo, cfg.batch_size, finish, fail, halted=lambda: bool(fatal))
         else:
-            _threaded(agent, make_env, todo, cfg.workers, finish, fail)
+            _threaded(agent, make_env, todo, cfg.workers, finish, fail, halted=lambda: bool(fatal))
     finally:
         bar.close()
+    if fatal:
+        raise fatal[0]
     return failures
 
 
@@ -329,6 +354,8 @@ def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[s
     if records:
         plot_run(records, metrics, out / "plot.png", f"{run_info['policy']} on {cfg.tasks or 'default'} ({cfg.split or 'all'}): "
                  f"pass@1 {metrics['pass@1']}, {len(records)} episodes")
+    else:  # no stale plot of an earlier run (--no-resume) next to this one's metrics
+        (out / "plot.png").unlink(missing_ok=True)
     if cfg.sft if cfg.sft is not None else cfg.policy.startswith("oracle"):
         demos = [d for d in (sft_example(r) for r in records) if d]
         with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
@@ -337,11 +364,13 @@ def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[s
 
 
 def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], workers: int,
-              finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None]) -> None:
+              finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
     local = threading.local()
 
     def one(job: tuple[Task, int]) -> None:
         task, sample = job
+        if halted():
+            return
         try:
             if not hasattr(local, "env"):
                 local.env = make_env()  # the searchers serialise their JVM calls themselves
@@ -358,14 +387,14 @@ def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
 
 
 def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], width: int,
-              finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None]) -> None:
-    """Keep up to ``width`` episodes in flight; every round, all waiting requests go to the policy in batches."""
+              finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
+    """Keep up to ``width`` episodes in flight (no new one once ``halted()``); every round, all waiting requests go to the policy in batches."""
     envs = [make_env() for _ in range(min(width, len(todo)))]
     free = list(range(len(envs)))[::-1]
     queue = list(todo)[::-1]
     active: dict[int, tuple[Any, Request, str]] = {}
-    while queue or active:
-        while free and queue:
+    while (queue and not halted()) or active:
+        while free and queue and not halted():
             slot, (task, sample) = free.pop(), queue.pop()
             key = f"{task.id}#{sample}"
             ep = agent.episode(envs[slot], task, sample)

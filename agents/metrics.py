@@ -117,6 +117,9 @@ def aggregate(records: Sequence[dict[str, Any]], ks: Sequence[int] = (1,)) -> di
                     "env_mean": _mean([r["timings"]["env_seconds"] for r in records if "timings" in r])},
         "summaries_mean": _mean([len(r.get("summaries") or []) for r in records]),
         "termination": dict(sorted(Counter(r.get("termination", "") for r in records).items())),
+        # calls a fallback backend (the index, behind the real web) answered, and calls no backend answered
+        "fallbacks": sum((r.get("tool_stats") or {}).get("fallbacks", 0) for r in records),
+        "failures": sum((r.get("tool_stats") or {}).get("failures", 0) for r in records),
     }
     for key in ("uncertainty_type", "difficulty", "source"):
         groups = _groups(records, key)

@@ -2,7 +2,7 @@
 
 For each policy (``oracle``, ``hf:PATH``, ``openai:MODEL``, as ``sim-web eval``; a checkpoint trained in
 sim and its base model give the 2x2 table), the evaluation harness runs twice, with ``backend="sim"``
-and ``backend="real"`` (Serper + Jina, the index as fallback), into ``<out>/<policy>/{sim,real}``.
+and ``backend="real"`` (Serper + Jina; the index answers failed calls only with ``real_fallback``), into ``<out>/<policy>/{sim,real}``.
 The report (``report.json``, ``report.md``, ``report.png`` in ``<out>``) sets them side by side:
 pass@1 / pass@k, turns, tool calls by tool, tool errors, retries, fallbacks, cache hits, p50 / p95
 tool latency, upstream requests and estimated cost (:class:`~agents.sim_to_real_report.ApiPrices`),
@@ -46,7 +46,7 @@ class SimToRealConfig:
 
     policies: tuple[str, ...] = field(default=("oracle",), metadata={
         "help": "Policies as in `sim-web eval --policy`: 'oracle', 'hf:PATH', 'openai:MODEL' (e.g. a sim-trained checkpoint and its base)."})
-    index_dir: str | None = field(default=None, metadata={"help": "The index (tasks, and the fallback of the real web)."})
+    index_dir: str | None = field(default=None, metadata={"help": "The index (tasks; with real_fallback, the fallback of the real web)."})
     tasks: str | None = field(default=None, metadata={"help": "Task file or name (as `sim-web eval --tasks`)."})
     split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
     n: int | None = field(default=20, metadata={"help": "The first n tasks (None = all): every real episode costs API calls."})
@@ -64,6 +64,9 @@ class SimToRealConfig:
     dtype: str = field(default="float32", metadata={"help": "dtype of hf: policies."})
     record_dir: str | None = field(default=None, metadata={"help": "Record the real side's requests and responses here (one subfolder per policy)."})
     replay_dir: str | None = field(default=None, metadata={"help": "Replay the real side from a recording made with record_dir (offline, no keys)."})
+    real_fallback: bool = field(default=False, metadata={
+        "help": "Let the index answer when Serper / Jina fail on the real side (off: the comparison is sim vs the real web "
+                "alone; every fallback is counted in the report either way)."})
     mock: bool | None = field(default=None, metadata={"help": f"Run the real side against local mocks with injected faults (None: ${MOCK_VAR})."})
     mock_faults: bool = field(default=True, metadata={"help": "Inject faults into the mocks (429, 503, malformed JSON, 402, a failed page, 500)."})
     prices: ApiPrices = field(default_factory=ApiPrices, metadata={"help": "Assumed per-call prices of the cost estimate."})
@@ -160,7 +163,7 @@ def _eval_config(cfg: SimToRealConfig, policy: str, backend: str, out: Path) -> 
     real = backend == "real"
     return EvalConfig(policy=policy, index_dir=cfg.index_dir, tasks=cfg.tasks, split=cfg.split, n=cfg.n, k=cfg.k,
                       out=str(out / slug(policy) / backend), workers=cfg.workers, batch_size=cfg.batch_size, agent=cfg.agent,
-                      tools=cfg.tools, backend=backend, judge=cfg.judge, judge_base_url=cfg.judge_base_url,
+                      tools=cfg.tools, backend=backend, real_fallback=real and cfg.real_fallback, judge=cfg.judge, judge_base_url=cfg.judge_base_url,
                       base_url=cfg.base_url, api_key=cfg.api_key, device=cfg.device, dtype=cfg.dtype,
                       record_dir=str(Path(cfg.record_dir) / slug(policy)) if real and cfg.record_dir else None,
                       replay_dir=str(Path(cfg.replay_dir) / slug(policy)) if real and cfg.replay_dir else None,

@@ -38,6 +38,9 @@ def add_parser(subparsers: Any) -> None:
     rec = p.add_mutually_exclusive_group()
     rec.add_argument("--record", default=None, metavar="DIR", help="record the real side's requests and responses into DIR")
     rec.add_argument("--replay", default=None, metavar="DIR", help="replay the real side from DIR (offline, no keys)")
+    p.add_argument("--real-fallback", action="store_true",
+                   help="let the index answer when Serper / Jina fail on the real side (off by default: the real side "
+                        "measures the real web alone; fallbacks are counted in the report either way)")
     p.add_argument("--mock", action=argparse.BooleanOptionalAction, default=None,
                    help="real side against local mocks with injected faults (default: $SIM_TO_REAL_MOCK)")
     p.add_argument("--no-faults", action="store_true", help="with --mock: inject no faults")
@@ -77,7 +80,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
                            agent=AgentConfig(max_llm_calls=args.max_llm_calls, sampling=sampling), tools=args.tools,
                            judge=args.judge, judge_base_url=args.judge_base_url, base_url=args.base_url, api_key=args.api_key,
                            device=args.device, dtype=args.dtype, record_dir=args.record, replay_dir=args.replay,
-                           mock=args.mock, mock_faults=not args.no_faults, prices=prices, resume=not args.no_resume,
+                           real_fallback=args.real_fallback, mock=args.mock, mock_faults=not args.no_faults, prices=prices, resume=not args.no_resume,
                            progress=not args.no_progress)
 
 

@@ -60,7 +60,10 @@ class OpenAIStub:
     reply with ``id``, ``object: "chat.completion"``, ``choices[0].message``, ``usage``), so the
     real ``openai`` client talks to it. Replies come from ``reply``: a list of strings served in
     order, or a function ``(request_body) -> str``. ``fail_next`` makes the next N requests
-    answer HTTP 500 (to test retries). Every request body is kept in ``requests``.
+    answer HTTP 500 (to test retries); ``fail_status`` and ``fail_headers`` (e.g. ``Retry-After``)
+    change that answer (401 for a wrong key, 429 with a delay). ``raw_next``: bodies answered as-is
+    with HTTP 200 and ``raw_content_type`` before any reply (a proxy's HTML page, cut JSON). Every
+    request body is kept in ``requests``.
     """
 
     def __init__(self) -> None:
@@ -70,6 +73,10 @@ class OpenAIStub:
         self.requests: list[dict] = []
         self.reply: list[str] | object = []
         self.fail_next = 0
+        self.fail_status = 500
+        self.fail_headers: dict[str, str] = {}
+        self.raw_next: list[str] = []
+        self.raw_content_type = "application/json"
         self._lock = threading.Lock()
         stub = self
 
@@ -81,11 +88,15 @@ class OpenAIStub:
                 import json
 
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                headers, content_type = {}, "application/json"
                 with stub._lock:
                     stub.requests.append(body)
                     if stub.fail_next > 0:
                         stub.fail_next -= 1
-                        status, payload = 500, {"error": {"message": "stub failure", "type": "server_error"}}
+                        status, payload = stub.fail_status, {"error": {"message": "stub failure", "type": "server_error"}}
+                        headers = dict(stub.fail_headers)
+                    elif stub.raw_next:
+                        status, payload, content_type = 200, stub.raw_next.pop(0), stub.raw_content_type
                     elif not self.path.endswith("/chat/completions"):
                         status, payload = 404, {"error": {"message": f"no route {self.path}"}}
                     else:
@@ -97,10 +108,12 @@ class OpenAIStub:
                             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
                             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
                                       "total_tokens": prompt_tokens + len(text.split())}}
-                data = json.dumps(payload).encode()
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 

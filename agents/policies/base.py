@@ -18,6 +18,13 @@ from agents.config import SamplingConfig
 Messages = list[dict[str, str]]
 
 
+class FatalPolicyError(Exception):
+    """A policy error that every further request would hit too (e.g. a rejected API key).
+
+    The evaluation harness stops the run at the first one instead of failing each episode with it.
+    """
+
+
 @dataclass
 class Generation:
     """One generated assistant turn.
