@@ -18,6 +18,9 @@ Every variable the project reads or sets, and who uses it:
 ``SIM_TO_REAL_MOCK``        ``1``: ``sim-web sim-to-real`` runs against local Serper / Jina stand-ins with
                             injected faults (no keys, no network); it sets the four variables above for its run
 ``SIM_WEB_PYTHON_SANDBOX``  ``best-effort`` runs the PythonInterpreter without bubblewrap (trusted code only)
+``SIM_WEB_PYTHON_MEMORY_``  ``..._BUDGET_MB``: MiB that concurrent PythonInterpreter calls of one process may
+                            reserve together (default: half the host's or container's memory); with
+                            ``sim-web serve --workers N``, set it to the machine's budget divided by N
 ``SIM_WEB_SERVER_*``        ``sim-web serve`` hands its flags to its worker processes through these
                             (``INDEX``, ``MODE``, ``BACKEND``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``,
                             ``THREADS``, ``WARM_SEARCHES``); ``SIM_WEB_SERVER_TOKEN`` is also where users put the

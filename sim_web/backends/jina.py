@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sim_web.backends.summarise import DeterministicExtractor, SummariserError, cut_to_tokens, parse_jina_text, target_error
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
+from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 from wiki_index.settings import env
@@ -219,7 +220,7 @@ class JinaBackend:
             return VisitResult(url=url, goal=goal, ok=False)
         if self.summariser is not None:
             try:
-                evidence, summary = self.summariser(title, content, goal)
+                evidence, summary = map(valid_unicode, self.summariser(title, content, goal))  # no lone surrogates
                 self._events("jina.summariser_ok")
                 return VisitResult(url=url, goal=goal, ok=True, evidence=evidence, summary=summary)
             except SummariserError as e:
@@ -237,5 +238,8 @@ class JinaBackend:
         raise UpstreamError("jina does not serve scholar (configure the serper backend)", retryable=False)
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
+        """Close the HTTP connection pool, and the summariser's when it has one."""
         self._client.close()
+        close = getattr(self.summariser, "close", None)
+        if callable(close):
+            close()

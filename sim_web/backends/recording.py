@@ -8,7 +8,9 @@ stored, and not the scheme, host or port, so that a run recorded against the loo
 (``SIM_TO_REAL_MOCK=1``, a new random port each run) or through ``SERPER_BASE_URL`` /
 ``JINA_BASE_URL`` replays wherever the services are said to be.
 A request recorded several times (a 429, then a 200 on retry) replays its responses in recorded
-order and then repeats the last one.
+order and then repeats the last one. Credentials in a URL (``https://user:pass@host``, a query
+parameter such as ``?apikey=...``, e.g. from ``SERPER_BASE_URL`` / ``JINA_BASE_URL``) are redacted
+before anything is written, and left out of the match, so a run replays with another key or none.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import base64
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -30,6 +34,10 @@ from wiki_index.errors import ConfigError
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
 #: Response headers kept (the rest vary run to run and no backend reads them).
 KEPT_RESPONSE_HEADERS = ("content-type", "retry-after")
+#: What a credential in a URL is replaced with.
+REDACTED = "REDACTED"
+#: Query parameters whose value is a credential (``apikey``, ``api_key``, ``key``, ``access_token``, ``client_secret``, ...).
+_SECRET_PARAM = re.compile(r"(?i)(?:.*[-_])?(?:api[-_]?key|apikey|key|token|secret|password|passwd|auth|sig|signature)")
 
 
 class ReplayMiss(httpx.TransportError):
@@ -52,9 +60,30 @@ def request_key(request: httpx.Request) -> str:
 
 def _key(method: str, url: httpx.URL | str, body: bytes) -> str:
     h = hashlib.sha256()
-    for part in (method.encode(), httpx.URL(url).raw_path, body):
+    for part in (method.encode(), redact_url(httpx.URL(url)).raw_path, body):
         h.update(len(part).to_bytes(8, "big") + part)
     return h.hexdigest()
+
+
+def redact_url(url: httpx.URL) -> httpx.URL:
+    """``url`` without user info and with the value of every credential query parameter replaced by ``REDACTED``.
+
+    The rest of the query is kept byte for byte (a URL without credentials comes back unchanged).
+
+    Example:
+        >>> str(redact_url(httpx.URL("https://u:p@proxy.example/search?apikey=s3cret&q=a%20b")))
+        'https://proxy.example/search?apikey=REDACTED&q=a%20b'
+    """
+    query = url.query.decode("ascii")
+    parts = [_redact_param(p) for p in query.split("&")] if query else []
+    if not url.userinfo and parts == (query.split("&") if query else []):
+        return url
+    return url.copy_with(userinfo=b"", query="&".join(parts).encode("ascii") or None)
+
+
+def _redact_param(part: str) -> str:
+    name, eq, _ = part.partition("=")
+    return f"{name}={REDACTED}" if eq and _SECRET_PARAM.fullmatch(name) else part
 
 
 def _recorded_key(record: dict) -> str:
@@ -83,7 +112,7 @@ class RecordingTransport(httpx.BaseTransport):
         key = request_key(request)
         record = {
             "key": key, "time_ns": time.time_ns(),
-            "request": {"method": request.method, "url": str(request.url),
+            "request": {"method": request.method, "url": str(redact_url(request.url)),
                         "headers": {k: v for k, v in request.headers.items() if k.lower() not in SECRET_HEADERS},
                         "body": base64.b64encode(request.content).decode()},
             "response": {"status": response.status_code,
@@ -101,6 +130,37 @@ class RecordingTransport(httpx.BaseTransport):
         self.inner.close()
 
 
+def load_exchange(path: Path) -> dict:
+    """One recorded exchange, checked.
+
+    Raises:
+        ConfigError: When the file is cut short or not an exchange, naming the file and, for bad JSON, the line.
+    """
+    fix = "delete it (or record the run again) to replay the rest"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"recording file {path} is not valid JSON at line {e.lineno}, column {e.colno} ({e.msg}); "
+                          f"it was probably cut short while being written: {fix}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"recording file {path} is not UTF-8 text ({e.reason} at byte {e.start}): {fix}") from None
+    try:
+        _check_exchange(record)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"recording file {path} is not a recorded exchange (expected request.method/url/body, "
+                          f"response.status/headers/body and time_ns; {type(e).__name__}: {e}): {fix}") from None
+    return record
+
+
+def _check_exchange(record: Any) -> None:
+    """Raise ``KeyError`` / ``TypeError`` / ``ValueError`` unless ``record`` holds what a replay reads."""
+    _recorded_key(record)
+    response = record["response"]
+    if not (isinstance(record["time_ns"], int) and isinstance(response["status"], int) and isinstance(response["headers"], dict)):
+        raise TypeError("time_ns and response.status must be integers, response.headers an object")
+    base64.b64decode(response["body"], validate=True)
+
+
 class ReplayTransport(httpx.BaseTransport):
     """Answer requests from a recording made by :class:`RecordingTransport`; nothing goes on the network.
 
@@ -108,14 +168,13 @@ class ReplayTransport(httpx.BaseTransport):
         directory: The recording.
 
     Raises:
-        ConfigError: When the directory holds no recording.
+        ConfigError: When the directory holds no recording, or a file that is not a recorded exchange (naming it).
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
-        records = []
-        for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []:
-            records.append(json.loads(path.read_text(encoding="utf-8")))
+        paths = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
+        records = [load_exchange(path) for path in paths]
         if not records:
             raise ConfigError(f"replay_dir {str(self.directory)!r} holds no recorded exchanges (*.json); "
                               "record a run first with record_dir=... (sim-web eval --record DIR)")

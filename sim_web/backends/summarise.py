@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim_web.backends.extract import bm25_rank, summarize, top_indices
+from sim_web.backends.upstream import UpstreamError
 from wiki_index.errors import ConfigError
 from wiki_index.text import split_sentences
 
@@ -173,6 +174,16 @@ def parse_extraction(reply: str) -> tuple[str, str]:
     return evidence, summary
 
 
+def _replay_miss(e: BaseException | None) -> bool:
+    """Whether ``e`` or an exception it was raised from is a replay miss (the OpenAI client wraps transport errors)."""
+    seen = 0
+    while e is not None and seen < 10:
+        if getattr(e, "replay_miss", False):
+            return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False
+
+
 class LLMSummariser:
     """Evidence and summary from an OpenAI-compatible chat model (``$API_BASE``, ``$API_KEY``, ``$SUMMARY_MODEL_NAME``).
 
@@ -204,5 +215,11 @@ class LLMSummariser:
                                                      messages=[{"role": "user", "content": prompt}])
             reply = r.choices[0].message.content or ""
         except Exception as e:  # noqa: BLE001 - any client failure falls back to the deterministic extractor
+            if _replay_miss(e):  # ... but not a request missing from a replayed recording: that would be different data
+                raise UpstreamError(f"summariser {self.model}: {e.__cause__ or e}", retryable=False, fatal=True) from None
             raise SummariserError(f"summariser {self.model} failed: {type(e).__name__}: {e}") from None
         return parse_extraction(reply)
+
+    def close(self) -> None:
+        """Close the client's HTTP connection pool."""
+        self._client.close()

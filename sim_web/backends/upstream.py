@@ -52,16 +52,19 @@ class UpstreamError(BackendError):
         is_timeout: Whether the request timed out (counted as a timeout by the executor).
         page_error: Whether only this page failed (422 unreadable, 451 blocked domain, the target's own
             error): the upstream itself is fine, so the failure does not count towards its circuit breaker.
+        fatal: Whether no other backend may answer in its place (a request missing from a replayed recording:
+            a fallback's answer would be different data), so the executor raises it instead of falling back.
     """
 
     def __init__(self, message: str, retryable: bool, status: int | None = None, retry_after_s: float | None = None,
-                 opens_circuit: bool = False, is_timeout: bool = False, page_error: bool = False) -> None:
+                 opens_circuit: bool = False, is_timeout: bool = False, page_error: bool = False, fatal: bool = False) -> None:
         super().__init__(message, retryable=retryable)
         self.status = status
         self.retry_after_s = retry_after_s
         self.opens_circuit = opens_circuit
         self.is_timeout = is_timeout
         self.page_error = page_error
+        self.fatal = fatal
 
 
 class RawCache(Protocol):
@@ -133,7 +136,8 @@ def request(client: httpx.Client, upstream: str, key_var: str, method: str, url:
         **kw: Passed to ``client.request``.
 
     Raises:
-        UpstreamError: Retryable for timeouts, connection errors, 429 and 5xx; not for other 4xx.
+        UpstreamError: Retryable for timeouts, connection errors, 429 and 5xx; not for other 4xx; fatal for a
+            request missing from a replayed recording.
     """
     import httpx
 
@@ -142,18 +146,34 @@ def request(client: httpx.Client, upstream: str, key_var: str, method: str, url:
     except httpx.TimeoutException as e:
         raise UpstreamError(f"{upstream} timed out ({type(e).__name__}) on {url}", retryable=True, is_timeout=True) from None
     except httpx.TransportError as e:
-        retryable = not getattr(e, "replay_miss", False)
-        raise UpstreamError(f"{upstream} unreachable at {url}: {e}", retryable=retryable) from None
+        if getattr(e, "replay_miss", False):  # replaying again cannot help, and no fallback may stand in for it
+            raise UpstreamError(f"{upstream}: {e}", retryable=False, fatal=True) from None
+        raise UpstreamError(f"{upstream} unreachable at {url}: {e}", retryable=True) from None
     if r.is_success:
         return r
-    status = r.status_code
+    raise status_error(upstream, key_var, r.status_code, _reason(r), parse_retry_after(r.headers.get("Retry-After")))
+
+
+def status_error(upstream: str, key_var: str, status: int, reason: str, retry_after_s: float | None = None) -> UpstreamError:
+    """The classified error of an HTTP error status (also one that a 200 reply carries in its body).
+
+    Args:
+        upstream: ``"serper"`` / ``"jina"`` (for messages).
+        key_var: The environment variable holding the key (for messages that say what to fix).
+        status: The HTTP status (4xx / 5xx).
+        reason: The upstream's own message.
+        retry_after_s: The upstream's ``Retry-After`` in seconds, when it sent one.
+
+    Returns:
+        Retryable for 429 and 5xx; otherwise not, with what to fix in the message.
+    """
     if status == 429 or status >= 500:
-        ra = parse_retry_after(r.headers.get("Retry-After"))
-        after = f" (Retry-After {ra:g} s)" if ra is not None else ""
-        raise UpstreamError(f"{upstream} answered {status}{after}: {_reason(r)}", retryable=True, status=status, retry_after_s=ra)
+        after = f" (Retry-After {retry_after_s:g} s)" if retry_after_s is not None else ""
+        return UpstreamError(f"{upstream} answered {status}{after}: {reason}", retryable=True, status=status,
+                             retry_after_s=retry_after_s)
     fix = _FIXES.get(status, "the upstream rejected the request").format(key=key_var)
-    raise UpstreamError(f"{upstream} answered {status} ({_reason(r)}); {fix}", retryable=False, status=status,
-                        opens_circuit=status in CIRCUIT_OPENING, page_error=status in PAGE_ERRORS)
+    return UpstreamError(f"{upstream} answered {status} ({reason}); {fix}", retryable=False, status=status,
+                         opens_circuit=status in CIRCUIT_OPENING, page_error=status in PAGE_ERRORS)
 
 
 def require_key(*names: str, what: str) -> str:

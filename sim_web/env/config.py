@@ -9,7 +9,7 @@ from sim_web.backends.serper import SerperConfig
 from sim_web.backends.sim import SimConfig
 from sim_web.env.rewards import RewardConfig
 from sim_web.executor import BackendPolicy, ExecutorConfig
-from sim_web.protocol.actions import TOOL_NAMES
+from sim_web.protocol.actions import DEFAULT_MAX_CALLS, TOOL_NAMES
 from sim_web.tools.toolbox import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 
@@ -46,6 +46,8 @@ class EnvConfig:
         max_response_chars: Cap on one tool response (longer ones are cut with a marker).
         max_action_chars: Longer actions are rejected as oversize.
         allow_multiple_calls: Whether one turn may hold several ``<tool_call>`` blocks.
+        max_calls_per_turn: With ``allow_multiple_calls``, a turn with more calls is one ``multiple_calls`` error
+            (counted, nothing runs), so one step's work stays bounded.
         date: The "current date" in the system prompt (fixed for determinism).
         prompt: System prompt style: ``"tongyi"`` (upstream's, byte for byte) or ``"compact"`` (short, for small
             models; same tags and tool-call format).
@@ -71,6 +73,7 @@ class EnvConfig:
     max_response_chars: int = 20_000
     max_action_chars: int = 50_000
     allow_multiple_calls: bool = False
+    max_calls_per_turn: int = DEFAULT_MAX_CALLS
     date: str = "2025-01-01"
     prompt: str = "tongyi"
     backend: str = "sim"
@@ -95,5 +98,7 @@ class EnvConfig:
         if self.prompt not in PROMPT_STYLES:
             raise ConfigError(f"EnvConfig.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} "
                               "('compact' is the short prompt for small models)")
+        if self.max_calls_per_turn < 1:
+            raise ConfigError(f"EnvConfig.max_calls_per_turn must be >= 1, got {self.max_calls_per_turn}")
         if self.search_results < 1:
             raise ConfigError(f"EnvConfig.search_results must be >= 1 (results per search query), got {self.search_results}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +14,7 @@ import gymnasium as gym
 from sim_web.backends.real import WikipediaFallback, build_real_backends
 from sim_web.backends.sim import SimBackend
 from sim_web.env.config import REAL_POLICIES, EnvConfig
+from sim_web.env.config_data import env_config_from, tasks_from
 from sim_web.env.rewards import Judge, score_answer
 from sim_web.env.spaces import TextSpace
 from sim_web.env.tasks import Task, resolve_tasks
@@ -27,6 +29,11 @@ from wiki_index.settings import sim_web_home
 
 _shared_lock = threading.Lock()
 _shared: dict[str, Any] = {}
+
+#: The episode attributes a copy of the env carries over (see ``WebResearchEnv.__getstate__``).
+_EPISODE_STATE = ("task", "messages", "turn", "obs_chars", "errors", "tool_calls", "done")
+#: How long ``close`` waits for the executor's idle worker threads to exit.
+_CLOSE_WAIT_S = 5.0
 
 
 def _shared_index(path: str | None) -> Any:
@@ -88,7 +95,10 @@ class WebResearchEnv(gym.Env[str, str]):
     ``TextSpace(max_action_chars)``: any string (one assistant turn).
 
     ## Observation Space
-    ``TextSpace``: the question on reset, then each tool response (or an error message).
+    ``TextSpace``: the question on reset, then each tool response (or an error message). Any Unicode
+    text, which Gymnasium's shared memory cannot carry: an async vector env needs
+    ``gym.make_vec(..., vectorization_mode="async", vector_kwargs={"shared_memory": False})`` (without it,
+    building one raises an error naming that fix).
 
     ## Rewards
     0 on every step; on ``<answer>``, the answer's score against the gold answer and its aliases
@@ -100,7 +110,10 @@ class WebResearchEnv(gym.Env[str, str]):
     exceeds ``max_obs_chars``.
 
     ## Arguments
-    ``gym.make("WebResearch-v0", config=EnvConfig(...), tasks=[Task, ...], judge=callable)``.
+    ``gym.make("WebResearch-v0", config=EnvConfig(...), tasks=[Task, ...], judge=callable)``; ``config`` and
+    ``tasks`` may be plain dicts too (as ``EnvSpec.from_json`` gives them back), so a spec round-trips.
+    The env pickles (``copy.deepcopy``, ``spawn`` workers): a copy reopens the index and backends and
+    carries the seeding and the episode so far. ``close()`` stops its threads and HTTP clients.
     ``reset(seed=..., options={"task": Task | dict | task id})``.
     ``info`` always holds ``messages`` (the OpenAI-format chat so far, with the system prompt of
     ``config.prompt``: Tongyi's by default, ``"compact"`` for small models), ``task_id``, ``turn``,
@@ -129,10 +142,12 @@ class WebResearchEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, config: EnvConfig | None = None, tasks: list[Task] | None = None,
+    def __init__(self, config: EnvConfig | Mapping[str, Any] | None = None, tasks: Sequence[Task | Mapping[str, Any]] | None = None,
                  judge: Judge | None = None, render_mode: str | None = None, **overrides: Any) -> None:
-        cfg = replace(config or EnvConfig(), **overrides)
+        cfg = env_config_from(config, overrides)  # plain data too: what EnvSpec.from_json gives back
+        tasks = self._given_tasks = tasks_from(tasks)
         self.config = cfg
+        self._closed = False
         self.render_mode = render_mode
         self.judge = judge
         self.toolbox = make_toolbox(cfg)
@@ -146,7 +161,7 @@ class WebResearchEnv(gym.Env[str, str]):
             raise ConfigError(f"WebResearchEnv got an empty task set (tasks={cfg.tasks!r}, split={cfg.split!r})")
         self.tasks = list(tasks)
         # one step's observation: the question, or one tool response per call (each capped) plus wrappers
-        per_step = cfg.max_response_chars * (self.toolbox.max_items if cfg.allow_multiple_calls else 1) + 1024
+        per_step = cfg.max_response_chars * (cfg.max_calls_per_turn if cfg.allow_multiple_calls else 1) + 1024
         self.max_obs_len = max(per_step, max(len(t.question) for t in self.tasks))
         self.observation_space = TextSpace(self.max_obs_len)
         self.action_space = TextSpace(cfg.max_action_chars)
@@ -179,6 +194,9 @@ class WebResearchEnv(gym.Env[str, str]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode on a task drawn with ``self.np_random`` (or ``options["task"]``)."""
+        if self._closed:
+            raise gym.error.ClosedEnvironmentError("this WebResearchEnv is closed (its tool threads and HTTP clients are "
+                                                   "shut down); make a new one")
         super().reset(seed=seed)
         self._new_episode()
         task = (options or {}).get("task")
@@ -207,6 +225,7 @@ class WebResearchEnv(gym.Env[str, str]):
         self.messages.append({"role": "assistant", "content": action})
         try:
             act = parse_action(action, allow_multiple=self.config.allow_multiple_calls, max_chars=self.config.max_action_chars,
+                               max_calls=self.config.max_calls_per_turn,
                                tools=self.toolbox.enabled)
         except ActionError as e:
             self.errors[e.kind] += 1
@@ -250,3 +269,47 @@ class WebResearchEnv(gym.Env[str, str]):
         if self.render_mode != "ansi":
             return None
         return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages[1:])
+
+    def close(self) -> None:
+        """Stop the executor's worker threads and close the backends' HTTP clients and persistent caches.
+
+        Calling it again does nothing. The index stays open: every env of the process shares it.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self.executor.close(wait_s=_CLOSE_WAIT_S)
+        backends = self.executor.backends
+        resources = [*backends, self.executor.persistent, *(getattr(b, "raw_cache", None) for b in backends)]
+        for res in {id(r): r for r in resources if r is not None}.values():  # a raw cache is shared by serper and jina
+            close = getattr(res, "close", None)
+            if callable(close):
+                close()
+        super().close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy needs (config, tasks, seeding, the episode so far); the copy reopens the index and backends.
+
+        This makes the env picklable (``copy.deepcopy``, ``multiprocessing`` with ``spawn``). The executor's
+        in-process cache comes along; its rate limiters and circuit breakers start afresh in the copy.
+        """
+        return {"config": self.config, "tasks": self._given_tasks, "judge": self.judge, "render_mode": self.render_mode,
+                "spec": self.spec, "np_random": (self._np_random, self._np_random_seed),
+                "spaces": (self.observation_space, self.action_space), "closed": self._closed,
+                "episode": {name: getattr(self, name) for name in _EPISODE_STATE},
+                "elapsed_s": time.perf_counter() - self.episode_t0, "stats": self.executor.stats, "cache": self.executor.cache}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Rebuild the env from :meth:`__getstate__`'s state: a fresh toolbox over the same config, then the episode so far."""
+        self.__init__(state["config"], state["tasks"], state["judge"], state["render_mode"])  # type: ignore[misc]
+        self.spec = state["spec"]
+        self._np_random, self._np_random_seed = state["np_random"]
+        self.observation_space, self.action_space = state["spaces"]
+        for name, value in state["episode"].items():
+            setattr(self, name, value)
+        self.episode_t0 = time.perf_counter() - state["elapsed_s"]
+        self.executor.stats.load(state["stats"])
+        self.executor.cache = state["cache"]
+        if state["closed"]:
+            self.close()
+

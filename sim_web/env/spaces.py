@@ -1,11 +1,17 @@
-"""A Gymnasium text space that accepts real text (any Unicode), unlike ``spaces.Text``'s default charset."""
+"""A Gymnasium text space that accepts real text (any Unicode), unlike ``spaces.Text``'s default charset.
+
+``AsyncVectorEnv`` needs ``shared_memory=False`` with it: its shared-memory buffer cannot hold real text,
+so building one raises an error that names that fix (see :data:`SHARED_MEMORY_FIX`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+from gymnasium.error import CustomSpaceError
 from gymnasium.spaces import Text
+from gymnasium.vector.utils import create_shared_memory
 
 # printable sample alphabet: ASCII, Latin-1, Greek, CJK and markup characters an agent would emit
 _SAMPLE = "".join(chr(c) for c in range(32, 127)) + "éüßñçøÅΩλπ中文日本語한국어—“”…\n<>{}[]\"'/"
@@ -36,3 +42,23 @@ class TextSpace(Text):
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, TextSpace) and (self.min_length, self.max_length) == (other.min_length, other.max_length)
+
+
+SHARED_MEMORY_FIX = ("pass shared_memory=False: gym.make_vec('WebResearch-v0', num_envs=N, vectorization_mode='async', "
+                     "vector_kwargs={'shared_memory': False}), or AsyncVectorEnv(env_fns, shared_memory=False)")
+
+
+@create_shared_memory.register(TextSpace)
+def _refuse_shared_memory(space: TextSpace, n: int = 1, ctx: Any = None) -> Any:
+    """Refuse a shared-memory buffer for real text, before any worker starts.
+
+    Gymnasium's ``Text`` buffer holds indexes into the space's sample alphabet, so a character outside it
+    (``'é'`` in "Kraków") fails in the worker, and ``AsyncVectorEnv`` decodes the buffer once when it is
+    built, so every later observation would read back as the empty buffer (all spaces). Observations sent
+    through the pipes instead (``shared_memory=False``) arrive intact.
+
+    Raises:
+        CustomSpaceError: Always; ``AsyncVectorEnv`` re-raises it as a ``ValueError`` naming ``shared_memory=False``.
+    """
+    raise CustomSpaceError(f"{space!r} observations are any Unicode text, which Gymnasium's shared-memory Text buffer "
+                           f"cannot carry (it would drop or garble every observation); {SHARED_MEMORY_FIX}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim_web.env.rewards import normalize_answer
 from wiki_index.errors import ConfigError
 from wiki_index.text import first_sentence
 
@@ -169,13 +170,17 @@ def derive_tasks(store: Any, n: int = 300, min_words: int = 8, max_words: int = 
 
 
 def _mask(sentence: str, title: str) -> str | None:
-    """Replace the subject's name in ``sentence`` by "This subject"; ``None`` if the name still leaks."""
+    """Replace the subject's name in ``sentence`` by "This subject"; ``None`` if the name still leaks.
+
+    A leak is judged as the reward judges an answer (:func:`normalize_answer`, whole words): "The arts" leaks from
+    "... the creative arts", since the reward would accept "arts".
+    """
     base = re.sub(r"\s*\(.*\)$", "", title).strip()
     if not base or not sentence.startswith(base):
         return None
     rest = sentence[len(base):]
     rest = re.sub(r"^\s*\([^)]*\)", "", rest)  # drop "(born 1879)" style asides right after the name
     masked = "This subject" + rest
-    if base.lower() in masked.lower():
+    if f" {normalize_answer(base)} " in f" {normalize_answer(masked)} ":
         return None
     return masked

@@ -15,14 +15,21 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
+from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 _TYPES = {"search": SearchResult, "scholar": ScholarResult, "visit": VisitResult}
+#: The Python types a field annotation of the result records admits (annotations are strings here).
+_ANNOTATED = {"str": str, "int": int, "bool": bool, "None": type(None)}
+
+
+class CacheRowError(ValueError):
+    """A persistent cache row that is not a result of its tool: cut short, or written under an older schema."""
 
 
 class LRUCache:
@@ -61,6 +68,14 @@ class LRUCache:
     def __len__(self) -> int:
         return len(self._data)
 
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return {"maxsize": self.maxsize, "_data": OrderedDict(self._data)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 class SqliteCache:
     """A persistent string -> string store with timestamps, shared by processes through one SQLite file.
@@ -71,6 +86,9 @@ class SqliteCache:
     Args:
         path: The database file (its directory is created).
         clock: Wall clock in seconds (injectable, to test TTLs without waiting).
+
+    Raises:
+        ConfigError: When ``path`` exists but is not an SQLite database (naming it).
     """
 
     def __init__(self, path: str | Path, clock: Callable[[], float] = time.time) -> None:
@@ -94,6 +112,10 @@ class SqliteCache:
                 if "locked" not in str(e) or attempt == attempts:
                     raise
                 time.sleep(0.01 * attempt)
+            except sqlite3.DatabaseError as e:  # "file is not a database": something else sits at the path
+                self._db.close()
+                raise ConfigError(f"the persistent cache {self.path} is not an SQLite database ({e}): delete that file, "
+                                  "or point the cache elsewhere (ExecutorConfig.cache_dir / $SIM_WEB_HOME)") from None
 
     def get(self, key: str, ttl_s: float | None = None) -> str | None:
         """The value of ``key``, or ``None`` when missing or older than ``ttl_s`` seconds (``None``: no expiry)."""
@@ -108,11 +130,11 @@ class SqliteCache:
         return row[0]
 
     def put(self, key: str, value: str) -> None:
-        """Store ``value`` under ``key`` (replacing, with a fresh timestamp)."""
+        """Store ``value`` under ``key`` (replacing, with a fresh timestamp); text that is not valid Unicode is not stored."""
         try:
             with self._lock:
                 self._db.execute("INSERT OR REPLACE INTO cache (key, value, created) VALUES (?, ?, ?)", (key, value, self._clock()))
-        except sqlite3.Error as e:
+        except (sqlite3.Error, UnicodeEncodeError) as e:
             log.warning("persistent cache %s not written (%s)", self.path, e)
 
     def __len__(self) -> int:
@@ -133,7 +155,34 @@ def encode_result(tool: str, value: Any) -> str:
 
 
 def decode_result(tool: str, text: str) -> Any:
-    """The inverse of :func:`encode_result` (tuples for lists, as the executor caches them)."""
+    """The inverse of :func:`encode_result` (tuples for lists, as the executor caches them).
+
+    Raises:
+        CacheRowError: When ``text`` is not a result of ``tool`` (cut JSON, other fields, wrong types), so the
+            caller can read it as a miss and rewrite it.
+    """
     cls = _TYPES[tool]
-    data = json.loads(text)
-    return cls(**data) if tool == "visit" else tuple(cls(**d) for d in data)
+    try:
+        data = json.loads(text)
+        if tool == "visit":
+            return _record(cls, data)
+        if not isinstance(data, list):
+            raise TypeError(f"expected a JSON list, got {type(data).__name__}")
+        return tuple(_record(cls, d) for d in data)
+    except (ValueError, TypeError) as e:
+        raise CacheRowError(f"{tool} row is not a cached {cls.__name__} list/record ({e}): {text[:80]!r}") from None
+
+
+def _record(cls: type, data: Any) -> Any:
+    """``cls(**data)``, checking that ``data`` holds exactly the fields ``cls`` needs, of the annotated types.
+
+    Raises:
+        TypeError: For anything else.
+    """
+    if not isinstance(data, dict):
+        raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+    for f in fields(cls):
+        allowed = tuple(_ANNOTATED.get(t.strip(), object) for t in str(f.type).split("|"))
+        if f.name in data and not isinstance(data[f.name], allowed):
+            raise TypeError(f"field {f.name!r} is {type(data[f.name]).__name__}, expected {f.type}")
+    return cls(**data)  # unknown or missing required fields raise TypeError

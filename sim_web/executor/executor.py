@@ -9,6 +9,9 @@ deterministic in-process sim backend, runs in the calling thread unless ``config
 retries with exponential backoff and seeded jitter on
 retryable errors only (timeouts, 429 honouring ``Retry-After``, 5xx). When every backend has failed
 it raises :class:`ToolUnavailableError`, which the tool layer prints as Tongyi's degradation text.
+An error marked ``fatal`` (a request missing from a replayed recording) is raised as it is, with no
+fallback: another backend's answer would be different data. A persistent row that does not decode
+(cut, or of an older schema) is a miss, counted as the event ``cache.bad_rows`` and rewritten.
 It is thread-safe: the HTTP server calls one executor from many threads, and concurrent identical
 calls (a GRPO group's first query) reach the backends once when a cache is on. Clock and sleep are
 injectable, so backoff, ``Retry-After`` and the breaker are tested without waiting.
@@ -31,7 +34,7 @@ from typing import Any, TypeVar
 
 import tenacity
 
-from sim_web.executor.cache import LRUCache, SqliteCache, decode_result, encode_result
+from sim_web.executor.cache import CacheRowError, LRUCache, SqliteCache, decode_result, encode_result
 from sim_web.executor.policy import BackendPolicy, CircuitBreaker, TokenBucket
 from sim_web.executor.stats import ExecutorStats
 from sim_web.protocol.errors import BackendError, ToolUnavailableError
@@ -200,12 +203,21 @@ class ToolExecutor:
         """The backends asked for ``tool``, in fallback order."""
         return [b for b in self.backends if tool in getattr(b, "tools", (tool,))]
 
-    def close(self) -> None:
-        """Stop the worker threads (calls still running are abandoned)."""
+    def close(self, wait_s: float = 0.0) -> None:
+        """Stop the worker threads (calls still running are abandoned).
+
+        Args:
+            wait_s: How long to wait for the idle threads to exit (a thread running an abandoned call
+                exits when that call returns).
+        """
         with self._pool_lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
+            pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + wait_s
+        for thread in list(getattr(pool, "_threads", ())):  # the pool's threads: the stdlib has no public accessor
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> ToolExecutor:
         return self
@@ -240,7 +252,13 @@ class ToolExecutor:
             key = self._persist_key(backend, tool, args)
             text = self.persistent.get(key, self.policies[backend.name].cache_ttl_s) if key else None
             if text is not None:
-                value = decode_result(tool, text)
+                try:
+                    value = decode_result(tool, text)
+                except CacheRowError as e:  # cut, or of an older schema: a miss, which the answer rewrites
+                    self.stats.event("cache.bad_rows")
+                    log.warning("persistent cache %s: a %s row of backend %s is read as a miss: %s",
+                                self.persistent.path, tool, backend.name, e)
+                    continue
                 if self.cache is not None:
                     self.cache.put((backend.name, tool, args), value)
                 return value
@@ -294,6 +312,8 @@ class ToolExecutor:
                 value = self._with_retries(backend, call)
             except Exception as e:  # a backend bug must not kill a rollout either: log it, fall back
                 self._failed(backend, tool, target, e, causes)
+                if getattr(e, "fatal", False):  # e.g. a replay miss: a fallback's answer would be different data
+                    raise
                 continue
             if breaker is not None:
                 breaker.success()

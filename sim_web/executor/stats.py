@@ -15,6 +15,7 @@ and per upstream event (``events``: raw-cache hits, HTTP requests, summariser fa
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -37,6 +38,20 @@ class ExecutorStats:
             self._tools: dict[str, list[float]] = {}  # tool -> [calls, cache_hits, total_ms, max_ms]
             self._backends: dict[str, dict[str, int]] = {}
             self._events: dict[str, int] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy({k: v for k, v in vars(self).items() if k != "_lock"})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def load(self, other: ExecutorStats) -> None:
+        """Take over ``other``'s counters (an env restored mid-episode), keeping this object: the backends report to it."""
+        state = other.__getstate__()
+        with self._lock:
+            self.__dict__.update(state)
 
     def add(self, counter: str, n: int = 1, backend: str | None = None) -> None:
         """Increment a counter of :attr:`_COUNTERS`, and the same counter of ``backend`` when given."""

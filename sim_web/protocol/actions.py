@@ -44,7 +44,11 @@ DEFAULT_MAX_ACTION_CHARS = 50_000
 JSON5_MAX_CHARS = 10_000
 CALL_EXAMPLE = '<tool_call>\n{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>'
 PYTHON_EXAMPLE = '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(1 + 1)\n</code>\n</tool_call>'
-_FENCE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
+#: The opening of a Markdown code fence: backticks, an info string (```json), blanks, one newline. Only ever
+#: matched at a fence's start, so parsing stays linear in the turn's length.
+_FENCE_OPEN = re.compile(r"```[\w-]*[ \t]*\n?")
+#: Most tool calls one turn may hold when several are allowed (``EnvConfig.allow_multiple_calls``).
+DEFAULT_MAX_CALLS = 8
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
@@ -130,9 +134,16 @@ def _tool_call_blocks(text: str) -> list[tuple[str, str | None]]:
 
 
 def _unfence(s: str) -> str:
-    """Remove one surrounding Markdown code fence (```json ... ```), if any."""
-    m = _FENCE.match(s)
-    return m.group(1).strip() if m else s
+    """Remove one surrounding Markdown code fence (```json ... ```), if any.
+
+    String operations and an anchored match of the opening only: a fence followed by a long run of word
+    characters costs one pass, where a whole-body regex backtracked quadratically.
+    """
+    if len(s) < 6 or not (s.startswith("```") and s.endswith("```")):
+        return s
+    inner = s[:-3]
+    body = inner[_FENCE_OPEN.match(inner).end():]
+    return (body[:-1] if body.endswith("\n") else body).strip()
 
 
 def _repair(s: str) -> str:
@@ -260,13 +271,15 @@ def _parse_call(body: str, code: str | None, tools: Collection[str],
 
 
 def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DEFAULT_MAX_ACTION_CHARS,
-                 tools: Collection[str] = TOOL_NAMES,
+                 max_calls: int = DEFAULT_MAX_CALLS, tools: Collection[str] = TOOL_NAMES,
                  schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None) -> Action:
     """Parse one assistant turn.
 
     Args:
         text: The assistant message.
         allow_multiple: Accept several ``<tool_call>`` blocks (returned in ``Action.calls``).
+        max_calls: With ``allow_multiple``, more blocks than this are one ``multiple_calls`` error (nothing runs):
+            a turn's work stays bounded however many calls fit in ``max_chars``.
         max_chars: Longer turns are rejected as ``oversize`` before any parsing.
         tools: Tool names that exist (a call to another name is ``unknown_tool``).
         schemas: Tool schemas (OpenAI function format, as :meth:`sim_web.tools.Toolbox.schemas`
@@ -305,6 +318,9 @@ def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DE
     if len(blocks) > 1 and not allow_multiple:
         raise ActionError("multiple_calls", f"You made {len(blocks)} tool calls in one turn; make exactly one "
                           "<tool_call> per turn (several queries can go in one call's list).")
+    if len(blocks) > max_calls:
+        raise ActionError("multiple_calls", f"You made {len(blocks)} tool calls in one turn; the limit is {max_calls}. "
+                          "Make fewer calls per turn (several queries can go in one call's list).")
     calls = tuple(_parse_call(body, code, tools, schemas) for body, code in blocks)
     first = calls[0]
     return Action(kind="tool_call", think=think, tool=first.tool, arguments=first.arguments, code=first.code,

@@ -18,6 +18,9 @@ BAD_JSON_TEXT = 'Tool call is not a valid JSON. Tool call must contain a valid "
 #: Longest search / scholar query accepted (characters). It also bounds the distinct terms of a query
 #: (under 1,024, Lucene's clause limit, whose overflow the backends would report as a failed search).
 MAX_QUERY_CHARS = 1024
+#: Longest ``visit`` goal accepted (characters). The extractor's work grows with goal terms x page tokens, so an
+#: unbounded goal would make one step cost seconds; a real goal is a sentence or two.
+MAX_GOAL_CHARS = 1000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -75,6 +78,21 @@ def check_queries(tool: str, queries: Sequence[str], max_chars: int = MAX_QUERY_
         if len(q) > max_chars:
             raise ActionError("bad_argument", f"{tool}: a query is {len(q)} characters long; the limit is {max_chars}. "
                               "Search with a few keywords (split long questions into several short queries).")
+
+
+def check_goal(goal: str, max_chars: int = MAX_GOAL_CHARS) -> None:
+    """Reject a ``visit`` goal longer than ``max_chars`` as an agent mistake.
+
+    Args:
+        goal: The validated goal.
+        max_chars: The limit (default :data:`MAX_GOAL_CHARS`).
+
+    Raises:
+        ActionError: ``bad_argument``, naming the length found, the limit and what to do.
+    """
+    if len(goal) > max_chars:
+        raise ActionError("bad_argument", f"visit: the goal is {len(goal)} characters long; the limit is {max_chars}. "
+                          "State what you want from the page in a sentence or two.")
 
 
 def _tool_parameters(tool: str, schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> Mapping[str, Any]:

@@ -10,15 +10,17 @@ the upstream code (github.com/Alibaba-NLP/DeepResearch, ``inference/``) characte
 * the ``<tool_response>`` wrapper: ``MultiTurnReactAgent._run`` in ``inference/react_agent.py``.
 
 Upstream decides "field present" by ``key in page`` on Serper's JSON. Our records map an absent
-field to ``None`` (``date``, ``source``, ``pdf_url``, ...) and an absent snippet to ``""``, so a
-``None`` field and an empty snippet are omitted exactly as upstream omits a missing key.
+field to ``None`` (``date``, ``source``, ``pdf_url``, ``snippet``, ...), so a ``None`` field is omitted
+exactly as upstream omits a missing key, and an empty snippet (``""``) prints its empty line as upstream's
+does. A reply without a result list prints "No results found" (an empty result list); one whose list was
+empty prints upstream's "found 0 results" header (the result list ``[EMPTY_SEARCH]`` / ``[EMPTY_SCHOLAR]``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
+from sim_web.protocol.results import EMPTY_SCHOLAR, EMPTY_SEARCH, ScholarResult, SearchResult, VisitResult
 
 #: Separator between the outputs of several queries / URLs in one call (all three tools).
 OBSERVATION_SEPARATOR = "\n=======\n"
@@ -42,7 +44,7 @@ def no_results(query: str) -> str:
 def _search_item(idx: int, r: SearchResult) -> str:
     date = "" if r.date is None else "\nDate published: " + r.date
     source = "" if r.source is None else "\nSource: " + r.source
-    snippet = "\n" + r.snippet if r.snippet else ""
+    snippet = "" if r.snippet is None else "\n" + r.snippet
     return f"{idx}. [{r.title}]({r.link}){date}{source}\n{snippet}".replace(VIDEO_BOILERPLATE, "")
 
 
@@ -55,12 +57,14 @@ def format_search(query: str, results: Sequence[SearchResult]) -> str:
 
     Returns:
         ``A Google search for '{query}' found {n} results:\\n\\n## Web Results\\n`` followed by the
-        items joined by blank lines, or the "No results found" text when ``results`` is empty.
+        items joined by blank lines, or the "No results found" text when ``results`` is empty
+        (``[EMPTY_SEARCH]``: the header with 0 results).
     """
     if not results:
         return no_results(query)
-    items = "\n\n".join(_search_item(i, r) for i, r in enumerate(results, 1))
-    return f"A Google search for '{query}' found {len(results)} results:\n\n## Web Results\n" + items
+    listed = [r for r in results if r != EMPTY_SEARCH]
+    items = "\n\n".join(_search_item(i, r) for i, r in enumerate(listed, 1))
+    return f"A Google search for '{query}' found {len(listed)} results:\n\n## Web Results\n" + items
 
 
 def _scholar_item(idx: int, r: ScholarResult) -> str:
@@ -68,7 +72,7 @@ def _scholar_item(idx: int, r: ScholarResult) -> str:
     pub = "" if r.publication_info is None else "\npublicationInfo: " + r.publication_info
     date = "" if r.year is None else "\nDate published: " + str(r.year)
     cited = "" if r.cited_by is None else "\ncitedBy: " + str(r.cited_by)
-    snippet = "\n" + r.snippet if r.snippet else ""
+    snippet = "" if r.snippet is None else "\n" + r.snippet
     return f"{idx}. [{r.title}]({link}){pub}{date}{cited}\n{snippet}".replace(VIDEO_BOILERPLATE, "")
 
 
@@ -83,12 +87,13 @@ def format_scholar(query: str, results: Sequence[ScholarResult]) -> str:
         results: The results in rank order.
 
     Returns:
-        The observation text for this query.
+        The observation text for this query (``[EMPTY_SCHOLAR]``: the header with 0 results).
     """
     if not results:
         return no_results(query)
-    items = "\n\n".join(_scholar_item(i, r) for i, r in enumerate(results, 1))
-    return f"A Google scholar for '{query}' found {len(results)} results:\n\n## Scholar Results\n" + items
+    listed = [r for r in results if r != EMPTY_SCHOLAR]
+    items = "\n\n".join(_scholar_item(i, r) for i, r in enumerate(listed, 1))
+    return f"A Google scholar for '{query}' found {len(listed)} results:\n\n## Scholar Results\n" + items
 
 
 def format_visit(result: VisitResult) -> str:

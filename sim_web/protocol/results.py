@@ -18,14 +18,15 @@ class SearchResult:
     Attributes:
         title: Page title.
         link: Page URL.
-        snippet: Text shown under the link; ``""`` when the engine gave none.
+        snippet: Text shown under the link; ``None`` when the engine gave none (``""``: it gave an empty one,
+            which Tongyi prints as an empty line).
         date: Publication date as the engine prints it (``None``: not shown).
         source: Publisher / site name (``None``: not shown).
     """
 
     title: str
     link: str
-    snippet: str = ""
+    snippet: str | None = None
     date: str | None = None
     source: str | None = None
 
@@ -40,8 +41,8 @@ class ScholarResult:
         link: Landing-page link (kept for clients; Tongyi's formatter does not print it).
         publication_info: Authors / venue line (``publicationInfo``).
         year: Publication year.
-        cited_by: Citation count (``citedBy``).
-        snippet: Abstract excerpt; ``""`` when none.
+        cited_by: Citation count (``citedBy``), as the engine gave it (a number, or text such as ``"1,234"``).
+        snippet: Abstract excerpt; ``None`` when none (``""``: an empty one, printed as an empty line).
     """
 
     title: str
@@ -49,8 +50,15 @@ class ScholarResult:
     link: str | None = None
     publication_info: str | None = None
     year: int | str | None = None
-    cited_by: int | None = None
-    snippet: str = ""
+    cited_by: int | str | None = None
+    snippet: str | None = None
+
+
+#: Stands alone in a result list for a reply that listed zero results (Serper's ``"organic": []``), which
+#: Tongyi prints as a "found 0 results" header; an empty list is a reply that listed nothing ("No results found").
+EMPTY_SEARCH = SearchResult(title="", link="")
+#: The scholar counterpart of :data:`EMPTY_SEARCH`.
+EMPTY_SCHOLAR = ScholarResult(title="")
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,15 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from sim_web.env import EnvConfig, make_toolbox
+from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.env.rewards import RewardConfig, score_answer
 from sim_web.tools import ToolMethods
 
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 
 
 class WebResearchToolEnv(ToolMethods):
@@ -100,7 +99,11 @@ class WebResearchToolEnv(ToolMethods):
 
 def answer_reward(completions: Sequence[Any], answer: Sequence[str], aliases: Sequence[Sequence[str]] | None = None,
                   *, config: RewardConfig = RewardConfig(), **_: Any) -> list[float]:
-    """A pure TRL reward function: score the last ``<answer>...</answer>`` of each completion.
+    """A pure TRL reward function: score each completion's final answer, read by the env's own rule.
+
+    The answer is what :func:`~sim_web.protocol.actions.parse_action` reads (the first complete
+    ``<answer>...</answer>``, outside a hallucinated ``<tool_response>``), so this reward and
+    ``WebResearchEnv`` score the same text the same way.
 
     Args:
         completions: TRL's completions: strings, or lists of chat messages (the last
@@ -117,13 +120,22 @@ def answer_reward(completions: Sequence[Any], answer: Sequence[str], aliases: Se
         if isinstance(completion, list):
             texts = [m.get("content") or "" for m in completion if isinstance(m, dict) and m.get("role") == "assistant"]
             completion = texts[-1] if texts else ""
-        found = _ANSWER.findall(str(completion))
-        if not found:
+        found = _final_answer(str(completion))
+        if found is None:
             out.append(0.0)
             continue
         row_aliases = tuple(aliases[i]) if aliases is not None and aliases[i] else ()
-        out.append(float(score_answer(found[-1].strip(), answer[i], row_aliases, "", config)["reward"]))
+        out.append(float(score_answer(found, answer[i], row_aliases, "", config)["reward"]))
     return out
+
+
+def _final_answer(text: str) -> str | None:
+    """The answer the env would score for this turn, or ``None`` when the turn gives none."""
+    try:
+        action = parse_action(text, max_chars=max(1, len(text)))
+    except ActionError:
+        return None
+    return action.answer if action.kind == "answer" else None
 
 
 def tasks_dataset(config: EnvConfig | None = None, split: str | None = None) -> Any:

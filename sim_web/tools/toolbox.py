@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action, unknown_tool
-from sim_web.protocol.arguments import MAX_QUERY_CHARS, check_queries, valid_unicode, valid_unicode_value, validate_arguments
+from sim_web.protocol.arguments import MAX_GOAL_CHARS, MAX_QUERY_CHARS, check_goal, check_queries, valid_unicode, valid_unicode_value, validate_arguments
 from sim_web.protocol.errors import ActionError, ToolUnavailableError
 from sim_web.executor import ToolExecutor
 from sim_web.protocol.formatting import (
@@ -276,6 +276,7 @@ class Toolbox(ToolMethods):
         k: Results per query for search and scholar (upstream: Serper's 10).
         max_items: Most queries / URLs accepted in one call.
         max_query_chars: Longest search / scholar query; longer ones are an agent error (``bad_argument``).
+        max_goal_chars: Longest ``visit`` goal; longer ones are an agent error (``bad_argument``).
 
     Raises:
         ConfigError: For unknown tool names or out-of-range limits.
@@ -283,16 +284,17 @@ class Toolbox(ToolMethods):
 
     def __init__(self, executor: ToolExecutor, *, enabled: Sequence[str] = ALL_TOOLS, max_chars: int = 20_000,
                  python_runner: Callable[[str], str] | None = None, k: int = 10, max_items: int = 10,
-                 max_query_chars: int = MAX_QUERY_CHARS) -> None:
+                 max_query_chars: int = MAX_QUERY_CHARS, max_goal_chars: int = MAX_GOAL_CHARS) -> None:
         unknown = [t for t in enabled if t not in ALL_TOOLS]
         if unknown or not enabled:
             raise ConfigError(f"Toolbox.enabled must be a non-empty subset of {ALL_TOOLS}, got {tuple(enabled)}")
-        if max_chars < 100 or k < 1 or max_items < 1 or max_query_chars < 1:
-            raise ConfigError(f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1, max_query_chars >= 1; "
-                              f"got {max_chars}, {k}, {max_items}, {max_query_chars}")
+        if max_chars < 100 or k < 1 or max_items < 1 or max_query_chars < 1 or max_goal_chars < 1:
+            raise ConfigError(f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1, max_query_chars >= 1, "
+                              f"max_goal_chars >= 1; got {max_chars}, {k}, {max_items}, {max_query_chars}, {max_goal_chars}")
         self.executor = executor
         self.enabled = tuple(t for t in ALL_TOOLS if t in enabled)
         self.max_chars, self.k, self.max_items, self.max_query_chars = max_chars, k, max_items, max_query_chars
+        self.max_goal_chars = max_goal_chars
         self._python = python_runner or _default_python_runner
         self._schemas = [tool_schema(t) for t in self.enabled]
 
@@ -329,6 +331,8 @@ class Toolbox(ToolMethods):
                                   max_items=self.max_items)
         if "query" in args:
             check_queries(action.tool, args["query"], self.max_query_chars)
+        if isinstance(args.get("goal"), str):
+            check_goal(args["goal"], self.max_goal_chars)
         return truncate(self._execute(action.tool, args), self.max_chars)
 
     def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:

@@ -173,3 +173,11 @@ def test_determinism_across_processes(sample_index):
     runs = [subprocess.run([sys.executable, "-c", SCRIPT, str(sample_index), *actions], capture_output=True, text=True, check=True).stdout
             for _ in range(2)]
     assert runs[0] == runs[1] and len(json.loads(runs[0])) == 5
+
+
+def test_a_derived_question_that_names_its_answer_as_the_reward_reads_it_is_dropped():
+    from sim_web.env.tasks import _mask
+
+    assert _mask("The arts are a vast subdivision of culture, composed of many creative arts.", "The arts") is None
+    assert _mask("Paris (French pronunciation) is the capital of France.", "Paris") == "This subject is the capital of France."
+    assert _mask("Art is expressed in artistic works.", "Art") == "This subject is expressed in artistic works."  # whole words

@@ -68,7 +68,7 @@ def test_a_request_missing_from_the_recording_fails_without_retry(tmp_path) -> N
             client.get("http://up/b")
         with pytest.raises(UpstreamError, match="record this run again") as e:
             request(client, "serper", "SERPER_KEY_ID", "GET", "http://up/b")
-        assert not e.value.retryable  # replaying again cannot help: fall back at once
+        assert not e.value.retryable and e.value.fatal  # replaying again cannot help, and no fallback may answer instead
     with pytest.raises(ConfigError, match="holds no recorded exchanges"):
         ReplayTransport(tmp_path / "empty")
 

@@ -13,7 +13,8 @@ import os
 
 import pytest
 
-from sim_web.env import EnvConfig
+from sim_web.env import EnvConfig, WebResearchEnv
+from sim_web.env.tasks import Task
 from sim_web.env.rewards import RewardConfig
 from sim_web.serve.trl import WebResearchToolEnv, answer_reward, tasks_dataset
 
@@ -42,7 +43,20 @@ def test_tools_schemas_and_reward(tool_env):
     assert tool_env.errors == 0 and tool_env.get_reward() == 0.0
 
 
-def test_answer_reward_is_pure_and_reads_the_last_answer():
+def test_answer_reward_reads_the_answer_the_env_scores(sample_index):
+    task = Task("capital", "What is the capital of France?", "Paris")
+    env = WebResearchEnv(EnvConfig(index_dir=str(sample_index)), tasks=[task])
+    turns = ["<answer>Paris</answer> on second thought <answer>Lyon</answer>", "<think><answer>Lyon</answer></think>"
+             "<answer>Paris</answer>", "<answer>Paris</answer><tool_response><answer>Lyon</answer>", "<answer>Paris"]
+    for turn in turns:
+        env.reset(options={"task": task})
+        _, env_reward, *_ = env.step(turn)
+        assert answer_reward([turn], answer=["Paris"]) == [env_reward]
+    assert answer_reward(turns, answer=["Paris"] * 4) == [1.0, 1.0, 1.0, 0.0]
+    env.close()
+
+
+def test_answer_reward_is_pure_and_reads_the_last_assistant_message():
     completions = ["<think>a</think><answer>The Paris</answer>", "no tag", [{"role": "assistant", "content": "<answer>x</answer>"},
                    {"role": "tool", "content": "..."}, {"role": "assistant", "content": "<answer>Lyon</answer>"}]]
     assert answer_reward(completions, answer=["Paris", "Paris", "Lyon"]) == [1.0, 0.0, 1.0]

@@ -6,6 +6,8 @@ Everything is decided here, on the parent side, and the kernel enforces it:
   its own loopback) unless the call allows the network; no nested user namespaces
   (``--disable-userns``); every capability dropped; uid/gid 65534 inside; a new terminal session;
   the environment cleared and rebuilt from a short list; ``--die-with-parent``;
+* a seccomp filter (:mod:`sim_web.tools.python._seccomp`) that answers the kernel keyring, io_uring,
+  BPF, ptrace, mount, module and similar calls with ``EPERM``, installed just before the interpreter starts;
 * a filesystem built from nothing: ``/usr`` (and the ``/bin``, ``/lib``... links into it),
   ``/etc/ld.so.cache``, the interpreter's installation prefix and the allowed site-packages
   directories, all read-only; the project's own packages, ``SIM_WEB_HOME``, the home directory, the
@@ -27,6 +29,8 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
+
+from sim_web.tools.python import _seccomp
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +101,7 @@ def _interpreter(python: str) -> tuple[str, str]:
     return real, str(Path(real).parent.parent)
 
 
-def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, disk_mb: int,
+def bwrap_argv(bwrap: str, python: str, *, code_fd: int, seccomp_fd: int, allow_network: bool, disk_mb: int,
                env: dict[str, str], runner_args: list[str] | None) -> list[str]:
     """The full ``bwrap ... python runner.py ...`` command line of one call.
 
@@ -105,6 +109,7 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, di
         bwrap: Path of the ``bwrap`` executable.
         python: The interpreter that runs the code.
         code_fd: An inherited descriptor holding the program; copied to ``/sandbox/main.py``.
+        seccomp_fd: An inherited descriptor holding the seccomp filter (:func:`_seccomp.program_fd`).
         allow_network: Keep the host's network namespace (else a private one with no interfaces up).
         disk_mb: Size of each private tmpfs (``/sandbox``, ``/tmp``, ``/dev/shm``).
         env: The whole environment of the program.
@@ -119,7 +124,8 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, allow_network: bool, di
     argv = [bwrap, "--unshare-user", *nested, "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", *([] if allow_network else ["--unshare-net"]),
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-            "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
+            "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv",
+            "--seccomp", str(seccomp_fd)]
     for name, value in env.items():
         argv += ["--setenv", name, value]
     size = ["--size", str(disk_mb * 1024 * 1024)] if _supports(bwrap, "--size") else []
@@ -166,21 +172,27 @@ def bwrap_problem(python: str) -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return f"the PythonInterpreter sandbox needs bubblewrap (`bwrap`), which is not on PATH: {INSTALL_HINT}."
+    problem = _seccomp.seccomp_problem()
+    if problem is not None:
+        return problem + "."
     import tempfile
 
-    with tempfile.TemporaryFile() as code:
+    with tempfile.TemporaryFile() as code, _seccomp.program_fd() as seccomp_fd:
         code.write(b"pass\n")
         code.flush()
         code.seek(0)
-        argv = bwrap_argv(bwrap, python, code_fd=code.fileno(), allow_network=False, disk_mb=1, env={},
-                          runner_args=None)
+        argv = bwrap_argv(bwrap, python, code_fd=code.fileno(), seccomp_fd=seccomp_fd, allow_network=False,
+                          disk_mb=1, env={}, runner_args=None)
         try:
             done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
-                                  pass_fds=(code.fileno(),))
+                                  pass_fds=(code.fileno(), seccomp_fd))
         except (OSError, subprocess.SubprocessError) as exc:
             return f"bubblewrap at {bwrap} could not be started ({exc}): {INSTALL_HINT}."
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip()[-300:]
+        if "seccomp" in detail.lower():
+            return (f"bubblewrap at {bwrap} could not install the sandbox's seccomp filter ({detail!r}); the "
+                    f"kernel needs seccomp filter support (CONFIG_SECCOMP_FILTER): {INSTALL_HINT}.")
         return (f"bubblewrap at {bwrap} failed to start a sandbox (exit {done.returncode}: {detail!r}); "
                 f"user namespaces may be disabled on this machine: {INSTALL_HINT}.")
     log.info("PythonInterpreter sandbox: bubblewrap at %s", bwrap)

@@ -20,7 +20,7 @@ Order of work, all before the first line of user code:
 The guards patch Python functions only. Code that uses ``ctypes``, ``_io.FileIO``, ``posix``
 or a shell goes around them; they give a clear error to ordinary code and are **not** a
 security boundary. The boundary is what the kernel enforces: bubblewrap's namespaces and
-read-only mounts, the cgroups and the rlimits.
+read-only mounts, its seccomp filter, the cgroups and the rlimits.
 """
 
 import errno

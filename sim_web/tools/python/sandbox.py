@@ -4,7 +4,9 @@ The output format is upstream's (see :mod:`sim_web.tools.python._output`). The s
 is **bubblewrap** (:mod:`sim_web.tools.python._bwrap`): new user, mount, PID, network, IPC and UTS
 namespaces, no capabilities, uid 65534, a cleared environment, ``--die-with-parent``, a read-only view
 of only the interpreter, ``/usr`` and the allowed site-packages, a private size-capped tmpfs as the
-working directory and ``/tmp``, and its own ``/proc``. Nothing of ``SIM_WEB_HOME`` (indexes, task
+working directory and ``/tmp``, its own ``/proc``, and a seccomp filter that answers the kernel
+keyring, io_uring, BPF, ptrace, mount and module calls with ``EPERM`` (:mod:`sim_web.tools.python._seccomp`;
+it refuses to run on a machine it has no syscall table for). Nothing of ``SIM_WEB_HOME`` (indexes, task
 files), the project tree or the home directory exists inside. Where ``bwrap`` is missing or cannot
 create namespaces, the tool refuses to run (the observation says how to install it) unless the caller
 opted in to the best-effort sandbox for trusted code (:mod:`sim_web.tools.python._best_effort`) with
@@ -23,6 +25,10 @@ Limits of one call, in both modes:
 * time: ``timeout_s`` of wall clock and ``cpu_s`` of CPU (``RLIMIT_CPU``) per process;
 * output: ``max_output_chars``; files: ``max_file_mb`` per file, ``disk_mb`` per tmpfs.
 
+Across calls: every call reserves its ``memory_mb`` from one budget of the whole process
+(:mod:`sim_web.tools.python._budget`; half of the machine's memory unless
+``$SIM_WEB_PYTHON_MEMORY_BUDGET_MB`` says otherwise), so concurrent calls beyond it wait for their turn.
+
 When the caller is killed mid-call, ``--die-with-parent`` and the PID namespace end every process
 of the sandbox; its tmpfs mounts vanish with it, and its cgroups are removed by the next process
 that uses the tool.
@@ -39,7 +45,8 @@ import time
 from dataclasses import MISSING, dataclass, field, fields
 from typing import TypeVar
 
-from sim_web.tools.python import _best_effort, _bwrap
+from sim_web.tools.python import _best_effort, _bwrap, _seccomp
+from sim_web.tools.python._budget import memory_budget
 from sim_web.tools.python._cgroup import CallCgroup, CgroupRoots, cgroup_roots, starter_argv
 from sim_web.tools.python._output import (
     ERROR_PREFIX, NO_OUTPUT_TEXT, TIMEOUT_TEXT, collect, format_observation, kill_group,
@@ -217,6 +224,12 @@ def _child_env(home: str, tmp: str, python: str, config: PythonConfig) -> dict[s
 
 
 def _run(code: str, config: PythonConfig) -> str:
+    """One call within this process's memory budget: waits while concurrent calls hold all of it."""
+    with memory_budget().reserve(config.memory_mb):
+        return _run_isolated(code, config)
+
+
+def _run_isolated(code: str, config: PythonConfig) -> str:
     if config.isolation == "bwrap":
         cgroup = _make_cgroup(config, 3)  # bwrap, the namespace's init, the runner
         try:
@@ -238,16 +251,16 @@ def _run_bwrap(code: str, config: PythonConfig, cgroup: CallCgroup | None) -> st
     real_python = os.path.realpath(config.python)
     env = _child_env(workdir, "/tmp", real_python, config)
     runner_args = _settings(config, workdir, [workdir, "/tmp", "/dev/shm"], in_namespace=False)
-    with tempfile.TemporaryFile() as source:
+    with tempfile.TemporaryFile() as source, _seccomp.program_fd() as seccomp_fd:
         source.write(code.encode("utf-8", "surrogatepass"))
         source.flush()
         source.seek(0)
-        argv = _bwrap.bwrap_argv(_bwrap.bwrap_path(), config.python, code_fd=source.fileno(),
+        argv = _bwrap.bwrap_argv(_bwrap.bwrap_path(), config.python, code_fd=source.fileno(), seccomp_fd=seccomp_fd,
                                  allow_network=config.allow_network, disk_mb=config.disk_mb, env=env,
                                  runner_args=runner_args)
         # bwrap's init reports a killed program as 128 + signal, like the best-effort PID 1
-        return _execute(argv, config, cgroup, cwd="/", env={"PATH": "/usr/bin:/bin"}, pass_fds=(source.fileno(),),
-                        in_namespace=True)
+        return _execute(argv, config, cgroup, cwd="/", env={"PATH": "/usr/bin:/bin"},
+                        pass_fds=(source.fileno(), seccomp_fd), in_namespace=True)
 
 
 def _run_best_effort(code: str, config: PythonConfig, cgroup: CallCgroup | None, prefix: tuple[str, ...]) -> str:

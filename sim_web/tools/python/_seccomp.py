@@ -1,0 +1,172 @@
+"""The seccomp filter of the bubblewrap sandbox: the system calls agent code may never make.
+
+Namespaces and dropped capabilities already stop most of the kernel's privileged interfaces, but a
+few are shared by every process of the machine whatever its namespaces: the kernel keyring
+(``add_key`` plants a key that another sandbox, or the host, reads in ``/proc/keys`` until the kernel
+collects it, so concurrent rollouts could pass answers to each other), io_uring, BPF and perf events,
+userfaultfd, ptrace and the mount, module, kexec and swap calls. Like Docker's default profile, the
+filter answers each of them with ``EPERM``; every other call is allowed.
+
+The program is classic BPF, built here with :mod:`struct` (no libseccomp needed) and handed to
+``bwrap --seccomp FD``, which installs it just before it ``exec``\\ s the interpreter, so bubblewrap
+can still set up its namespaces and every process of the sandbox inherits it. It checks the calling
+convention first: a call made through another ABI (32-bit ``int 0x80`` or x32 on x86_64) has other
+numbers, so it gets ``EPERM`` whatever it is. Syscall numbers differ by architecture; this module
+knows x86_64 and aarch64 (the numbers are checked against the kernel headers and libseccomp by
+``tests/sim_web/test_sandbox_seccomp.py``). On any other machine :func:`seccomp_problem` says so
+and the sandbox refuses to run, rather than run without the filter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import platform
+import struct
+from collections.abc import Iterator
+from functools import cache
+
+#: The calls the sandbox denies (``EPERM``), like Docker's default profile.
+DENIED = (
+    # kernel keyrings: shared across namespaces, a channel between sandboxes
+    "add_key", "keyctl", "request_key",
+    # kernel attack surface that ordinary Python never needs
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
+    # other processes' memory
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    # namespaces and mounts (bubblewrap has set them up already)
+    "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
+    "fsmount", "fspick", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
+    # the machine itself
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
+    "reboot", "acct", "quotactl", "syslog", "fanotify_init", "iopl", "ioperm",
+)
+
+#: Syscall numbers of the denied calls (x86_64: ``asm/unistd_64.h``; aarch64: ``asm-generic/unistd.h``).
+SYSCALLS: dict[str, dict[str, int]] = {
+    "x86_64": {
+        "add_key": 248, "keyctl": 250, "request_key": 249,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 321,
+        "perf_event_open": 298, "userfaultfd": 323,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438,
+        "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "open_tree": 428,
+        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "open_by_handle_at": 304, "name_to_handle_at": 303,
+        "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
+        "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179, "syslog": 103,
+        "fanotify_init": 300, "iopl": 172, "ioperm": 173,
+    },
+    "aarch64": {
+        "add_key": 217, "keyctl": 219, "request_key": 218,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 280,
+        "perf_event_open": 241, "userfaultfd": 282,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438,
+        "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "open_tree": 428,
+        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "open_by_handle_at": 265, "name_to_handle_at": 264,
+        "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
+        "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "quotactl": 60, "syslog": 116,
+        "fanotify_init": 262,  # no iopl / ioperm on aarch64
+    },
+}
+#: ``seccomp_data.arch`` of each known machine (``AUDIT_ARCH_*``).
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+X32_SYSCALL_BIT = 0x40000000  #: x86_64: a syscall number with this bit set uses the x32 ABI
+
+# classic BPF (linux/filter.h, linux/bpf_common.h) and seccomp (linux/seccomp.h)
+_LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ_K = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE_K = 0x05 | 0x30 | 0x00  # BPF_JMP | BPF_JGE | BPF_K
+_RET_K = 0x06 | 0x00  # BPF_RET | BPF_K
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+RET_EPERM = SECCOMP_RET_ERRNO | errno.EPERM
+_OFFSET_NR, _OFFSET_ARCH = 0, 4  # struct seccomp_data {int nr; __u32 arch; __u64 ip; __u64 args[6];}
+_INSTRUCTION = struct.Struct("=HBBI")  # struct sock_filter {__u16 code; __u8 jt; __u8 jf; __u32 k;}
+
+
+def machine_name(machine: str | None = None) -> str:
+    """The table key of ``machine`` (default: this one, ``platform.machine()``), aliases resolved."""
+    name = (machine or platform.machine()).lower()
+    return _ALIASES.get(name, name)
+
+
+def seccomp_problem(machine: str | None = None) -> str | None:
+    """Why no filter can be built for ``machine`` (default: this one), or ``None`` when one can.
+
+    Args:
+        machine: A ``platform.machine()`` value.
+
+    Returns:
+        ``None``, or a sentence naming the machine, the known ones and the fix.
+    """
+    name = machine_name(machine)
+    if name in SYSCALLS:
+        return None
+    return (f"the PythonInterpreter sandbox has no seccomp syscall table for this machine ({name!r}; known: "
+            f"{', '.join(SYSCALLS)}), and it does not run without its filter: add the machine's numbers of "
+            f"DENIED to SYSCALLS and its AUDIT_ARCH in {__name__}, or, for trusted code only, use "
+            "PythonConfig(isolation='best-effort') / SIM_WEB_PYTHON_SANDBOX=best-effort")
+
+
+def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    if not (0 <= jt < 256 and 0 <= jf < 256):
+        raise ValueError(f"a BPF jump offset must fit in a byte (0..255), got jt={jt} jf={jf}; "
+                         "the denied list is too long for a linear filter")
+    return _INSTRUCTION.pack(code, jt, jf, k)
+
+
+@cache
+def filter_program(machine: str | None = None) -> bytes:
+    """The compiled filter: an array of ``struct sock_filter``, as ``bwrap --seccomp`` reads it.
+
+    Layout: load ``arch``, anything but this machine's ABI gets ``EPERM``; load ``nr``, (x86_64) an x32
+    number gets ``EPERM``; one ``JEQ`` per denied number jumping to the final ``EPERM``; else allow.
+
+    Args:
+        machine: A ``platform.machine()`` value (default: this machine).
+
+    Returns:
+        The program's bytes (8 per instruction, native byte order).
+
+    Raises:
+        ValueError: For a machine without a syscall table (see :func:`seccomp_problem`).
+    """
+    problem = seccomp_problem(machine)
+    if problem is not None:
+        raise ValueError(problem)
+    name = machine_name(machine)
+    numbers = sorted({SYSCALLS[name][call] for call in DENIED if call in SYSCALLS[name]})
+    head = [_op(_LD_W_ABS, _OFFSET_ARCH), _op(_JEQ_K, AUDIT_ARCH[name], jt=1), _op(_RET_K, RET_EPERM),
+            _op(_LD_W_ABS, _OFFSET_NR)]
+    checks = [X32_SYSCALL_BIT] if name == "x86_64" else []
+    body = []
+    for index, number in enumerate(checks + numbers):
+        to_deny = len(checks) + len(numbers) - index  # past the remaining checks and the ALLOW
+        body.append(_op(_JGE_K if index < len(checks) else _JEQ_K, number, jt=to_deny))
+    return b"".join([*head, *body, _op(_RET_K, SECCOMP_RET_ALLOW), _op(_RET_K, RET_EPERM)])
+
+
+@contextlib.contextmanager
+def program_fd(machine: str | None = None) -> Iterator[int]:
+    """A readable descriptor holding :func:`filter_program`, for ``bwrap --seccomp FD`` and ``pass_fds``.
+
+    An anonymous memory file (``memfd``), one per call: bubblewrap reads it from the current offset,
+    so concurrent calls must not share one.
+
+    Args:
+        machine: As for :func:`filter_program`.
+
+    Yields:
+        The descriptor (close-on-exec here; ``pass_fds`` makes the child inherit it); closed afterwards.
+    """
+    program = filter_program(machine)
+    fd = os.memfd_create("sim-web-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
