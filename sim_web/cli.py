@@ -13,6 +13,7 @@ import importlib
 import logging
 import sys
 
+from sim_web.serve.conn import HEADER_TIMEOUT_S, KEEP_ALIVE_S, ConnectionLimits
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES
 from wiki_index.errors import WikiIndexError
 
@@ -22,6 +23,24 @@ def _count(text: str) -> int:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
     return int(text)
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -36,8 +55,14 @@ def _serve(args: argparse.Namespace) -> int:
           f"{'bearer token required' if token else 'no authentication (loopback only)'}", flush=True)
     serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache, enable_python=args.enable_python,
           token=token, max_body_bytes=args.max_body_bytes, tool_threads=args.tool_threads, backend=args.backend,
-          warm_searches=args.warm_searches)
+          warm_searches=args.warm_searches, limits=_limits(args))
     return 0
+
+
+def _limits(args: argparse.Namespace) -> ConnectionLimits:
+    """The connection limits of ``sim-web serve`` (unset ones: the defaults)."""
+    given = {"header_timeout_s": args.header_timeout, "keep_alive_s": args.keep_alive, "max_connections": args.max_connections}
+    return ConnectionLimits(**{k: v for k, v in given.items() if v is not None})
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -80,6 +105,15 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--warm-searches", type=_count, default=DEFAULT_WARM_SEARCHES,
                    help="varied searches each worker runs before it takes connections, so that Lucene's JIT has "
                         "settled (0: none; a worker then runs slower, with latency spikes, for its first minute)")
+    s.add_argument("--header-timeout", type=_seconds, default=None, metavar="S",
+                   help=f"close a connection whose request (headers and body) has not arrived S seconds after it opens "
+                        f"(or after the request's first byte), so stalled clients cannot hold connections "
+                        f"(default: {HEADER_TIMEOUT_S:g})")
+    s.add_argument("--keep-alive", type=_positive, default=None, metavar="S",
+                   help=f"seconds an idle keep-alive connection stays open between requests (default: {KEEP_ALIVE_S})")
+    s.add_argument("--max-connections", type=_positive, default=None, metavar="N",
+                   help="open connections per worker; past it the one that has waited longest on its client is closed "
+                        "(default: a quarter of the open-file limit, see `ulimit -n`)")
     s.set_defaults(func=_serve)
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
     d.add_argument("--index", default=None)

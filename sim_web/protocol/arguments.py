@@ -117,7 +117,8 @@ def _types(spec: Mapping[str, Any]) -> list[str]:
     return [t] if isinstance(t, str) else list(t) if isinstance(t, list) else []
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """``a <type> (<repr, cut at 60 characters>)``: how an agent-error message shows a value it refuses."""
     try:
         text = repr(value)
     except ValueError:  # e.g. an int beyond Python's 4300-digit str() limit
@@ -138,14 +139,14 @@ def _check_value(tool: str, name: str, value: Any, spec: Mapping[str, Any], exam
             value = [value]
         what = f"{tool}: '{name}' must be a non-empty list of strings"
         if not isinstance(value, list) or not value:
-            raise ActionError("bad_argument", f"{what}, got {_describe(value)}. Expected: {example}")
+            raise ActionError("bad_argument", f"{what}, got {describe_value(value)}. Expected: {example}")
         if max_items is not None and len(value) > max_items:
             raise ActionError("bad_argument", f"{what} of at most {max_items} items, got {len(value)}. "
                               f"Split them over several calls. Expected: {example}")
         if "string" in item_types:
             bad = [v for v in value if not isinstance(v, str) or not v.strip()]
             if bad:
-                raise ActionError("bad_argument", f"{what}; item {_describe(bad[0])} is not a non-empty string. "
+                raise ActionError("bad_argument", f"{what}; item {describe_value(bad[0])} is not a non-empty string. "
                                   f"Expected: {example}")
         return list(value)
     for t in types:
@@ -153,7 +154,7 @@ def _check_value(tool: str, name: str, value: Any, spec: Mapping[str, Any], exam
             return value
     if not types or not any(t in _SCALARS for t in types):
         return value  # a type this validator does not know: pass it through unchanged
-    raise ActionError("bad_argument", f"{tool}: '{name}' must be a {' or '.join(types)}, got {_describe(value)}. "
+    raise ActionError("bad_argument", f"{tool}: '{name}' must be a {' or '.join(types)}, got {describe_value(value)}. "
                       f"Expected: {example}")
 
 
@@ -191,7 +192,7 @@ def validate_arguments(tool: str, arguments: Mapping[str, Any],
     props: Mapping[str, Any] = params.get("properties") or {}
     example = _example(tool, props)
     if not isinstance(arguments, Mapping):
-        raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found {_describe(arguments)}) '
+        raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found {describe_value(arguments)}) '
                           f"Expected: {example}")
     missing = [r for r in params.get("required") or [] if arguments.get(r) is None]
     if missing:

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from sim_web.protocol.arguments import valid_unicode
-from sim_web.serve.guards import ToolPool, short, token_matches
+from sim_web.protocol.arguments import MAX_GOAL_CHARS, valid_unicode
+from sim_web.serve.guards import ToolPool, action_detail, short, token_matches
 
 if TYPE_CHECKING:
     from sim_web.tools import Toolbox
@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 #: Request limits: the pydantic models of :mod:`sim_web.serve.http` declare their fields with these same constants.
-QUERY_MAX, URL_MAX, GOAL_MAX, K_MAX = 2000, 4000, 4000, 100
+#: The goal limit is the toolbox's, so ``/backend/visit`` and ``/tools/visit`` bound the extractor's work alike.
+QUERY_MAX, URL_MAX, GOAL_MAX, K_MAX = 2000, 4000, MAX_GOAL_CHARS, 100
 
 
 def tool_args(body: Any) -> tuple[dict[str, Any], str | None] | None:
@@ -154,8 +155,9 @@ class HotRoutes:
             content = call[0](*call[1:]) if inline else await self.pool.run(*call)
         except HTTPException as e:  # the pool is full: 503, Retry-After
             return await _send_json(send, e.status_code, {"detail": e.detail}, e.headers)
-        except ActionError as e:
-            return await _send_json(send, 422, {"detail": short(f"{e.kind}: {e}")})
+        except ActionError as e:  # never echoes the request: a tool call's arguments are call[3]
+            values = call[3] if call[0] is _run_tool else list(call[2:])
+            return await _send_json(send, 422, {"detail": action_detail(e, values)})
         except ToolUnavailableError as e:
             return await _send_json(send, 503, {"detail": short(str(e))})
         await send({"type": "http.response.start", "status": 200,

@@ -10,12 +10,16 @@ import hmac
 import ipaddress
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import HTTPException, Request
 
+if TYPE_CHECKING:
+    from sim_web.protocol.errors import ActionError
+
 TOKEN_ENV = "SIM_WEB_SERVER_TOKEN"  #: the bearer token, when not given as ``--token``
 _MAX_DETAIL = 500  # characters of an error message in a 4xx body
+_ECHO_MIN = 8  # request strings this long must not appear in a 4xx body (shorter ones match ordinary words)
 _T = TypeVar("_T")
 
 
@@ -110,6 +114,53 @@ async def _no_receive() -> dict[str, Any]:
 def short(text: str) -> str:
     """``text`` cut to the length a 4xx body may carry."""
     return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
+
+
+def action_detail(error: ActionError, arguments: Any) -> str:
+    """The 422 text of an agent mistake made over HTTP: what is wrong and what is expected, without the client's values.
+
+    The env shows the model the values it sent (``got a dict ({...})``); a 4xx body must not echo the request.
+    Each value the message describes is put back as its type alone, and a message that would still contain a
+    string of the request is replaced by one that names the error kind only.
+
+    Args:
+        error: The error raised by the toolbox.
+        arguments: The call's ``arguments`` as the client sent them.
+    """
+    from sim_web.protocol.arguments import describe_value, valid_unicode_value
+
+    arguments = valid_unicode_value(arguments)  # as the toolbox saw, and described, them
+    message = error.message
+    for value in _described(arguments):  # a message describes one value at most
+        shown = describe_value(value)
+        if shown in message:
+            message = message.replace(shown, f"a {type(value).__name__}")
+            break
+    if any(len(s) >= _ECHO_MIN and s in message for s in _strings(arguments)):
+        message = "the arguments do not match the tool's schema (GET /tools lists the schemas)"
+    return short(f"{error.kind}: {message}")
+
+
+def _described(arguments: Any) -> list[Any]:
+    """Every value the protocol may describe: the arguments, each argument, each item of a list argument."""
+    values = [arguments]
+    for value in arguments.values() if isinstance(arguments, dict) else ():
+        values += [value, *(value if isinstance(value, list) else ())]
+    return values
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings in a JSON value, keys included (without recursion: the value may be nested deeply)."""
+    found, todo = [], [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            todo += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            todo += item
+    return found
 
 
 class ToolPool:

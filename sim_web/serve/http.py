@@ -16,7 +16,11 @@ Security (issue 16):
   so ``/health`` answers however busy the tools are; past ``4 x tool_threads`` waiting calls the
   server answers 503 (retryable) instead of queueing without bound.
 * Request bodies over ``max_body_bytes`` are answered 413 before they are read whole; 4xx bodies
-  never echo the request (validation errors carry the location and the reason, not the input).
+  never echo the request (validation errors carry the location and the reason, not the input; an agent
+  mistake's 422 names the argument and the type it got, not its value: :func:`~sim_web.serve.guards.action_detail`).
+* ``/health`` without the token shows only ``PUBLIC_HEALTH`` (no filesystem path, tools or load).
+* Connections must send each request (headers and body) within a deadline, and each worker holds a bounded
+  number of them, closing the one that has waited longest on its client first (issue 26, :mod:`sim_web.serve.conn`).
 
 Capacity (issue 14; measured by ``benchmarks/bench_server.py``):
 
@@ -40,11 +44,13 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
+from sim_web.serve.conn import ConnectionLimits, uvicorn_config
 from sim_web.serve.fast import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, HotRoutes
 from sim_web.serve.guards import (
     TOKEN_ENV,
     BodyLimit,
     ToolPool,
+    action_detail,
     bearer_guard,
     check_exposure,
     short,
@@ -65,12 +71,10 @@ MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by
 THREADS_ENV = "SIM_WEB_SERVER_THREADS"  #: tool threads per worker (set by ``serve`` for its workers)
 WARM_ENV = "SIM_WEB_SERVER_WARM_SEARCHES"  #: warm-up searches per worker (set by ``serve`` for its workers)
 FAST_ENV = "SIM_WEB_SERVER_FAST_ROUTES"  #: "0": every request through FastAPI (to measure :mod:`sim_web.serve.fast`)
+#: What ``/health`` shows without the token: enough for a load balancer to check that replicas serve the same index.
+PUBLIC_HEALTH = ("pages", "content_sha256")
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TOOL_THREADS = 32
-#: Idle keep-alive connections live this long (uvicorn's default is 5 s): a rollout worker pauses
-#: for a whole LLM turn between two tool calls, and a closed connection costs it a new handshake
-#: or, for clients that do not retry, an error.
-KEEP_ALIVE_S = 120
 
 
 
@@ -207,7 +211,8 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
 
 def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Callable[[Request], None],
                 about: dict[str, Any]) -> None:
-    """``/health`` (open, on the event loop), ``/tools`` and ``/backend/*`` (behind ``authorized``, on ``pool``)."""
+    """``/health`` (open, on the event loop; its details behind ``authorized``), ``/tools`` and ``/backend/*``
+    (behind ``authorized``, on ``pool``)."""
     from sim_web.protocol.actions import Action
     from sim_web.protocol.errors import ActionError
 
@@ -216,8 +221,13 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Call
     guarded = [Depends(authorized)]
 
     @app.get("/health")
-    async def health() -> dict[str, Any]:  # on the event loop: answered however busy the tool threads are
-        return {"status": "ok", **about, "tools": names, "tool_calls_in_progress": pool.in_progress}
+    async def health(request: Request) -> dict[str, Any]:  # on the event loop: answered however busy the tool threads are
+        public = {"status": "ok", **{k: about[k] for k in PUBLIC_HEALTH}}
+        try:
+            authorized(request)
+        except HTTPException:  # a load balancer without the token: no paths, tools or load
+            return public
+        return {**public, **about, "tools": names, "tool_calls_in_progress": pool.in_progress}
 
     @app.get("/tools", dependencies=guarded)
     async def tools() -> list[dict[str, Any]]:
@@ -227,7 +237,7 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Call
         try:
             return ToolReply(result=toolbox.call(Action(kind="tool_call", tool=name, arguments=req.arguments, code=req.code)))
         except ActionError as e:
-            raise HTTPException(422, short(f"{e.kind}: {e}")) from e
+            raise HTTPException(422, action_detail(e, req.arguments)) from e
 
     @app.post("/tools/{name}", response_model=ToolReply, dependencies=guarded)
     async def call_tool(name: str, req: ToolRequest) -> ToolReply:
@@ -270,7 +280,7 @@ def _fast_routes() -> bool:
 def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",
           cache: bool = True, *, enable_python: bool = False, token: str | None = None,
           max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS, backend: str = "sim",
-          warm_searches: int = DEFAULT_WARM_SEARCHES) -> None:
+          warm_searches: int = DEFAULT_WARM_SEARCHES, limits: ConnectionLimits | None = None) -> None:
     """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself.
 
     Args:
@@ -288,6 +298,8 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
             limits are global; the persistent cache is shared by its workers).
         warm_searches: Varied searches each worker runs before it takes connections (0: none), so that Lucene's
             JIT has compiled its search paths first (:mod:`sim_web.serve.warm`).
+        limits: Per-worker request deadline, keep-alive and connection cap (:mod:`sim_web.serve.conn`;
+            default: ``ConnectionLimits()``).
 
     Raises:
         ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
@@ -307,14 +319,14 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
                                  WARM_ENV: str(warm_searches)})
         from sim_web.serve.workers import run_workers
 
-        run_workers(host, port, workers, KEEP_ALIVE_S)
+        run_workers(host, port, workers, limits or ConnectionLimits())
     else:
         import uvicorn
 
         app = create_app(index_dir, mode, cache, enable_python=enable_python, token=token, max_body_bytes=max_body_bytes,
                          tool_threads=tool_threads, backend=backend, fast_routes=_fast_routes(), warm=True,
                          warm_searches=warm_searches)
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
+        uvicorn.Server(uvicorn_config(app, host, port, limits or ConnectionLimits())).run()
 
 
 def _preflight(index_dir: str | None, host: str, token: str | None, enable_python: bool, backend: str) -> None:

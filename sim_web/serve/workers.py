@@ -23,6 +23,8 @@ import time
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from sim_web.serve.conn import ConnectionLimits, uvicorn_config
+
 log = logging.getLogger(__name__)
 APP = "sim_web.serve.http:app_factory"
 _STOP_S = 30  # how long a worker may take to finish its requests before it is killed
@@ -63,14 +65,14 @@ def reuse_port_socket(host: str, port: int, listen: bool, backlog: int = 2048) -
     return sock
 
 
-def run_workers(host: str, port: int, workers: int, keep_alive_s: int) -> None:
+def run_workers(host: str, port: int, workers: int, limits: ConnectionLimits) -> None:
     """Run ``workers`` uvicorn processes on ``host:port`` until SIGINT or SIGTERM (blocking).
 
     Args:
         host: The bind address.
         port: The port.
         workers: Worker processes (each opens the index itself).
-        keep_alive_s: Idle keep-alive connections live this long.
+        limits: Each worker's request deadline, keep-alive and connection cap (:mod:`sim_web.serve.conn`).
 
     Raises:
         ConfigError: The address cannot be bound.
@@ -80,14 +82,14 @@ def run_workers(host: str, port: int, workers: int, keep_alive_s: int) -> None:
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     ctx = multiprocessing.get_context("spawn")
-    procs = [_start(ctx, host, port, keep_alive_s) for _ in range(workers)]
+    procs = [_start(ctx, host, port, limits) for _ in range(workers)]
     try:
         while not stop.wait(0.5):
             for i, p in enumerate(procs):
                 if not p.is_alive() and not stop.is_set():
                     log.warning("tool server worker %s exited with %s; starting another", p.pid, p.exitcode)
                     time.sleep(1)  # a worker that dies at start-up is not restarted in a tight loop
-                    procs[i] = _start(ctx, host, port, keep_alive_s)
+                    procs[i] = _start(ctx, host, port, limits)
     finally:
         _stop_all(procs)
         holder.close()
@@ -95,8 +97,8 @@ def run_workers(host: str, port: int, workers: int, keep_alive_s: int) -> None:
             signal.signal(s, handler)
 
 
-def _start(ctx: Any, host: str, port: int, keep_alive_s: int) -> BaseProcess:
-    p = ctx.Process(target=_worker, args=(host, port, keep_alive_s), name="sim-web-serve-worker", daemon=False)
+def _start(ctx: Any, host: str, port: int, limits: ConnectionLimits) -> BaseProcess:
+    p = ctx.Process(target=_worker, args=(host, port, limits), name="sim-web-serve-worker", daemon=False)
     p.start()
     return p
 
@@ -115,10 +117,9 @@ def _stop_all(procs: list[BaseProcess]) -> None:
             p.join()
 
 
-def _worker(host: str, port: int, keep_alive_s: int) -> None:
+def _worker(host: str, port: int, limits: ConnectionLimits) -> None:
     """One worker: its own listening socket, the app from :func:`sim_web.serve.http.app_factory`."""
     import uvicorn
 
-    sock = reuse_port_socket(host, port, listen=True)
-    config = uvicorn.Config(APP, factory=True, host=host, port=port, log_level="warning", timeout_keep_alive=keep_alive_s)
-    uvicorn.Server(config).run(sockets=[sock])
+    sock = reuse_port_socket(host, port, listen=True, backlog=limits.backlog)
+    uvicorn.Server(uvicorn_config(APP, host, port, limits, factory=True)).run(sockets=[sock])
