@@ -123,7 +123,7 @@ SERPER_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("429 Retry-After 0", {"status": 429, "retry_after": "0"}), ("503", {"status": 503}),
     ("truncated JSON", {"body": b'{"organic": [{"title": "cut'}))
 JINA_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("402 on the first key (rotation)", {"status": 402}), ("200 with a failed target page (fallback)", {"kind": "warning"}),
+    ("402 on the first key (rotation)", {"status": 402}), ("200 with a failed target page (the index answers only with --real-fallback)", {"kind": "warning"}),
     ("500", {"status": 500}))
 
 
