@@ -2,7 +2,7 @@
 
 Run: ``python -m benchmarks.bench_server [--index DIR] [--workers 2] [--clients 200] [--seconds 20]
 [--routes search|mixed] [--load-fraction 0.8] [--think-ms 2000] [--python-clients] [--no-fast-routes]
-[--warm-searches N] [--quick]``.
+[--warm-searches N] [--quick]``; ``--side-by-side [--batch 256] [--topk 3] [--rounds 3]`` for the many-query routes.
 
 Starts ``sim-web serve`` in a subprocess (server cache off unless ``--server-cache``: every call is computed) and
 runs these phases, each printed with its requests, errors, req/s, p50, p99 and p99 / single-request p50:
@@ -17,6 +17,16 @@ runs these phases, each printed with its requests, errors, req/s, p50, p99 and p
    workers meets at that load; issue 14's target is p99 <= 20x the single-request p50 here;
 5. rollout-like, one phase per ``--think-ms``: each client pauses (exponentially, mean ``think``) between calls,
    standing for an LLM turn.
+
+With ``--side-by-side`` it runs none of these: instead, in alternating rounds (after a warm-up), the same queries go
+one per request to ``/tools/search`` (``--clients`` connections, closed loop, as in phase 3), and in batches of
+``--batch`` to bulk ``/backend/search`` (``k=10``, the tool's results) and to Search-R1's ``/retrieve`` (``--topk``
+passages with scores, as their client asks), over ``--batch-connections`` connections (default: one per worker, as a
+trainer sends one request per turn for its whole batch). It prints each route's queries/s (median and range over the
+rounds) and server CPU per query. The routes do different work per query: a ``/tools/search`` query reads ~30
+passages to fill 10 result pages with snippets and formats the text; a ``/retrieve`` query reads ``topk`` passages.
+Batch requests always come from asyncio httpx clients (a batch's reply is larger than the C generator's buffer; one
+request per batch makes the client's cost small).
 
 Each phase also gets the CPU time of the server's processes per request (Linux ``/proc``): on a machine shared
 with other jobs it varies less than req/s, and ``cores / CPU per request`` bounds what idle cores would serve.
@@ -225,6 +235,67 @@ def report(phases: dict[str, Phase], capacity: float, args: argparse.Namespace, 
     return sum(r.errors for r in phases.values())
 
 
+def _batches(queries: list[str], size: int, path: str, extra: dict) -> Bodies:
+    """``queries`` cut into request bodies of ``size`` queries each (a short last part is dropped)."""
+    return [(path, {"queries": queries[i:i + size], **extra}) for i in range(0, len(queries) - size + 1, size)]
+
+
+def side_by_side(server: tuple[int, int], run: Callable[..., Phase], queries: list[str],
+                 args: argparse.Namespace) -> dict[str, list[tuple[float, float | None, int]]]:
+    """Alternating rounds of the same queries on the one-query tool route and the two batch routes.
+
+    Returns:
+        Per route, one ``(queries/s, server CPU s per query or None, errors)`` per round.
+    """
+    port, pid = server
+    size = min(args.batch, len(queries))
+    single = [("/tools/search", {"arguments": {"query": [q]}}) for q in queries]
+    routes = {f"/tools/search, 1 query per request, {args.clients} connections": (single, args.clients, 1),
+              f"/backend/search bulk, {size} per request, k=10": (_batches(queries, size, "/backend/search", {"k": 10}),
+                                                                  args.batch_connections, size),
+              f"/retrieve, {size} per request, topk={args.topk}, scores": (
+                  _batches(queries, size, "/retrieve", {"topk": args.topk, "return_scores": True}), args.batch_connections, size)}
+    run(single, min(32, args.clients), 2 if args.quick else 10)  # warm-up: every worker's JIT
+    for bodies, _, _ in list(routes.values())[1:]:
+        httpx_phase(port, bodies[:1], 1, 0.01)  # one batch each, before anything is measured
+    out: dict[str, list[tuple[float, float | None, int]]] = {name: [] for name in routes}
+    for _ in range(args.rounds):
+        for name, (bodies, connections, per_request) in routes.items():
+            if per_request == 1:
+                phase = run(bodies, connections, args.seconds)
+            else:
+                before = cpu_seconds(pid)
+                phase = httpx_phase(port, bodies, connections, args.seconds)
+                after = cpu_seconds(pid)
+                phase = replace(phase, server_cpu_s=None if before is None or after is None else after - before)
+            answered = (phase.requests - phase.errors) * per_request
+            cpu = phase.server_cpu_s / answered if phase.server_cpu_s is not None and answered else None
+            out[name].append((answered / phase.seconds if phase.seconds else 0.0, cpu, phase.errors))
+    return out
+
+
+def report_side_by_side(rounds: dict[str, list[tuple[float, float | None, int]]], args: argparse.Namespace,
+                        generator: str) -> int:
+    """Print the side-by-side table and a JSON summary; the number of failed requests."""
+    import statistics
+
+    print(f"\nqueries/s by route ({args.workers} uvicorn workers, server cache {'on' if args.server_cache else 'off'}, {args.rounds} alternating rounds of "
+          f"{args.seconds:.0f} s per route; one-query load from {generator}, batches from asyncio httpx over "
+          f"{args.batch_connections} connections); machine load {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+    rows, summary = [], {}
+    for name, runs in rounds.items():
+        qps = [r[0] for r in runs]
+        cpus = [r[1] * 1000 for r in runs if r[1] is not None]
+        cpu = statistics.median(cpus) if cpus else None
+        rows.append([name, f"{statistics.median(qps):.0f}", f"{min(qps):.0f}-{max(qps):.0f}",
+                     "?" if cpu is None else f"{cpu:.2f}", sum(r[2] for r in runs)])
+        summary[name] = {"queries_per_s_median": round(statistics.median(qps), 1), "queries_per_s": [round(q, 1) for q in qps],
+                         "server_cpu_ms_per_query": None if cpu is None else round(cpu, 3), "errors": sum(r[2] for r in runs)}
+    print(table(["route", "queries/s (median)", "range", "server CPU ms/query", "errors"], rows))
+    print(json.dumps({"side_by_side": summary}))
+    return sum(r[2] for runs in rounds.values() for r in runs)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table; non-zero exit if any request failed."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -242,13 +313,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warm-searches", type=int, default=None,
                     help="warm-up searches per server worker (default: the server's own; 0: none, to measure the warm-up)")
     ap.add_argument("--quick", action="store_true", help="20 clients, 3 s phases, one 500 ms think phase: a smoke test")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="instead of the phases: queries/s of /tools/search vs batches on bulk /backend/search and /retrieve")
+    ap.add_argument("--batch", type=int, default=256, help="queries per batch request (--side-by-side; at most 512)")
+    ap.add_argument("--batch-connections", type=int, default=None, help="connections sending batches (default: --workers)")
+    ap.add_argument("--topk", type=int, default=3, help="/retrieve passages per query (--side-by-side; Search-R1's default 3)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the routes (--side-by-side)")
     args = ap.parse_args(argv)
     if args.quick:
         args.clients, args.seconds, args.think_ms = 20, 3, [500]
+        args.batch, args.rounds = min(args.batch, 64), 1
+    args.batch_connections = args.batch_connections or args.workers
     path = str(ensure_sample_index(args.index))
     bodies = _bodies(path, 300 if args.quick else 2000, args.routes)
     binary = None if args.python_clients else compile_loadgen()
     generator = "benchmarks/loadgen.c" if binary else "asyncio httpx clients (no C compiler: capacity understated)"
+    if args.side_by_side:
+        queries = [b["arguments"]["query"][0] for p, b in bodies if p == "/tools/search"]
+        with running_server(path, args.workers, args.server_cache, not args.no_fast_routes,
+                            warm_searches=args.warm_searches) as server, \
+                tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
+            rounds = side_by_side(server, phase_runner(server, binary, Path(tmp)), queries, args)
+        return 0 if report_side_by_side(rounds, args, generator) == 0 else 1
     with running_server(path, args.workers, args.server_cache, not args.no_fast_routes,
                         warm_searches=args.warm_searches) as server, \
             tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:

@@ -1,31 +1,35 @@
 """The tool server's hot routes without FastAPI's per-request layers: same status codes, same response bytes.
 
-``POST /tools/{name}`` and ``POST /backend/{search,scholar,visit}`` are what rollout workers call thousands of
-times a second. Profiled under load (issue 14; ``benchmarks/bench_server.py``), FastAPI's routing, dependency
-solving, request-model validation and response-model serialisation held the GIL longer than the search itself
-did, on a machine where two worker processes share two cores. :class:`HotRoutes` is an ASGI middleware, the
-outermost one of the app, that answers a *well-formed* call on those routes directly: the body is read (only
-when a ``Content-Length`` within the limit is declared), parsed with :func:`json.loads` as FastAPI parses it,
-checked against the same rules as the pydantic request models of :mod:`sim_web.serve.http`, run on the same
-bounded :class:`~sim_web.serve.guards.ToolPool`, and encoded with pydantic-core's JSON encoder, the one
-FastAPI's response models use.
+``POST /tools/{name}``, ``POST /backend/{search,scholar,visit}`` and ``POST /retrieve`` are what rollout workers
+call thousands of times a second. Profiled under load (issue 14; ``benchmarks/bench_server.py``), FastAPI's
+routing, dependency solving, request-model validation and response-model serialisation held the GIL longer than
+the search itself did, on a machine where two worker processes share two cores. :class:`HotRoutes` is an ASGI
+middleware, the outermost one of the app, that answers a *well-formed* call on those routes directly: the body is
+read (only when a ``Content-Length`` within the limit is declared), parsed with :func:`json.loads` as FastAPI
+parses it, checked against the same rules as the pydantic request models of :mod:`sim_web.serve.http` and
+:mod:`sim_web.serve.retrieve`, run on the same bounded :class:`~sim_web.serve.guards.ToolPool`, and encoded with
+pydantic-core's JSON encoder, the one FastAPI's response models use.
 
 When the executor is ``inline`` (the local sim index: in-process, no I/O, no rate limit), search, visit and
 scholar calls run on the event loop itself instead of a pool thread. A call holds the GIL for nearly all of
 its ~2 ms anyway (Lucene runs under the JNI lock), so the thread hop only added two GIL hand-overs and a
 futex wake-up per request. Measured with ``benchmarks/bench_server.py`` on 2 cores (issue 14; 3 runs alternating
 with pool calls): capacity median 776 vs 579 req/s, server CPU 2.47-2.87 vs 2.84-3.32 ms per request. The
-PythonInterpreter, and every tool of a remote or real-web executor, stays on the pool.
+PythonInterpreter, every tool of a remote or real-web executor, and the many-query requests of
+:mod:`sim_web.serve.retrieve` stay on the pool.
 
 Everything else goes to the FastAPI app unchanged, with the body read here replayed to it, so every error
 answer (401, 404, 413, 422 and their texts) comes from the one place that made it before: a missing or wrong
 token, an unknown tool, a body that is not a JSON object of the expected types, a chunked or oversized body,
-any other route. Errors raised while a call runs (503 busy, 422 for an agent mistake, 503 for an unavailable
-tool, 500) are answered here as the app's handlers answer them.
+any other route. Errors raised while a call runs (503 busy, 422 for a bad backend argument, 503 for an unavailable
+tool, 500) are answered here as the app's handlers answer them. An agent mistake in a tool call (a missing or
+ill-typed argument, a query or goal over its limit) is no HTTP error: the answer is 200 with the text the env
+prints for it (:func:`tool_text`), on both paths.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -38,6 +42,8 @@ from sim_web.protocol.arguments import MAX_GOAL_CHARS, valid_unicode
 from sim_web.serve.guards import ToolPool, action_detail, short, token_matches
 
 if TYPE_CHECKING:
+    from sim_web.protocol.errors import ActionError
+    from sim_web.serve.retrieve import Retriever
     from sim_web.tools import Toolbox
 
 log = logging.getLogger(__name__)
@@ -90,19 +96,25 @@ class HotRoutes:
         names: The tools served on ``/tools/{name}``.
         max_body_bytes: Larger declared bodies go to the app (whose ``BodyLimit`` answers 413).
         token: The bearer token, or ``None``; a request without the right one goes to the app (401).
+        retriever: What answers ``/retrieve`` (``None``: that route goes to the app).
     """
 
     def __init__(self, app: Any, *, toolbox: Toolbox, pool: ToolPool, names: list[str], max_body_bytes: int,
-                 token: str | None) -> None:
+                 token: str | None, retriever: Retriever | None = None) -> None:
+        from sim_web.serve.retrieve import bulk_search
+
         self.app, self.pool, self.max_body_bytes, self.token = app, pool, max_body_bytes, token
         self.toolbox, self.executor = toolbox, toolbox.executor
         self.routes: dict[str, Callable[[Any], Any]] = {f"/tools/{n}": self._tool_route(n) for n in names}
-        self.routes.update({"/backend/search": self._query_route(self.executor.search),
+        self.routes.update({"/backend/search": self._search_route,
                             "/backend/scholar": self._query_route(self.executor.scholar),
                             "/backend/visit": self._visit_route})
+        if retriever is not None:
+            self.routes["/retrieve"] = self._retrieve_route(retriever)
         inline = getattr(self.executor, "inline", False) is True
         #: Routes answered on the event loop (see the module docstring); the others run on ``pool``.
-        self.inline_paths = {p for p in self.routes if inline and p != "/tools/PythonInterpreter"}
+        self.inline_paths = {p for p in self.routes if inline and p not in ("/tools/PythonInterpreter", "/retrieve")}
+        self._pooled = {bulk_search}  #: many searches long: on ``pool`` whatever the route
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         route = self.routes.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
@@ -117,7 +129,7 @@ class HotRoutes:
             call = None
         if call is None:
             return await self.app(scope, _replay(body, receive), send)
-        await self._answer(call, send, scope["path"] in self.inline_paths)
+        await self._answer(call, send, scope["path"] in self.inline_paths and call[0] not in self._pooled)
 
     def _plain_json(self, headers: list[tuple[bytes, bytes]]) -> bool:
         """A declared ``application/json`` body within the limit, and the token when one is required."""
@@ -141,6 +153,23 @@ class HotRoutes:
             return None if args is None else (_results, method, *args)
         return route
 
+    def _search_route(self, body: Any) -> Any:
+        from sim_web.serve.retrieve import bulk_args, bulk_search
+
+        one = query_args(body)
+        if one is not None:
+            return (_results, self.executor.search, *one)
+        many = bulk_args(body)
+        return None if many is None else (bulk_search, self.executor.search, *many)
+
+    def _retrieve_route(self, retriever: Retriever) -> Callable[[Any], Any]:
+        from sim_web.serve.retrieve import retrieve_args
+
+        def route(body: Any) -> Any:
+            args = retrieve_args(body)
+            return None if args is None else (retriever.retrieve, *args)
+        return route
+
     def _visit_route(self, body: Any) -> Any:
         args = visit_args(body)
         return None if args is None else (_visit, self.executor.visit, *args)
@@ -155,9 +184,8 @@ class HotRoutes:
             content = call[0](*call[1:]) if inline else await self.pool.run(*call)
         except HTTPException as e:  # the pool is full: 503, Retry-After
             return await _send_json(send, e.status_code, {"detail": e.detail}, e.headers)
-        except ActionError as e:  # never echoes the request: a tool call's arguments are call[3]
-            values = call[3] if call[0] is _run_tool else list(call[2:])
-            return await _send_json(send, 422, {"detail": action_detail(e, values)})
+        except ActionError as e:  # a backend route's argument (a tool call answers its mistakes): never echoed
+            return await _send_json(send, 422, {"detail": action_detail(e, list(call[2:]))})
         except ToolUnavailableError as e:
             return await _send_json(send, 503, {"detail": short(str(e))})
         await send({"type": "http.response.start", "status": 200,
@@ -165,10 +193,56 @@ class HotRoutes:
         await send({"type": "http.response.body", "body": content})
 
 
-def _run_tool(toolbox: Toolbox, name: str, arguments: dict[str, Any], code: str | None) -> bytes:
-    from sim_web.protocol.actions import Action
+def tool_text(toolbox: Toolbox, name: str, arguments: dict[str, Any], code: str | None) -> str:
+    """The text the env prints inside ``<tool_response>`` for this call, agent mistakes included.
 
-    return to_json({"result": toolbox.call(Action(kind="tool_call", tool=name, arguments=arguments, code=code))})
+    The env answers an agent mistake (a missing or ill-typed argument, too many queries, a query or goal over its
+    limit) with ``Error: <message>`` as the observation, and the server promises the env's text: so a mistake is
+    a result, not an HTTP error.
+
+    Args:
+        toolbox: The served tools.
+        name: A served tool's name.
+        arguments: The call's arguments (a JSON object).
+        code: The code of a ``PythonInterpreter`` call.
+
+    Raises:
+        ToolUnavailableError: Every backend failed (the tool could not answer at all).
+    """
+    from sim_web.protocol.actions import Action
+    from sim_web.protocol.errors import ActionError
+
+    try:
+        return toolbox.call(Action(kind="tool_call", tool=name, arguments=arguments, code=code))
+    except ActionError as e:
+        return f"Error: {_env_message(name, e)}"
+
+
+def _env_message(name: str, error: ActionError) -> str:
+    """The message the env shows for ``error``: the toolbox's, except for a PythonInterpreter call without code,
+    which the env's parser catches first (with an example call)."""
+    from sim_web.protocol.actions import PYTHON_TOOL
+
+    if name == PYTHON_TOOL and error.kind == "missing_argument":
+        return _parser_python_message() or str(error)
+    return str(error)
+
+
+@functools.cache
+def _parser_python_message() -> str | None:
+    """What :func:`~sim_web.protocol.actions.parse_action` says to a PythonInterpreter call without code."""
+    from sim_web.protocol.actions import PYTHON_TOOL, parse_action
+    from sim_web.protocol.errors import ActionError
+
+    try:
+        parse_action(f'<tool_call>\n{{"name": "{PYTHON_TOOL}", "arguments": {{}}}}\n</tool_call>', tools=(PYTHON_TOOL,))
+    except ActionError as e:
+        return str(e)
+    return None
+
+
+def _run_tool(toolbox: Toolbox, name: str, arguments: dict[str, Any], code: str | None) -> bytes:
+    return to_json({"result": tool_text(toolbox, name, arguments, code)})
 
 
 def _results(method: Callable[[str, int], list[Any]], query: str, k: int) -> bytes:

@@ -117,7 +117,8 @@ def short(text: str) -> str:
 
 
 def action_detail(error: ActionError, arguments: Any) -> str:
-    """The 422 text of an agent mistake made over HTTP: what is wrong and what is expected, without the client's values.
+    """The 422 text of an :class:`ActionError` on a backend route: what is wrong and what is expected, without the
+    client's values (a tool call's agent mistake is no 4xx: it is answered with the env's text, values and all).
 
     The env shows the model the values it sent (``got a dict ({...})``); a 4xx body must not echo the request.
     Each value the message describes is put back as its type alone, and a message that would still contain a

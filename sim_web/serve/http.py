@@ -2,29 +2,33 @@
 
 Stateless apart from a content-keyed cache, so replicas behind any load balancer agree.
 Endpoints: ``GET /health``, ``GET /tools`` (schemas), ``POST /tools/{name}`` (Tongyi-formatted
-text, exactly what the env prints), ``POST /backend/{search,scholar,visit}`` (structured results,
-used by :class:`sim_web.backends.remote.RemoteBackend`). OpenAPI schema at ``/openapi.json``.
+text, exactly what the env prints, agent mistakes included: 200 with the env's ``Error: ...`` text),
+``POST /backend/{search,scholar,visit}`` (structured results, used by
+:class:`sim_web.backends.remote.RemoteBackend`; ``/backend/search`` also takes many ``queries``), and
+Search-R1's ``POST /retrieve`` (:mod:`sim_web.serve.retrieve`). OpenAPI schema at ``/openapi.json``.
 
 Security (issue 16):
 
 * ``PythonInterpreter`` is not served unless enabled explicitly (``enable_python`` / ``--enable-python``);
   when it is, it runs in the bubblewrap sandbox of :mod:`sim_web.tools.python`.
-* With a bearer token (``token`` / ``--token`` / ``$SIM_WEB_SERVER_TOKEN``) every ``/tools`` and
-  ``/backend`` route requires ``Authorization: Bearer <token>`` (401 otherwise). :func:`serve` refuses
+* With a bearer token (``token`` / ``--token`` / ``$SIM_WEB_SERVER_TOKEN``) every ``/tools``,
+  ``/backend`` and ``/retrieve`` route requires ``Authorization: Bearer <token>`` (401 otherwise). :func:`serve` refuses
   to bind a non-loopback address without one.
 * Tool calls run in a bounded thread pool of their own (``tool_threads``), never on the event loop,
   so ``/health`` answers however busy the tools are; past ``4 x tool_threads`` waiting calls the
   server answers 503 (retryable) instead of queueing without bound.
 * Request bodies over ``max_body_bytes`` are answered 413 before they are read whole; 4xx bodies
-  never echo the request (validation errors carry the location and the reason, not the input; an agent
-  mistake's 422 names the argument and the type it got, not its value: :func:`~sim_web.serve.guards.action_detail`).
+  never echo the request (validation errors carry the location and the reason, not the input; a backend
+  argument's 422 names the argument and the type it got, not its value: :func:`~sim_web.serve.guards.action_detail`).
+  Only malformed HTTP is a 4xx on ``/tools/{name}`` (not JSON, ``arguments`` not an object, an unknown tool):
+  an agent mistake inside the arguments is the env's observation text, which may quote what the agent wrote.
 * ``/health`` without the token shows only ``PUBLIC_HEALTH`` (no filesystem path, tools or load).
 * Connections must send each request (headers and body) within a deadline, and each worker holds a bounded
   number of them, closing the one that has waited longest on its client first (issue 26, :mod:`sim_web.serve.conn`).
 
 Capacity (issue 14; measured by ``benchmarks/bench_server.py``):
 
-* Well-formed calls on ``/tools/{name}`` and ``/backend/*`` skip FastAPI's per-request layers
+* Well-formed calls on ``/tools/{name}``, ``/backend/*`` and ``/retrieve`` skip FastAPI's per-request layers
   (:mod:`sim_web.serve.fast`: same status codes and bytes; everything else still goes through FastAPI).
 * With ``workers > 1`` every worker accepts on its own SO_REUSEPORT socket (:mod:`sim_web.serve.workers`),
   so that connections opened together spread over the workers.
@@ -45,16 +49,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.conn import ConnectionLimits, uvicorn_config
-from sim_web.serve.fast import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, HotRoutes
+from sim_web.serve.fast import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, HotRoutes, tool_text
 from sim_web.serve.guards import (
     TOKEN_ENV,
     BodyLimit,
     ToolPool,
-    action_detail,
     bearer_guard,
     check_exposure,
     short,
 )
+from sim_web.serve.retrieve import RetrieveRequest, Retriever, SearchRequest, add_retrieve_route, bulk_search
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 
 if TYPE_CHECKING:
@@ -126,7 +130,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     from sim_web.protocol.errors import ToolUnavailableError
 
     known = {"body", "path", "query", "header", *ToolRequest.model_fields, *QueryRequest.model_fields,
-             *VisitRequest.model_fields}
+             *VisitRequest.model_fields, *SearchRequest.model_fields, *RetrieveRequest.model_fields}
 
     @app.exception_handler(ToolUnavailableError)
     def unavailable(_request: Any, exc: ToolUnavailableError) -> JSONResponse:  # retryable for RemoteBackend
@@ -152,7 +156,7 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
         cache: Keep the executor's content-keyed result cache (off: every call is computed,
             e.g. to benchmark the uncached cost).
         enable_python: Serve ``PythonInterpreter`` (off by default: it runs code for any client).
-        token: Bearer token required on every ``/tools`` and ``/backend`` route (``None``: no auth,
+        token: Bearer token required on every ``/tools``, ``/backend`` and ``/retrieve`` route (``None``: no auth,
             for loopback only; :func:`serve` enforces that).
         max_body_bytes: Largest request body accepted; larger ones get 413.
         tool_threads: Threads that run tool calls (separate from the event loop that answers ``/health``).
@@ -201,11 +205,13 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     _add_routes(app, toolbox, pool, bearer_guard(token),
                 {"index": str(index.path), "content_sha256": index.manifest["content_sha256"],
                  "pages": index.manifest["counts"]["pages"], "mode": cfg.sim.mode, "backend": cfg.backend})
+    retriever = Retriever.serving(toolbox.executor.backends, index, cfg.sim.mode)
+    add_retrieve_route(app, retriever, pool, bearer_guard(token))
     if warm:
         warm_index(toolbox.executor.backends, warm_searches)
     if fast_routes:  # added last: the outermost of our middlewares, in front of BodyLimit and the router
         app.add_middleware(HotRoutes, toolbox=toolbox, pool=pool, names=[s["function"]["name"] for s in toolbox.schemas()],
-                           max_body_bytes=max_body_bytes, token=token)
+                           max_body_bytes=max_body_bytes, token=token, retriever=retriever)
     return app
 
 
@@ -213,8 +219,7 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Call
                 about: dict[str, Any]) -> None:
     """``/health`` (open, on the event loop; its details behind ``authorized``), ``/tools`` and ``/backend/*``
     (behind ``authorized``, on ``pool``)."""
-    from sim_web.protocol.actions import Action
-    from sim_web.protocol.errors import ActionError
+    from fastapi import Response
 
     executor = toolbox.executor
     names = [s["function"]["name"] for s in toolbox.schemas()]
@@ -233,11 +238,8 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Call
     async def tools() -> list[dict[str, Any]]:
         return toolbox.schemas()
 
-    def run_tool(name: str, req: ToolRequest) -> ToolReply:
-        try:
-            return ToolReply(result=toolbox.call(Action(kind="tool_call", tool=name, arguments=req.arguments, code=req.code)))
-        except ActionError as e:
-            raise HTTPException(422, action_detail(e, req.arguments)) from e
+    def run_tool(name: str, req: ToolRequest) -> ToolReply:  # an agent mistake is the env's text, not an HTTP error
+        return ToolReply(result=tool_text(toolbox, name, req.arguments, req.code))
 
     @app.post("/tools/{name}", response_model=ToolReply, dependencies=guarded)
     async def call_tool(name: str, req: ToolRequest) -> ToolReply:
@@ -245,8 +247,10 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Call
             raise HTTPException(404, f"unknown tool; available: {names}")
         return await pool.run(run_tool, name, req)
 
-    @app.post("/backend/search", dependencies=guarded)
-    async def backend_search(req: QueryRequest) -> dict[str, Any]:
+    @app.post("/backend/search", dependencies=guarded, response_model=None)
+    async def backend_search(req: SearchRequest) -> dict[str, Any] | Response:
+        if req.queries is not None:  # bulk: one result list per query, the fast route's bytes
+            return Response(await pool.run(bulk_search, executor.search, req.queries, req.k), media_type="application/json")
         return {"results": [asdict(r) for r in await pool.run(executor.search, req.query, req.k)]}
 
     @app.post("/backend/scholar", dependencies=guarded)

@@ -56,7 +56,7 @@ def test_answers_are_byte_identical_to_fastapi(both):
 
 def test_every_other_request_gets_fastapis_answer(both):
     bad = [("/tools/search", b"{not json"), ("/tools/search", b""), ("/tools/search", b"[1, 2]"), ("/tools/search", b'"x"'),
-           ("/tools/search", b'{"arguments": {}}'),  # an agent mistake, raised by the tool: 422 from either path
+           ("/tools/search", b'{"arguments": {}}'),  # an agent mistake: 200 with the env's text from either path
            ("/tools/search", b'{"arguments": {"query": 5}}'), ("/tools/search", b'{"arguments": [], "code": null}'),
            ("/tools/search", b'{"arguments": {"query": ["x"]}, "extra": 1}'), ("/tools/search", b'{"code": 5}'),
            ("/tools/nope", b'{"arguments": {}}'), ("/tools/PythonInterpreter", b'{"code": "print(1)"}'),
@@ -123,8 +123,8 @@ def test_errors_raised_by_a_call_are_answered_like_the_app_handlers():
         raise {"search": ActionError("missing_argument", "need a query"), "visit": ToolUnavailableError("visit", "u", ["sim: down"])}[action.tool]
 
     c = TestClient(_hot(_toolbox(call))[0])
-    r = c.post("/tools/search", json={"arguments": {}})
-    assert r.status_code == 422 and r.json() == {"detail": "missing_argument: need a query"}
+    r = c.post("/tools/search", json={"arguments": {}})  # an agent mistake: the env's observation text
+    assert r.status_code == 200 and r.json() == {"result": "Error: need a query"}
     r = c.post("/tools/visit", json={"arguments": {}})
     assert r.status_code == 503 and r.json() == {"detail": "visit is unavailable for 'u': every backend failed (sim: down)"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -57,15 +58,81 @@ def test_tool_text_is_byte_identical_to_the_env_toolbox(client, local_toolbox):
         r = client.post(f"/tools/{name}", json={"arguments": args})
         assert r.status_code == 200
         assert r.json()["result"] == local_toolbox.call(Action(kind="tool_call", tool=name, arguments=args))
+
+
+@pytest.mark.needs_sandbox
+def test_python_runs_through_the_server(client):
     r = client.post("/tools/PythonInterpreter", json={"code": "print(sum(range(10)))"})
     assert r.status_code == 200 and "45" in r.json()["result"]
+
+
+#: Agent mistakes in a tool call: (tool, arguments, code). The env answers each with an ``Error: ...`` observation.
+AGENT_MISTAKES = [
+    ("search", {}, None),  # no query
+    ("search", {"queries": ["Danube"]}, None),  # a misspelt argument: 'query' is missing
+    ("search", {"query": 5}, None),
+    ("search", {"query": []}, None),
+    ("search", {"query": ["Danube", "   "]}, None),
+    ("search", {"query": [f"q{i}" for i in range(11)]}, None),  # over the 10 queries of one call
+    ("search", {"query": ["word " * 300]}, None),  # a query over 1,024 characters
+    ("google_scholar", {"query": {"topic": "algebra"}}, None),
+    ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube"]}, None),  # no goal
+    ("visit", {"url": [], "goal": "length"}, None),
+    ("visit", {"url": "https://en.wikipedia.org/wiki/Danube", "goal": 5}, None),
+    ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": "why " * 300}, None),  # a goal over 1,000
+    ("PythonInterpreter", {}, None),  # no code
+    ("PythonInterpreter", {}, "   "),  # blank code
+]
+
+
+def _env_observation(env, tool: str, arguments: dict, code: str | None) -> str:
+    """What the env prints for one assistant turn that makes this tool call."""
+    body = json.dumps({"name": tool, "arguments": arguments})
+    block = "" if code is None else f"\n<code>\n{code}\n</code>"
+    env.reset(seed=0)
+    obs, _reward, _term, _trunc, info = env.step(f"<tool_call>\n{body}{block}\n</tool_call>")
+    assert sum(info["errors"].values()) == 1, obs  # the env counted it as an agent mistake
+    return obs
+
+
+@pytest.mark.parametrize("fast_routes", [True, False])
+def test_agent_mistakes_get_the_env_observation_byte_for_byte(sample_index, fast_routes):
+    from sim_web.env import EnvConfig, WebResearchEnv
+    from sim_web.protocol.formatting import format_tool_response
+
+    env = WebResearchEnv(EnvConfig(index_dir=str(sample_index)))
+    served = TestClient(create_app(str(sample_index), enable_python=True, fast_routes=fast_routes),
+                        raise_server_exceptions=False)
+    try:
+        for tool, arguments, code in AGENT_MISTAKES:
+            r = served.post(f"/tools/{tool}", json={"arguments": arguments, **({} if code is None else {"code": code})})
+            assert r.status_code == 200, (tool, arguments, r.text)
+            assert set(r.json()) == {"result"} and r.json()["result"].startswith("Error: "), r.text
+            assert format_tool_response(r.json()["result"]) == _env_observation(env, tool, arguments, code), (tool, arguments)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("fast_routes", [True, False])
+def test_only_malformed_http_is_a_4xx_on_the_tool_route(sample_index, fast_routes):
+    c = TestClient(create_app(str(sample_index), fast_routes=fast_routes), raise_server_exceptions=False)
+    json_body = {"Content-Type": "application/json"}
+    cases = [(b"{not json", 422), (b'{"arguments": ["Danube"]}', 422), (b'{"arguments": "Danube"}', 422),
+             (b'{"arguments": null}', 422), (b"[1, 2]", 422), (b'{"arguments": {}, "extra": 1}', 422),
+             (b'{"arguments": {}, "code": 5}', 422)]
+    for raw, status in cases:
+        r = c.post("/tools/search", content=raw, headers=json_body)
+        assert r.status_code == status and "detail" in r.json(), (raw, r.text)
+    for path in ("/tools/nope", "/tools/Search", "/tools/PythonInterpreter"):  # not a served tool (Python is off)
+        r = c.post(path, json={"arguments": {}})
+        assert r.status_code == 404 and "available" in r.json()["detail"], (path, r.text)
 
 
 def test_bad_requests_get_clear_4xx(client):
     cases = [
         (client.post("/tools/search", content=b"{not json", headers={"Content-Type": "application/json"}), 422, "json"),
-        (client.post("/tools/search", json={"arguments": {}}), 422, "query"),
-        (client.post("/tools/search", json={"arguments": {"query": 5}}), 422, "query"),
+        (client.post("/tools/search", json={"arguments": ["x"]}), 422, "arguments"),
+        (client.post("/tools/search", json={"arguments": {"query": ["x"]}, "code": 5}), 422, "code"),
         (client.post("/tools/search", json={"arguments": {"query": ["x"]}, "extra": 1}), 422, "extra"),
         (client.post("/tools/nope", json={"arguments": {}}), 404, "available"),
         (client.post("/backend/search", json={"query": ""}), 422, "query"),
@@ -281,8 +348,8 @@ def test_lone_surrogates_and_long_queries_over_http(client):
         r.content.decode("utf-8")  # strict: valid UTF-8
         assert "Timeout" not in r.text
     long = " ".join(f"term{i}" for i in range(1100))
-    r = client.post("/tools/search", json={"arguments": {"query": [long]}})
-    assert r.status_code == 422 and "the limit is 1024" in r.text and "term1099" not in r.text
+    r = client.post("/tools/search", json={"arguments": {"query": [long]}})  # an agent mistake: the env's text
+    assert r.status_code == 200 and r.json()["result"].startswith("Error: ") and "the limit is 1024" in r.text
 
 
 def test_remote_backend_sends_the_bearer_token(sample_index):

@@ -1,0 +1,189 @@
+"""Many queries in one request: Search-R1's ``POST /retrieve``, and the bulk form of ``POST /backend/search``.
+
+Search-R1 (github.com/PeterGriffinJin/Search-R1: the server ``search_r1/search/retrieval_server.py``, the client
+``search_r1/llm_agent/generation.py``) and its ports (verl, verl-tool, SkyRL-gym) send one request per turn for the
+rollouts of a whole batch, ``{"queries": [...], "topk": k, "return_scores": true}``, and read ``"result"``: per
+query, a list of ``{"document": {"id": ..., "contents": ...}, "score": ...}`` (with ``return_scores`` false, the
+document dicts alone). ``contents`` follows their corpus (wiki-18): the title in double quotes on the first line,
+then the passage; their client takes the first line as the title and the rest as the text. Served here, so that
+such a fleet trains on this corpus with its client unchanged.
+
+The documents are the index's ~100-word passages ranked by the served retrieval mode (not the one-result-per-page
+list of the ``search`` tool), ``id`` the passage id. As their server does, a missing, ``null`` or ``0`` ``topk``
+means the default (:data:`DEFAULT_TOPK`) and unknown fields are ignored. A blank query gets an empty list and a
+query over :data:`~sim_web.serve.fast.QUERY_MAX` characters is searched on its first ``QUERY_MAX``, so that one
+runaway generation does not fail the request of a whole training batch.
+
+``POST /backend/search`` with ``{"queries": [...], "k": k}`` (instead of ``"query"``) returns ``{"results": [...]}``
+with one list of structured results per query: the executor's search, as for one query, with the same checks.
+
+Both take up to :data:`MAX_QUERIES` queries; they run on the tool pool, never on the event loop, however local the
+index (a batch is many searches long, and ``/health`` must stay answered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import to_json
+
+from sim_web.protocol.arguments import valid_unicode
+from sim_web.serve.fast import K_MAX, QUERY_MAX
+from sim_web.serve.guards import ToolPool
+
+MAX_QUERIES = 512  #: queries in one ``/retrieve`` or bulk ``/backend/search`` request
+DEFAULT_TOPK = 3  #: ``/retrieve`` documents per query when ``topk`` is missing, null or 0 (Search-R1's default)
+_Query = Annotated[str, Field(min_length=1, max_length=QUERY_MAX)]
+
+
+def _valid_unicode_items(value: Any) -> Any:
+    """Lone surrogates in a list of strings replaced, as in the tools' arguments (anything else left to the model)."""
+    return [valid_unicode(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
+
+
+class RetrieveRequest(BaseModel):
+    """Search-R1's retrieval request (unknown fields ignored, as by their server)."""
+
+    model_config = ConfigDict(extra="ignore")
+    queries: list[str] = Field(max_length=MAX_QUERIES, description='e.g. ["capital of France"]')
+    topk: int | None = Field(default=None, ge=0, le=K_MAX, description=f"missing, null or 0: {DEFAULT_TOPK}")
+    return_scores: bool = False
+
+    @field_validator("queries", mode="before")
+    @classmethod
+    def _valid_unicode(cls, value: Any) -> Any:
+        return _valid_unicode_items(value)
+
+
+class SearchRequest(BaseModel):
+    """A backend search: one ``query`` (``{"results": [...]}``) or many ``queries`` (one list per query)."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str | None = Field(default=None, min_length=1, max_length=QUERY_MAX)
+    queries: list[_Query] | None = Field(default=None, max_length=MAX_QUERIES)
+    k: int = Field(default=10, ge=1, le=K_MAX)
+
+    @field_validator("query", "queries", mode="before")
+    @classmethod
+    def _valid_unicode(cls, value: Any) -> Any:  # lone surrogates: replaced, as in the tools' arguments
+        return valid_unicode(value) if isinstance(value, str) else _valid_unicode_items(value)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> SearchRequest:
+        if (self.query is None) == (self.queries is None):
+            raise ValueError("send either 'query' (a string) or 'queries' (a list of strings), not both or neither")
+        return self
+
+
+def retrieve_args(body: Any) -> tuple[list[str], int, bool] | None:
+    """``(queries, topk, return_scores)`` of a ``RetrieveRequest`` body that the model would accept as is, else ``None``.
+
+    Args:
+        body: The parsed JSON body.
+    """
+    if type(body) is not dict:
+        return None
+    queries, topk, scores = body.get("queries"), body.get("topk"), body.get("return_scores", False)
+    if type(queries) is not list or len(queries) > MAX_QUERIES or any(type(q) is not str for q in queries):
+        return None
+    if (topk is not None and (type(topk) is not int or not 0 <= topk <= K_MAX)) or type(scores) is not bool:
+        return None
+    return [valid_unicode(q) for q in queries], topk or DEFAULT_TOPK, scores
+
+
+def bulk_args(body: Any) -> tuple[list[str], int] | None:
+    """``(queries, k)`` of a bulk ``SearchRequest`` body that the model would accept as is, else ``None``.
+
+    Args:
+        body: The parsed JSON body.
+    """
+    if type(body) is not dict or not body.keys() <= {"queries", "k"}:
+        return None
+    queries, k = body.get("queries"), body.get("k", 10)
+    if type(queries) is not list or len(queries) > MAX_QUERIES or type(k) is not int or not 1 <= k <= K_MAX:
+        return None
+    if any(type(q) is not str for q in queries):
+        return None
+    queries = [valid_unicode(q) for q in queries]
+    return (queries, k) if all(1 <= len(q) <= QUERY_MAX for q in queries) else None
+
+
+def bulk_search(search: Callable[[str, int], list[Any]], queries: list[str], k: int) -> bytes:
+    """The bulk ``/backend/search`` answer: ``{"results": [[result, ...] per query]}`` as JSON bytes.
+
+    Args:
+        search: The executor's search (``query, k -> results``).
+        queries: The queries, checked.
+        k: Results per query.
+
+    Raises:
+        ToolUnavailableError: Every backend failed on one of the queries (the whole request is answered 503).
+    """
+    return to_json({"results": [[asdict(r) for r in search(q, k)] for q in queries]})
+
+
+@dataclass(frozen=True)
+class Retriever:
+    """Search-R1's retrieval over a local index: ranked passages with their scores.
+
+    Attributes:
+        index: The opened :class:`~wiki_index.index.WikiIndex`.
+        mode: Its retrieval mode (``bm25``, ``dense`` or ``hybrid``).
+    """
+
+    index: Any
+    mode: str = "bm25"
+
+    @classmethod
+    def serving(cls, backends: list[Any], fallback: Any, mode: str) -> Retriever:
+        """The index the executor's sim backend searches (shared, warmed up), else ``fallback``.
+
+        Args:
+            backends: The executor's backends (a sim backend, or the real backends' Wikipedia fallback, holds the index).
+            fallback: The index to search when no backend holds one (e.g. the real web without its fallback).
+            mode: The served retrieval mode.
+        """
+        for backend in backends:
+            index = getattr(getattr(backend, "sim", backend), "index", None)
+            if index is not None and hasattr(index, "search"):
+                return cls(index, mode)
+        return cls(fallback, mode)
+
+    def documents(self, query: str, topk: int, scores: bool) -> list[dict[str, Any]]:
+        """One query's Search-R1 result list: ``{"document": {"id", "contents"}, "score"}``, or the bare documents."""
+        query = query[:QUERY_MAX]
+        hits = self.index.search(query, topk, self.mode) if query.strip() else []
+        docs = [{"id": p.docid, "contents": f'"{p.title}"\n{p.text}'} for _, p in hits]
+        return [{"document": d, "score": float(h.score)} for d, (h, _) in zip(docs, hits)] if scores else docs
+
+    def retrieve(self, queries: list[str], topk: int, scores: bool) -> bytes:
+        """The ``/retrieve`` answer, ``{"result": [list per query]}``, as JSON bytes.
+
+        Args:
+            queries: The queries (any length; see the module docstring).
+            topk: Documents per query (1 to ``K_MAX``).
+            scores: Pair each document with its score (Search-R1's ``return_scores``).
+        """
+        return to_json({"result": [self.documents(q, topk, scores) for q in queries]})
+
+
+def add_retrieve_route(app: FastAPI, retriever: Retriever, pool: ToolPool, authorized: Callable[[Request], None]) -> None:
+    """``POST /retrieve`` behind ``authorized``, run on ``pool``; the answer's bytes are the fast route's.
+
+    Args:
+        app: The FastAPI app.
+        retriever: What searches the index.
+        pool: The tool threads.
+        authorized: The bearer-token dependency of the other routes.
+    """
+    from fastapi import Depends
+
+    @app.post("/retrieve", dependencies=[Depends(authorized)])
+    async def retrieve(req: RetrieveRequest) -> Response:
+        """Search-R1's ``/retrieve``: per query, the ``topk`` best passages (``"title"\\ntext``), with scores on request."""
+        content = await pool.run(retriever.retrieve, req.queries, req.topk or DEFAULT_TOPK, req.return_scores)
+        return Response(content, media_type="application/json")
