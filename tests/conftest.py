@@ -14,6 +14,23 @@ def _pkg_dir(name: str) -> Path:
     return Path(spec.origin).parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_sandbox: runs code in the PythonInterpreter's bubblewrap sandbox; skipped, "
+                                       "with the reason, where it cannot run (`make install` installs bubblewrap)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``needs_sandbox`` tests where the sandbox cannot run, with the package's own reason (no bwrap, no userns)."""
+    marked = [item for item in items if item.get_closest_marker("needs_sandbox")]
+    if not marked:
+        return
+    from sim_web.tools.python.sandbox import sandbox_problem
+
+    problem = sandbox_problem()
+    for item in marked if problem else ():
+        item.add_marker(pytest.mark.skip(reason=f"no sandbox here: {problem}"))
+
+
 @pytest.fixture(scope="session")
 def gensim_dump() -> Path:
     """The shortened real enwiki dump (206 pages) shipped in the gensim wheel."""

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
-from sim_web.protocol.arguments import MAX_GOAL_CHARS, valid_unicode
-from sim_web.serve.guards import ToolPool, action_detail, short, token_matches
+from sim_web.protocol.arguments import valid_unicode
+from sim_web.serve.guards import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, ToolPool, action_detail, short, token_matches
 
 if TYPE_CHECKING:
     from sim_web.protocol.errors import ActionError
@@ -49,9 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-#: Request limits: the pydantic models of :mod:`sim_web.serve.http` declare their fields with these same constants.
-#: The goal limit is the toolbox's, so ``/backend/visit`` and ``/tools/visit`` bound the extractor's work alike.
-QUERY_MAX, URL_MAX, GOAL_MAX, K_MAX = 2000, 4000, MAX_GOAL_CHARS, 100
 
 
 def tool_args(body: Any) -> tuple[dict[str, Any], str | None] | None:

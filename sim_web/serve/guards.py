@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import HTTPException, Request
 
+from sim_web.protocol.arguments import MAX_GOAL_CHARS
+
 if TYPE_CHECKING:
     from sim_web.protocol.errors import ActionError
 
+#: Request limits: the fast routes check them, and the pydantic models of :mod:`sim_web.serve.http` declare
+#: their fields with them.
+#: The goal limit is the toolbox's, so ``/backend/visit`` and ``/tools/visit`` bound the extractor's work alike.
+QUERY_MAX, URL_MAX, GOAL_MAX, K_MAX = 2000, 4000, MAX_GOAL_CHARS, 100
 TOKEN_ENV = "SIM_WEB_SERVER_TOKEN"  #: the bearer token, when not given as ``--token``
 _MAX_DETAIL = 500  # characters of an error message in a 4xx body
 _ECHO_MIN = 8  # request strings this long must not appear in a 4xx body (shorter ones match ordinary words)

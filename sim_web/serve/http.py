@@ -49,9 +49,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.conn import ConnectionLimits, uvicorn_config
-from sim_web.serve.fast import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, HotRoutes, tool_text
+from sim_web.serve.fast import HotRoutes, tool_text
 from sim_web.serve.guards import (
+    GOAL_MAX,
+    K_MAX,
+    QUERY_MAX,
     TOKEN_ENV,
+    URL_MAX,
     BodyLimit,
     ToolPool,
     bearer_guard,

@@ -32,8 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import to_json
 
 from sim_web.protocol.arguments import valid_unicode
-from sim_web.serve.fast import K_MAX, QUERY_MAX
-from sim_web.serve.guards import ToolPool
+from sim_web.serve.guards import K_MAX, QUERY_MAX, ToolPool
 
 MAX_QUERIES = 512  #: queries in one ``/retrieve`` or bulk ``/backend/search`` request
 DEFAULT_TOPK = 3  #: ``/retrieve`` documents per query when ``topk`` is missing, null or 0 (Search-R1's default)

@@ -12,12 +12,17 @@ tool call, so an environment-owned reward needs the answer as a call). Models tr
 Tongyi format that end with ``<answer>...</answer>`` in plain text are scored instead by the
 pure reward function :func:`answer_reward`; use one of the two, not both.
 
-Example::
+TRL only accepts a tokenizer whose chat template renders tool calls: for ChatML models without
+one (the bundled SmolLM2-135M-Instruct, the tiny smoke-test model) :func:`with_tool_template`
+installs one (:mod:`sim_web.serve.chat_template`).
+
+Example (the README's "With TRL" snippet is the runnable version)::
 
     from trl import GRPOConfig, GRPOTrainer
-    from sim_web.serve.trl import WebResearchToolEnv, tasks_dataset
+    from sim_web.serve.trl import WebResearchToolEnv, tasks_dataset, with_tool_template
 
-    trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=tasks_dataset(split="train"),
+    trainer = GRPOTrainer(model=path, processing_class=with_tool_template(AutoTokenizer.from_pretrained(path)),
+                          args=GRPOConfig(...), train_dataset=tasks_dataset(split="train"),
                           environment_factory=WebResearchToolEnv)
 """
 
@@ -30,7 +35,10 @@ from sim_web.env import EnvConfig, make_toolbox
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.env.rewards import RewardConfig, score_answer
+from sim_web.serve.chat_template import with_tool_template
 from sim_web.tools import ToolMethods
+
+__all__ = ["WebResearchToolEnv", "answer_reward", "tasks_dataset", "with_tool_template"]
 
 
 

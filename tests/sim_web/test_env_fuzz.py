@@ -11,6 +11,7 @@ import random
 import time
 
 import gymnasium as gym
+import pytest
 
 from sim_web.env import EnvConfig
 from fuzz_inputs import ADVERSARIAL, PIECES, damage
@@ -76,6 +77,7 @@ def test_ten_thousand_turns_never_raise(sample_index):
     assert time.perf_counter() - t0 < 240
 
 
+@pytest.mark.needs_sandbox
 def test_python_tool_calls_in_the_fuzz_are_contained(sample_index):
     env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), max_turns=100))
     codes = ["print(1/0)", "while True: pass", "import socket; socket.create_connection(('1.1.1.1', 80))",

@@ -267,6 +267,7 @@ def test_toolbox_config_errors() -> None:
     assert json.loads(json.dumps(Toolbox(ex).schemas()))  # JSON-ready for the HTTP server's /tools
 
 
+@pytest.mark.needs_sandbox
 def test_default_python_runner_is_the_sandbox() -> None:
     tb = Toolbox(ToolExecutor([Wiki()], ExecutorConfig()))  # no runner given: sim_web.tools.python.sandbox.run_python
     act = parse_action('<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(sum(range(101)))\n</code>\n</tool_call>')

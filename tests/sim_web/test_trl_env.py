@@ -3,7 +3,8 @@
 The trainer test uses a tiny randomly initialised Qwen3 (built from a config) whose
 ``generate`` replays a scripted Tongyi-style turn sequence, so that TRL's real tool-calling
 loop (response parsing, tool dispatch, reward collection, one optimisation step) runs end to
-end on CPU in seconds. Nothing of sim-web is mocked.
+end on CPU in seconds, with TRL's Qwen3 template and with ours (``with_tool_template``). Nothing of sim-web is
+mocked.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from sim_web.env import EnvConfig, WebResearchEnv
 from sim_web.env.tasks import Task
 from sim_web.env.rewards import RewardConfig
-from sim_web.serve.trl import WebResearchToolEnv, answer_reward, tasks_dataset
+from sim_web.serve.trl import WebResearchToolEnv, answer_reward, tasks_dataset, with_tool_template
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ SCRIPT = [
 ]
 
 
-def _tiny_qwen3_and_tokenizer():
+def _tiny_qwen3_and_tokenizer(template: str = "qwen3"):
     import torch
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -91,7 +92,10 @@ def _tiny_qwen3_and_tokenizer():
     tk.add_special_tokens([AddedToken(s, special=True) for s in specials])
     tk.decoder = decoders.Fuse()  # decode by concatenation, no spaces between characters
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    tok.chat_template = qwen3_chat_template  # TRL knows how to parse this template's tool calls
+    if template == "qwen3":
+        tok.chat_template = qwen3_chat_template  # TRL knows how to parse this template's tool calls
+    else:
+        with_tool_template(tok)  # ours: the template and parser shipped for the offline ChatML models
 
     class ScriptedQwen3(Qwen3ForCausalLM):
         """A real (tiny, random) Qwen3 whose sampling is replaced by a fixed Tongyi-style script."""
@@ -114,13 +118,14 @@ def _tiny_qwen3_and_tokenizer():
     return ScriptedQwen3(cfg), tok
 
 
-def test_grpo_trainer_runs_multi_turn_rollouts_on_the_env(sample_index, tmp_path, monkeypatch):
+@pytest.mark.parametrize("template", ["qwen3", "with_tool_template"])
+def test_grpo_trainer_runs_multi_turn_rollouts_on_the_env(sample_index, tmp_path, monkeypatch, template):
     import datasets
     from trl import GRPOConfig, GRPOTrainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    model, tok = _tiny_qwen3_and_tokenizer()
+    model, tok = _tiny_qwen3_and_tokenizer(template)
     row = {"prompt": [{"role": "user", "content": "What is the capital of France?"}], "question": "What is the capital of France?",
            "answer": "Paris", "aliases": ["Paris, France"]}
     made = []
