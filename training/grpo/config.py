@@ -75,7 +75,11 @@ class GRPORecipe:
     lora_r: int = _f(0, "LoRA rank (0 = full fine-tuning); LoRA needs peft.")
     gradient_checkpointing: bool = _f(False, "Trade compute for memory on long completions.")
     bf16: bool = _f(False, "bfloat16 training (GPU; CPUs here have no native bf16).")
-    use_vllm: bool = _f(False, "Generate with vLLM (GPU, `pip install -e .[gpu]`); colocate shares the training GPU.")
+    use_vllm: bool = _f(False, "Generate with vLLM (GPU, `pip install -e .[gpu]`); colocate shares the training GPU. Where "
+                               "vLLM is not installed or there is no CUDA GPU, rollouts fall back to TRL's transformers "
+                               "generation with one warning (require_vllm: stop instead).")
+    require_vllm: bool = _f(False, "With use_vllm: stop with an error where vLLM cannot run instead of falling back to "
+                                   "transformers generation (for runs whose timings assume vLLM).")
     vllm_mode: str = _f("colocate", "'colocate' (one process per GPU, safe with tools) or 'server' (see the README: TRL 1.16 can "
                                     "hang with tools and more than one trainer process per server).")
     vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory share of the colocated vLLM engine.")
@@ -83,6 +87,8 @@ class GRPORecipe:
                            "of the same batch (no extra rollouts).")
     dupo_prefilter_k: int = _f(0, "DUPO's pre-RL filter: play k rollouts per task with the starting policy and drop the tasks it "
                                   "always solves (0 = off).")
+    prefilter_verdict: str | None = _f(None, "A saved prefilter verdict (another run's prefilter.json from the same starting "
+                                             "model, tasks and seed) to reuse instead of playing its rollouts again.")
     pass_reward: float = _f(1.0, "Reward at or above which an episode counts as solved (DUPO's filter, the loop's pass rates).")
     loop: bool = _f(False, "Data-policy feedback loop (training.loop): retire tasks with pass rate 0 or 1, add fresh synthesized "
                            "tasks aimed at the learning band, same trainer.")
@@ -135,6 +141,17 @@ class GRPORecipe:
                               f"({self.per_device_batch}), got {self.micro_batch}")
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError(f"GRPORecipe.vllm_mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
+
+    def generation(self) -> tuple[bool, str | None]:
+        """Whether rollouts generate with vLLM here, and the warning to log when the recipe asked for vLLM but gets
+        transformers generation (:func:`choose_generation` on this machine).
+
+        Raises:
+            ConfigError: When ``require_vllm`` is set and vLLM cannot run here.
+        """
+        if not self.use_vllm:
+            return False, None
+        return choose_generation(True, self.require_vllm, vllm=vllm_installed(), cuda=_cuda())
 
     def check_sandbox(self) -> None:
         """Refuse PythonInterpreter where its sandbox cannot run (an error observation on every call would teach the
@@ -203,13 +220,14 @@ class GRPORecipe:
         from training.grpo.trainer import AgentGRPOConfig
 
         micro = self.micro_batch or self.per_device_batch
+        use_vllm, _ = self.generation()
         kw = dict(output_dir=str(self.out_dir()), per_device_train_batch_size=micro,
                   gradient_accumulation_steps=self.per_device_batch // micro,
                   num_generations=self.num_generations, max_steps=self.max_steps, learning_rate=self.learning_rate,
                   max_completion_length=self.max_completion_length, temperature=self.temperature, top_p=self.top_p,
                   advantage=self.advantage, truncation=self.truncation, dupo=self.dupo, epsilon_high=self.epsilon_high, loss_type=self.loss_type,
-                  gradient_checkpointing=self.gradient_checkpointing, bf16=self.bf16, use_cpu=not self.use_vllm and not self.bf16
-                  and not _cuda(), use_vllm=self.use_vllm, vllm_mode=self.vllm_mode,
+                  gradient_checkpointing=self.gradient_checkpointing, bf16=self.bf16, use_cpu=not _cuda(), use_vllm=use_vllm,
+                  vllm_mode=self.vllm_mode,
                   vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization, logging_steps=1, save_steps=self.save_steps,
                   save_strategy="steps", report_to="none", seed=self.seed, data_seed=self.seed, log_completions=False)
         kw.update(overrides)
@@ -220,6 +238,51 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def vllm_installed() -> bool:
+    """Whether the ``vllm`` package is installed (found without importing it: its import is slow and starts CUDA)."""
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def choose_generation(use_vllm: bool, require_vllm: bool, *, vllm: bool, cuda: bool) -> tuple[bool, str | None]:
+    """Pick the rollouts' generator: vLLM when asked for and it can run, else TRL's transformers generation.
+
+    vLLM pins its own torch and ships a large wheel, so many CUDA images lack it; the GPU recipes then still run (same
+    trainer, env, rewards and curriculum; slower generation) instead of stopping, unless ``require_vllm`` says that
+    only a vLLM run is wanted.
+
+    Args:
+        use_vllm: The recipe asks for vLLM.
+        require_vllm: Stop rather than fall back.
+        vllm: The vllm package is installed.
+        cuda: A CUDA GPU is visible.
+
+    Returns:
+        (generate with vLLM, the warning to log when the recipe's request was not met, else None).
+
+    Raises:
+        ConfigError: When vLLM is required and cannot run, naming what is missing and the fixes.
+
+    Example:
+        >>> choose_generation(True, False, vllm=True, cuda=True)
+        (True, None)
+        >>> choose_generation(True, False, vllm=False, cuda=True)[0]
+        False
+    """
+    if not use_vllm or (vllm and cuda):
+        return use_vllm, None
+    missing = " and ".join(m for m, ok in (("the vllm package is not installed", vllm), ("no CUDA GPU is visible", cuda))
+                           if not ok)
+    if require_vllm:
+        raise ConfigError(f"use_vllm and require_vllm are set but {missing}: on a CUDA machine `pip install -e '.[gpu]'`, "
+                          "or let the run fall back to transformers generation (--set require_vllm=false), or "
+                          "--set use_vllm=false")
+    return False, (f"use_vllm is set but {missing}: generating with TRL's transformers generation instead (same trainer, "
+                   "env and rewards; slower rollouts). Install vLLM with `pip install -e '.[gpu]'` on a CUDA machine, or "
+                   "--set use_vllm=false to silence this")
 
 
 def recipe_path(name: str) -> Path:

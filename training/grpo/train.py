@@ -118,6 +118,9 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     out = recipe.out_dir()
     out.mkdir(parents=True, exist_ok=True)
     recipe.check_sandbox()
+    _, fallback = recipe.generation()  # vLLM asked for but missing here: say so once, then use transformers generation
+    if fallback:
+        log.warning(fallback)
     log.warning("training with tools %s", ", ".join(recipe.tools))
 
     # 1. tasks: the train split of the index's task set
@@ -193,6 +196,9 @@ def _prefilter(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any],
     from training.grpo.dupo import prefilter_tasks
 
     path = out / "prefilter.json"
+    if not path.is_file() and recipe.prefilter_verdict:
+        shutil.copyfile(recipe.prefilter_verdict, path)
+        log.warning("DUPO prefilter: reusing the verdict %s", recipe.prefilter_verdict)
     if path.is_file():
         dropped = set(json.loads(path.read_text(encoding="utf-8"))["dropped"])
         return [t for t in tasks if t.id not in dropped]

@@ -1,0 +1,64 @@
+"""The ``sim-web bundle`` subcommand: an offline install of sim-web for an air-gapped machine, in parts.
+
+Examples::
+
+    sim-web bundle --python 3.12 --platform manylinux_2_28_x86_64 --skip-installed target-freeze.txt
+    sim-web bundle --extras train,gpu --platform manylinux_2_35_x86_64 --max-part-mib 60 --out /transfer/bundle
+    sim-web bundle --resolve-only --python 3.12 --platform manylinux_2_28_x86_64   # does the set install there?
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from wiki_index.errors import WikiIndexError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``bundle`` on the ``sim-web`` parser."""
+    from sim_web.bundle.build import BundleConfig
+
+    help_of = {f: BundleConfig.__dataclass_fields__[f].metadata["help"] for f in BundleConfig.__dataclass_fields__}
+    p = subparsers.add_parser("bundle", help="write an offline install (wheels, index, model, install.sh) in parts",
+                              description="Everything a machine without a package index needs to run sim-web: the "
+                                          "wheels it lacks (for its Python and platform), this package, the index and "
+                                          "task sets, SmolLM2 and install.sh, as parts of bounded size with sha256 "
+                                          "checks (join_bundle.py).")
+    p.add_argument("--out", default="sim-web-bundle", help=help_of["out"])
+    p.add_argument("--python", default=BundleConfig.python, help=help_of["python"] + " (default: this one's)")
+    p.add_argument("--platform", default=None, help=help_of["platform"])
+    p.add_argument("--extras", default="train", help=help_of["extras"] + " Comma-separated; '' for none.")
+    p.add_argument("--skip-installed", default=None, metavar="FREEZE", help=help_of["skip_installed"])
+    p.add_argument("--index", default=None, help=help_of["index_dir"])
+    p.add_argument("--model", default="wheel", choices=["wheel", "folder", "none"], help=help_of["model"])
+    p.add_argument("--max-part-mib", type=int, default=60, help=help_of["max_part_mib"])
+    p.add_argument("--find-links", action="append", default=[], metavar="DIR", help=help_of["find_links"])
+    p.add_argument("--resolver-python", default=None, metavar="PYTHON", help=help_of["resolver_python"])
+    p.add_argument("--resolve-only", action="store_true", help="only resolve the set for the target and list it")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the bundle (or only resolve it); returns the exit status."""
+    from sim_web.bundle.build import BundleConfig, build_bundle, resolve_only
+
+    try:
+        cfg = BundleConfig(out=args.out, python=args.python, platform=args.platform,
+                           extras=tuple(e.strip() for e in args.extras.split(",") if e.strip()),
+                           skip_installed=args.skip_installed, index_dir=args.index, model=args.model,
+                           max_part_mib=args.max_part_mib, find_links=tuple(args.find_links),
+                           resolver_python=args.resolver_python)
+        if args.resolve_only:
+            resolved = resolve_only(cfg, progress=lambda line: print(line, flush=True))
+            for r in resolved:
+                print(f"  {r.name}=={r.version}  ({r.source})")
+            ship = [r for r in resolved if r.source != "installed"]
+            print(f"resolves: {len(resolved)} packages for Python {cfg.python} on {cfg.platform or 'this platform'}, "
+                  f"{len(ship)} to ship")
+            return 0
+        build_bundle(cfg, progress=lambda line: print(line, flush=True))
+    except WikiIndexError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,77 @@
+"""The GPU recipes without vLLM: `use_vllm` falls back to TRL's transformers generation with one warning where vLLM or
+CUDA is missing (or stops, with `require_vllm`); `--set use_vllm=false` works; the device logic can be forced on a CPU."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training.grpo import config as grpo_config
+from training.grpo.config import choose_generation, load_recipe
+from wiki_index.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("vllm,cuda,missing", [(False, True, "the vllm package is not installed"),
+                                               (True, False, "no CUDA GPU is visible"),
+                                               (False, False, "the vllm package is not installed and no CUDA GPU")])
+def test_a_missing_vllm_or_gpu_falls_back_with_one_warning(vllm, cuda, missing):
+    use, note = choose_generation(True, False, vllm=vllm, cuda=cuda)
+    assert use is False and missing in note and "transformers generation" in note and "use_vllm=false" in note
+    with pytest.raises(ConfigError, match=f"{missing}.*pip install -e '.\\[gpu\\]'.*require_vllm=false"):
+        choose_generation(True, True, vllm=vllm, cuda=cuda)
+
+
+def test_vllm_is_used_when_it_can_run_and_never_when_not_asked_for():
+    assert choose_generation(True, True, vllm=True, cuda=True) == (True, None)
+    assert choose_generation(False, True, vllm=False, cuda=False) == (False, None)  # require_vllm alone changes nothing
+
+
+def test_the_single_gpu_recipe_on_this_machine(monkeypatch, tmp_path):
+    """No vLLM and no CUDA here: the recipe keeps asking for vLLM, the run generates with transformers on the CPU."""
+    pytest.importorskip("trl")
+    recipe = load_recipe("single-gpu", output_dir=str(tmp_path))
+    assert recipe.use_vllm and not recipe.require_vllm
+    monkeypatch.setattr(grpo_config, "vllm_installed", lambda: False)
+    monkeypatch.setattr(grpo_config, "_cuda", lambda: False)
+    use, note = recipe.generation()
+    assert not use and "the vllm package is not installed and no CUDA GPU is visible" in note
+    args = recipe.grpo_config()
+    assert (args.use_vllm, args.use_cpu, args.bf16) == (False, True, True)
+    assert load_recipe("single-gpu", use_vllm=False).generation() == (False, None)  # --set use_vllm=false
+    with pytest.raises(ConfigError, match="require_vllm"):
+        load_recipe("single-gpu", require_vllm=True).generation()
+
+
+def test_forcing_the_device_logic_picks_vllm_on_a_cuda_machine_with_vllm(monkeypatch):
+    monkeypatch.setattr(grpo_config, "vllm_installed", lambda: True)
+    monkeypatch.setattr(grpo_config, "_cuda", lambda: True)
+    assert load_recipe("single-gpu").generation() == (True, None)
+    monkeypatch.setattr(grpo_config, "vllm_installed", lambda: False)
+    use, note = load_recipe("single-gpu").generation()  # a CUDA image without vLLM: transformers on the GPU
+    assert not use and note.startswith("use_vllm is set but the vllm package is not installed: ")
+
+
+def test_single_gpu_recipe_runs_without_vllm_on_cpu_with_a_tiny_model(sample_index, synth_run, tmp_path):
+    """`sim-web grpo --recipe single-gpu` end to end with a tiny model: the fallback warning, then real steps."""
+    pytest.importorskip("trl")
+    records, _ = synth_run
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    sets = [f"index_dir={sample_index}", f"tasks={tasks}", "model=tiny", "bf16=false", "gradient_checkpointing=false",
+            "tools=search,visit", "loop=false", "max_steps=1", "num_generations=2", "prompts_per_step=1", "max_turns=2",
+            "max_turn_tokens=16", "max_completion_length=256", "max_response_chars=400", "learning_rate=1e-3",
+            "prompt=compact", "search_results=3"]
+    cmd = [sys.executable, "-m", "sim_web.cli", "grpo", "--recipe", "single-gpu", "--out", str(tmp_path / "run")]
+    for s in sets:
+        cmd += ["--set", s]
+    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "CUDA_VISIBLE_DEVICES": ""}
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stderr.count("generating with TRL's transformers generation instead") == 1
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1] and rows[0]["agent/generated_tokens"] > 0
