@@ -51,12 +51,25 @@ def test_the_prefilter_verdict_is_paid_once_per_grid_and_only_shared_between_mat
                       variant("trunc-keep_all"))
     shared = share_prefilter(cfg, base)
     assert shared == share_prefilter(cfg, grpo) != share_prefilter(cfg, other)  # the switches are not in the key, the seed is
-    assert not shared.exists() and not (Path(base.output_dir) / "prefilter.json").exists()
-    shared.write_text('{"dropped": ["t1"]}', encoding="utf-8")
-    share_prefilter(cfg, grpo)
-    assert (Path(grpo.output_dir) / "prefilter.json").read_text() == '{"dropped": ["t1"]}'
-    assert not (Path(other.output_dir) / "prefilter.json").exists()
+    assert shared == share_prefilter(cfg, dataclasses.replace(grpo, prefilter_verdict=str(shared)))
     assert share_prefilter(cfg, dataclasses.replace(base, dupo_prefilter_k=0)) is None
+
+
+def test_a_run_reuses_a_saved_prefilter_verdict(tmp_path):
+    from training.grpo.train import _prefilter
+
+    class Task:
+        def __init__(self, i):
+            self.id = i
+
+    verdict = tmp_path / "shared.json"
+    verdict.write_text(json.dumps({"dropped": ["t1"]}), encoding="utf-8")
+    recipe = recipe_of(AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny"}), variant("base"))
+    recipe = dataclasses.replace(recipe, prefilter_verdict=str(verdict))
+    out = tmp_path / "run"
+    out.mkdir()
+    kept = _prefilter(recipe, None, None, [Task("t0"), Task("t1")], out)  # no trainer needed: nothing is played
+    assert [t.id for t in kept] == ["t0"] and json.loads((out / "prefilter.json").read_text()) == {"dropped": ["t1"]}
 
 
 def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, synth_run, tmp_path):

@@ -10,6 +10,7 @@ freed between runs; ``--quick`` runs them in-process. :mod:`training.ablate.repo
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -135,6 +136,8 @@ def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
     path = cfg.out_dir() / v.name / "result.json"
     recipe = recipe_of(cfg, v)
     shared = share_prefilter(cfg, recipe)
+    if shared and shared.is_file():
+        recipe = dataclasses.replace(recipe, prefilter_verdict=str(shared))
     t0 = time.perf_counter()
     summary = train(recipe)
     if shared and not shared.is_file() and (Path(recipe.output_dir) / "prefilter.json").is_file():
@@ -147,28 +150,24 @@ def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
 
 
 def share_prefilter(cfg: AblateConfig, recipe: Any) -> Path | None:
-    """The grid's saved DUPO prefilter verdict for this run's starting point, copied into the run when it exists.
+    """Where the grid keeps the DUPO prefilter verdict of this run's starting point (it may not exist yet).
 
     The prefilter plays ``dupo_prefilter_k`` rollouts per task with the starting model; its verdict depends on the
     model, tasks, seed and rollout settings, never on the switches the grid flips (advantage, truncation, DUPO in the
-    loss, the loop). So the first configuration computes it and the others reuse it: the same tasks reach every
-    configuration, and the filter is paid once per grid. The verdict is keyed by the recipe without those switches.
+    loss, the loop). So the first configuration computes it and the others reuse it (``prefilter_verdict``): the
+    same tasks reach every configuration, and the filter is paid once per grid. The verdict is keyed by the recipe
+    without those switches.
 
     Returns:
-        The grid-level verdict's path (it may not exist yet), or ``None`` when the recipe has no prefilter.
+        The grid-level verdict's path, or ``None`` when the recipe has no prefilter.
     """
     if not recipe.dupo_prefilter_k:
         return None
-    skip = {*BASELINE, "name", "output_dir", "resume"}
+    skip = {*BASELINE, "name", "output_dir", "resume", "prefilter_verdict"}
     key = {k: val for k, val in asdict(recipe).items() if k not in skip}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
     shared = cfg.out_dir() / "prefilter" / f"{digest}.json"
-    own = Path(recipe.output_dir) / "prefilter.json"
     shared.parent.mkdir(parents=True, exist_ok=True)
-    if shared.is_file() and not own.is_file():
-        own.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(shared, own)
-        log.warning("ablate: %s reuses the grid's prefilter verdict %s", recipe.name, shared.name)
     return shared
 
 
