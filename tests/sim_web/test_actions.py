@@ -230,11 +230,11 @@ def _mutations(n: int, seed: int) -> list[str]:
 
 def test_fuzz_adversarial_and_mutations() -> None:
     texts = ADVERSARIAL + _mutations(5000, seed=0)
-    t0 = time.perf_counter()
+    cpu0 = time.process_time()  # CPU time, not wall time: a busy machine does not matter
     for t in texts:
         _check(t)
     assert len(texts) + 5000 >= 10_000  # with test_fuzz_hypothesis's 5,000 examples
-    assert time.perf_counter() - t0 < 20
+    assert time.process_time() - cpu0 < 60  # linear parsing: far below; a backtracking parser is far above
 
 
 # -- text hygiene: lone surrogates and over-long queries (issue 16) ------------------------------

@@ -70,11 +70,11 @@ def test_ten_thousand_turns_never_raise(sample_index):
     env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), max_turns=50,
                                                      tools=("search", "visit", "google_scholar")))
     actions = ADVERSARIAL + _random_turns(10_000, seed=1)
-    t0 = time.perf_counter()
+    cpu0 = time.process_time()  # CPU time of the process (JVM threads included), not wall time
     got = _drive(env, actions)
     assert len(actions) >= 10_000
     assert got["ends"] > 100 and got["errors"] > 2_000  # answers end episodes; mistakes are counted, not raised
-    assert time.perf_counter() - t0 < 240
+    assert time.process_time() - cpu0 < 240
 
 
 @pytest.mark.needs_sandbox

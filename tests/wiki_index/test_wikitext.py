@@ -192,9 +192,9 @@ def test_time_limit_restores_an_outer_timer():
 @pytest.mark.parametrize("text", ["{{" * 100_000, "[[" * 100_000, "<ref>" * 100_000, "<!--" * 100_000,
                                   "a|}" * 100_000, "{{a|" * 30_000 + "}}" * 30_000])
 def test_unbalanced_markup_is_linear(text):
-    t0 = time.perf_counter()
+    cpu0 = time.process_time()  # CPU time, so a busy machine does not fail it
     parse_wikitext("X", text, ParseConfig(time_limit_s=30))
-    assert time.perf_counter() - t0 < 5
+    assert time.process_time() - cpu0 < 5
 
 
 def test_parser_exception_becomes_a_counted_skip():
