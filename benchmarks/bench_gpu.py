@@ -115,7 +115,7 @@ def dense_rate(index: Path, n: int) -> tuple[int, float, str]:
     from wiki_index.dense import DenseConfig, Encoder
     from wiki_index.index import WikiIndex
 
-    texts = [row[0] for row in WikiIndex.from_dir(index).store.query("SELECT text FROM passages LIMIT ?", [n])]
+    texts = [text for _, text in WikiIndex.from_dir(index).store.first_passages(n)]
     enc = Encoder(DenseConfig(batch_size=256))
     enc.encode(texts[:512])  # warm-up: kernels, allocator
     torch.cuda.synchronize()
