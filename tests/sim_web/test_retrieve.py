@@ -8,16 +8,13 @@ item takes ``["document"]["contents"]``, whose first line is the title and the r
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
+from live_server import running
 from sim_web.serve.http import create_app
 from sim_web.serve.retrieve import DEFAULT_TOPK, MAX_QUERIES
 from wiki_index.index import WikiIndex
@@ -30,25 +27,6 @@ def both(sample_index):
     """The same server twice: FastAPI only, and with the fast routes in front."""
     return tuple(TestClient(create_app(str(sample_index), fast_routes=fast), raise_server_exceptions=False)
                  for fast in (False, True))
-
-
-@contextlib.contextmanager
-def running(app) -> Iterator[str]:
-    """``app`` served by uvicorn on a free loopback port in a thread; yields its base URL."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def search_r1_client(url: str, queries: list[str], topk: int) -> list[list[tuple[str, str]]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -18,6 +17,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from live_server import running
 from sim_web.protocol.actions import Action
 from sim_web.protocol.errors import BackendError
 from sim_web.executor import ExecutorConfig, ToolExecutor
@@ -196,26 +196,6 @@ def test_remote_errors_are_classified_and_fall_back(server, sample_index):
     dead.name = "dead"
     ex = ToolExecutor([dead, SimBackend(WikiIndex.from_dir(sample_index))], ExecutorConfig(max_retries=1, backoff_base_s=0.01, jitter_s=0))
     assert ex.search("Danube", 3) and ex.stats.snapshot()["fallbacks"] == 1 and ex.stats.snapshot()["retries"] == 1
-
-
-@contextlib.contextmanager
-def running(app):
-    """``app`` served by uvicorn on a free loopback port in a thread; yields its base URL."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def test_python_is_off_over_http_unless_enabled(default_client):
