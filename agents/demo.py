@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.loop import ReactAgent, run_episode
     from agents.policies.oracle import OraclePolicy
     from sim_web.env import EnvConfig
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     p = argparse.ArgumentParser(prog="python -m agents.demo")
     p.add_argument("--index", default=None, help="index directory (default: the sample index)")

@@ -241,7 +241,7 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
         FatalPolicyError: When a model refused every request (a rejected API key): the run stops at the first such
             error, keeps the episodes finished before it and writes no metrics.
     """
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     t_start = time.perf_counter()
     index = WikiIndex.from_dir(cfg.index_dir)

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.harness import EvalConfig, resolve_tasks, run_eval
     from agents.policies.base import FunctionPolicy
     from agents.policies.oracle import OraclePolicy
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_agent_eval")
     ap.add_argument("--index", default=None)

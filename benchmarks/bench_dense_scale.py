@@ -1,4 +1,4 @@
-"""Dense retrieval at scale: FAISS flat / HNSW / IVF-PQ built through ``wiki_index.dense`` at 100k (or 1M) vectors.
+"""Dense retrieval at scale: FAISS flat / HNSW / IVF-PQ built through ``wiki_index.search.dense`` at 100k (or 1M) vectors.
 
 Run: ``python -m benchmarks.bench_dense_scale [--index DIR] [--n 100000 [1000000]] [--threads 1] [--quick]``.
 
@@ -21,10 +21,10 @@ How the data is made (nothing here is encoded at scale: the encoder runs ~30 pas
   noise alone, so "passage recall@10" also counts a copy as its source passage (``id % n_base``): the share of the
   exact top 10's distinct source passages found, i.e. would a user get the same passages.
 
-Each index is built by :func:`wiki_index.dense.index_vectors` (the code path of ``wiki-index build --dense``:
+Each index is built by :func:`wiki_index.search.dense.index_vectors` (the code path of ``wiki-index build --dense``:
 ``_make_index``, training, chunked adds, search settings), written with ``faiss.write_index`` and searched through
-:class:`wiki_index.dense.DenseSearcher.search_vectors`. Reported per type: build (train + add) seconds, bytes on
-disk and the RSS growth of loading it (in a fresh process) vs :func:`~wiki_index.dense.memory_estimate`, ms/query for one batch of all
+:class:`wiki_index.search.dense.DenseSearcher.search_vectors`. Reported per type: build (train + add) seconds, bytes on
+disk and the RSS growth of loading it (in a fresh process) vs :func:`~wiki_index.search.dense.memory_estimate`, ms/query for one batch of all
 queries (median of 3) and the median of single queries, and recall@10; then a sweep of ``efSearch`` (HNSW) and ``nprobe``
 (IVF-PQ, also with ``pq_m`` 96 and 48), to show the speed/recall trade-off behind the defaults.
 """
@@ -58,7 +58,7 @@ def base_vectors(index_dir: Path | None) -> tuple[np.ndarray, str]:
     """The real passage embeddings of ``index_dir`` (or synthetic ones when it has no flat/HNSW dense part)."""
     import faiss
 
-    from wiki_index.derived import dense_location
+    from wiki_index.store.derived import dense_location
     from wiki_index.manifest import MANIFEST
 
     if index_dir is not None and (index_dir / MANIFEST).is_file():
@@ -96,7 +96,7 @@ def real_queries(index_dir: Path | None, limit: int) -> tuple[np.ndarray, str]:
         texts += [json.loads(line)["question"] for line in tasks.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts += [json.loads(line)["query"] for line in LEADS.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts = texts[:limit]
-    from wiki_index.dense import DenseConfig, Encoder, default_model_path
+    from wiki_index.search.dense import DenseConfig, Encoder, default_model_path
 
     key = hashlib.sha256(("\n".join(texts) + default_model_path()).encode()).hexdigest()[:16]
     path = CACHE / f"queries-{key}.npy"
@@ -130,7 +130,7 @@ def build_one(x: np.ndarray, cfg: Any, where: Path) -> dict[str, Any]:
     """Build ``cfg``'s index over ``x`` with our build path, write it to ``where`` and measure size and load RSS."""
     import faiss
 
-    from wiki_index.dense import index_vectors, memory_estimate
+    from wiki_index.search.dense import index_vectors, memory_estimate
 
     t = time.perf_counter()
     index = index_vectors(x, cfg)
@@ -175,7 +175,7 @@ def timed_search(searcher: Any, q: np.ndarray, singles: int) -> tuple[list[list[
 
 def run_size(x: np.ndarray, q: np.ndarray, cfgs: dict[str, Any], work: Path, singles: int, n_base: int) -> dict[str, Any]:
     """Build and search every config in ``cfgs`` over ``x``; the flat one gives the exact top-``K``."""
-    from wiki_index.dense import DenseSearcher
+    from wiki_index.search.dense import DenseSearcher
 
     rows, searchers, truth = [], {}, None
     for name, cfg in cfgs.items():
@@ -194,7 +194,7 @@ def run_size(x: np.ndarray, q: np.ndarray, cfgs: dict[str, Any], work: Path, sin
 
 def sweep(searchers: dict[str, Any], q: np.ndarray, truth: np.ndarray, singles: int, n_base: int) -> list[list[object]]:
     """Recall@10 and latency of each built HNSW/IVF-PQ index across ``efSearch`` / ``nprobe`` values."""
-    from wiki_index.dense import apply_search_params
+    from wiki_index.search.dense import apply_search_params
 
     out: list[list[object]] = []
     for name, s in searchers.items():
@@ -212,7 +212,7 @@ def sweep(searchers: dict[str, Any], q: np.ndarray, truth: np.ndarray, singles: 
 
 def configs(variants: bool) -> dict[str, Any]:
     """The index configurations measured: the defaults of each type, and (``variants``) IVF-PQ with fewer code bytes."""
-    from wiki_index.dense import DenseConfig
+    from wiki_index.search.dense import DenseConfig
 
     base = {"flat": DenseConfig(index_type="flat"), "hnsw": DenseConfig(index_type="hnsw"),
             "ivfpq": DenseConfig(index_type="ivfpq")}
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
     import torch
 
-    from wiki_index.dense import DenseConfig
+    from wiki_index.search.dense import DenseConfig
     from wiki_index.settings import default_index_dir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from sim_web.env import EnvConfig
     from sim_web.executor import ExecutorConfig
     from sim_web.env.tasks import derive_tasks
-    from wiki_index._java import autoclass, import_pyserini_search
+    from wiki_index.search._java import autoclass, import_pyserini_search
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--index", default=None)

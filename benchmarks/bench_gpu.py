@@ -112,8 +112,8 @@ def dense_rate(index: Path, n: int) -> tuple[int, float, str]:
     """Encode ``n`` of the index's passages with the dense encoder on the GPU; returns (passages, passages/s, device)."""
     import torch
 
-    from wiki_index.dense import DenseConfig, Encoder
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.dense import DenseConfig, Encoder
+    from wiki_index.search.index import WikiIndex
 
     texts = [text for _, text in WikiIndex.from_dir(index).store.first_passages(n)]
     enc = Encoder(DenseConfig(batch_size=256))

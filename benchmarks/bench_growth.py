@@ -114,7 +114,7 @@ class Renamer:
 
 def _repeat_copy(title: str, text: str, r: int) -> tuple[str, str]:
     """Copy ``r`` under the ``repeat`` generator: sentences rotated, every ``(r + 7)``-th word dropped."""
-    from wiki_index.text import split_sentences
+    from wiki_index.parse.text import split_sentences
 
     sents = split_sentences(text) or [text]
     k = r % len(sents)
@@ -163,7 +163,7 @@ def build(corpus: Path, out: Path, env: dict[str, str]) -> tuple[float, float]:
 
 def queries(index_dir: Path, n: int, seed: int = 0) -> list[str]:
     """``n`` queries: the first 8 words of the first passage of random pages."""
-    from wiki_index.store import Store
+    from wiki_index.store.store import Store
 
     store = Store(index_dir / "store.duckdb")
     try:
@@ -190,7 +190,7 @@ def search_step_ms(index_dir: str | Path, n: int = 200, warm: int = 300) -> dict
     import sim_web  # noqa: F401  (registers WebResearch-v0)
     from sim_web.env import EnvConfig
     from sim_web.executor import ExecutorConfig
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     index_dir = Path(index_dir)
     qs = queries(index_dir, 6 * n + warm)
@@ -227,7 +227,7 @@ def _median_ms(fn: Callable[[Any], object], passes: list[list[Any]]) -> float:
 
 def _median_matches(index: Any, qs: list[str]) -> float:
     """Median number of Lucene documents that match a query (any of its terms)."""
-    from wiki_index import _java
+    from wiki_index.search import _java
 
     _, searcher, _, analyzer, generator = index.bm25._direct()
     with _java.jvm_lock:

@@ -21,7 +21,7 @@ Each query falls deterministically into the ``tune`` or the ``report`` half by a
 (:func:`split_of`). recall@10 = the answer page is among the first 10 distinct pages of the ranked passages
 (:data:`PASSAGES` of them are retrieved). The fusion grid (depth, RRF k, dense weight with sparse weight 1) is
 searched on the tune half by fusing the bm25 and dense rankings retrieved once at the largest depth (exactly what
-:class:`~wiki_index.hybrid.HybridSearcher` does with those parameters); the report half is then run through the
+:class:`~wiki_index.search.hybrid.HybridSearcher` does with those parameters); the report half is then run through the
 real ``HybridSearcher`` with the default and the tuned parameters.
 
 Measured on the sample index (``benchmarks/data/hard_retrieval_sample.txt``), report half, n=469: bm25 0.823,
@@ -118,7 +118,7 @@ def _recall(results: list[list[str]], golds: list[int | None], page_of: dict[str
 
 def _fuse(sparse: list[Any], dense: list[Any], cfg: dict[str, Any]) -> list[str]:
     """What ``HybridSearcher(**cfg).search(q, PASSAGES)`` returns, from rankings retrieved at a larger depth."""
-    from wiki_index.hybrid import rrf
+    from wiki_index.search.hybrid import rrf
 
     d = max(cfg["depth"], PASSAGES)
     fused = rrf([sparse[:d], dense[:d]], PASSAGES, cfg["rrf_k"], [cfg["sparse_weight"], cfg["dense_weight"]])
@@ -145,8 +145,8 @@ def tune(sparse: list[list[Any]], dense: list[list[Any]], golds: list[int | None
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the tables."""
-    from wiki_index.hybrid import HybridSearcher
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.hybrid import HybridSearcher
+    from wiki_index.search.index import WikiIndex
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--index", default=None, help="index directory (default: the sample index)")

@@ -75,7 +75,7 @@ def _is_article(raw) -> bool:
 
 def _ours(raws) -> int:
     from wiki_index.sources.dump import process_page
-    from wiki_index.wikitext import ParseConfig
+    from wiki_index.parse.wikitext import ParseConfig
 
     cfg = ParseConfig()
     return sum(1 for raw in raws if _is_article(raw) and process_page(raw, cfg).__class__.__name__ == "Page")

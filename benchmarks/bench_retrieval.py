@@ -30,8 +30,8 @@ def _lat(fn: Callable[[str], object], queries: list[str], reps: int = 3) -> floa
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the tables."""
     from sim_web.env.tasks import derive_tasks
-    from wiki_index._java import import_pyserini_search
-    from wiki_index.index import WikiIndex
+    from wiki_index.search._java import import_pyserini_search
+    from wiki_index.search.index import WikiIndex
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--index", default=None)

@@ -72,7 +72,7 @@ def _free_port() -> int:
 def _bodies(path: str, n: int, routes: str = "search") -> Bodies:
     """Request bodies from ``n`` derived tasks: a search per task, and a visit per task for ``routes="mixed"``."""
     from sim_web.env.tasks import derive_tasks
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     out: Bodies = []
     for t in derive_tasks(WikiIndex.from_dir(path).store, n=n):

@@ -2,7 +2,7 @@
 
 Run: ``python -m benchmarks.bench_store [--sizes 100000,1000000] [--links 20] [--quick]``.
 
-Per size, a synthetic store is written in a fresh process with :class:`~wiki_index.store.StoreWriter` under the
+Per size, a synthetic store is written in a fresh process with :class:`~wiki_index.store.store.StoreWriter` under the
 256 MB memory limit that ``wiki-index build`` uses: page ``i`` has 2 sections, 3 passages, a category and
 ``--links`` links to pseudo-random titles (1 in 11 names no page), and every 1,000th page a redirect. RSS is
 sampled every 20 ms, so ingest and ``finalize`` each get their own peak.
@@ -10,9 +10,9 @@ sampled every 20 ms, so ingest and ``finalize`` each get their own peak.
 The baseline is what a DuckDB user reaches for to make point lookups fast, and what this store had before: ART
 indexes on ``pages(title)``, ``redirects(title)``, ``sections(page_id)``, ``passages(page_id)``, ``links(src)``
 and ``links(dst)``, on a copy of the same store without its ``titles`` and ``backlinks`` tables (so that
-:class:`~wiki_index.store.Store` reads it as it read the earlier layout). DuckDB builds an ART whole in memory,
+:class:`~wiki_index.store.store.Store` reads it as it read the earlier layout). DuckDB builds an ART whole in memory,
 so they are built with the memory limit lifted (under 256 MB, ``links(dst)`` fails at 1M pages); the column
-reports that process's peak RSS. Lookups: median ms of each :class:`~wiki_index.store.Store` method over 400
+reports that process's peak RSS. Lookups: median ms of each :class:`~wiki_index.store.store.Store` method over 400
 random pages, both stores read by the same process, alternating.
 """
 
@@ -64,7 +64,7 @@ class PeakRSS:
 
 def write_store(path: str, pages: int, links: int) -> dict[str, float]:
     """Write the synthetic store (in this process); returns seconds and peak RSS of ingest and finalize."""
-    from wiki_index.store import StoreWriter
+    from wiki_index.store.store import StoreWriter
     from wiki_index.types import Page, Passage, Section
 
     rss, text = PeakRSS(), " ".join(f"word{i % 997}" for i in range(100))
@@ -98,7 +98,7 @@ def add_art_indexes(path: str) -> dict[str, float]:
 
 def lookups(paths: list[str], pages: int, n: int = 400, rounds: int = 2) -> dict[str, dict[str, float]]:
     """Median ms of each lookup on each store, ``rounds`` passes alternating between the stores."""
-    from wiki_index.store import Store
+    from wiki_index.store.store import Store
 
     rng = random.Random(0)
     ids = [rng.randrange(pages) for _ in range(n)]

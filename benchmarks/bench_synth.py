@@ -101,7 +101,7 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
     from training.synth import build_dense_kg, sample_subgraphs
     from training.synth.pipeline import SynthConfig, generate_with_report
     from training.synth.store_source import StoreSource
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     path = ensure_sample_index(index_dir)
     index = WikiIndex.from_dir(path)

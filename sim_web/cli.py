@@ -78,7 +78,7 @@ def _demo(args: argparse.Namespace) -> int:
 PLUGINS = {"synth": "training.synth.cli", "sft": "training.sft.cli", "grpo": "training.grpo.cli", "ablate": "training.ablate.cli",
            "learn": "training.learn.cli",
            "eval": "agents.cli",
-           "sim-to-real": "agents.sim_to_real_cli",
+           "sim-to-real": "agents.sim_to_real.cli",
            "bundle": "sim_web.bundle.cli"}
 
 

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     import sim_web  # noqa: F401  (registers WebResearch-v0)
     from sim_web.env import EnvConfig
     from sim_web.env.tasks import derive_tasks
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
     from wiki_index.manifest import MANIFEST
 
     p = argparse.ArgumentParser(prog="sim-web demo")

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.bench_hard_retrieval import load_hard_queries, load_leads, split_of
 from wiki_index.errors import ConfigError
-from wiki_index.hybrid import HybridSearcher, rrf
+from wiki_index.search.hybrid import HybridSearcher, rrf
 from wiki_index.types import Hit
 
 STOP = {"the", "and", "of", "de", "la", "in", "a", "an"}

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_index.chunking import ChunkConfig, chunk_page
-from wiki_index.dense import DenseConfig
+from wiki_index.parse.chunking import ChunkConfig, chunk_page
+from wiki_index.search.dense import DenseConfig
 from wiki_index.errors import ConfigError, CorpusError
 from wiki_index.manifest import versions, write_manifest
 from wiki_index.settings import default_index_dir
@@ -122,7 +122,7 @@ def _build_parts(tmp: Path, src: Any, source: str, config: BuildConfig) -> _Buil
     built.seconds["parse_store_bm25"] = round(time.perf_counter() - t0, 2)
     t1 = time.perf_counter()
     if config.dense:
-        from wiki_index.dense import build_dense
+        from wiki_index.search.dense import build_dense
 
         built.dense = build_dense(tmp / "dense", _passages_in_order(tmp / "store.duckdb"), built.n_passages, config.dense_config)
     built.seconds["dense"] = round(time.perf_counter() - t1, 2)
@@ -137,9 +137,9 @@ def _ingest(tmp: Path, src: Any, source: str, config: BuildConfig) -> _Built:
     """
     from tqdm import tqdm
 
-    from wiki_index.bm25 import BM25Writer
+    from wiki_index.search.bm25 import BM25Writer
     from wiki_index.sources.base import Redirect
-    from wiki_index.store import StoreWriter
+    from wiki_index.store.store import StoreWriter
 
     store = StoreWriter(tmp / "store.duckdb", memory_limit=_MEMORY_LIMIT)
     bm25 = BM25Writer(tmp / "bm25", threads=config.threads, title_field=config.title_boost > 0)
@@ -272,7 +272,7 @@ def _lock_held(lock: Path) -> bool:
 
 def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Passage]]:
     """Stream every passage from a finished store, ordered by page and position."""
-    from wiki_index.store import Store
+    from wiki_index.store.store import Store
 
     store = Store(store_path)
     try:
@@ -282,11 +282,11 @@ def _passages_in_order(store_path: Path, batch: int = 4096) -> Iterator[list[Pas
 
 
 def _write_columns(tmp: Path, content_sha256: str, n_passages: int) -> None:
-    """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.columns`);
+    """Write the passage columns that BM25 search reads its text from (see :mod:`wiki_index.store.columns`);
     the store's sort by page spills to disk beyond ``_MEMORY_LIMIT``."""
-    from wiki_index.bm25 import BM25Searcher
-    from wiki_index.derived import write_index_columns
-    from wiki_index.store import Store
+    from wiki_index.search.bm25 import BM25Searcher
+    from wiki_index.store.derived import write_index_columns
+    from wiki_index.store.store import Store
 
     store, searcher = Store(tmp / "store.duckdb", memory_limit=_MEMORY_LIMIT), BM25Searcher(tmp / "bm25")  # ids only: no boost
     try:

@@ -24,8 +24,8 @@ from wiki_index.types import title_to_url
 
 def _build(args: argparse.Namespace) -> int:
     from wiki_index.build import BuildConfig, build_index
-    from wiki_index.chunking import ChunkConfig
-    from wiki_index.dense import DenseConfig
+    from wiki_index.parse.chunking import ChunkConfig
+    from wiki_index.search.dense import DenseConfig
 
     cfg = BuildConfig(
         chunk=ChunkConfig(words=args.chunk_words),
@@ -42,7 +42,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     if len(args.terms) > 2:
         raise SystemExit("usage: wiki-index search [DIR] QUERY (quote a query that has spaces)")
@@ -83,7 +83,7 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-#: FAISS settings ``wiki-index build`` passes through to :class:`~wiki_index.dense.DenseConfig` (see its docstring).
+#: FAISS settings ``wiki-index build`` passes through to :class:`~wiki_index.search.dense.DenseConfig` (see its docstring).
 _FAISS_KNOBS = {
     "hnsw_m": "hnsw: graph degree",
     "hnsw_ef_construction": "hnsw: candidate list size while building",
@@ -105,7 +105,7 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--dense", action=argparse.BooleanOptionalAction, default=False,
                    help="also encode the passages for the FAISS index now (default: on the first dense/hybrid search)")
     b.add_argument("--index-type", default="flat", choices=["flat", "hnsw", "ivfpq"], help="FAISS index type")
-    from wiki_index.dense import DenseConfig
+    from wiki_index.search.dense import DenseConfig
 
     defaults = DenseConfig()
     for knob, help_text in _FAISS_KNOBS.items():

@@ -105,7 +105,7 @@ class Page:
     @property
     def first_sentence(self) -> str:
         """The first sentence of the lead (a simple, abbreviation-aware split)."""
-        from wiki_index.text import first_sentence
+        from wiki_index.parse.text import first_sentence
 
         return first_sentence(self.lead)
 

@@ -64,7 +64,7 @@ class OraclePolicy(Policy):
 
     Args:
         tasks: The task set (the question identifies the task).
-        store: Optional :class:`wiki_index.store.Store` to resolve redirects when comparing pages.
+        store: Optional :class:`wiki_index.store.store.Store` to resolve redirects when comparing pages.
         title_search: When the clue / question queries do not surface the answer page, also search
             its title (recorded as ``answer_reached_via="title_search"``; the answer is then not given).
         read_pages: Visit the pages it found before answering (``False``: answer as soon as a clue or question

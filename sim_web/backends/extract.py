@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from wiki_index.text import split_sentences, tokenize
+from wiki_index.parse.text import split_sentences, tokenize
 
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be been being as that this these those it its "

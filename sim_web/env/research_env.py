@@ -38,7 +38,7 @@ _CLOSE_WAIT_S = 5.0
 
 def _shared_index(path: str | None) -> Any:
     """One opened index per path per process, shared by all envs (safe across threads: the searchers serialise their JVM calls)."""
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     key = str(path)
     with _shared_lock:

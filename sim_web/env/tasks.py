@@ -18,7 +18,7 @@ from typing import Any
 
 from sim_web.env.rewards import normalize_answer
 from wiki_index.errors import ConfigError
-from wiki_index.text import first_sentence
+from wiki_index.parse.text import first_sentence
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def resolve_tasks(index: Any, spec: str | None, split: str | None) -> list[Task]
     """The task set named by ``spec`` for an index: the one place that resolves task sets (env, eval, TRL).
 
     Args:
-        index: The opened :class:`wiki_index.index.WikiIndex`.
+        index: The opened :class:`wiki_index.search.index.WikiIndex`.
         spec: ``None``/``"default"`` (the env's default: the synthesized set when present, else
             derived), ``"derived"``, ``"sailorfog"``, a file path, or ``NAME`` for ``<index>/tasks/NAME.jsonl``.
         split: Keep this split only (``None`` = all).
@@ -144,7 +144,7 @@ def derive_tasks(store: Any, n: int = 300, min_words: int = 8, max_words: int = 
     """Derive "identify the subject" questions from an index's pages (the default task set).
 
     Args:
-        store: A :class:`wiki_index.store.Store`.
+        store: A :class:`wiki_index.store.store.Store`.
         n: How many tasks (spread evenly over the eligible pages in page-id order).
         min_words: Shortest usable first sentence.
         max_words: Longest usable first sentence.

@@ -39,6 +39,8 @@ from sim_web.protocol.errors import ActionError
 PYTHON_TOOL = "PythonInterpreter"
 #: The one list of tool names, in the order upstream's system prompt shows them.
 TOOL_NAMES = ("search", "visit", PYTHON_TOOL, "google_scholar")
+#: The tools that run anywhere: all but PythonInterpreter, which needs the bubblewrap sandbox.
+NO_PYTHON_TOOLS = tuple(t for t in TOOL_NAMES if t != PYTHON_TOOL)
 DEFAULT_MAX_ACTION_CHARS = 50_000
 #: json5 is a pure-Python parser (~1 s for 40k characters); longer bodies get the quick repair only.
 JSON5_MAX_CHARS = 10_000

@@ -189,7 +189,7 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES
     from sim_web.tools import Toolbox
     from wiki_index.errors import ConfigError
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     if max_body_bytes < 1 or tool_threads < 1:
         raise ConfigError(f"create_app needs max_body_bytes >= 1 and tool_threads >= 1, got {max_body_bytes}, "
@@ -344,7 +344,7 @@ def _preflight(index_dir: str | None, host: str, token: str | None, enable_pytho
         ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
         IndexNotFoundError: No index at ``index_dir`` (the message names the build command).
     """
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     check_exposure(host, token)
     if enable_python:

@@ -130,7 +130,7 @@ class Retriever:
     """Search-R1's retrieval over a local index: ranked passages with their scores.
 
     Attributes:
-        index: The opened :class:`~wiki_index.index.WikiIndex`.
+        index: The opened :class:`~wiki_index.search.index.WikiIndex`.
         mode: Its retrieval mode (``bm25``, ``dense`` or ``hybrid``).
     """
 

@@ -30,7 +30,7 @@ def warm_queries(store: Any, n: int) -> list[str]:
     """``n`` varied queries from the corpus: in turn a page lead (up to 25 words), a title and a 3-word span.
 
     Args:
-        store: The index's page store (:class:`wiki_index.store.Store`).
+        store: The index's page store (:class:`wiki_index.store.store.Store`).
         n: How many queries.
     """
     out: list[str] = []

@@ -14,7 +14,7 @@ from agents.prompts import FORCE_ANSWER_PROMPT
 def test_tasks(sample_index):
     """The derived held-out tasks of the sample index."""
     from sim_web.env.tasks import derive_tasks
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     return [t for t in derive_tasks(WikiIndex.from_dir(sample_index).store) if t.metadata["split"] == "test"]
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from agents.sim_to_real_format import check_observation, check_records
-from agents.sim_to_real_report import ApiPrices, percentile
+from agents.sim_to_real.format import check_observation, check_records
+from agents.sim_to_real.report import ApiPrices, percentile
 from sim_web.cli import main
 from sim_web.protocol.formatting import format_search, format_tool_response
 from sim_web.protocol.results import SearchResult
@@ -103,7 +103,7 @@ def test_without_keys_it_stops_naming_the_variables(no_keys, sample_index, tmp_p
 
 
 def test_the_index_stands_in_for_the_real_web_only_when_asked(tmp_path):
-    from agents.sim_to_real import SimToRealConfig, _eval_config
+    from agents.sim_to_real.run import SimToRealConfig, _eval_config
 
     for asked in (False, True):
         cfg = SimToRealConfig(real_fallback=asked)

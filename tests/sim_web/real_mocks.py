@@ -19,7 +19,7 @@ KEY = "test-key"
 def sim_backend(sample_index):
     """The sim backend over the session's sample index (the mocks' content and the fallback)."""
     from sim_web.backends.sim import SimBackend
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     backend = SimBackend(WikiIndex.from_dir(sample_index))
     backend.search("warm up the searcher", 10)  # a cold JVM takes longer than the short client timeouts of the tests

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from live_server import running
 from sim_web.serve.http import create_app
 from sim_web.serve.retrieve import DEFAULT_TOPK, MAX_QUERIES
-from wiki_index.index import WikiIndex
+from wiki_index.search.index import WikiIndex
 
 QUERIES = ["Danube river", "theory of relativity", "capital of France", "Mount Everest first ascent"]
 

@@ -195,7 +195,7 @@ def test_warm_index_opens_the_local_index_only_and_runs_varied_bm25_searches():
 
 def test_warm_queries_come_from_the_corpus(sample_index):
     from sim_web.serve.warm import warm_queries
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     queries = warm_queries(WikiIndex.from_dir(sample_index).store, 300)
     assert len(queries) == 300 and all(q.strip() for q in queries)

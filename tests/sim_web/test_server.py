@@ -25,7 +25,7 @@ from sim_web.backends.remote import RemoteBackend
 from sim_web.serve.http import create_app
 from sim_web.backends.sim import SimBackend
 from sim_web.tools import Toolbox
-from wiki_index.index import WikiIndex
+from wiki_index.search.index import WikiIndex
 
 
 @pytest.fixture(scope="module")

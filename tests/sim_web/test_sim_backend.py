@@ -1,7 +1,7 @@
 """The sim backend's ranking: one result per page, navigational queries first, deterministic."""
 
 from sim_web.backends.sim import SimBackend, SimConfig
-from wiki_index.index import WikiIndex
+from wiki_index.search.index import WikiIndex
 
 
 def test_navigational_queries_put_the_named_page_first(sample_index):

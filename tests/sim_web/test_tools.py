@@ -276,8 +276,8 @@ def test_default_python_runner_is_the_sandbox() -> None:
 
 def test_cached_snippets_match_the_uncached_ranking_bit_for_bit(sample_index) -> None:
     from sim_web.backends import extract
-    from wiki_index.index import WikiIndex
-    from wiki_index.text import split_sentences
+    from wiki_index.search.index import WikiIndex
+    from wiki_index.parse.text import split_sentences
 
     def reference(text: str, query: str) -> int:  # the best sentence, as snippet chose it before the cache
         sents = split_sentences(text) or [text]

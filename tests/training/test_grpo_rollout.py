@@ -71,7 +71,7 @@ def call(name, **arguments):
 def task_setup(sample_index):
     from sim_web.env import EnvConfig
     from sim_web.env.tasks import derive_tasks
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     tasks = derive_tasks(WikiIndex.from_dir(sample_index).store)[:4]
     return EnvConfig(index_dir=str(sample_index), tools=TOOLS, max_turns=3), tasks

@@ -132,7 +132,7 @@ def test_prefix_store_without_keys_matches_the_longest_prefix_and_evicts_the_old
 def task_setup(sample_index):
     from sim_web.env import EnvConfig
     from sim_web.env.tasks import derive_tasks
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     tasks = derive_tasks(WikiIndex.from_dir(sample_index).store)[:2]
     return EnvConfig(index_dir=str(sample_index), tools=("search", "visit", "google_scholar"), max_turns=3), tasks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from training.synth.store_source import StoreSource
 from training.synth.verify import Verifier
-from wiki_index.store import Store
+from wiki_index.store.store import Store
 
 
 def test_lazy_and_preloaded_sources_agree(sample_index):

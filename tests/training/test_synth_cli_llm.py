@@ -43,7 +43,7 @@ def test_llm_generator_end_to_end_with_the_stub(sample_index, openai_stub, synth
 
 @pytest.fixture()
 def paris_draft(sample_index):
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     src = StoreSource(WikiIndex.from_dir(sample_index).store)
     g = nx.Graph()

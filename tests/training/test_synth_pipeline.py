@@ -20,7 +20,7 @@ from training.synth.verify import Verifier, name_fits
 
 @pytest.fixture(scope="module")
 def index(sample_index):
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     return WikiIndex.from_dir(sample_index)
 

@@ -59,7 +59,7 @@ def test_lookup_is_deterministic(sample_index, lookup):
 def test_bridge_records_hide_the_answer_from_the_first_search(bridge, sample_index):
     from sim_web.backends.sim import SimBackend
     from training.synth.gates import sim_search
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     records, report = bridge
     assert records, report.funnel

@@ -24,7 +24,7 @@ def oracle_run(sample_index, request):
     from sim_web.env.tasks import derive_tasks
     from sim_web.tools import system_prompt, tool_schema
     from training.grpo.tiny import tiny_model
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     tasks = [t for t in derive_tasks(WikiIndex.from_dir(sample_index).store) if t.metadata["split"] == "test"]
     style = request.param

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from wiki_index import columns
-from wiki_index.columns import PassageColumns, write_columns
+from wiki_index.store import columns
+from wiki_index.store.columns import PassageColumns, write_columns
 from wiki_index.errors import IndexMismatchError
-from wiki_index.store import Store, StoreWriter, memory_limit
+from wiki_index.store.store import Store, StoreWriter, memory_limit
 from wiki_index.types import Page, Passage, Section
 
 
@@ -40,7 +40,7 @@ def test_a_hash_collision_falls_back_to_matching_the_ids_themselves(tmp_path, mo
     ps = _passages(10)
     monkeypatch.setattr(columns, "_hashes", lambda ids: np.zeros(len(ids), dtype=np.int64))  # every id collides
     lucene = [p.docid for p in reversed(ps)]
-    with caplog.at_level(logging.WARNING, logger="wiki_index.columns"):
+    with caplog.at_level(logging.WARNING, logger="wiki_index.store.columns"):
         cols = PassageColumns(write_columns(tmp_path / "columns", _batches(ps), lucene, "sha", "segments_1"))
     assert "share a 64-bit hash" in caplog.text
     assert cols.passages(list(range(10))) == list(reversed(ps))
@@ -108,7 +108,7 @@ class _Spy:
 
 
 def test_title_set_finds_duplicates_across_growth() -> None:
-    from wiki_index.titleset import TitleSet
+    from wiki_index.store.titleset import TitleSet
 
     titles = TitleSet(capacity=4)
     assert all(titles.add(f"Title {i}") for i in range(5000))
@@ -131,8 +131,8 @@ def test_store_writer_keeps_the_first_page_of_a_title(tmp_path) -> None:
 
 def test_lucene_indexing_buffer_is_capped(tmp_path) -> None:
     """Anserini's SimpleIndexer asks Lucene for a 2 GB indexing buffer; the writer lowers it so the Java heap stays flat."""
-    from wiki_index import _java
-    from wiki_index.bm25 import RAM_BUFFER_MB, BM25Writer
+    from wiki_index.search import _java
+    from wiki_index.search.bm25 import RAM_BUFFER_MB, BM25Writer
 
     w = BM25Writer(tmp_path / "bm25", threads=1)  # starts the JVM with Anserini's classpath before jnius is imported
     from jnius import cast
@@ -145,7 +145,7 @@ def test_lucene_indexing_buffer_is_capped(tmp_path) -> None:
 
 
 def test_jvm_heap_comes_from_the_environment_and_a_bad_size_is_named(monkeypatch) -> None:
-    from wiki_index._java import HEAP_ENV, heap_option
+    from wiki_index.search._java import HEAP_ENV, heap_option
     from wiki_index.errors import ConfigError
 
     monkeypatch.delenv(HEAP_ENV, raising=False)

@@ -8,8 +8,8 @@ import shutil
 
 import numpy as np
 
-from wiki_index.bm25 import adjust_ties, passage_from_raw
-from wiki_index.index import WikiIndex
+from wiki_index.search.bm25 import adjust_ties, passage_from_raw
+from wiki_index.search.index import WikiIndex
 
 
 def _java_adjust(scores: list[float]) -> list[float]:

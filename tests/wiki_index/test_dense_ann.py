@@ -1,4 +1,4 @@
-"""Approximate dense indexes (HNSW, IVF-PQ) built through ``wiki_index.dense``: recall vs exact search, the memory
+"""Approximate dense indexes (HNSW, IVF-PQ) built through ``wiki_index.search.dense``: recall vs exact search, the memory
 estimate vs the serialized size, the search settings a searcher applies, and the encoder's device choice.
 
 Synthetic clustered unit vectors with fixed seeds, FAISS on one thread (its HNSW build is then deterministic).
@@ -18,7 +18,7 @@ import pytest
 
 faiss = pytest.importorskip("faiss")
 
-from wiki_index.dense import (
+from wiki_index.search.dense import (
     DenseConfig,
     DenseSearcher,
     LineTable,
@@ -180,16 +180,16 @@ def fake_st(monkeypatch):
     import types
 
     monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(SentenceTransformer=_FakeST))
-    monkeypatch.setattr("wiki_index.dense.default_model_path", lambda: "model")
+    monkeypatch.setattr("wiki_index.search.dense.default_model_path", lambda: "model")
     _FakeST.made.clear()
     return _FakeST.made
 
 
 def test_encoder_falls_back_to_float32_on_a_cpu_and_says_so(fake_st, monkeypatch, caplog):
-    from wiki_index import dense
+    from wiki_index.search import dense
 
     monkeypatch.setattr(dense, "encode_device", lambda: "cpu")
-    with caplog.at_level("INFO", logger="wiki_index.dense"):
+    with caplog.at_level("INFO", logger="wiki_index.search.dense"):
         enc = dense.Encoder(DenseConfig(dtype="float16"))
     assert (enc.device, enc.where, enc.dtype, enc.dim) == ("cpu", "cpu", "float32", DIM)
     assert fake_st == [{"device": "cpu"}] and "no GPU" in caplog.text and "on cpu (float32)" in caplog.text
@@ -198,12 +198,12 @@ def test_encoder_falls_back_to_float32_on_a_cpu_and_says_so(fake_st, monkeypatch
 def test_encoder_uses_a_gpu_in_float16_and_names_it(fake_st, monkeypatch, caplog):
     import torch
 
-    from wiki_index import dense
+    from wiki_index.search import dense
 
     monkeypatch.setattr(dense, "encode_device", lambda: "cuda")
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: "Test GPU")
-    with caplog.at_level("INFO", logger="wiki_index.dense"):
+    with caplog.at_level("INFO", logger="wiki_index.search.dense"):
         enc = dense.Encoder(DenseConfig())
     assert (enc.device, enc.dtype, enc.where) == ("cuda", "float16", "cuda:0 (Test GPU)")
     assert fake_st == [{"device": "cuda", "torch_dtype": torch.float16}] and "on cuda:0 (Test GPU) (float16)" in caplog.text

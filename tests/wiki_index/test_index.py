@@ -9,8 +9,8 @@ import pytest
 
 from wiki_index import Hit
 from wiki_index.errors import ConfigError, IndexMismatchError, IndexNotFoundError
-from wiki_index.hybrid import rrf
-from wiki_index.index import WikiIndex
+from wiki_index.search.hybrid import rrf
+from wiki_index.search.index import WikiIndex
 
 
 def titles(results) -> list[str]:
@@ -152,7 +152,7 @@ def test_concurrent_searches_from_many_threads_are_safe_and_identical(sample_ind
 
 
 def test_title_lookup_agrees_with_the_store_and_is_cached(sample_index, tmp_path):
-    from wiki_index.titles import TitleLookup, title_key
+    from wiki_index.store.titles import TitleLookup, title_key
 
     ix = WikiIndex.from_dir(sample_index)
     st = ix.store

@@ -16,7 +16,7 @@ from wiki_index.errors import CorpusError
 from wiki_index.manifest import read_manifest
 from wiki_index.sources.dump import DumpSource
 from wiki_index.sources.jsonl import JsonlSource
-from wiki_index.store import Store
+from wiki_index.store.store import Store
 
 EXPORT_NS = "http://www.mediawiki.org/xml/export-0.10/"
 

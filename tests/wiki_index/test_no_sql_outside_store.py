@@ -1,9 +1,9 @@
-"""The DuckDB schema of an index is the store's business: SQL lives in ``wiki_index/store.py`` (reads) and ``store_writer.py`` only.
+"""The DuckDB schema of an index is the store's business: SQL lives in ``wiki_index/store/store.py`` (reads) and ``store/writer.py`` only.
 
 Every ``.py`` file of the repository is parsed with :mod:`ast`; a string literal that reads like
 SQL (``SELECT ... FROM``, ``INSERT INTO``, ``JOIN ... ON``, ...) or a literal passed to
 ``.query(`` / ``.execute(`` / ``.sql(`` fails the test, naming the file and line. Code that needs
-something from the store calls (or adds) a named :class:`wiki_index.store.Store` method.
+something from the store calls (or adds) a named :class:`wiki_index.store.store.Store` method.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Files allowed to hold SQL, and why: the store itself, and modules that own a database of their own
 #: (never an index's store.duckdb).
 ALLOWED = {
-    "wiki_index/store.py": "the page store: every query on an index's store.duckdb",
-    "wiki_index/store_writer.py": "the page store's writer: the schema and the layout finalize() gives store.duckdb",
+    "wiki_index/store/store.py": "the page store: every query on an index's store.duckdb",
+    "wiki_index/store/writer.py": "the page store's writer: the schema and the layout finalize() gives store.duckdb",
     "training/synth/outputs.py": "writes the synthesized task set's own DuckDB file (tasks, clues, evidence, edges)",
     "tests/training/test_synth_pipeline.py": "reads that task-set DuckDB file back",
     "sim_web/executor/cache.py": "the executor's own SQLite result cache (its own file and table), not an index store",
@@ -89,19 +89,19 @@ def test_the_detector_sees_sql_and_only_sql():
 def test_no_sql_outside_the_store_module():
     files = _python_files()
     rels = {p.relative_to(ROOT).as_posix() for p in files}
-    assert {"wiki_index/store.py", "sim_web/env/tasks.py", "tests/conftest.py"} <= rels  # the walk sees the repo
+    assert {"wiki_index/store/store.py", "sim_web/env/tasks.py", "tests/conftest.py"} <= rels  # the walk sees the repo
     offenders = []
     for path in files:
         rel = path.relative_to(ROOT).as_posix()
         if rel in ALLOWED or rel in PENDING:
             continue
         offenders += [f"{rel}:{line}: {text}" for line, text in sql_in_source(path.read_text(encoding="utf-8"))]
-    assert not offenders, ("SQL outside wiki_index/store.py; add a named, typed Store method there and call it:\n  "
+    assert not offenders, ("SQL outside wiki_index/store/store.py; add a named, typed Store method there and call it:\n  "
                            + "\n  ".join(offenders))
 
 
 def test_allowed_and_pending_files_are_current():
-    assert sql_in_source((ROOT / "wiki_index/store.py").read_text(encoding="utf-8"))  # the detector works on the real thing
+    assert sql_in_source((ROOT / "wiki_index/store/store.py").read_text(encoding="utf-8"))  # the detector works on the real thing
     for rel in PENDING:
         path = ROOT / rel
         assert path.is_file() and sql_in_source(path.read_text(encoding="utf-8")), (

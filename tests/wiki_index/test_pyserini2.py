@@ -23,9 +23,9 @@ PROBE = """
 import json, sys, tempfile
 from pathlib import Path
 import pyserini
-from wiki_index._java import autoclass
-from wiki_index.bm25 import BM25Searcher, BM25Writer
-from wiki_index.index import WikiIndex
+from wiki_index.search._java import autoclass
+from wiki_index.search.bm25 import BM25Searcher, BM25Writer
+from wiki_index.search.index import WikiIndex
 
 index = WikiIndex.from_dir(sys.argv[1])
 jar = [p for p in autoclass("java.lang.System").getProperty("java.class.path").split(":") if "anserini" in p][0]

@@ -21,7 +21,7 @@ from wiki_index.sources.jsonl import JsonlSource
 from wiki_index.sources.mentions import MentionLinker
 from wiki_index.sources.sample import LEAD_ID_BASE, SampleSource
 from wiki_index.types import Page
-from wiki_index.wikitext import ParseConfig
+from wiki_index.parse.wikitext import ParseConfig
 
 
 def _split(records):

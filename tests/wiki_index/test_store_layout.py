@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import duckdb
 
-from wiki_index.chunking import chunk_page
-from wiki_index.store import Store, StoreWriter
-from wiki_index.titleset import title_key
+from wiki_index.parse.chunking import chunk_page
+from wiki_index.store.store import Store, StoreWriter
+from wiki_index.store.titleset import title_key
 from wiki_index.types import Page, Section
 
 

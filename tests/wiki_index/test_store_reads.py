@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wiki_index.chunking import chunk_page
-from wiki_index.store import PageInfo, Store, StoreWriter
+from wiki_index.parse.chunking import chunk_page
+from wiki_index.store.store import PageInfo, Store, StoreWriter
 from wiki_index.types import Page, Section
 
 
@@ -112,7 +112,7 @@ def test_reads_agree_with_each_other_on_the_sample(sample_index):
 
 
 def test_the_columns_give_a_page_the_passages_the_store_gives(sample_index):
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     index = WikiIndex(sample_index)
     ids = index.store.page_ids()

@@ -2,7 +2,7 @@ import subprocess
 import sys
 
 from wiki_index import Page, normalize_title, title_to_url
-from wiki_index.text import first_sentence, split_sentences
+from wiki_index.parse.text import first_sentence, split_sentences
 
 
 def test_normalize_title():

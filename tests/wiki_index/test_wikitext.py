@@ -1,4 +1,4 @@
-"""wiki_index.wikitext on real articles of the gensim enwiki dump and on small crafted pages."""
+"""wiki_index.parse.wikitext on real articles of the gensim enwiki dump and on small crafted pages."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from wiki_index.sources.base import time_limit
 from wiki_index.sources.dump import RawPage, Skip, process_page
-from wiki_index.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
+from wiki_index.parse.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
 
 MARKUP = ("<ref", "</ref", "{{", "}}", "[[", "]]", "cite journal", "thumb|", "<!--", "'''")
 

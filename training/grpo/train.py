@@ -110,7 +110,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     from training.grpo.rollout import AgentRollout, RolloutConfig, env_reward, task_dataset
     from training.grpo.trainer import AgentGRPOTrainer
     from training.loop.outcomes import OutcomeLog
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     t0 = time.perf_counter()
     if recipe.threads:

@@ -138,7 +138,7 @@ def main(cfg: LearnConfig) -> Path:
     """Run the stages of ``cfg`` in order; returns the run folder (``report.md`` and ``learning.png`` inside)."""
     from agents.models import resolve_hf_path
     from training.learn.report import write_report
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     out = cfg.out_dir()
     out.mkdir(parents=True, exist_ok=True)

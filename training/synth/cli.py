@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from training.synth.llm import LLMConfig
     from training.synth.outputs import render_card, build_card, write_outputs
     from training.synth.pipeline import SynthConfig, generate_with_report
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     if args.tier != "sailorfog":
         return run_tier(args)
@@ -101,7 +101,7 @@ def run_tier(args: argparse.Namespace) -> int:
 
     from training.synth.outputs import sibling, write_jsonl
     from training.synth.tiers import TierConfig, generate_tier, render_tier_card, tier_card
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     d = TierConfig()
     try:

@@ -106,7 +106,7 @@ def make_entity(title: str, *, description: str = "", lead: str = "", infobox: M
     Returns:
         The entity.
     """
-    from wiki_index.text import first_sentence
+    from wiki_index.parse.text import first_sentence
 
     box = {str(k): str(v) for k, v in (infobox or {}).items()}
     cats = tuple(categories)

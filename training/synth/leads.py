@@ -101,7 +101,7 @@ class LeadsSource:
 
     @lru_cache(maxsize=None)  # noqa: B019
     def _neighbours(self, title: str) -> tuple[tuple[str, dict[str, Any]], ...]:
-        from wiki_index.text import split_sentences
+        from wiki_index.parse.text import split_sentences
 
         out: dict[str, dict[str, Any]] = {}
         for sent in split_sentences(self.records[title]["extract"]):

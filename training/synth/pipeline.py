@@ -177,7 +177,7 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     """
     from sim_web.backends.sim import SimBackend
     from sim_web.env.tasks import split_of
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     base = config or SynthConfig()
     over = {k: v for k, v in (("n", n), ("seed", seed), ("generator", generator)) if v is not None}

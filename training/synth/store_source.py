@@ -77,7 +77,7 @@ class StoreSource:
     """Read-only view of a page store for knowledge-graph synthesis.
 
     Args:
-        store: A :class:`wiki_index.store.Store` (its named read methods are all this class uses).
+        store: A :class:`wiki_index.store.store.Store` (its named read methods are all this class uses).
         preload: Read the whole store up front (``None``: when it has at most ``preload_max_pages`` pages).
         preload_max_pages: Size limit of the automatic preload.
     """
@@ -280,7 +280,7 @@ class StoreSource:
         """The sentences of the page's ``i``-th passage (cached)."""
         key = (pid, i)
         if key not in self._sents:
-            from wiki_index.text import split_sentences
+            from wiki_index.parse.text import split_sentences
 
             self._sents[key] = split_sentences(self._passage_texts(pid)[i][1])
         return self._sents[key]

@@ -275,7 +275,7 @@ def generate_tier(index_dir: str | Path | None = None, config: TierConfig | None
     from training.synth.store_source import StoreSource
     from tqdm.auto import tqdm
 
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     cfg = config or TierConfig()
     rep = TierReport(config=asdict(cfg))

@@ -93,7 +93,7 @@ class Verifier:
     def _light_entity(self, pid: int) -> Entity:
         """Title, description, first sentence and categories only (what descriptions need)."""
         if pid not in self._light:
-            from wiki_index.text import first_sentence
+            from wiki_index.parse.text import first_sentence
 
             r = self.src.row(pid)
             self._light[pid] = Entity(r.title, r.description, first_sentence(r.lead),
@@ -104,7 +104,7 @@ class Verifier:
         """Pages whose description or first sentence contains ``phrase`` (case-insensitive)."""
         key = " ".join(phrase.lower().split())
         if self.src.preloaded:
-            from wiki_index.text import first_sentence
+            from wiki_index.parse.text import first_sentence
 
             if self._first is None:  # whitespace normalised as the phrases are (no-break spaces in "c.\xa01,200")
                 self._first = {r.page_id: " ".join((first_sentence(r.lead) + " \x00 " + r.description).lower().split())

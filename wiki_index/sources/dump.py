@@ -28,7 +28,7 @@ from typing import Iterator, NamedTuple
 from wiki_index.errors import ConfigError, CorpusError
 from wiki_index.sources.base import HashingReader, Redirect, SourceStats, file_sha256, strip_suffixes, time_limit
 from wiki_index.types import Page, normalize_title
-from wiki_index.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
+from wiki_index.parse.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from wiki_index.errors import ConfigError
 def add_parser(subparsers: Any) -> None:
     """Register the ``sim-to-real`` subcommand on ``sim-web``'s subparsers."""
     from agents.cli import _tools
-    from agents.sim_to_real_report import ApiPrices
+    from agents.sim_to_real.report import ApiPrices
     from sim_web.protocol.actions import TOOL_NAMES
 
     p = subparsers.add_parser("sim-to-real", help="run policies in sim and on the real web; write a side-by-side report",
@@ -67,10 +67,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~agents.sim_to_real.SimToRealConfig` of parsed arguments."""
+    """The :class:`~agents.sim_to_real.run.SimToRealConfig` of parsed arguments."""
     from agents.config import AgentConfig, SamplingConfig
-    from agents.sim_to_real import SimToRealConfig
-    from agents.sim_to_real_report import ApiPrices
+    from agents.sim_to_real.run import SimToRealConfig
+    from agents.sim_to_real.report import ApiPrices
 
     sampling = SamplingConfig(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
     prices = ApiPrices(**{f.name: getattr(args, f.name) for f in fields(ApiPrices)})
@@ -86,7 +86,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``sim-web sim-to-real``; 0 on success, 1 when episodes failed or the format check failed, 2 on a config error."""
-    from agents.sim_to_real import run_sim_to_real
+    from agents.sim_to_real.run import run_sim_to_real
 
     try:
         result = run_sim_to_real(config_from_args(args))

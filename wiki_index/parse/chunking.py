@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wiki_index.errors import ConfigError
-from wiki_index.text import split_sentences
+from wiki_index.parse.text import split_sentences
 from wiki_index.types import Page, Passage, Section
 
 

@@ -5,9 +5,9 @@ sim and its base model give the 2x2 table), the evaluation harness runs twice, w
 and ``backend="real"`` (Serper + Jina; the index answers failed calls only with ``real_fallback``), into ``<out>/<policy>/{sim,real}``.
 The report (``report.json``, ``report.md``, ``report.png`` in ``<out>``) sets them side by side:
 pass@1 / pass@k, turns, tool calls by tool, tool errors, retries, fallbacks, cache hits, p50 / p95
-tool latency, upstream requests and estimated cost (:class:`~agents.sim_to_real_report.ApiPrices`),
+tool latency, upstream requests and estimated cost (:class:`~agents.sim_to_real.report.ApiPrices`),
 and a format check (every observation of both parses with the Tongyi grammar,
-:mod:`agents.sim_to_real_format`).
+:mod:`agents.sim_to_real.format`).
 
 The real web needs ``SERPER_KEY_ID`` and ``JINA_API_KEYS`` (optionally ``API_KEY`` / ``API_BASE`` /
 ``SUMMARY_MODEL_NAME`` for the page summariser); without them the run stops before anything starts.
@@ -28,8 +28,8 @@ from typing import Any
 
 from agents.config import AgentConfig
 from agents.harness import EvalConfig, EvalResult, run_eval
-from agents.sim_to_real_format import check_records
-from agents.sim_to_real_report import ApiPrices, markdown, plot, run_summary
+from agents.sim_to_real.format import check_records
+from agents.sim_to_real.report import ApiPrices, markdown, plot, run_summary
 from sim_web.env import ALL_TOOLS
 from wiki_index.errors import ConfigError
 from wiki_index.settings import env, flag, scoped_env, sim_web_home
@@ -139,7 +139,7 @@ def mock_web(index_dir: str | None, faults: bool = True) -> Iterator[dict[str, A
     """
     from sim_web.backends.mocks import Fault, MockJina, MockSerper
     from sim_web.backends.sim import SimBackend
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     content = SimBackend(WikiIndex.from_dir(index_dir))
     serper, jina = MockSerper(content, "mock-serper-key"), MockJina(content, ["mock-jina-key-1", "mock-jina-key-2"])
@@ -230,7 +230,7 @@ def run_sim_to_real(cfg: SimToRealConfig) -> SimToRealResult:
 def _warm_up(index_dir: str | None) -> None:
     """Start the search engine (the JVM: seconds) before anything is timed, so the sim side's latency is not its start-up."""
     from sim_web.backends.sim import SimBackend
-    from wiki_index.index import WikiIndex
+    from wiki_index.search.index import WikiIndex
 
     SimBackend(WikiIndex.from_dir(index_dir)).search("warm up", 1)
 

@@ -1,4 +1,4 @@
-"""The linear pre-pass of :mod:`wiki_index.wikitext`: what never becomes text goes before mwparserfromhell runs.
+"""The linear pre-pass of :mod:`wiki_index.parse.wikitext`: what never becomes text goes before mwparserfromhell runs.
 
 Comments, ``<ref>``/``<math>``/``<gallery>``-like elements, tables and templates are removed in one scan each
 (balanced ``{{...}}`` and ``{|...|}`` spans found with a stack, closing tags matched without rescans); the

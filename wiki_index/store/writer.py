@@ -1,6 +1,6 @@
 """Write a page store (``store.duckdb``): the schema, batched appends, and the layout :meth:`StoreWriter.finalize` lays out.
 
-Reading is :class:`wiki_index.store.Store`'s business; both modules hold the store's SQL.
+Reading is :class:`wiki_index.store.store.Store`'s business; both modules hold the store's SQL.
 
 The finished store has no in-memory (ART) index but the two primary keys. Each table is kept sorted
 by the key it is looked up by, so that DuckDB's zone maps (each row group's min/max) skip all but
@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from wiki_index.titleset import TitleSet, title_key
+from wiki_index.store.titleset import TitleSet, title_key
 from wiki_index.types import Page, Passage
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ CREATE TABLE categories (page_id BIGINT, category VARCHAR);
 CREATE TABLE infobox (page_id BIGINT, key VARCHAR, value VARCHAR);
 """
 
-#: The columns each table is appended with (``tkey``: :func:`wiki_index.titleset.title_key` of the title).
+#: The columns each table is appended with (``tkey``: :func:`wiki_index.store.titleset.title_key` of the title).
 COLUMNS = {
     "pages": ["page_id", "title", "url", "text", "description", "infobox_type", "source", "n_words", "tkey"],
     "sections": ["page_id", "ordinal", "title", "level", "text"],

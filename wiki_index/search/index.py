@@ -10,7 +10,7 @@ from typing import Any
 
 from wiki_index.errors import ConfigError
 from wiki_index.manifest import read_manifest
-from wiki_index.searcher import Searcher
+from wiki_index.search.searcher import Searcher
 from wiki_index.settings import default_index_dir
 from wiki_index.types import Hit, Passage
 
@@ -41,7 +41,7 @@ class WikiIndex:
     @property
     def has_dense(self) -> bool:
         """Whether the dense (FAISS) part exists already (at build time, or built on an earlier first use)."""
-        from wiki_index.derived import dense_location
+        from wiki_index.store.derived import dense_location
 
         return dense_location(self.path, self.manifest)[1] is not None
 
@@ -53,28 +53,28 @@ class WikiIndex:
 
     @property
     def store(self) -> Any:
-        """The :class:`~wiki_index.store.Store`."""
-        from wiki_index.store import Store
+        """The :class:`~wiki_index.store.store.Store`."""
+        from wiki_index.store.store import Store
 
         return self._part("store", lambda: Store(self.path / "store.duckdb"))
 
     @property
     def bm25(self) -> Any:
-        """The :class:`~wiki_index.bm25.BM25Searcher` with the manifest's parameters."""
-        from wiki_index.bm25 import BM25Searcher
+        """The :class:`~wiki_index.search.bm25.BM25Searcher` with the manifest's parameters."""
+        from wiki_index.search.bm25 import BM25Searcher
 
         p = self.manifest["bm25"]
         return self._part("bm25", lambda: BM25Searcher(self.path / "bm25", p["k1"], p["b"], p.get("title_boost", 0.0)))
 
     @property
     def dense(self) -> Any:
-        """The :class:`~wiki_index.dense.DenseSearcher`; an index built without ``--dense`` encodes its passages
-        now, once (with a message and a progress bar; see :mod:`wiki_index.derived`)."""
+        """The :class:`~wiki_index.search.dense.DenseSearcher`; an index built without ``--dense`` encodes its passages
+        now, once (with a message and a progress bar; see :mod:`wiki_index.store.derived`)."""
         return self._part("dense", self._make_dense)
 
     def _make_dense(self) -> Any:
-        from wiki_index.dense import DenseConfig, DenseSearcher
-        from wiki_index.derived import build_dense_on_first_use, dense_location
+        from wiki_index.search.dense import DenseConfig, DenseSearcher
+        from wiki_index.store.derived import build_dense_on_first_use, dense_location
 
         where, info = dense_location(self.path, self.manifest)
         if info is None:
@@ -84,24 +84,24 @@ class WikiIndex:
 
     @property
     def titles(self) -> Any:
-        """The :class:`~wiki_index.titles.TitleLookup` of this index (built on first use, then cached)."""
+        """The :class:`~wiki_index.store.titles.TitleLookup` of this index (built on first use, then cached)."""
         return self._part("titles", self._make_titles)
 
     def _make_titles(self) -> Any:
         from wiki_index.settings import sim_web_home
-        from wiki_index.titles import TitleLookup
+        from wiki_index.store.titles import TitleLookup
 
         m = self.manifest
         return TitleLookup(self.store, sim_web_home() / "cache" / f"titles-{m['content_sha256'][:16]}-{m['counts']['redirects']}.npz")
 
     @property
     def columns(self) -> Any:
-        """The :class:`~wiki_index.columns.PassageColumns` of the BM25 index (built once, on first use, if missing)."""
+        """The :class:`~wiki_index.store.columns.PassageColumns` of the BM25 index (built once, on first use, if missing)."""
         return self._part("columns", self._make_columns)
 
     def _make_columns(self) -> Any:
-        from wiki_index.columns import PassageColumns, lucene_commit
-        from wiki_index.derived import write_index_columns
+        from wiki_index.store.columns import PassageColumns, lucene_commit
+        from wiki_index.store.derived import write_index_columns
         from wiki_index.settings import sim_web_home
 
         sha, commit = self.manifest["content_sha256"], lucene_commit(self.path / "bm25")
@@ -116,8 +116,8 @@ class WikiIndex:
 
     @property
     def hybrid(self) -> Any:
-        """The :class:`~wiki_index.hybrid.HybridSearcher` over BM25 and dense."""
-        from wiki_index.hybrid import HybridSearcher
+        """The :class:`~wiki_index.search.hybrid.HybridSearcher` over BM25 and dense."""
+        from wiki_index.search.hybrid import HybridSearcher
 
         return self._part("hybrid", lambda: HybridSearcher(self.bm25, self.dense))
 
@@ -129,7 +129,7 @@ class WikiIndex:
 
     def passages(self, page_id: int) -> list[Passage]:
         """All passages of a page, in order, from the memory-mapped columns (as :meth:`Store.passages
-        <wiki_index.store.Store.passages>` returns them, in microseconds rather than a DuckDB query)."""
+        <wiki_index.store.store.Store.passages>` returns them, in microseconds rather than a DuckDB query)."""
         return self.columns.page_passages(page_id)
 
     def search(self, query: str, k: int = 10, mode: str = "bm25") -> list[tuple[Hit, Passage]]:

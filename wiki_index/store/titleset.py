@@ -1,4 +1,4 @@
-"""A set of page titles in 32 bytes a title, for the streamed build (:class:`wiki_index.store_writer.StoreWriter`)."""
+"""A set of page titles in 32 bytes a title, for the streamed build (:class:`wiki_index.store.writer.StoreWriter`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def title_key(title: str) -> int:
     """A title's 64-bit key as a signed integer (a DuckDB ``BIGINT``): the first half of its blake2b digest.
 
     The store keeps its title lookup table sorted by this key, so that DuckDB's zone maps find a
-    title without an in-memory index (see :class:`wiki_index.store_writer.StoreWriter`); the key
+    title without an in-memory index (see :class:`wiki_index.store.writer.StoreWriter`); the key
     is the same in every Python and DuckDB version.
 
     >>> title_key("Albert Einstein") == title_key("Albert Einstein") != title_key("Albert einstein")

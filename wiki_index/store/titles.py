@@ -35,7 +35,7 @@ class TitleLookup:
     """Resolve a text that names a page (title or redirect, any case) to its page id.
 
     Args:
-        store: The index's :class:`~wiki_index.store.Store` (rows to build from; exact resolution).
+        store: The index's :class:`~wiki_index.store.store.Store` (rows to build from; exact resolution).
         cache_file: Where to keep the built arrays (``None``: build in memory every time).
     """
 

@@ -1,7 +1,7 @@
 """Wikitext -> clean text, sections, links, categories, infobox (a fast pre-pass, then mwparserfromhell).
 
 mwparserfromhell's tree builder is Python and most of an article is references, citation
-templates and links, so a linear pre-pass (:mod:`wiki_index.prepass`) first removes what never becomes text: comments,
+templates and links, so a linear pre-pass (:mod:`wiki_index.parse.prepass`) first removes what never becomes text: comments,
 ``<ref>``/``<math>``/``<gallery>``-like elements, tables and templates (the first ``{{Infobox...}}``
 and ``{{Short description|...}}`` are set aside; a few inline templates such as ``{{lang}}``,
 ``{{convert}}`` or ``{{birth date}}`` are kept and rendered). The page is split at its headings;
@@ -27,7 +27,7 @@ import mwparserfromhell as mwp
 from mwparserfromhell import nodes as N
 
 from wiki_index.errors import WikiIndexError
-from wiki_index.prepass import DATES, FIRST_ARG, LISTS, norm_name, strip_comments_and_tags, strip_templates, tidy
+from wiki_index.parse.prepass import DATES, FIRST_ARG, LISTS, norm_name, strip_comments_and_tags, strip_templates, tidy
 from wiki_index.types import Page, Section, normalize_title
 
 _OTHER_NS = frozenset((

@@ -33,15 +33,15 @@ def write_index_columns(path: Path, store: Any, bm25: Any, content_sha256: str, 
 
     Args:
         path: The index directory.
-        store: Its opened :class:`~wiki_index.store.Store`.
-        bm25: Its opened :class:`~wiki_index.bm25.BM25Searcher`.
+        store: Its opened :class:`~wiki_index.store.store.Store`.
+        bm25: Its opened :class:`~wiki_index.search.bm25.BM25Searcher`.
         content_sha256: The manifest's content hash.
         target: The columns directory to write.
         n: The number of passages (for the progress bar, shown from 200,000 passages).
     """
     from tqdm import tqdm
 
-    from wiki_index.columns import lucene_commit, write_columns
+    from wiki_index.store.columns import lucene_commit, write_columns
 
     log.info("writing the passage columns of %s (%d passages, once)", path, n)
     with tqdm(total=2 * n, desc="passage columns", unit="passage", disable=n < 200_000, mininterval=1.0) as bar:
@@ -85,13 +85,13 @@ def build_dense_on_first_use(path: Path, manifest: dict[str, Any], store: Any, c
     Args:
         path: The index directory.
         manifest: Its manifest (updated in place when the index directory records the build).
-        store: Its opened :class:`~wiki_index.store.Store` (the passages to encode).
-        config: A :class:`~wiki_index.dense.DenseConfig` (default settings when ``None``).
+        store: Its opened :class:`~wiki_index.store.store.Store` (the passages to encode).
+        config: A :class:`~wiki_index.search.dense.DenseConfig` (default settings when ``None``).
 
     Returns:
         The dense directory and its manifest entry.
     """
-    from wiki_index.dense import DenseConfig, build_dense
+    from wiki_index.search.dense import DenseConfig, build_dense
 
     writable = os.access(path, os.W_OK)
     home = path if writable else _cache_dir(manifest)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wiki_index.errors import ConfigError
-from wiki_index.searcher import Searcher
+from wiki_index.search.searcher import Searcher
 from wiki_index.types import Hit, Passage
 
 
@@ -35,8 +35,8 @@ class HybridSearcher:
     """Reciprocal-rank fusion of ``sparse`` and ``dense`` (the :class:`Searcher` protocol).
 
     Args:
-        sparse: Usually a :class:`~wiki_index.bm25.BM25Searcher`.
-        dense: Usually a :class:`~wiki_index.dense.DenseSearcher`.
+        sparse: Usually a :class:`~wiki_index.search.bm25.BM25Searcher`.
+        dense: Usually a :class:`~wiki_index.search.dense.DenseSearcher`.
         depth: Hits taken from each side before fusion.
         rrf_k: The RRF constant.
         sparse_weight: Weight of the sparse side's ``1 / (rrf_k + rank)`` terms (1.0: plain RRF).

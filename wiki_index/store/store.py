@@ -1,6 +1,6 @@
 """The DuckDB page store: pages, sections, passages, links, redirects, categories, infobox facts.
 
-One file per index (``store.duckdb``), written by :class:`wiki_index.store_writer.StoreWriter`
+One file per index (``store.duckdb``), written by :class:`wiki_index.store.writer.StoreWriter`
 (re-exported here) and read by :class:`Store`. Stores written before the ``titles`` and
 ``backlinks`` tables existed (with ART indexes instead) are read too.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from wiki_index.errors import IndexNotFoundError
-from wiki_index.store_writer import COLUMNS, StoreWriter
-from wiki_index.titleset import title_key
+from wiki_index.store.writer import COLUMNS, StoreWriter
+from wiki_index.store.titleset import title_key
 from wiki_index.types import Page, Passage, Section, normalize_title
 
 log = logging.getLogger(__name__)

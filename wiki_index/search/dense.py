@@ -306,7 +306,7 @@ class LineTable:
 
 
 class DenseSearcher:
-    """FAISS search over passage embeddings (the :class:`~wiki_index.searcher.Searcher` protocol).
+    """FAISS search over passage embeddings (the :class:`~wiki_index.search.searcher.Searcher` protocol).
 
     Args:
         index_dir: ``<index>/dense`` with ``index.faiss`` and ``docids.txt``.

@@ -1,10 +1,10 @@
 """BM25 over passages with Lucene (pyserini 1.6.0 / Anserini), built and searched in-process.
 
-The Lucene classes are reached through :mod:`wiki_index._java`, so opening a searcher starts
+The Lucene classes are reached through :mod:`wiki_index.search._java`, so opening a searcher starts
 the JVM (about 1 s) but imports neither torch nor the rest of pyserini. The search hot path
 (:meth:`BM25Searcher.search_docs`) asks Lucene's ``IndexSearcher`` for document numbers and
 scores only, ranked exactly as Anserini's ``SimpleSearcher`` ranks them; the text comes from
-:mod:`wiki_index.columns`, not from decoding each hit's stored JSON.
+:mod:`wiki_index.store.columns`, not from decoding each hit's stored JSON.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from wiki_index import _java
+from wiki_index.search import _java
 from wiki_index.errors import IndexNotFoundError
 from wiki_index.types import Hit, Passage
 
@@ -130,7 +130,7 @@ class BM25Writer:
 
 
 class BM25Searcher:
-    """BM25 search over a Lucene passage index (the :class:`~wiki_index.searcher.Searcher` protocol).
+    """BM25 search over a Lucene passage index (the :class:`~wiki_index.search.searcher.Searcher` protocol).
 
     Args:
         index_dir: The Lucene index directory (``<index>/bm25``).
@@ -188,7 +188,7 @@ class BM25Searcher:
         """Like :meth:`search`, but each hit as (Lucene document number, score): no stored field is read.
 
         Same ranking and scores as :meth:`search` (which reads every hit's stored document in Java);
-        pair it with :class:`~wiki_index.columns.PassageColumns` to get the passages.
+        pair it with :class:`~wiki_index.store.columns.PassageColumns` to get the passages.
         """
         if not query.strip():
             return []
