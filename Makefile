@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow train-smoke learn sim-to-real ablate bench gpu-check bundle resolve-check clean-index
+.PHONY: install run test lint test-slow train-smoke learn sim-to-real ablate bench gpu-check bundle resolve-check clean-index
 
 install: $(STAMP)
 
@@ -56,6 +56,12 @@ ablate: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web ablate $(if $(QUICK),--quick) $(ARGS)
+
+# ruff's rules, ruff's formatting, mypy on the typed public API (all three configured in pyproject.toml); each runs,
+# and lint fails if any does
+lint: install
+	status=0; $(BIN)/ruff check . || status=1; $(BIN)/ruff format --check --output-format concise . || status=1; $(BIN)/mypy || status=1; \
+	exit $$status
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow

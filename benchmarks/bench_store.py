@@ -9,8 +9,8 @@ sampled every 20 ms, so ingest and ``finalize`` each get their own peak.
 
 The baseline is what a DuckDB user reaches for to make point lookups fast, and what this store had before: ART
 indexes on ``pages(title)``, ``redirects(title)``, ``sections(page_id)``, ``passages(page_id)``, ``links(src)``
-and ``links(dst)``, on a copy of the same store without its ``titles`` and ``backlinks`` tables (so that
-:class:`~wiki_index.store.store.Store` reads it as it read the earlier layout). DuckDB builds an ART whole in memory,
+and ``links(dst)``, on a copy of the same store without its ``titles`` and ``backlinks`` tables, read by
+:func:`art_store` (titles through ``pages`` and ``redirects``, in-links through ``links``). DuckDB builds an ART whole in memory,
 so they are built with the memory limit lifted (under 256 MB, ``links(dst)`` fails at 1M pages); the column
 reports that process's peak RSS. Lookups: median ms of each :class:`~wiki_index.store.store.Store` method over 400
 random pages, both stores read by the same process, alternating.
@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import in_fresh_process, table
 
@@ -96,14 +97,40 @@ def add_art_indexes(path: str) -> dict[str, float]:
     return {"art_s": time.perf_counter() - t, "art_rss": rss.take()}
 
 
+def art_store(path: str) -> Any:
+    """The ART baseline opened for reading: titles resolve through ``pages`` and ``redirects`` and in-links come from
+    ``links(dst)`` (the lookups its ART indexes serve); the other lookups are :class:`Store`'s own."""
+    import duckdb
+
+    from wiki_index.store.store import Store
+    from wiki_index.types import normalize_title
+
+    class ArtStore(Store):
+        def __init__(self, p: str) -> None:  # Store opens only the current layout; this one lacks titles, backlinks
+            self.path, self._local = Path(p), threading.local()
+            self._con = duckdb.connect(p, read_only=True)
+
+        def resolve(self, title: str) -> int | None:
+            t = normalize_title(title)
+            rows = (self._rows("SELECT page_id FROM pages WHERE title = ?", [t])
+                    or self._rows("SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t]))
+            return int(rows[0][0]) if rows else None
+
+        def in_links(self, page_id: int) -> list[int]:
+            return sorted({int(r[0]) for r in self._rows("SELECT src FROM links WHERE dst = ? AND src <> dst", [page_id])})
+
+    return ArtStore(path)
+
+
 def lookups(paths: list[str], pages: int, n: int = 400, rounds: int = 2) -> dict[str, dict[str, float]]:
-    """Median ms of each lookup on each store, ``rounds`` passes alternating between the stores."""
+    """Median ms of each lookup on each store (the first: ours; the others: ART baselines), ``rounds`` passes
+    alternating between the stores."""
     from wiki_index.store.store import Store
 
     rng = random.Random(0)
     ids = [rng.randrange(pages) for _ in range(n)]
     args = {"resolve": [f"Page {i}" for i in ids], "page": ids, "passages": ids, "links_from": ids, "in_links": ids}
-    stores = {p: Store(p) for p in paths}
+    stores = {p: Store(p) if k == 0 else art_store(p) for k, p in enumerate(paths)}
     times: dict[str, dict[str, list[float]]] = {p: {m: [] for m in LOOKUPS} for p in paths}
     for _ in range(rounds):
         for p, store in stores.items():

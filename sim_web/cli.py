@@ -9,10 +9,11 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
+from importlib.metadata import entry_points
 
+from sim_web.bundle.cli import add_parser as add_bundle_parser
 from sim_web.serve.conn import HEADER_TIMEOUT_S, KEEP_ALIVE_S, ConnectionLimits
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES
 from wiki_index.errors import WikiIndexError
@@ -71,15 +72,40 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(["--index", args.index] if args.index else [])
 
 
-#: Subcommands defined by the packages built on top of sim_web (``training``, ``agents``). The CLI
-#: is the one place that composes every package, so it names them here as strings and imports
-#: them when the parser is built; each module exposes ``add_parser(subparsers) -> None``, which
-#: registers one subcommand whose ``func(args) -> int`` runs it.
-PLUGINS = {"synth": "training.synth.cli", "sft": "training.sft.cli", "grpo": "training.grpo.cli", "ablate": "training.ablate.cli",
-           "learn": "training.learn.cli",
-           "eval": "agents.cli",
-           "sim-to-real": "agents.sim_to_real.cli",
-           "bundle": "sim_web.bundle.cli"}
+#: The entry-point group of the subcommands that packages built on sim_web provide (``training``, ``agents``; see
+#: ``[project.entry-points."sim_web.commands"]`` in pyproject.toml). Each entry point names a function
+#: ``add_parser(subparsers) -> None`` that registers one subcommand whose ``func(args) -> int`` runs it; sim_web
+#: itself never names those packages, so its imports stay one way.
+COMMANDS_GROUP = "sim_web.commands"
+
+
+def _add_plugins(sub: argparse._SubParsersAction) -> None:
+    """Register the subcommands of :data:`COMMANDS_GROUP` (sorted by name); one whose module is not installed gets
+    a stand-in that says so when run."""
+    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        try:
+            add_parser = ep.load()
+        except ModuleNotFoundError as e:
+            if not e.name or not (ep.module == e.name or ep.module.startswith(e.name + ".")):
+                raise  # a missing import inside an installed module is a bug or a missing dependency: show it
+            _add_missing(sub, ep.name, ep.module)
+            continue
+        add_parser(sub)
+
+
+def _add_missing(sub: argparse._SubParsersAction, name: str, module: str) -> None:
+    """A stand-in for subcommand ``name`` whose module is not installed: listed in ``--help``, an error when run."""
+    message = (f"`sim-web {name}` is provided by the module {module}, which is not installed; install the package "
+               f"that contains it (from a sim-web checkout: pip install -e .)")
+    # no option prefix and no -h: every argument after the name lands in `rest`, so any call prints the message
+    p = sub.add_parser(name, help=f"(not installed: {module})", description=message, prefix_chars="\0", add_help=False)
+    p.add_argument("rest", nargs="*")
+    p.set_defaults(func=lambda _args: _fail(message))
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -119,14 +145,8 @@ def make_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
     d.add_argument("--index", default=None)
     d.set_defaults(func=_demo)
-    for name, module in PLUGINS.items():
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if not e.name or not (module == e.name or module.startswith(e.name + ".")):  # a missing import inside it: say so
-                raise
-            continue
-        mod.add_parser(sub)
+    add_bundle_parser(sub)
+    _add_plugins(sub)
     return p
 
 

@@ -1,9 +1,12 @@
 """The package layout: imports run one way (wiki_index -> sim_web -> agents -> training) and, inside sim_web,
-bottom-up through its layers (protocol <- backends, executor <- tools <- env <- serve <- cli / demo)."""
+bottom-up through its layers (protocol <- backends, executor <- tools <- env <- serve <- cli / demo). Imports
+spelled as strings (``importlib.import_module("training.grpo.cli")``, a table of module paths, ``python -c`` code)
+count too: a package names no module of a package above it in any form."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -14,7 +17,7 @@ PACKAGES = ("wiki_index", "sim_web", "agents", "training")
 #: Package rank: a package may import only packages of lower or equal rank (training builds on agents' policies
 #: and harness; agents never imports training).
 PACKAGE_RANK = {"wiki_index": 0, "sim_web": 1, "agents": 2, "training": 3}
-#: sim_web's layers, bottom-up; the top level (cli, demo, __init__, the kept import paths) is above all.
+#: sim_web's layers, bottom-up; the top level (cli, demo, bundle, __init__) is above all.
 LAYERS = {"protocol": 0, "backends": 1, "executor": 1, "tools": 2, "env": 3, "serve": 4}
 TOP = 5
 
@@ -59,6 +62,74 @@ def test_packages_import_one_way() -> None:
     bad = [f"{where}:{line}: {src} imports {dst}" for src, dst, line, where in _edges()
            if PACKAGE_RANK[dst.split(".")[0]] > PACKAGE_RANK[src.split(".")[0]]]
     assert not bad, "upward imports across packages:\n" + "\n".join(bad)
+
+
+#: A string that is a module path: dotted, optionally with an ``:attribute`` (``"agents.cli:add_parser"``).
+MODULE_PATH = re.compile(r"^\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?::[\w.]+)?\s*$")
+#: Python code inside a string (``python -c "from agents.models import x"``): the module each import names.
+CODE_IMPORT = re.compile(r"(?:^|[\s;\"'(])(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+))")
+#: Calls that import (or locate) the module their first argument names.
+IMPORT_CALLS = {"import_module", "__import__", "run_module", "find_spec"}
+#: (file, module) pairs allowed to name a higher package in a string, each with its reason.
+STRING_IMPORTS_ALLOWED = {
+    # the install.sh the bundle writes checks the installed distribution (which holds every package) finds the model
+    ("sim_web/bundle/build.py", "agents.models"),
+}
+
+
+def _literal_prefix(node: ast.expr) -> str | None:
+    """The text of a string argument: a literal's whole value, an f-string's leading literal part, else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    return None
+
+
+def string_imports(source: str) -> list[tuple[str, int]]:
+    """Each module that ``source`` names in a string (docstrings and other bare string statements aside), with
+    its line: string arguments of import calls (also f-strings, by their literal start), strings that are a
+    module path, and import statements inside strings."""
+    tree = ast.parse(source)
+    prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            text = _literal_prefix(node.args[0]) if name in IMPORT_CALLS else None
+            if text:
+                found.append((text.split(":")[0].rstrip("."), node.lineno))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+            path = MODULE_PATH.match(node.value)
+            found += [(path.group(1), node.lineno)] if path else []
+            found += [(m.group(1) or m.group(2), node.lineno) for m in CODE_IMPORT.finditer(node.value)]
+    return sorted(set(found), key=lambda f: (f[1], f[0]))  # an import call's argument is also a module path
+
+
+def test_packages_name_no_higher_package_in_strings() -> None:
+    bad = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            where = path.relative_to(ROOT).as_posix()
+            for module, line in string_imports(path.read_text(encoding="utf-8")):
+                top = module.split(".")[0]
+                if PACKAGE_RANK.get(top, -1) > PACKAGE_RANK[pkg] and (where, module) not in STRING_IMPORTS_ALLOWED:
+                    bad.append(f"{where}:{line}: {pkg} names {module!r} in a string")
+    assert not bad, ("upward imports spelled as strings (declare a plugin as an entry point in pyproject.toml, as "
+                     "`sim-web`'s subcommands are, instead):\n" + "\n".join(bad))
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ('importlib.import_module("training.grpo.cli")', ["training.grpo.cli"]),
+    ("import_module(f'agents.{name}')", ["agents"]),
+    ('__import__("training")', ["training"]),
+    ('PLUGINS = {"grpo": "training.grpo.cli", "eval": "agents.cli:add_parser"}', ["agents.cli", "training.grpo.cli"]),
+    ("cmd = 'python -c \"from agents.models import smollm2_path\"'", ["agents.models"]),
+    ('def f():\n    """See training.grpo.cli for the command."""\n', []),
+    ('HELP = "the training split of the tasks"', []),
+])
+def test_string_imports_are_found(source: str, expected: list[str]) -> None:
+    assert [m for m, _ in string_imports(source)] == expected
 
 
 def test_sim_web_layers_import_bottom_up() -> None:

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 
@@ -23,6 +23,7 @@ from sim_web.protocol.actions import parse_action
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.errors import ActionError
 from sim_web.protocol.formatting import format_tool_response, truncate
+from sim_web.protocol.results import Backend
 from sim_web.tools import Toolbox, system_prompt
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
@@ -74,7 +75,7 @@ def make_toolbox(config: EnvConfig) -> Toolbox:
         raw = SqliteCache(f"{cache_dir}/raw.sqlite") if cache_dir else None
         serper, jina = build_real_backends(config.serper, config.jina, record_dir=config.record_dir,
                                            replay_dir=config.replay_dir, raw_cache=raw)
-        backends = [serper, jina] + ([WikipediaFallback(sim)] if config.real_fallback else [])
+        backends: list[Backend] = [serper, jina, *([WikipediaFallback(sim)] if config.real_fallback else [])]
         ex_cfg = replace(ex_cfg, cache_dir=cache_dir, policies={**REAL_POLICIES, **ex_cfg.policies})
         executor = ToolExecutor(backends, ex_cfg)
     return Toolbox(executor, enabled=config.tools, max_chars=config.max_response_chars, k=config.search_results)
@@ -232,7 +233,7 @@ class WebResearchEnv(gym.Env[str, str]):
             return self._observe(f"Error: {e}")
         if act.kind == "answer":
             return self._finish(act.answer or "")
-        self.tool_calls.update(c.tool for c in (act.calls or (act,)))  # every call of a multi-call turn
+        self.tool_calls.update(cast(str, c.tool) for c in (act.calls or (act,)))  # every call of a multi-call turn
         try:
             text = self.toolbox.call(act)
         except ActionError as e:

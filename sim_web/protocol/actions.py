@@ -31,7 +31,7 @@ import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from sim_web.protocol.arguments import BAD_JSON_TEXT, valid_unicode, valid_unicode_value, validate_arguments
 from sim_web.protocol.errors import ActionError
@@ -144,7 +144,7 @@ def _unfence(s: str) -> str:
     if len(s) < 6 or not (s.startswith("```") and s.endswith("```")):
         return s
     inner = s[:-3]
-    body = inner[_FENCE_OPEN.match(inner).end():]
+    body = inner[cast(re.Match[str], _FENCE_OPEN.match(inner)).end():]  # it starts with ```: always a match
     return (body[:-1] if body.endswith("\n") else body).strip()
 
 
@@ -186,7 +186,7 @@ def loads_lenient(s: str) -> Any:
     try:
         import json5
     except ImportError:
-        json5 = None
+        json5 = None  # type: ignore[assignment]
     if json5 is not None and len(s) <= JSON5_MAX_CHARS:
         for candidate in (s, s[brace:s.rfind("}") + 1] if brace >= 0 else ""):
             if not candidate:

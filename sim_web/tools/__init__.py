@@ -1,8 +1,15 @@
 """The Tongyi tools: :class:`ToolMethods` (the one definition behind every schema), the system prompt, the
 :class:`Toolbox` that runs calls through the executor, and the sandboxed PythonInterpreter (``tools.python``)."""
 
+from sim_web.protocol.actions import TOOL_NAMES as ALL_TOOLS  # an old name of TOOL_NAMES: goes once no caller is left
 from sim_web.tools.toolbox import (
-    ALL_TOOLS, MULTI_RESPONSE_JOINER, PROMPT_STYLES, PYTHON_DESCRIPTION, Toolbox, ToolMethods, system_prompt, tool_schema,
+    MULTI_RESPONSE_JOINER,
+    PROMPT_STYLES,
+    PYTHON_DESCRIPTION,
+    Toolbox,
+    ToolMethods,
+    system_prompt,
+    tool_schema,
 )
 
 __all__ = ["ALL_TOOLS", "MULTI_RESPONSE_JOINER", "PROMPT_STYLES", "PYTHON_DESCRIPTION", "ToolMethods", "Toolbox", "system_prompt",

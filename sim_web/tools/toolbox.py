@@ -26,18 +26,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action, unknown_tool
-from sim_web.protocol.arguments import MAX_GOAL_CHARS, MAX_QUERY_CHARS, check_goal, check_queries, valid_unicode, valid_unicode_value, validate_arguments
-from sim_web.protocol.errors import ActionError, ToolUnavailableError
 from sim_web.executor import ToolExecutor
+from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES, Action, unknown_tool
+from sim_web.protocol.arguments import (
+    MAX_GOAL_CHARS,
+    MAX_QUERY_CHARS,
+    check_goal,
+    check_queries,
+    valid_unicode,
+    valid_unicode_value,
+    validate_arguments,
+)
+from sim_web.protocol.errors import ActionError, ToolUnavailableError
 from sim_web.protocol.formatting import (
-    format_scholar, format_search, format_unavailable, format_visits, join_observations, truncate,
+    format_scholar,
+    format_search,
+    format_unavailable,
+    format_visits,
+    join_observations,
+    truncate,
 )
 from sim_web.protocol.results import VisitResult
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
-ALL_TOOLS = TOOL_NAMES  #: the one list of tool names (upstream's prompt order), defined with the parser
 #: Several tool responses of one turn are separate blocks of one user message (Qwen's chat format).
 MULTI_RESPONSE_JOINER = "\n</tool_response>\n<tool_response>\n"
 
@@ -150,7 +162,7 @@ class ToolMethods:
         raise NotImplementedError(f"{type(self).__name__} must implement _dispatch to run {tool}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _generated_schema(tool: str) -> dict[str, Any]:
     """``get_json_schema`` of a tool method, without the ``return`` entry (not part of OpenAI's format).
 
@@ -190,7 +202,7 @@ def tool_schema(tool: str) -> dict[str, Any]:
     """The schema of one tool exactly as upstream's system prompt shows it (OpenAI function-tool format).
 
     Args:
-        tool: One of :data:`ALL_TOOLS`.
+        tool: One of :data:`~sim_web.protocol.TOOL_NAMES`.
 
     Returns:
         ``{"type": "function", "function": {"name", "description", "parameters"}}`` (a fresh copy).
@@ -198,8 +210,8 @@ def tool_schema(tool: str) -> dict[str, Any]:
     Raises:
         ConfigError: For an unknown tool name.
     """
-    if tool not in ALL_TOOLS:
-        raise ConfigError(f"unknown tool {tool!r}; expected one of {ALL_TOOLS}")
+    if tool not in TOOL_NAMES:
+        raise ConfigError(f"unknown tool {tool!r}; expected one of {TOOL_NAMES}")
     if tool == PYTHON_TOOL:  # the code travels in <code>, so the JSON arguments are empty
         return {"type": "function", "function": {"name": PYTHON_TOOL, "description": PYTHON_DESCRIPTION,
                                                  "parameters": {"type": "object", "properties": {}, "required": []}}}
@@ -270,7 +282,7 @@ class Toolbox(ToolMethods):
 
     Args:
         executor: Runs search / scholar / visit on the backends.
-        enabled: Tool names to offer, any subset of :data:`ALL_TOOLS` (prompt order is upstream's).
+        enabled: Tool names to offer, any subset of :data:`~sim_web.protocol.TOOL_NAMES` (prompt order is upstream's).
         max_chars: Cap on one tool response; longer ones are cut with a marker.
         python_runner: ``code -> output text`` (default: :func:`sim_web.tools.python.sandbox.run_python`).
         k: Results per query for search and scholar (upstream: Serper's 10).
@@ -282,17 +294,17 @@ class Toolbox(ToolMethods):
         ConfigError: For unknown tool names or out-of-range limits.
     """
 
-    def __init__(self, executor: ToolExecutor, *, enabled: Sequence[str] = ALL_TOOLS, max_chars: int = 20_000,
+    def __init__(self, executor: ToolExecutor, *, enabled: Sequence[str] = TOOL_NAMES, max_chars: int = 20_000,
                  python_runner: Callable[[str], str] | None = None, k: int = 10, max_items: int = 10,
                  max_query_chars: int = MAX_QUERY_CHARS, max_goal_chars: int = MAX_GOAL_CHARS) -> None:
-        unknown = [t for t in enabled if t not in ALL_TOOLS]
+        unknown = [t for t in enabled if t not in TOOL_NAMES]
         if unknown or not enabled:
-            raise ConfigError(f"Toolbox.enabled must be a non-empty subset of {ALL_TOOLS}, got {tuple(enabled)}")
+            raise ConfigError(f"Toolbox.enabled must be a non-empty subset of {TOOL_NAMES}, got {tuple(enabled)}")
         if max_chars < 100 or k < 1 or max_items < 1 or max_query_chars < 1 or max_goal_chars < 1:
             raise ConfigError(f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1, max_query_chars >= 1, "
                               f"max_goal_chars >= 1; got {max_chars}, {k}, {max_items}, {max_query_chars}, {max_goal_chars}")
         self.executor = executor
-        self.enabled = tuple(t for t in ALL_TOOLS if t in enabled)
+        self.enabled = tuple(t for t in TOOL_NAMES if t in enabled)
         self.max_chars, self.k, self.max_items, self.max_query_chars = max_chars, k, max_items, max_query_chars
         self.max_goal_chars = max_goal_chars
         self._python = python_runner or _default_python_runner

@@ -8,16 +8,17 @@ import sys
 import time
 
 import pytest
+from fuzz_inputs import ADVERSARIAL, damage
+from fuzz_inputs import PIECES as _PIECES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim_web.protocol.actions import TOOL_NAMES, Action, loads_lenient, parse_action
 from sim_web.protocol.arguments import validate_arguments
 from sim_web.protocol.errors import ACTION_ERROR_KINDS, ActionError
-from sim_web.tools import ALL_TOOLS, tool_schema
-from fuzz_inputs import ADVERSARIAL, PIECES as _PIECES, damage
+from sim_web.tools import tool_schema
 
-SCHEMAS = [tool_schema(t) for t in ALL_TOOLS]
+SCHEMAS = [tool_schema(t) for t in TOOL_NAMES]
 
 
 def call(name: str, args: object, code: str | None = None) -> str:

@@ -7,12 +7,12 @@ import json
 import pytest
 from transformers.utils import get_json_schema
 
-from sim_web.protocol.actions import parse_action
-from sim_web.protocol.errors import ActionError, BackendError
 from sim_web.executor import ExecutorConfig, ToolExecutor
+from sim_web.protocol.actions import TOOL_NAMES, parse_action
+from sim_web.protocol.errors import ActionError, BackendError
 from sim_web.protocol.formatting import format_tool_response
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
-from sim_web.tools import ALL_TOOLS, Toolbox, ToolMethods, system_prompt, tool_schema
+from sim_web.tools import Toolbox, ToolMethods, system_prompt, tool_schema
 from wiki_index.errors import ConfigError
 
 # Upstream's inference/prompt.py SYSTEM_PROMPT with the parse_file line removed (we do not offer
@@ -119,7 +119,7 @@ def test_prompt_subset_keeps_upstream_order_and_is_deterministic() -> None:
 CALL_FORMAT = '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
 
 
-@pytest.mark.parametrize("enabled", [("search", "visit"), ALL_TOOLS, ("google_scholar",)])
+@pytest.mark.parametrize("enabled", [("search", "visit"), TOOL_NAMES, ("google_scholar",)])
 def test_compact_prompt_keeps_the_format_and_lists_exactly_the_enabled_tools(enabled: tuple[str, ...]) -> None:
     tb = box(enabled=enabled)
     prompt = system_prompt(tb.schemas(), "2024-02-29", style="compact")
@@ -171,7 +171,7 @@ def test_schemas_come_from_the_typed_methods() -> None:
     py = get_json_schema(ToolMethods.PythonInterpreter)["function"]  # what TRL sees: code as an argument
     assert py["parameters"]["required"] == ["code"]
     assert tool_schema("PythonInterpreter")["function"]["parameters"] == {"type": "object", "properties": {}, "required": []}
-    assert all("return" not in tool_schema(t)["function"] for t in ALL_TOOLS)
+    assert all("return" not in tool_schema(t)["function"] for t in TOOL_NAMES)
     with pytest.raises(ConfigError, match="unknown tool"):
         tool_schema("browse")
 
@@ -276,8 +276,8 @@ def test_default_python_runner_is_the_sandbox() -> None:
 
 def test_cached_snippets_match_the_uncached_ranking_bit_for_bit(sample_index) -> None:
     from sim_web.backends import extract
-    from wiki_index.search.index import WikiIndex
     from wiki_index.parse.text import split_sentences
+    from wiki_index.search.index import WikiIndex
 
     def reference(text: str, query: str) -> int:  # the best sentence, as snippet chose it before the cache
         sents = split_sentences(text) or [text]

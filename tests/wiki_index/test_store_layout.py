@@ -1,9 +1,14 @@
-"""The store's on-disk layout: no in-memory index, tables in lookup order whatever the source's order, older layouts still read."""
+"""The store's on-disk layout: no in-memory index, tables in lookup order whatever the source's order; a store in an
+older layout is refused with the command that rebuilds it."""
 
 from __future__ import annotations
 
-import duckdb
+import json
 
+import duckdb
+import pytest
+
+from wiki_index.errors import IndexMismatchError
 from wiki_index.parse.chunking import chunk_page
 from wiki_index.store.store import Store, StoreWriter
 from wiki_index.store.titleset import title_key
@@ -44,9 +49,9 @@ def test_long_chains_are_followed_and_a_redirect_loop_resolves_to_nothing(tmp_pa
     s.close()
 
 
-def test_a_store_in_the_earlier_layout_is_still_read(tmp_path) -> None:
-    """Stores built before the ``titles`` and ``backlinks`` tables (ART indexes on titles and links) keep working."""
-    con = duckdb.connect(str(tmp_path / "old.duckdb"))
+def _older_layout_store(path) -> None:
+    """A store as builds wrote it before the ``titles`` and ``backlinks`` tables (ART indexes on titles and links)."""
+    con = duckdb.connect(str(path))
     con.execute("""
         CREATE TABLE pages (page_id BIGINT PRIMARY KEY, title VARCHAR NOT NULL, url VARCHAR, text VARCHAR,
                             description VARCHAR, infobox_type VARCHAR, source VARCHAR, n_words INTEGER);
@@ -57,16 +62,28 @@ def test_a_store_in_the_earlier_layout_is_still_read(tmp_path) -> None:
         CREATE TABLE categories (page_id BIGINT, category VARCHAR);
         CREATE TABLE infobox (page_id BIGINT, key VARCHAR, value VARCHAR);
         INSERT INTO pages VALUES (1, 'Alpha', NULL, 'a', NULL, NULL, 'dump', 1), (2, 'Beta', NULL, 'b', NULL, NULL, 'dump', 1);
-        INSERT INTO links VALUES (1, 0, 'Beta', 2), (2, 0, 'B', 2), (2, 1, 'Alpha', 1);
-        INSERT INTO redirects VALUES ('B', 'Beta', 2);
         CREATE UNIQUE INDEX pages_title ON pages(title);
         CREATE INDEX links_dst ON links(dst);
     """)
     con.close()
-    s = Store(tmp_path / "old.duckdb")
-    assert [s.resolve(t) for t in ("alpha", "B", "Nope")] == [1, 2, None]
-    assert s.in_links(2) == [1] and s.in_links(1) == [2] and s.out_links(2) == [2, 1]
-    s.close()
+
+
+def test_a_store_in_an_older_layout_is_refused_with_the_rebuild_command(tmp_path) -> None:
+    index = tmp_path / "idx"
+    index.mkdir()
+    _older_layout_store(index / "store.duckdb")
+    (index / "manifest.json").write_text(json.dumps({"source": {"spec": "jsonl:/data/pages.jsonl"}}), encoding="utf-8")
+    with pytest.raises(IndexMismatchError) as e:
+        Store(index / "store.duckdb")
+    msg = str(e.value)
+    assert "no table backlinks, titles" in msg and str(index / "store.duckdb") in msg
+    assert f"Rebuild the index with:\n    wiki-index build jsonl:/data/pages.jsonl --out {index}" in msg
+
+
+def test_without_a_manifest_the_rebuild_command_names_a_placeholder_source(tmp_path) -> None:
+    _older_layout_store(tmp_path / "store.duckdb")
+    with pytest.raises(IndexMismatchError, match=r"wiki-index build SOURCE --out "):
+        Store(tmp_path / "store.duckdb")
 
 
 def test_the_title_key_is_a_signed_64_bit_integer() -> None:

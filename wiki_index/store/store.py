@@ -1,25 +1,31 @@
 """The DuckDB page store: pages, sections, passages, links, redirects, categories, infobox facts.
 
 One file per index (``store.duckdb``), written by :class:`wiki_index.store.writer.StoreWriter`
-(re-exported here) and read by :class:`Store`. Stores written before the ``titles`` and
-``backlinks`` tables existed (with ART indexes instead) are read too.
+(re-exported here) and read by :class:`Store`, which opens only the layout the writer lays out now
+(:data:`LAYOUT_TABLES`) and asks for a rebuild otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from wiki_index.errors import IndexNotFoundError
-from wiki_index.store.writer import COLUMNS, StoreWriter
+from wiki_index.errors import IndexMismatchError, IndexNotFoundError
+from wiki_index.manifest import MANIFEST, build_command
 from wiki_index.store.titleset import title_key
+from wiki_index.store.writer import COLUMNS, StoreWriter
 from wiki_index.types import Page, Passage, Section, normalize_title
 
 log = logging.getLogger(__name__)
-__all__ = ["PageInfo", "Store", "StoreWriter", "memory_limit"]
+__all__ = ["LAYOUT_TABLES", "PageInfo", "Store", "StoreWriter", "memory_limit"]
+
+#: The tables of a store in the current layout: the appended ones plus the two that
+#: :meth:`StoreWriter.finalize` derives (``titles`` for title lookups, ``backlinks`` for in-links).
+LAYOUT_TABLES = frozenset(COLUMNS) | {"titles", "backlinks"}
 
 
 class PageInfo(NamedTuple):
@@ -51,6 +57,15 @@ def memory_limit(con: Any) -> str:
     return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
 
 
+def _rebuild_command(index_dir: Path) -> str:
+    """The command that rebuilds the index at ``index_dir`` from the source its manifest names (if it has one)."""
+    try:
+        spec = json.loads((index_dir / MANIFEST).read_text(encoding="utf-8"))["source"]["spec"]
+    except (OSError, ValueError, KeyError, TypeError):
+        spec = "SOURCE"  # no readable manifest: the user knows what the index was built from
+    return build_command(index_dir, str(spec))
+
+
 class Store:
     """Read-only access to a store file; safe to share between threads (a cursor per thread).
 
@@ -58,6 +73,11 @@ class Store:
         path: The ``store.duckdb`` file of an index.
         memory_limit: DuckDB's memory limit (e.g. ``"512MB"``: whole-corpus sorts spill to disk
             beyond it); ``None``: DuckDB's default (80% of RAM).
+
+    Raises:
+        IndexNotFoundError: No file at ``path``.
+        IndexMismatchError: The file lacks a table of the current layout (:data:`LAYOUT_TABLES`); the message
+            gives the ``wiki-index build`` command that rebuilds the index.
     """
 
     def __init__(self, path: str | Path, memory_limit: str | None = None) -> None:
@@ -69,23 +89,18 @@ class Store:
         self._con = duckdb.connect(str(self.path), read_only=True, config={"memory_limit": memory_limit} if memory_limit else {})
         self._local = threading.local()
         tables = {r[0] for r in self._con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        self._keyed_titles = "titles" in tables  # else a store from before the titles table: ART on pages(title)
-        self._backlinks = "backlinks" in tables
+        if missing := sorted(LAYOUT_TABLES - tables):
+            self._con.close()
+            raise IndexMismatchError(
+                f"{self.path} is a page store in another layout (no table {', '.join(missing)}); this sim-web reads "
+                f"only the layout it builds (tables {', '.join(sorted(LAYOUT_TABLES))}). Rebuild the index with:\n"
+                f"    {_rebuild_command(self.path.parent)}")
 
     def _cur(self) -> Any:
         cur = getattr(self._local, "cur", None)
         if cur is None:
             cur = self._local.cur = self._con.cursor()
         return cur
-
-    def query(self, sql: str, params: list | tuple = ()) -> list[tuple]:
-        """Run a read-only SQL query and return all rows.
-
-        Kept for callers outside the packages that have not moved to the named methods yet;
-        package code calls the named methods below (``tests/test_no_sql_outside_store.py``
-        refuses SQL anywhere else), so that the schema is this module's business alone.
-        """
-        return self._rows(sql, params)
 
     def _rows(self, sql: str, params: list | tuple = ()) -> list[tuple]:
         return self._cur().execute(sql, params).fetchall()
@@ -95,11 +110,7 @@ class Store:
         t = normalize_title(title)
         if not t:
             return None
-        if self._keyed_titles:
-            row = self._rows("SELECT page_id FROM titles WHERE tkey = ? AND title = ?", [title_key(t), t])
-        else:
-            row = (self._rows("SELECT page_id FROM pages WHERE title = ?", [t])
-                   or self._rows("SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t]))
+        row = self._rows("SELECT page_id FROM titles WHERE tkey = ? AND title = ?", [title_key(t), t])
         if row:
             return int(row[0][0])
         # last resort, as Wikipedia's own case-insensitive redirects do: a unique case-insensitive match
@@ -226,9 +237,7 @@ class Store:
 
     def in_links(self, page_id: int) -> list[int]:
         """Ids of the other pages that link to this one, ascending, no duplicates."""
-        if self._backlinks:
-            return [int(r[0]) for r in self._rows("SELECT src FROM backlinks WHERE dst = ? ORDER BY src", [page_id])]
-        return sorted({int(r[0]) for r in self._rows("SELECT src FROM links WHERE dst = ? AND src <> dst", [page_id])})
+        return [int(r[0]) for r in self._rows("SELECT src FROM backlinks WHERE dst = ? ORDER BY src", [page_id])]
 
     def infobox_rows(self) -> list[tuple[int, str, str]]:
         """``(page_id, key, value)`` of every infobox field, in table order."""

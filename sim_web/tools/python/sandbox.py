@@ -49,7 +49,12 @@ from sim_web.tools.python import _best_effort, _bwrap, _seccomp
 from sim_web.tools.python._budget import memory_budget
 from sim_web.tools.python._cgroup import CallCgroup, CgroupRoots, cgroup_roots, starter_argv
 from sim_web.tools.python._output import (
-    ERROR_PREFIX, NO_OUTPUT_TEXT, TIMEOUT_TEXT, collect, format_observation, kill_group,
+    ERROR_PREFIX,
+    NO_OUTPUT_TEXT,
+    TIMEOUT_TEXT,
+    collect,
+    format_observation,
+    kill_group,
 )
 
 __all__ = ["ERROR_PREFIX", "ISOLATION_ENV", "NO_OUTPUT_TEXT", "TIMEOUT_TEXT", "PythonConfig", "run_python",
