@@ -24,10 +24,7 @@ searched on the tune half by fusing the bm25 and dense rankings retrieved once a
 :class:`~wiki_index.search.hybrid.HybridSearcher` does with those parameters); the report half is then run through the
 real ``HybridSearcher`` with the default and the tuned parameters.
 
-Measured on the sample index (``benchmarks/data/hard_retrieval_sample.txt``), report half, n=469: bm25 0.823,
-dense 0.670, hybrid default (depth 50, RRF k 60, equal weights) 0.800, hybrid tuned (depth 50, RRF k 0, dense
-weight 0.25) 0.838; tuned vs bm25 differ on 21 queries (14 found only by tuned hybrid, 7 only by bm25), so the
-gain is small and not significant (sign test p ~ 0.19). The default hybrid loses to bm25.
+Results: docs/benchmarks.md ("Which search mode") and ``benchmarks/data/hard_retrieval_sample.txt``.
 """
 
 from __future__ import annotations

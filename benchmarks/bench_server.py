@@ -14,7 +14,7 @@ runs these phases, each printed with its requests, errors, req/s, p50, p99 and p
    capacity (by Little's law its latency is clients / throughput, whatever the server does);
 4. open loop at ``--load-fraction`` (80%) of that capacity: requests on a fixed schedule, each one's latency
    counted from when it was due (no coordinated omission), so the p99 shows the queueing a fleet of rollout
-   workers meets at that load; issue 14's target is p99 <= 20x the single-request p50 here;
+   workers meets at that load; the target is p99 <= 20x the single-request p50 here;
 5. rollout-like, one phase per ``--think-ms``: each client pauses (exponentially, mean ``think``) between calls,
    standing for an LLM turn.
 
@@ -33,9 +33,8 @@ with other jobs it varies less than req/s, and ``cores / CPU per request`` bound
 
 The load generator is ``benchmarks/loadgen.c``, compiled on first use (``cc -O2``, about a second) into a
 directory under the system temp dir keyed by the source's hash. Why C: on a 2-core machine the generator shares
-the CPU with the server it measures. Measured against the same 2-worker server, 50 connections: asyncio httpx
-clients spent 5.7 ms of CPU per request (more than the server's own 3-4 ms) and drove 123 req/s; the C
-generator spent 0.055 ms per request and drove 663 req/s. ``wrk`` is not installed on most machines, needs a
+the CPU with the server it measures, and Python clients spend more CPU per request than the server itself
+(docs/benchmarks.md has the comparison). ``wrk`` is not installed on most machines, needs a
 Lua script to send varied bodies, and has no open-loop mode for phase 4. The C generator needs libc only (one
 thread, epoll, keep-alive HTTP/1.1) and reports exact percentiles. Without a C compiler the phases fall back to
 asyncio httpx clients (``--python-clients`` forces them), and the table says so: their numbers understate the

@@ -66,11 +66,10 @@ def _query_terms(query: str) -> tuple[str, ...]:
 def _sentence_terms(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """A passage's sentences and their :func:`terms`, kept for the passages searched most (keyed by the text).
 
-    Tokenising the 10 result passages was most of a search step's cost beyond Lucene, and the same passages
-    come back across a rollout group's queries and across rollouts. Measured on the sample with 3,000 distinct
-    task queries: 50% of the lookups hit, and a search step went from 1.34-1.37x to 1.15-1.19x of a raw
-    pyserini search (``benchmarks/bench_env.py``; 1.03-1.07x once the query was tokenized once per search). Full, the cache holds ~32 MiB (one per process, shared
-    by its envs); on a big corpus its hits come mostly from repeated passages.
+    Tokenising the 10 result passages would be most of a search step's cost beyond Lucene, and the same passages
+    come back across a rollout group's queries and across rollouts, so many lookups hit (the search step against
+    a raw pyserini search: ``benchmarks/bench_env.py``). Full, the cache holds some tens of MiB (one per
+    process, shared by its envs); on a big corpus its hits come mostly from repeated passages.
     """
     sents = tuple(split_sentences(text) or [text])
     return sents, tuple(tuple(terms(s)) for s in sents)

@@ -1,8 +1,9 @@
 """Task sets: questions with known answers, loaded from JSONL / Hugging Face datasets or derived from an index.
 
 A task record has ``question``, ``answer``, optional ``aliases`` and any metadata. The default
-set (until the SailorFog-QA synthesis lands) is derived from the index itself: for each page
-with a usable first sentence, the sentence with the subject's name masked becomes the
+set is the index's synthesized SailorFog-QA set (``<index>/tasks/sailorfog_qa.jsonl``, written by
+``sim-web synth``). An index without one falls back to tasks derived from the index itself: for each
+page with a usable first sentence, the sentence with the subject's name masked becomes the
 question and the page title the answer; its redirect titles are the aliases.
 """
 

@@ -1,4 +1,4 @@
-"""Connection limits of the tool server: a deadline for each request and a cap on open connections (issue 26).
+"""Connection limits of the tool server: a deadline for each request and a cap on open connections.
 
 uvicorn closes an idle keep-alive connection after ``timeout_keep_alive``, but it has no deadline for the headers
 of a request: a connection that sends nothing, or half a request line, stays open for as long as the client

@@ -1,7 +1,7 @@
 """The tool server's hot routes without FastAPI's per-request layers: same status codes, same response bytes.
 
 ``POST /tools/{name}``, ``POST /backend/{search,scholar,visit}`` and ``POST /retrieve`` are what rollout workers
-call thousands of times a second. Profiled under load (issue 14; ``benchmarks/bench_server.py``), FastAPI's
+call thousands of times a second. Profiled under load (``benchmarks/bench_server.py``), FastAPI's
 routing, dependency solving, request-model validation and response-model serialisation held the GIL longer than
 the search itself did, on a machine where two worker processes share two cores. :class:`HotRoutes` is an ASGI
 middleware, the outermost one of the app, that answers a *well-formed* call on those routes directly: the body is
@@ -12,9 +12,8 @@ pydantic-core's JSON encoder, the one FastAPI's response models use.
 
 When the executor is ``inline`` (the local sim index: in-process, no I/O, no rate limit), search, visit and
 scholar calls run on the event loop itself instead of a pool thread. A call holds the GIL for nearly all of
-its ~2 ms anyway (Lucene runs under the JNI lock), so the thread hop only added two GIL hand-overs and a
-futex wake-up per request. Measured with ``benchmarks/bench_server.py`` on 2 cores (issue 14; 3 runs alternating
-with pool calls): capacity median 776 vs 579 req/s, server CPU 2.47-2.87 vs 2.84-3.32 ms per request. The
+its time anyway (Lucene runs under the JNI lock), so the thread hop only added two GIL hand-overs and a
+futex wake-up per request, costing capacity and server CPU per request (``benchmarks/bench_server.py``). The
 PythonInterpreter, every tool of a remote or real-web executor, and the many-query requests of
 :mod:`sim_web.serve.retrieve` stay on the pool.
 

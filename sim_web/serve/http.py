@@ -7,7 +7,7 @@ text, exactly what the env prints, agent mistakes included: 200 with the env's `
 :class:`sim_web.backends.remote.RemoteBackend`; ``/backend/search`` also takes many ``queries``), and
 Search-R1's ``POST /retrieve`` (:mod:`sim_web.serve.retrieve`). OpenAPI schema at ``/openapi.json``.
 
-Security (issue 16):
+Security:
 
 * ``PythonInterpreter`` is not served unless enabled explicitly (``enable_python`` / ``--enable-python``);
   when it is, it runs in the bubblewrap sandbox of :mod:`sim_web.tools.python`.
@@ -24,16 +24,16 @@ Security (issue 16):
   an agent mistake inside the arguments is the env's observation text, which may quote what the agent wrote.
 * ``/health`` without the token shows only ``PUBLIC_HEALTH`` (no filesystem path, tools or load).
 * Connections must send each request (headers and body) within a deadline, and each worker holds a bounded
-  number of them, closing the one that has waited longest on its client first (issue 26, :mod:`sim_web.serve.conn`).
+  number of them, closing the one that has waited longest on its client first (:mod:`sim_web.serve.conn`).
 
-Capacity (issue 14; measured by ``benchmarks/bench_server.py``):
+Capacity (measured by ``benchmarks/bench_server.py``):
 
 * Well-formed calls on ``/tools/{name}``, ``/backend/*`` and ``/retrieve`` skip FastAPI's per-request layers
   (:mod:`sim_web.serve.fast`: same status codes and bytes; everything else still goes through FastAPI).
 * With ``workers > 1`` every worker accepts on its own SO_REUSEPORT socket (:mod:`sim_web.serve.workers`),
   so that connections opened together spread over the workers.
 * Served apps open the index and run varied searches before the first request (:mod:`sim_web.serve.warm`):
-  no 1.5 s first call per worker, and no JIT recompilation storm under load.
+  no slow first call per worker, and no JIT recompilation storm under load.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """A served worker's warm-up: open the local index, then run varied searches until Lucene's JIT has settled.
 
-Measured with ``benchmarks/bench_server.py`` (issue 14): after 10 s of warm-up load and 25,000 calls, a worker's
-JVM still met query shapes its compiled Lucene code had not seen. The JIT then threw away its compiled search
-methods and recompiled them (``-Xlog:deoptimization`` shows the trap, e.g. ``DataInput.readVInt`` on a posting
-list larger than any before), and a C2 compiler thread took 35-65% of a core for about a second. At 80% of
-capacity that left less CPU than the calls needed, and calls queued for 1-5 s: 100-140 ms latencies. Full
-``bench_server`` runs, alternating: p99 at 80% of capacity 10.2x and 6.1x the single-request p50 with 3,000
-warm-up searches, 36.4x without (a first version that warmed up through the sim backend's search: 6.5x, 6.8x and
-10.4x against 50.7x, 28.1x and 42.0x); the warm-up takes ~6.5 s with 2 workers on 2 cores.
+Why: a fresh worker's JVM keeps meeting query shapes its compiled Lucene code has not seen (e.g.
+``DataInput.readVInt`` on a posting list longer than any before) long after its first calls. Each time, the JIT
+throws its compiled search methods away and compiles them again (``-Xlog:deoptimization`` shows the trap), and a
+C2 compiler thread takes a large share of a core meanwhile. Under load that leaves less CPU than the calls need,
+calls queue, and the latency tail grows several-fold. Meeting those shapes before the worker takes
+connections moves the recompilation out of served time (the effect on the tail is measured by
+``benchmarks/bench_server.py``; results in docs/benchmarks.md).
 
 :func:`warm_index` runs ``searches`` BM25 searches built from the corpus itself (page leads, titles and word spans
 of the first passages, so rare and common terms, short and long queries) on the index, whatever the served
@@ -43,7 +42,7 @@ def warm_queries(store: Any, n: int) -> list[str]:
 
 def warm_index(backends: list[Any], searches: int = 0) -> None:
     """Open what the first search and visit of a local index would open (the JVM and Lucene searcher, the passage
-    columns, the title lookup, the page store), so that a worker's first request is not ~1.5 s slower than the rest;
+    columns, the title lookup, the page store), so that a worker's first request does not pay for opening them;
     then run ``searches`` varied searches, so that its JIT has compiled the search paths before the first client.
 
     Only BM25 is touched: a dense or hybrid index may still have to encode its passages, and that happens on first

@@ -2,9 +2,9 @@
 
 Why not uvicorn's ``Multiprocess``: its workers share one listening socket, and asyncio accepts every pending
 connection at once in whichever worker wakes first. A fleet of rollout workers that connects together then lands
-unevenly (measured with ``benchmarks/bench_server.py``: 200 connections split far enough from 100/100 that one
-worker went past its ``4 x tool_threads`` calls in progress and answered thousands of 503s while the other had
-spare CPU; at a fixed request rate the fuller worker is overloaded long before the server is). With one
+unevenly (``benchmarks/bench_server.py`` shows it: connections opened together can split far enough from even
+that one worker goes past its ``4 x tool_threads`` calls in progress and answers 503s while the other has spare
+CPU; at a fixed request rate the fuller worker is overloaded long before the server is). With one
 SO_REUSEPORT socket per worker, Linux spreads the connections over the workers by a hash of the address pair.
 
 The supervisor holds the port with a bound socket that never listens (so it takes no connections, and a port

@@ -27,8 +27,8 @@ HEAP_ENV = "WIKI_INDEX_JVM_HEAP"  #: the JVM's maximum heap (``-Xmx``), e.g. ``4
 _lock = threading.Lock()
 #: Held around every call into Java. pyjnius is not thread-safe: a ``JavaMethod`` object is shared
 #: by all threads and re-targeted (its ``j_self``) per call, so two threads calling Lucene at once
-#: can run a method on the wrong object and crash the JVM (kivy/pyjnius#287, #563, #588; seen
-#: here as a SIGSEGV in ``Document.get`` under 40 concurrent server requests). Python-side
+#: can run a method on the wrong object and crash the JVM (a known pyjnius limitation; it shows as a
+#: SIGSEGV in ``Document.get`` under concurrent server requests). Python-side
 #: parallelism is bounded by the GIL anyway; scale out with processes (``sim-web serve --workers``).
 jvm_lock = threading.RLock()
 _started = False
@@ -38,12 +38,11 @@ _BAD_OPTION = "--add-modules=jdk.incubator.vector"
 def heap_option() -> str:
     """The JVM's ``-Xmx`` option: ``$WIKI_INDEX_JVM_HEAP`` (e.g. ``4g``) or 1 GB.
 
-    Measured with ``benchmarks/bench_growth.py``'s corpora, BM25-only builds: with a 1 GB heap the peak RSS was
-    1,184 MiB at 1M pages and 1,274 at 3M (1.08x), against 1,374 and 1,582 MiB with 4 GB (the garbage collector
-    lets a larger heap keep growing), in the same time (3M pages: 776 vs 790 s); search at 1M pages was no slower
-    (env step 2.17-2.78 vs 2.25-2.63 ms). Lucene's indexing buffer is capped at 256 MB, so the heap a build needs
-    should not grow with the corpus (measured up to 3M pages, 3.7M passages; a full Wikipedia has ~21M); a build that
-    stops on "Java heap space" runs again with a larger value.
+    Why 1 GB: Lucene's indexing buffer is capped at 256 MB, so the heap a build needs does not grow with the
+    corpus, while a larger heap only lets the garbage collector keep more garbage (a build's peak memory grows
+    with it, neither the build nor search gets faster). Peak memory per heap size and corpus size is measured
+    with ``benchmarks/bench_growth.py``'s corpora (docs/benchmarks.md). A build that stops on "Java heap space"
+    runs again with a larger value.
 
     Raises:
         ConfigError: The variable is not a size such as ``512m`` or ``2g``.

@@ -62,8 +62,8 @@ def passage_from_raw(raw: str) -> Passage:
     return Passage(d["id"], int(d["page_id"]), title, text, d.get("section", ""), int(d.get("ordinal", 0)))
 
 
-#: Lucene's in-memory indexing buffer, in MB. Anserini's ``SimpleIndexer`` hard-codes 2,048, which made the Java heap
-#: (and the build's peak RSS) grow with the corpus; at 256 a 1M-page build peaked at 1.29 GB instead of 1.86 GB.
+#: Lucene's in-memory indexing buffer, in MB. Anserini's ``SimpleIndexer`` hard-codes 2,048, which lets the Java heap
+#: (and the build's peak RSS) grow with the corpus; a smaller buffer keeps a large build's peak memory flat.
 RAM_BUFFER_MB = 256.0
 
 

@@ -43,28 +43,26 @@ class DenseConfig:
 
     Attributes:
         model: A sentence-transformers model path; ``""`` means the bundled all-MiniLM-L6-v2.
-        max_seq_length: Tokens per passage; 128 covers a 100-word passage and halves encoding time vs 256.
+        max_seq_length: Tokens per passage; 128 covers a ~100-word passage, and longer limits only cost encoding time.
         batch_size: Passages per encoder batch (64 suits a CPU; use 256-1024 on a GPU).
         index_type: ``flat``, ``hnsw`` or ``ivfpq``.
         hnsw_m: HNSW graph degree (each vector keeps ``2 * hnsw_m`` links on the base layer).
-        hnsw_ef_construction: HNSW candidate list size while building. 80 (FAISS's default is 40)
-            builds a better graph: at 1M vectors recall@10 0.95 instead of 0.88 at ``hnsw_ef_search``
-            128, for a build about 1.5x as long (701 s vs 451 s on one shared core).
-        hnsw_ef_search: HNSW candidate list size per query; higher is slower and closer to exact. 128:
-            recall@10 vs exact 0.99 at 100k vectors (FAISS's default 16: 0.94), ~0.35-0.45 ms/query on
-            one core (``benchmarks/bench_dense_scale.py``).
+        hnsw_ef_construction: HNSW candidate list size while building. Above FAISS's default (40), so
+            that the graph keeps its recall at millions of vectors, for a longer build.
+        hnsw_ef_search: HNSW candidate list size per query; higher is slower and closer to exact. The
+            default is well above FAISS's (16), whose recall is too low for retrieval of evidence pages
+            (recall and latency per setting: ``benchmarks/bench_dense_scale.py``).
         ivf_nlist: IVF cells; 0 picks ``4 * sqrt(N)``.
         pq_m: PQ sub-quantisers of 8 bits, i.e. code bytes per vector (must divide the dimension). PQ
-            error, not ``nprobe``, bounds IVF-PQ recall: at 100k 384-d vectors recall@10 vs exact is ~0.71
-            with 48 (8 dims per byte), ~0.84 with 96, ~0.945 with 192 (the default, 2 dims per byte;
-            200 bytes a vector with its id, 1/8 of flat).
-        nprobe: IVF cells visited per query; higher is slower and closer to exact (32: within 0.01 of
-            the PQ ceiling at 100k and 1M vectors; re-check at tens of millions, where 32 cells are a
-            smaller share of the ``4 * sqrt(N)``).
+            error, not ``nprobe``, bounds IVF-PQ recall, so the default spends 2 dimensions per byte
+            (1/8 of flat's size) rather than fewer bytes at a lower recall ceiling.
+        nprobe: IVF cells visited per query; higher is slower and closer to exact. The default reaches
+            close to the PQ ceiling on corpora up to millions of vectors; re-check at tens of millions,
+            where a fixed number of cells is a smaller share of the ``4 * sqrt(N)``.
         dtype: ``auto`` (float16 on a CUDA GPU; on a CPU bfloat16 where it has native bf16, i.e.
-            AVX512-BF16/AMX: 2.4x faster than float32 here, cosine >= 0.998 to the float32
-            embeddings; float32 elsewhere), ``float32``, ``bfloat16`` or ``float16`` (GPU only: a
-            CPU encodes float32 instead). The manifest records the resolved one.
+            AVX512-BF16/AMX, which is faster than float32 there and gives nearly the same embeddings;
+            float32 elsewhere), ``float32``, ``bfloat16`` or ``float16`` (GPU only: a CPU encodes
+            float32 instead). The manifest records the resolved one.
     """
 
     model: str = ""
@@ -161,7 +159,8 @@ class Encoder:
         kwargs = {"torch_dtype": torch_dtype} if torch_dtype is not None else {}
         self.model = SentenceTransformer(cfg.model or default_model_path(), device=self.device, model_kwargs=kwargs)
         self.model.max_seq_length = cfg.max_seq_length
-        dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        dim_of: Callable[[], Any] = (getattr(self.model, "get_embedding_dimension", None)
+                                     or self.model.get_sentence_embedding_dimension)
         self.dim = int(dim_of())
         log.info("encoder: %s on %s (%s), batch %d", cfg.model or "all-MiniLM-L6-v2", self.where, self.dtype, cfg.batch_size)
 

@@ -1,7 +1,7 @@
 """One memory budget for all the PythonInterpreter calls of a process.
 
 Each call may use ``memory_mb`` (1 GiB by default), and a server with ``--enable-python`` runs up to
-``tool_threads`` calls at once, so without a shared bound 32 threads could ask a 23 GiB host for 32 GiB.
+``tool_threads`` calls at once, so without a shared bound 32 threads could ask for 32 GiB, more than many hosts have.
 Every call therefore reserves its ``memory_mb`` from this process's :class:`MemoryBudget` before its
 sandbox starts and gives it back when the sandbox is gone; a call that does not fit waits, first come
 first served, until earlier calls end (each is bounded by its ``timeout_s``). A call larger than the

@@ -3,8 +3,8 @@
 Started as ``python -s -S -P -B _runner.py name=value ...`` (the code is in ``main.py``
 in the working directory), inside bubblewrap (or, for trusted code, the best-effort sandbox).
 Uses the standard library only and never imports :mod:`sim_web`; it avoids ``json``, ``socket``
-and anything that pulls in ``re``/``enum`` so that startup stays cheap (those imports cost about
-30 ms, more than the interpreter itself).
+and anything that pulls in ``re``/``enum`` so that startup stays cheap (those imports cost more
+than starting the interpreter itself).
 
 Order of work, all before the first line of user code:
 
