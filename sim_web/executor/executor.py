@@ -26,16 +26,16 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 import tenacity
 
 from sim_web.executor.cache import CacheRowError, LRUCache, SqliteCache, decode_result, encode_result
-from sim_web.executor.policy import BackendPolicy, CircuitBreaker, TokenBucket
+from sim_web.executor.config import ExecutorConfig
+from sim_web.executor.policy import CircuitBreaker, TokenBucket
 from sim_web.executor.stats import ExecutorStats
 from sim_web.protocol.errors import BackendError, ToolUnavailableError
 from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
@@ -44,55 +44,6 @@ from wiki_index.errors import ConfigError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _MISSING = object()
-_POLICY_FIELDS = tuple(f.name for f in fields(BackendPolicy))
-
-
-@dataclass(frozen=True)
-class ExecutorConfig:
-    """Cache settings, and the default :class:`BackendPolicy` (the flat fields) with per-backend overrides."""
-
-    cache: bool = field(default=True, metadata={"help": "Cache results by content (backend, tool, normalised arguments)."})
-    cache_size: int = field(default=10_000, metadata={"help": "LRU cache capacity in entries (one query / URL each)."})
-    cache_dir: str | None = field(default=None, metadata={
-        "help": "Directory of the persistent cache shared across processes (None: in-process only). Only backends with a "
-                "cache_namespace (serper, jina) are persisted; TTL per backend: BackendPolicy.cache_ttl_s."})
-    qps: float | None = field(default=None, metadata={"help": "Default per-backend rate limit in calls/s (None: unlimited)."})
-    burst: int | None = field(default=None, metadata={"help": "Default token-bucket capacity (None: max(1, ceil(qps)))."})
-    timeout_s: float | None = field(default=60.0, metadata={
-        "help": "Default per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."})
-    max_retries: int = field(default=2, metadata={"help": "Default retries per backend after a retryable error or a timeout."})
-    backoff_base_s: float = field(default=0.5, metadata={"help": "First backoff; doubles per retry."})
-    backoff_max_s: float = field(default=8.0, metadata={"help": "Cap on the exponential part of the backoff."})
-    jitter_s: float = field(default=0.25, metadata={"help": "Uniform random extra backoff in [0, jitter_s] (seeded)."})
-    max_retry_after_s: float = field(default=60.0, metadata={"help": "A longer Retry-After is not waited for: fall back at once."})
-    breaker_failures: int | None = field(default=5, metadata={"help": "Consecutive failed calls that open a backend's circuit (None: no breaker)."})
-    breaker_reset_s: float = field(default=30.0, metadata={"help": "Seconds an open circuit skips its backend before a probe."})
-    cache_ttl_s: float | None = field(default=None, metadata={"help": "Default lifetime of persisted results (None: forever)."})
-    policies: Mapping[str, BackendPolicy] = field(default_factory=dict, metadata={
-        "help": "Per-backend policies by backend name (e.g. {'serper': BackendPolicy(qps=10)}); others use the flat fields."})
-    seed: int = field(default=0, metadata={"help": "Seed of the jitter RNG (the executor's only randomness)."})
-    max_workers: int = field(default=16, metadata={"help": "Worker threads for timed calls (a timed-out call keeps its thread until it returns)."})
-
-    def __post_init__(self) -> None:
-        if self.cache_size < 1:
-            raise ConfigError(f"ExecutorConfig.cache_size must be >= 1, got {self.cache_size}; use cache=False to disable caching")
-        try:
-            self.default_policy()
-        except ConfigError as e:
-            raise ConfigError(f"ExecutorConfig.{e}") from None
-        bad = {k: type(v).__name__ for k, v in self.policies.items() if not isinstance(v, BackendPolicy)}
-        if bad:
-            raise ConfigError(f"ExecutorConfig.policies values must be BackendPolicy, got {bad}")
-        if self.max_workers < 1:
-            raise ConfigError(f"ExecutorConfig.max_workers must be >= 1, got {self.max_workers}")
-
-    def default_policy(self) -> BackendPolicy:
-        """The policy of a backend without an entry in :attr:`policies` (the flat fields)."""
-        return BackendPolicy(**{name: getattr(self, name) for name in _POLICY_FIELDS})
-
-    def policy_for(self, backend: str) -> BackendPolicy:
-        """The policy of the backend called ``backend``."""
-        return self.policies.get(backend) or self.default_policy()
 
 
 def _check_list(value: Any, kind: type, who: str) -> tuple[Any, ...]:
