@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from sim_web.protocol.actions import TOOL_NAMES
+from sim_web.protocol import TOOL_NAMES
 from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 
@@ -99,9 +99,9 @@ def _tools(text: str) -> tuple[str, ...]:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~agents.harness.EvalConfig` of parsed arguments."""
+    """The :class:`~agents.eval_config.EvalConfig` of parsed arguments."""
     from agents.config import AgentConfig, ReSumConfig, SamplingConfig
-    from agents.harness import EvalConfig
+    from agents.eval_config import EndpointConfig, EvalConfig
 
     summariser, summariser_model = args.summariser, None
     if summariser.startswith("openai:"):
@@ -115,10 +115,11 @@ def config_from_args(args: argparse.Namespace) -> Any:
                       n=args.n, k=args.k, out=args.out, workers=args.workers, batch_size=args.batch_size, agent=agent,
                       retrieval=args.retrieval, tools=args.tools, backend=args.backend, record_dir=args.record, replay_dir=args.replay,
                       real_fallback=args.real_fallback,
-                      base_url=args.base_url, api_key=args.api_key, summariser_model=summariser_model,
-                      judge=args.judge, judge_base_url=args.judge_base_url, device=args.device, dtype=args.dtype,
-                      threads=args.threads, resume=not args.no_resume, progress=not args.no_progress, requests=_requests(args),
-                      **_budgets(args))
+                      endpoints=EndpointConfig(base_url=args.base_url, api_key=args.api_key, judge=args.judge,
+                                               judge_base_url=args.judge_base_url, summariser_model=summariser_model,
+                                               requests=_requests(args)),
+                      device=args.device, dtype=args.dtype, threads=args.threads, resume=not args.no_resume,
+                      progress=not args.no_progress, **_budgets(args))
 
 
 def _budgets(args: argparse.Namespace) -> dict[str, Any]:

@@ -5,7 +5,8 @@ policies, lockstep batches for local models (:attr:`Policy.batched`), with a pro
 Each finished episode is appended to ``trajectories.jsonl`` at once, so an interrupted run
 resumes where it stopped (finished episodes are not rerun). At the end the harness writes
 ``metrics.json`` (:func:`agents.metrics.aggregate`), ``plot.png`` and, for the oracle,
-``sft.jsonl`` (successful trajectories as chat-format demonstrations).
+``sft.jsonl`` (successful trajectories as chat-format demonstrations). What a run is
+(:class:`~agents.eval_config.EvalConfig`) lives in :mod:`agents.eval_config`.
 """
 
 from __future__ import annotations
@@ -20,115 +21,41 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agents.config import AgentConfig, SamplingConfig
+from agents.episode import Episode
+from agents.eval_config import EndpointConfig, EvalConfig
 from agents.loop import ReactAgent, Request, run_episode
-from agents.metrics import aggregate, correct
+from agents.metrics import aggregate
 from agents.plot import plot_run
 from agents.policies.base import FatalPolicyError, Generation, Policy
-from agents.policies.openai_policy import RequestConfig
 from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft_example
-from sim_web.env import ALL_TOOLS, EnvConfig, WebResearchEnv
 from sim_web.backends.sim import SimConfig
+from sim_web.env import EnvConfig, WebResearchEnv
 from sim_web.env.tasks import Task, resolve_tasks
-from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 RUN_FILE = "run.json"
-RESPONSE_CHARS = EnvConfig.max_response_chars  # the env's default cap on one tool response
-#: The observation settings of the env's defaults; a run's identity names only those that differ.
-OBS_DEFAULTS = {"max_response_chars": RESPONSE_CHARS, "prompt": EnvConfig.prompt, "search_results": EnvConfig.search_results,
-                "snippet_chars": SimConfig.snippet_chars}
 LOCK_FILE = ".lock"
 TRAJECTORIES = "trajectories.jsonl"
 
 
-@dataclass(frozen=True)
-class EvalConfig:
-    """One evaluation run."""
-
-    policy: str = field(default="oracle", metadata={"help": "'oracle', 'oracle:search' (answers from search results, no visit), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."})
-    index_dir: str | None = field(default=None, metadata={"help": "The index (default: the sample under $SIM_WEB_HOME)."})
-    tasks: str | None = field(default=None, metadata={"help": "Task file path or name: default, derived, sailorfog, or <index>/tasks/NAME.jsonl."})
-    split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
-    n: int | None = field(default=None, metadata={"help": "Use the first n tasks (None = all)."})
-    k: int = field(default=1, metadata={"help": "Samples per task (pass@k is reported for k and powers of two below)."})
-    out: str | None = field(default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/eval/<run name>)."})
-    workers: int = field(default=4, metadata={"help": "Episode threads for remote / deterministic policies."})
-    batch_size: int = field(default=8, metadata={"help": "Episodes stepped together for local (batched) policies."})
-    agent: AgentConfig = field(default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum."})
-    retrieval: str = field(default="bm25", metadata={"help": "Search mode of the sim backend: bm25, dense, hybrid."})
-    backend: str = field(default="sim", metadata={
-        "help": "'sim' (the index) or 'real' (Serper + Jina, keys $SERPER_KEY_ID / $JINA_API_KEYS)."})
-    real_fallback: bool = field(default=False, metadata={
-        "help": "backend='real': let the index answer when Serper / Jina fail. Off, so that a measurement of the real web "
-                "is not silently mixed with Wikipedia; each fallback is counted in the metrics either way."})
-    record_dir: str | None = field(default=None, metadata={"help": "backend='real': record every request and response here."})
-    replay_dir: str | None = field(default=None, metadata={"help": "backend='real': replay a recorded run from here (offline, no keys)."})
-    tools: tuple[str, ...] = field(default=ALL_TOOLS, metadata={"help": "Enabled tools."})
-    max_obs_chars: int = field(default=2_000_000, metadata={"help": "The env's tool-output budget per episode (the agent's own limits come first)."})
-    max_response_chars: int = field(default=RESPONSE_CHARS, metadata={
-        "help": "Cap on one tool response in characters (longer ones are cut with a marker); evaluate a GRPO checkpoint with "
-                "its recipe's max_response_chars so it sees observations as long as in training."})
-    prompt: str = field(default=EnvConfig.prompt, metadata={
-        "help": "System prompt style: 'tongyi' (upstream's) or 'compact' (short, for small models); evaluate a checkpoint with "
-                "the style it was trained on."})
-    search_results: int = field(default=EnvConfig.search_results, metadata={"help": "Results per search query shown to the agent."})
-    snippet_chars: int = field(default=SimConfig.snippet_chars, metadata={
-        "help": "Most characters of one search result's snippet (the sim backend's; Serper's snippets are its own)."})
-    base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL)."})
-    api_key: str | None = field(default=None, metadata={"help": "Its key (default $OPENAI_API_KEY)."})
-    requests: RequestConfig = field(default_factory=RequestConfig, metadata={
-        "help": "Timeout and retries of every OpenAI-compatible endpoint of the run (policy, judge, summariser)."})
-    summariser_model: str | None = field(default=None, metadata={"help": "Model of the 'openai' ReSum summariser (same endpoint unless summariser_base_url)."})
-    summariser_base_url: str | None = field(default=None, metadata={"help": "Endpoint of the summariser model."})
-    judge: str | None = field(default=None, metadata={"help": "LLM judge model ('openai:MODEL'); None = EM decides correctness."})
-    judge_base_url: str | None = field(default=None, metadata={"help": "Endpoint of the judge (default: the policy's)."})
-    device: str = field(default="cpu", metadata={"help": "torch device of a local model."})
-    dtype: str = field(default="float32", metadata={"help": "dtype of a local model."})
-    threads: int | None = field(default=None, metadata={"help": "torch CPU threads of a local model."})
-    resume: bool = field(default=True, metadata={"help": "Skip episodes already in the output folder; False starts over."})
-    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
-    sft: bool | None = field(default=None, metadata={"help": "Write sft.jsonl of successful episodes (default: for the oracle)."})
-
-    def __post_init__(self) -> None:
-        if not re.match(r"^(oracle|oracle:search|hf:.+|openai:.+)$", self.policy):
-            raise ConfigError(f"EvalConfig.policy must be 'oracle', 'oracle:search', 'hf:PATH' or 'openai:MODEL', got {self.policy!r}")
-        if self.k < 1 or (self.n is not None and self.n < 1) or self.workers < 1 or self.batch_size < 1:
-            raise ConfigError(f"EvalConfig needs k >= 1, n >= 1 (or None), workers >= 1, batch_size >= 1; got k={self.k}, "
-                              f"n={self.n}, workers={self.workers}, batch_size={self.batch_size}")
-        if self.max_response_chars < 100 or self.max_obs_chars < 1:
-            raise ConfigError(f"EvalConfig needs max_response_chars >= 100 and max_obs_chars >= 1, got {self.max_response_chars}, "
-                              f"{self.max_obs_chars}")
-        if self.prompt not in PROMPT_STYLES:
-            raise ConfigError(f"EvalConfig.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} (--prompt compact for small models)")
-        if self.search_results < 1 or self.snippet_chars < 1:
-            raise ConfigError(f"EvalConfig needs search_results >= 1 and snippet_chars >= 1, got {self.search_results}, "
-                              f"{self.snippet_chars}")
-        if self.backend not in ("sim", "real"):
-            raise ConfigError(f"EvalConfig.backend must be 'sim' or 'real', got {self.backend!r}")
-        if (self.record_dir or self.replay_dir) and self.backend != "real":
-            raise ConfigError("EvalConfig.record_dir / replay_dir record the real web: set backend='real' (--backend real) too")
-        if self.agent.resum.enabled and self.agent.resum.summariser == "openai" and not self.summariser_model:
-            raise ConfigError("ReSum with summariser='openai' needs EvalConfig.summariser_model (e.g. --summariser openai:MODEL)")
-
-    def identity(self) -> dict[str, Any]:
-        """The fields that decide what an episode is; resuming with different ones is refused."""
-        return {"policy": self.policy, "index_dir": self.index_dir, "tasks": self.tasks, "split": self.split,
-                "agent": asdict(self.agent), "retrieval": self.retrieval, "tools": list(self.tools), "judge": self.judge,
-                **({"backend": self.backend} if self.backend != "sim" else {}),
-                **({"real_fallback": True} if self.backend == "real" and self.real_fallback else {}),
-                **{k: getattr(self, k) for k, default in OBS_DEFAULTS.items() if getattr(self, k) != default}}
-
-
 @dataclass
 class EvalResult:
-    """What :func:`run_eval` produced."""
+    """What :func:`run_eval` produced.
+
+    Attributes:
+        metrics: :func:`agents.metrics.aggregate` of the run, with its ``run`` facts.
+        records: Every episode of the run (resumed ones included) as its trajectory-file line
+            (:meth:`agents.episode.Episode.to_dict`), in task order.
+        out: The output folder.
+        failures: ``(key, error)`` of the episodes that failed (rerun on the next resume).
+    """
 
     metrics: dict[str, Any]
     records: list[dict[str, Any]]
@@ -151,14 +78,17 @@ def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
                                  num_threads=cfg.threads), cfg.agent.sampling)
     from agents.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 
-    return OpenAIPolicy(OpenAIConfig(name, base_url=cfg.base_url, api_key=cfg.api_key, concurrency=cfg.workers, **asdict(cfg.requests)),
+    ep = cfg.endpoints
+    return OpenAIPolicy(OpenAIConfig(name, base_url=ep.base_url, api_key=ep.api_key, concurrency=cfg.workers, **asdict(ep.requests)),
                         cfg.agent.sampling)
 
 
-def _remote(cfg: EvalConfig, spec: str, base_url: str | None) -> Policy:
+def _remote(ep: EndpointConfig, spec: str, base_url: str | None) -> Policy:
+    """A judge or summariser model on an OpenAI-compatible endpoint (``base_url``, else the policy's)."""
     from agents.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 
-    return OpenAIPolicy(OpenAIConfig(spec.removeprefix("openai:"), base_url=base_url, api_key=cfg.api_key, **asdict(cfg.requests)))
+    return OpenAIPolicy(OpenAIConfig(spec.removeprefix("openai:"), base_url=base_url or ep.base_url, api_key=ep.api_key,
+                                     **asdict(ep.requests)))
 
 
 def fit_to_window(agent: AgentConfig, window: int | None) -> AgentConfig:
@@ -225,6 +155,9 @@ def exclusive_out(out: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+__all__ = ["EndpointConfig", "EvalConfig", "EvalResult", "build_policy", "exclusive_out", "fit_to_window", "run_eval"]
+
+
 def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     """Run (or resume) an evaluation and write its outputs.
 
@@ -273,7 +206,7 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
                     "episodes_resumed": len(keys) - len(todo), "failed": len(failures),
                     "wall_seconds": round(time.perf_counter() - t_start, 3),
                     "episodes_per_second": round(ran / run_seconds, 4) if run_seconds > 0 and ran else None,
-                    "concurrency": cfg.batch_size if policy.batched else cfg.workers, "judge": cfg.judge, "prompt": cfg.prompt}
+                    "concurrency": cfg.batch_size if policy.batched else cfg.workers, "judge": cfg.endpoints.judge, "prompt": cfg.prompt}
         if getattr(policy, "generate_seconds", 0):
             run_info["generated_tokens_per_second"] = round(policy.generated_tokens / policy.generate_seconds, 3)  # type: ignore[attr-defined]
         metrics, records = _write_outputs(cfg, out, keys, run_info)
@@ -290,17 +223,17 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
     """
     from tqdm import tqdm
 
-    agent_cfg = fit_to_window(cfg.agent, policy.context_window)
+    agent_cfg, ep = fit_to_window(cfg.agent, policy.context_window), cfg.endpoints
     summariser = None
     if agent_cfg.resum.enabled and agent_cfg.resum.summariser == "openai":
         from agents.resum import ModelSummariser
 
-        summariser = ModelSummariser(_remote(cfg, cfg.summariser_model or "", cfg.summariser_base_url or cfg.base_url), agent_cfg.resum)
+        summariser = ModelSummariser(_remote(ep, ep.summariser_model or "", ep.summariser_base_url), agent_cfg.resum)
     judge = None
-    if cfg.judge:
+    if ep.judge:
         from agents.judge import LLMJudge
 
-        judge = LLMJudge(_remote(cfg, cfg.judge, cfg.judge_base_url or cfg.base_url))
+        judge = LLMJudge(_remote(ep, ep.judge, ep.judge_base_url))
     agent = ReactAgent(policy, agent_cfg, summariser)
     env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools),
                         sim=SimConfig(mode=cfg.retrieval, snippet_chars=cfg.snippet_chars),
@@ -314,11 +247,11 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
     failures: list[tuple[str, str]] = []
     fatal: list[FatalPolicyError] = []
 
-    def finish(rec: dict[str, Any]) -> None:
+    def finish(ep: Episode) -> None:
         if judge is not None:
-            rec["judge"] = judge(rec["question"], rec["prediction"] or "", [rec["gold"], *rec["aliases"]])
-        rec["correct"] = correct(rec)
-        writer.write(rec)
+            ep.judge = judge(ep.question, ep.prediction or "", [ep.gold, *ep.aliases])
+        ep.correct = float(ep.judge if ep.judge is not None else ep.em)
+        writer.write(ep.to_dict())
         with lock:
             bar.update(1)
 
@@ -364,7 +297,7 @@ def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[s
 
 
 def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], workers: int,
-              finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
+              finish: Callable[[Episode], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
     local = threading.local()
 
     def one(job: tuple[Task, int]) -> None:
@@ -387,7 +320,7 @@ def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
 
 
 def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], width: int,
-              finish: Callable[[dict[str, Any]], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
+              finish: Callable[[Episode], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
     """Keep up to ``width`` episodes in flight (no new one once ``halted()``); every round, all waiting requests go to the policy in batches."""
     envs = [make_env() for _ in range(min(width, len(todo)))]
     free = list(range(len(envs)))[::-1]

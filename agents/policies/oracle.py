@@ -27,9 +27,9 @@ from typing import Any
 from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy
 from agents.prompts import FORCE_ANSWER_PROMPT
-from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR
 from sim_web.env.rewards import normalize_answer
 from sim_web.env.tasks import Task
+from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR
 from wiki_index.types import normalize_title, title_to_url, url_to_title
 
 _SEARCH_HEAD = re.compile(r"A Google (?:search|scholar) for '(.*?)' found \d+ results:")

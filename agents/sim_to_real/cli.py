@@ -22,7 +22,7 @@ def add_parser(subparsers: Any) -> None:
     """Register the ``sim-to-real`` subcommand on ``sim-web``'s subparsers."""
     from agents.cli import _tools
     from agents.sim_to_real.report import ApiPrices
-    from sim_web.protocol.actions import TOOL_NAMES
+    from sim_web.protocol import TOOL_NAMES
 
     p = subparsers.add_parser("sim-to-real", help="run policies in sim and on the real web; write a side-by-side report",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -69,8 +69,9 @@ def add_parser(subparsers: Any) -> None:
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~agents.sim_to_real.run.SimToRealConfig` of parsed arguments."""
     from agents.config import AgentConfig, SamplingConfig
-    from agents.sim_to_real.run import SimToRealConfig
+    from agents.eval_config import EndpointConfig
     from agents.sim_to_real.report import ApiPrices
+    from agents.sim_to_real.run import SimToRealConfig
 
     sampling = SamplingConfig(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
     prices = ApiPrices(**{f.name: getattr(args, f.name) for f in fields(ApiPrices)})
@@ -78,7 +79,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
                            split=None if args.split == "all" else args.split, n=args.n, k=args.k, out=args.out,
                            workers=args.workers, batch_size=args.batch_size,
                            agent=AgentConfig(max_llm_calls=args.max_llm_calls, sampling=sampling), tools=args.tools,
-                           judge=args.judge, judge_base_url=args.judge_base_url, base_url=args.base_url, api_key=args.api_key,
+                           endpoints=EndpointConfig(base_url=args.base_url, api_key=args.api_key, judge=args.judge,
+                                                    judge_base_url=args.judge_base_url),
                            device=args.device, dtype=args.dtype, record_dir=args.record, replay_dir=args.replay,
                            real_fallback=args.real_fallback, mock=args.mock, mock_faults=not args.no_faults, prices=prices, resume=not args.no_resume,
                            progress=not args.no_progress)

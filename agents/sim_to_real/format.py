@@ -24,8 +24,15 @@ from typing import Any
 
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
-from sim_web.protocol.formatting import (INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE,
-                                        TRUNCATION_MARKER, format_tool_response, no_results)
+from sim_web.protocol.formatting import (
+    INACCESSIBLE_EVIDENCE,
+    OBSERVATION_SEPARATOR,
+    SCHOLAR_UNAVAILABLE,
+    SEARCH_UNAVAILABLE,
+    TRUNCATION_MARKER,
+    format_tool_response,
+    no_results,
+)
 
 # the wrapper, the truncation marker and the no-results text, read off the formatter that writes them
 WRAP_OPEN, WRAP_CLOSE = format_tool_response("\0").split("\0")

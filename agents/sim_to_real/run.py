@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import AgentConfig
-from agents.harness import EvalConfig, EvalResult, run_eval
+from agents.eval_config import EndpointConfig, EvalConfig
+from agents.harness import EvalResult, run_eval
 from agents.sim_to_real.format import check_records
 from agents.sim_to_real.report import ApiPrices, markdown, plot, run_summary
-from sim_web.env import ALL_TOOLS
+from sim_web.protocol import TOOL_NAMES
 from wiki_index.errors import ConfigError
 from wiki_index.settings import env, flag, scoped_env, sim_web_home
 
@@ -55,11 +56,9 @@ class SimToRealConfig:
     workers: int = field(default=4, metadata={"help": "Concurrent episodes for remote / oracle policies."})
     batch_size: int = field(default=8, metadata={"help": "Episodes generated together for a local model."})
     agent: AgentConfig = field(default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum (the same in sim and real)."})
-    tools: tuple[str, ...] = field(default=ALL_TOOLS, metadata={"help": "Enabled tools (the same in sim and real)."})
-    judge: str | None = field(default=None, metadata={"help": "LLM judge 'openai:MODEL' (None: exact match decides)."})
-    judge_base_url: str | None = field(default=None, metadata={"help": "Endpoint of the judge (default: the policy's)."})
-    base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible endpoint of openai: policies."})
-    api_key: str | None = field(default=None, metadata={"help": "Its key (default $OPENAI_API_KEY)."})
+    endpoints: EndpointConfig = field(default_factory=EndpointConfig, metadata={
+        "help": "Endpoints of openai: policies, the judge and the summariser (the same in sim and real)."})
+    tools: tuple[str, ...] = field(default=TOOL_NAMES, metadata={"help": "Enabled tools (the same in sim and real)."})
     device: str = field(default="cpu", metadata={"help": "torch device of hf: policies."})
     dtype: str = field(default="float32", metadata={"help": "dtype of hf: policies."})
     record_dir: str | None = field(default=None, metadata={"help": "Record the real side's requests and responses here (one subfolder per policy)."})
@@ -163,8 +162,7 @@ def _eval_config(cfg: SimToRealConfig, policy: str, backend: str, out: Path) -> 
     real = backend == "real"
     return EvalConfig(policy=policy, index_dir=cfg.index_dir, tasks=cfg.tasks, split=cfg.split, n=cfg.n, k=cfg.k,
                       out=str(out / slug(policy) / backend), workers=cfg.workers, batch_size=cfg.batch_size, agent=cfg.agent,
-                      tools=cfg.tools, backend=backend, real_fallback=real and cfg.real_fallback, judge=cfg.judge, judge_base_url=cfg.judge_base_url,
-                      base_url=cfg.base_url, api_key=cfg.api_key, device=cfg.device, dtype=cfg.dtype,
+                      tools=cfg.tools, backend=backend, real_fallback=real and cfg.real_fallback, endpoints=cfg.endpoints, device=cfg.device, dtype=cfg.dtype,
                       record_dir=str(Path(cfg.record_dir) / slug(policy)) if real and cfg.record_dir else None,
                       replay_dir=str(Path(cfg.replay_dir) / slug(policy)) if real and cfg.replay_dir else None,
                       resume=cfg.resume and not cfg.use_mock, progress=cfg.progress, sft=False)
@@ -186,7 +184,7 @@ def build_report(cfg: SimToRealConfig, runs: dict[str, dict[str, EvalResult]], m
     first = next(iter(policies.values()))
     report: dict[str, Any] = {
         "mode": "mock" if cfg.use_mock else ("replay" if cfg.replay_dir else "real web"),
-        "tasks": cfg.tasks or "default", "split": cfg.split, "n_tasks": first["sim"]["tasks"], "k": cfg.k, "judge": cfg.judge,
+        "tasks": cfg.tasks or "default", "split": cfg.split, "n_tasks": first["sim"]["tasks"], "k": cfg.k, "judge": cfg.endpoints.judge,
         "policies": policies,
         "format_check": {**checks, "passed": checks["sim"]["passed"] and checks["real"]["passed"]},
         "prices": asdict(cfg.prices),

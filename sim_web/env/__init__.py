@@ -8,10 +8,9 @@ from sim_web.env.research_env import WebResearchEnv, make_toolbox
 from sim_web.env.rewards import Judge, RewardConfig, exact_match, f1_score, normalize_answer, score_answer
 from sim_web.env.spaces import TextSpace
 from sim_web.env.tasks import Task, default_task_path, derive_tasks, load_tasks, resolve_tasks, split_of
-from sim_web.protocol.actions import TOOL_NAMES as ALL_TOOLS  # an old name of TOOL_NAMES: goes once no caller is left
 
 __all__ = [
-    "ALL_TOOLS", "EnvConfig", "Judge", "RewardConfig", "Task", "TextSpace", "WebResearchEnv", "default_task_path",
+    "EnvConfig", "Judge", "RewardConfig", "Task", "TextSpace", "WebResearchEnv", "default_task_path",
     "derive_tasks", "exact_match", "f1_score", "load_tasks", "make_toolbox", "normalize_answer", "resolve_tasks",
     "score_answer", "split_of",
 ]

@@ -5,8 +5,7 @@ Every executor call has exactly one outcome, so ``calls == successes + fallbacks
 * ``successes``: answered by the first backend serving the tool, or from the cache (``cache_hits``
   counts those served from the cache);
 * ``fallbacks``: answered by a later backend of the chain (e.g. the sim index after Serper failed);
-* ``failures``: no backend answered; the tool printed Tongyi's degradation text (``unavailable`` is the
-  same count under its older name).
+* ``failures``: no backend answered; the tool printed Tongyi's degradation text.
 
 The rest explains how: ``retries``, ``timeouts``, ``backend_errors`` (a backend giving up on a call),
 ``short_circuits`` (a backend skipped because its circuit was open), and per backend (``backends``)
@@ -23,7 +22,7 @@ from typing import Any
 class ExecutorStats:
     """Counters of one episode (reset them with :meth:`reset`; the cache is not affected)."""
 
-    _COUNTERS = ("calls", "successes", "fallbacks", "failures", "unavailable", "cache_hits", "retries", "timeouts",
+    _COUNTERS = ("calls", "successes", "fallbacks", "failures", "cache_hits", "retries", "timeouts",
                  "backend_errors", "short_circuits")
 
     def __init__(self) -> None:
@@ -84,7 +83,6 @@ class ExecutorStats:
         with self._lock:
             self._counts["calls"] += 1
             self._counts[outcome] += 1
-            self._counts["unavailable"] += outcome == "failures"
             self._counts["cache_hits"] += int(cache_hit)
             if backend is not None:
                 per = self._backends.setdefault(backend, {})

@@ -31,14 +31,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sim_web.env import EnvConfig, make_toolbox
+from sim_web.env import EnvConfig, Task, make_toolbox
+from sim_web.env.rewards import RewardConfig, score_answer
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
-from sim_web.env.rewards import RewardConfig, score_answer
 from sim_web.serve.chat_template import with_tool_template
 from sim_web.tools import ToolMethods
 
-__all__ = ["WebResearchToolEnv", "answer_reward", "tasks_dataset", "with_tool_template"]
+__all__ = ["WebResearchToolEnv", "answer_reward", "task_dataset", "tasks_dataset", "with_tool_template"]
 
 
 
@@ -154,14 +154,22 @@ def tasks_dataset(config: EnvConfig | None = None, split: str | None = None) -> 
         split: ``"train"`` / ``"test"`` / ``None`` for all.
 
     Returns:
-        Columns ``prompt`` (``[{"role": "user", "content": question}]``), ``question``,
-        ``answer``, ``aliases``, ``task_id``.
+        The rows of :func:`task_dataset`.
+    """
+    from sim_web.env import WebResearchEnv
+
+    return task_dataset(WebResearchEnv(config or EnvConfig(), split=split).tasks)
+
+
+def task_dataset(tasks: Sequence[Task]) -> Any:
+    """A ``datasets.Dataset`` of the given tasks, in order: ``prompt`` (the question as a user turn; the env adds the
+    system prompt), ``question``, ``answer``, ``aliases`` and ``task_id``.
+
+    Args:
+        tasks: The task set (for a rollout: the same one its env draws from).
     """
     import datasets
 
-    from sim_web.env import WebResearchEnv
-
-    env = WebResearchEnv(config or EnvConfig(), split=split)
     rows = [{"prompt": [{"role": "user", "content": t.question}], "question": t.question, "answer": t.answer,
-             "aliases": list(t.aliases), "task_id": t.id} for t in env.tasks]
+             "aliases": list(t.aliases), "task_id": t.id} for t in tasks]
     return datasets.Dataset.from_list(rows)

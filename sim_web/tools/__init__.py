@@ -1,7 +1,6 @@
 """The Tongyi tools: :class:`ToolMethods` (the one definition behind every schema), the system prompt, the
 :class:`Toolbox` that runs calls through the executor, and the sandboxed PythonInterpreter (``tools.python``)."""
 
-from sim_web.protocol.actions import TOOL_NAMES as ALL_TOOLS  # an old name of TOOL_NAMES: goes once no caller is left
 from sim_web.tools.toolbox import (
     MULTI_RESPONSE_JOINER,
     PROMPT_STYLES,
@@ -12,5 +11,5 @@ from sim_web.tools.toolbox import (
     tool_schema,
 )
 
-__all__ = ["ALL_TOOLS", "MULTI_RESPONSE_JOINER", "PROMPT_STYLES", "PYTHON_DESCRIPTION", "ToolMethods", "Toolbox", "system_prompt",
+__all__ = ["MULTI_RESPONSE_JOINER", "PROMPT_STYLES", "PYTHON_DESCRIPTION", "ToolMethods", "Toolbox", "system_prompt",
            "tool_schema"]

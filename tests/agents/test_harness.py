@@ -16,7 +16,7 @@ VOLATILE = {"timings", "llm_seconds", "env_seconds", "seconds", "total_seconds",
 
 def outcomes(stats):
     """The executor counters that do not depend on which worker's cache saw a query first."""
-    return {k: stats[k] for k in ("calls", "successes", "fallbacks", "failures", "unavailable")}
+    return {k: stats[k] for k in ("calls", "successes", "fallbacks", "failures")}
 
 
 def stable(obj):

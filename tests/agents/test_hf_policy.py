@@ -19,14 +19,15 @@ def tiny():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from sim_web.tools import ALL_TOOLS, system_prompt, tool_schema
+    from sim_web.protocol import TOOL_NAMES
+    from sim_web.tools import system_prompt, tool_schema
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|im_start|>", "<|im_end|>", "<|pad|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator([system_prompt([tool_schema(t) for t in ALL_TOOLS], "2025-01-01"), "<tool_call> <answer> search visit"], trainer)
+    bpe.train_from_iterator([system_prompt([tool_schema(t) for t in TOOL_NAMES], "2025-01-01"), "<tool_call> <answer> search visit"], trainer)
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|pad|>")
     tok.chat_template = CHATML
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,

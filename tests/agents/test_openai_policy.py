@@ -7,11 +7,18 @@ import logging
 import pytest
 
 from agents.config import AgentConfig, ReSumConfig, SamplingConfig
-from agents.harness import EvalConfig, build_policy, run_eval
+from agents.eval_config import EndpointConfig, EvalConfig
+from agents.harness import build_policy, run_eval
 from agents.judge import LLMJudge, parse_verdict
 from agents.loop import ReactAgent, run_episode
-from agents.policies.openai_policy import (EndpointAuthError, EndpointError, OpenAIConfig, OpenAIPolicy, RequestConfig,
-                                           retry_after)
+from agents.policies.openai_policy import (
+    EndpointAuthError,
+    EndpointError,
+    OpenAIConfig,
+    OpenAIPolicy,
+    RequestConfig,
+    retry_after,
+)
 from agents.resum import ModelSummariser
 from tests.agents.conftest import call
 from tests.conftest import OpenAIStub
@@ -29,7 +36,7 @@ def policy(stub, sleep=lambda seconds: None, clock=lambda: NOW, **kw):
 def test_episode_through_the_chat_completions_api(openai_stub, make_env, test_tasks):
     task = test_tasks[0]
     openai_stub.reply = [call("search", query=[task.question.split('"')[1]]), f"<think>found it</think>\n<answer>{task.answer}</answer>"]
-    rec = run_episode(ReactAgent(policy(openai_stub)), make_env(), task)
+    rec = run_episode(ReactAgent(policy(openai_stub)), make_env(), task).to_dict()
     assert rec["termination"] == "answer" and rec["em"] == 1.0 and rec["policy"] == "openai:stub-model"
     first, second = openai_stub.requests
     assert first["model"] == "stub-model" and first["stop"] == ["\n<tool_response>", "<tool_response>"]
@@ -87,7 +94,7 @@ def test_separate_summariser_model(openai_stub, make_env, test_tasks):
 
     openai_stub.reply = reply
     cfg = AgentConfig(resum=ReSumConfig(enabled=True, trigger_fraction=None, every_n_turns=1, summariser="openai"))
-    rec = run_episode(ReactAgent(policy(openai_stub), cfg, ModelSummariser(policy(openai_stub), cfg.resum)), make_env(), task)
+    rec = run_episode(ReactAgent(policy(openai_stub), cfg, ModelSummariser(policy(openai_stub), cfg.resum)), make_env(), task).to_dict()
     assert rec["em"] == 1.0 and rec["summaries"][0]["summary"] == "<summary>\nKnown: stub summary\n</summary>"
     assert rec["summaries"][0]["summariser"] == "model:openai:stub-model"
 
@@ -100,8 +107,8 @@ def test_eval_harness_with_remote_policy_and_judge(openai_stub, sample_index, tm
         return "<answer>a guess</answer>"
 
     openai_stub.reply = reply
-    res = run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), base_url=openai_stub.base_url, api_key="k",
-                              judge="openai:judge-model", n=3, workers=3, out=str(tmp_path), progress=False))
+    res = run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), n=3,
+                              endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="k", judge="openai:judge-model"), workers=3, out=str(tmp_path), progress=False))
     assert res.metrics["em"] == 0.0 and res.metrics["judge"] == 1.0 and res.metrics["pass@1"] == 1.0
     assert {b["model"] for b in openai_stub.requests} == {"stub-model", "judge-model"}
 
@@ -163,7 +170,7 @@ def test_cli_and_eval_config_set_timeout_and_retries_of_every_endpoint(openai_st
     add_parser(parser.add_subparsers())
     args = parser.parse_args(["eval", "--policy", "openai:m", "--timeout", "30", "--max-retries", "1", "--backoff", "0"])
     cfg = config_from_args(args)
-    assert cfg.requests == RequestConfig(timeout=30.0, max_retries=1, backoff=0.0)
+    assert cfg.endpoints.requests == RequestConfig(timeout=30.0, max_retries=1, backoff=0.0)
     p = build_policy(cfg, [], None)
     assert (p.config.timeout, p.config.max_retries, p.config.backoff, p.client.timeout) == (30.0, 1, 0.0, 30.0)
     with pytest.raises(ConfigError, match="--max-retries"):
@@ -172,9 +179,10 @@ def test_cli_and_eval_config_set_timeout_and_retries_of_every_endpoint(openai_st
     try:
         judge.fail_next = 100
         openai_stub.reply = lambda body: "<answer>a guess</answer>"
-        res = run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), base_url=openai_stub.base_url, api_key="k",
-                                  judge="openai:judge-model", judge_base_url=judge.base_url, n=1, workers=1, out=str(tmp_path),
-                                  progress=False, requests=RequestConfig(max_retries=1, backoff=0.0)))
+        res = run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), n=1, workers=1, out=str(tmp_path),
+                                  progress=False, endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="k", judge="openai:judge-model",
+                                                                           judge_base_url=judge.base_url,
+                                                                           requests=RequestConfig(max_retries=1, backoff=0.0))))
     finally:
         judge.close()
     assert len(judge.requests) == 2 and len(res.failures) == 1
@@ -185,8 +193,8 @@ def test_eval_stops_at_the_first_rejected_key(openai_stub, sample_index, tmp_pat
     openai_stub.fail_next, openai_stub.fail_status = 100, 401
     caplog.set_level(logging.WARNING)
     with pytest.raises(EndpointAuthError, match="rejected the API key"):
-        run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), base_url=openai_stub.base_url, api_key="wrong",
-                            n=6, workers=2, out=str(tmp_path), progress=False))
+        run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), n=6,
+                            endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="wrong"), workers=2, out=str(tmp_path), progress=False))
     assert len(openai_stub.requests) <= 2  # the episodes in flight, then no new one
     assert not [r for r in caplog.records if r.exc_info]  # no per-episode tracebacks
     assert not (tmp_path / "metrics.json").exists()

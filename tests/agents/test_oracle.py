@@ -24,7 +24,7 @@ def _two_hop(test_tasks):
 def test_follows_sailorfog_clues_and_evidence(make_env, test_tasks):
     a, b, task = _two_hop(test_tasks)
     oracle = OraclePolicy([task], make_env().index.store)
-    rec = run_episode(ReactAgent(oracle), make_env(), task)
+    rec = run_episode(ReactAgent(oracle), make_env(), task).to_dict()
     acts = [(s["tool"], s["arguments"]) if s["kind"] == "tool_call" else ("answer", s["answer"]) for s in rec["steps"]]
     assert acts[0] == ("search", {"query": [_sentence(b)]})
     assert acts[1][0] == "visit" and acts[1][1]["url"] == [title_to_url(b.answer)] and acts[1][1]["goal"] == "a related subject"
@@ -39,7 +39,10 @@ def test_answers_the_forcing_prompt_from_what_it_has_read(make_env, test_tasks):
     """At a call cap it answers Tongyi's forcing prompt instead of a tool call nobody would run: the gold answer
     when it has read the answer page, a guess (and no credit) when it has not."""
     a, _, task = _two_hop(test_tasks)
-    run = lambda cfg: run_episode(ReactAgent(OraclePolicy([task], make_env().index.store), cfg), make_env(), task)
+
+    def run(cfg):
+        return run_episode(ReactAgent(OraclePolicy([task], make_env().index.store), cfg), make_env(), task).to_dict()
+
     read = run(AgentConfig(max_llm_calls=5, force_replaces_observation=False))
     assert read["termination"] == "forced_answer:calls" and read["prediction"] == a.answer and read["em"] == 1.0
     early = run(AgentConfig(max_llm_calls=2))
@@ -50,7 +53,7 @@ def test_answers_the_forcing_prompt_from_what_it_has_read(make_env, test_tasks):
 def test_does_not_answer_what_search_cannot_surface(make_env, test_tasks):
     a = test_tasks[0]
     task = Task("unreachable", 'Which article is about "zxqv wvut"?', a.answer, metadata={"page_id": a.metadata["page_id"]})
-    rec = run_episode(ReactAgent(OraclePolicy([task], make_env().index.store)), make_env(), task)
+    rec = run_episode(ReactAgent(OraclePolicy([task], make_env().index.store)), make_env(), task).to_dict()
     assert rec["policy_info"]["answer_reached_via"] in ("title_search", "none")
     assert rec["prediction"] != a.answer and rec["em"] == 0.0
 
@@ -58,6 +61,6 @@ def test_does_not_answer_what_search_cannot_surface(make_env, test_tasks):
 def test_continues_after_an_extractive_resum(make_env, test_tasks):
     task = test_tasks[3]
     cfg = AgentConfig(resum=ReSumConfig(enabled=True, trigger_fraction=None, every_n_turns=1, summariser="extractive"))
-    rec = run_episode(ReactAgent(OraclePolicy(test_tasks), cfg), make_env(), task)
+    rec = run_episode(ReactAgent(OraclePolicy(test_tasks), cfg), make_env(), task).to_dict()
     assert rec["em"] == 1.0 and rec["turns"] == 3 and len(rec["summaries"]) == 2
     assert "- Visited https://en.wikipedia.org/wiki/" in rec["summaries"][1]["summary"]

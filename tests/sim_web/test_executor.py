@@ -181,7 +181,7 @@ def test_every_backend_fails() -> None:
         ex.search("q", 1)
     assert e.value.tool == "search" and e.value.target == "q"
     assert [c.split(":")[0] for c in e.value.causes] == ["a", "b"]
-    assert ex.stats.snapshot()["unavailable"] == 1
+    assert ex.stats.snapshot()["failures"] == 1
     assert len(ex.cache) == 0  # failures are not cached
 
 

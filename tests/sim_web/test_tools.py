@@ -210,7 +210,7 @@ def test_degradation_when_every_backend_fails() -> None:
     assert run(tb, '<tool_call>{"name": "google_scholar", "arguments": {"query": ["x"]}}</tool_call>') == (
         "Google Scholar Timeout, return None, Please try again later.")
     assert "could not be accessed" in run(tb, '<tool_call>{"name": "visit", "arguments": {"url": "https://a/Paris", "goal": "g"}}</tool_call>')
-    assert tb.executor.stats.snapshot()["unavailable"] == 3
+    assert tb.executor.stats.snapshot()["failures"] == 3
 
 
 def test_python_runner_and_its_failures() -> None:

@@ -45,7 +45,7 @@ def oracle_run(sample_index, request):
     for task in tasks:
         policy = RecordingOracle(tasks, env.index.store)
         policy.prompts = []
-        rec = run_episode(ReactAgent(policy, AgentConfig(max_llm_calls=10)), env, task)
+        rec = run_episode(ReactAgent(policy, AgentConfig(max_llm_calls=10)), env, task).to_dict()
         if rec["em"] == 1.0 and sum(rec["tool_calls"].values()) >= 2:
             assert rec["messages"][0]["content"] == env.system_prompt
             return SimpleNamespace(rec=rec, prompts=policy.prompts, tok=tok, env_config=env_config, tasks=tasks, task=task)

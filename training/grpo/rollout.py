@@ -17,7 +17,7 @@ token), ``turn_cap`` (the env's ``max_turns``), ``obs_budget`` (the env's ``max_
 after the assistant's end-of-turn token, a stop that TRL's own truncation test cannot see).
 
 Generation: with ``use_vllm`` through TRL's ``trainer.vllm_generation.generate`` (one completion per
-context; untested here: no GPU), else ``generate`` on ``trainer.model`` with the trainer's temperature /
+context), else ``generate`` on ``trainer.model`` with the trainer's temperature /
 top_p / top_k, seeded per call inside :func:`torch.random.fork_rng` (the global RNG is left alone). On that
 path the episodes' keys and values are kept between turns (``RolloutConfig.reuse_kv``,
 :mod:`agents.policies.kv_reuse`): a turn prefills only what its episode added since the last one (its last
@@ -25,8 +25,10 @@ sampled token and the tool suffix), still one batched ``generate`` per turn, and
 prefilled once for all its episodes. The store lives for one rollout call, so it never outlives the weights
 that computed it.
 Sampling follows the trainer, not ``sim-web eval``'s Tongyi settings: no presence penalty and no stop
-strings (a turn ends at the end-of-turn token; a hallucinated ``<tool_response>`` is cut before the env
-reads the turn, as the eval loop does, but stays in the trained ids).
+strings (a turn ends at the end-of-turn token). Each turn is read, stepped and counted by :mod:`agents.turn`, the
+code the eval loop uses, so a hallucinated ``<tool_response>`` is cut before the env reads the turn (it stays in the
+trained ids) and ``tool_errors`` means what ``sim-web eval``'s ``tool_error_rate`` counts. Each episode's outcome is an
+:class:`agents.episode.Episode` (:attr:`AgentRollout.last_episodes` after a call).
 """
 
 from __future__ import annotations
@@ -34,13 +36,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.episode import ANSWER, Episode
 from agents.policies.kv_reuse import PrefixKV, cache_kwarg, supports
+from agents.turn import clean_turn, play_turn
 from sim_web.env import EnvConfig, Task, WebResearchEnv
-from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
+from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
 from training.grpo.config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
 from wiki_index.errors import ConfigError
@@ -68,27 +73,6 @@ def env_reward(completions: list[Any], env_reward: list[float | None] | None = N
     return [None if r is None else float(r) for r in env_reward]
 
 
-def task_dataset(tasks: Sequence[Task]) -> Any:
-    """A ``datasets.Dataset`` of the tasks for GRPO: ``prompt`` (the question as a user turn; the env adds the system
-    prompt) and ``task_id``.
-
-    Args:
-        tasks: The task set (the same one the rollout's env draws from).
-
-    Returns:
-        The dataset, in task order.
-    """
-    from datasets import Dataset
-
-    return Dataset.from_list([{"prompt": [{"role": "user", "content": t.question}], "task_id": t.id} for t in tasks])
-
-
-def env_text(text: str) -> str:
-    """What the env reads of a generated turn: cut at a hallucinated ``<tool_response>``, stripped (as ``sim-web eval``)."""
-    i = text.find("<tool_response>")
-    return (text[:i] if i >= 0 else text).strip()
-
-
 @dataclass(frozen=True)
 class RolloutConfig:
     """Limits of one rollout episode (the completion budget is the trainer's ``max_completion_length``)."""
@@ -106,21 +90,23 @@ class RolloutConfig:
 
 
 @dataclass
-class Episode:
-    """One rollout in progress: the env, the ids built so far and what happened."""
+class TokenTrace:
+    """One rollout episode in progress: its env, the ids built so far, and the :class:`~agents.episode.Episode` it plays."""
 
     env: WebResearchEnv
     prompt_ids: list[int]
+    episode: Episode
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
-    reward: float | None = 0.0
-    answered: bool = False
-    no_answer: str = ""
     done: bool = False
-    turns: int = 0
-    tool_errors: int = 0
     generated: int = 0
+
+    def end(self, termination: str, reward: float | None = 0.0, prediction: str | None = None) -> None:
+        """Close the episode: how it ended, its reward, and the env's counters."""
+        ep = self.episode
+        self.done, ep.termination, ep.reward, ep.prediction = True, termination, reward, prediction
+        ep.tool_calls, ep.env_errors = dict(self.env.tool_calls), dict(self.env.errors)
 
 
 def _seed(*parts: Any) -> int:
@@ -142,6 +128,7 @@ class AgentRollout:
         self.env_config, self.tasks, self.config, self.judge = env_config, list(tasks), config or RolloutConfig(), judge
         self.by_question = {t.question: t for t in reversed(self.tasks)}
         self._envs: list[WebResearchEnv] = []
+        self.last_episodes: list[Episode] = []
 
     def add_tasks(self, tasks: Sequence[Task]) -> None:
         """Make more tasks playable (the feedback loop's fresh ones); a known question keeps its first task."""
@@ -170,17 +157,21 @@ class AgentRollout:
         step = getattr(getattr(trainer, "state", None), "global_step", 0)
         rank = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
         episodes = []
+        samples: Counter[str] = Counter()  # the episodes of a GRPO group play the same task
         for i, prompt in enumerate(prompts):
-            env = self._env(i)
-            _, info = env.reset(seed=_seed(self.config.seed, step, rank, i), options={"task": self._task(prompt)})
-            episodes.append(Episode(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True))))
+            env, task, seed = self._env(i), self._task(prompt), _seed(self.config.seed, step, rank, i)
+            _, info = env.reset(seed=seed, options={"task": task})
+            played = Episode(task_id=task.id, sample=samples[task.id], seed=seed, question=task.question, gold=task.answer,
+                             aliases=list(task.aliases))
+            samples[task.id] += 1
+            episodes.append(TokenTrace(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True)), played))
         kv = self._kv_store(trainer)
         gen_s = tool_s = 0.0
         turn = 0
         while active := [(k, e) for k, e in enumerate(episodes) if not e.done]:
             turn += 1
             t = time.perf_counter()
-            reuse = {"kv": kv, "keys": [k for k, _ in active]} if kv is not None else {}
+            reuse: dict[str, Any] = {"kv": kv, "keys": [k for k, _ in active]} if kv is not None else {}
             outs = generate(trainer, [e.prompt_ids + e.completion_ids for _, e in active],
                             [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for _, e in active],
                             _seed(self.config.seed, step, rank, "turn", turn), self.config.batch_size, **reuse)
@@ -189,6 +180,7 @@ class AgentRollout:
         timing = {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn}
         if kv is not None:
             timing.update(reused_tokens=kv.reused_tokens, prefilled_tokens=kv.prefilled_tokens)
+        self.last_episodes = [e.episode for e in episodes]
         return _fields(episodes, timing)
 
     def _kv_store(self, trainer: Any) -> PrefixKV | None:
@@ -200,59 +192,58 @@ class AgentRollout:
             return None
         return PrefixKV() if supports(model) else None
 
-    def _advance(self, e: Episode, ids: list[int], lps: list[float], ended: bool, tok: Any, budget: int) -> float:
-        """Append one generated turn, step the env, append the tool suffix or end the episode; returns the env's seconds."""
+    def _advance(self, e: TokenTrace, ids: list[int], lps: list[float], ended: bool, tok: Any, budget: int) -> float:
+        """Append one generated turn, play it in the env (:func:`agents.turn.play_turn`), append the tool suffix or end
+        the episode; returns the env's seconds."""
         e.completion_ids += ids
         e.env_mask += [1] * len(ids)
         e.logprobs += lps
         e.generated += len(ids)
-        e.turns += 1
+        text = tok.decode(ids, skip_special_tokens=True)
         if not ended:
-            e.done, e.no_answer = True, "length"
+            e.episode.counts.add(clean_turn(text))
+            e.end("length")
             return 0.0
-        errors_before, calls_before = sum(e.env.errors.values()), sum(e.env.tool_calls.values())
-        action = env_text(tok.decode(ids, skip_special_tokens=True))
         t = time.perf_counter()
         try:
-            obs, reward, term, trunc, info = e.env.step(action)
+            turn = play_turn(e.env, text)
         except Exception as exc:  # a judge or backend failure: the episode is unscorable, the batch goes on
-            log.warning("episode of task %s could not be scored: %s", e.env.task.id if e.env.task else "?", exc)
-            e.done, e.reward, e.no_answer = True, None, "error"
+            log.warning("episode of task %s could not be scored: %s", e.episode.task_id, exc)
+            e.episode.counts.add(clean_turn(text))
+            e.end("error", reward=None)
             return time.perf_counter() - t
-        seconds = time.perf_counter() - t
-        if sum(e.env.tool_calls.values()) > calls_before and (sum(info["errors"].values()) > errors_before or any(
-                s in obs for s in (INACCESSIBLE_EVIDENCE, SEARCH_UNAVAILABLE, SCHOLAR_UNAVAILABLE))):
-            e.tool_errors += 1  # a tool call that failed (bad arguments, unreachable page, tool unavailable)
-        if term:
-            e.done, e.answered, e.reward = True, True, float(reward)
-        elif trunc:
-            e.done, e.no_answer = True, "turn_cap" if info.get("truncated_by") == "max_turns" else "obs_budget"
+        e.episode.counts.add(turn.action, turn)
+        if turn.terminated:
+            e.end(ANSWER, turn.reward, turn.info.get("answer"))
+        elif turn.truncated:
+            e.end("turn_cap" if turn.info.get("truncated_by") == "max_turns" else "obs_budget")
         else:
             suffix = tool_suffix_ids(tok, e.env.messages)
             if len(e.completion_ids) + len(suffix) >= budget:  # no room for the tool output and one more token
-                e.done, e.no_answer = True, "rollback"
+                e.end("rollback")
             else:
                 e.completion_ids += suffix
                 e.env_mask += [0] * len(suffix)
                 e.logprobs += [0.0] * len(suffix)
-        return seconds
+        return turn.seconds
 
 
-def _fields(episodes: list[Episode], timing: dict[str, float]) -> dict[str, Any]:
+def _fields(traces: list[TokenTrace], timing: dict[str, float]) -> dict[str, Any]:
     """TRL's required keys, ``env_mask``, and the per-episode fields the reward function and metrics read."""
+    eps = [t.episode for t in traces]
     return {
-        "prompt_ids": [e.prompt_ids for e in episodes],
-        "completion_ids": [e.completion_ids for e in episodes],
-        "logprobs": [e.logprobs for e in episodes],
-        "env_mask": [e.env_mask for e in episodes],
-        "env_reward": [e.reward for e in episodes],
-        "answered": [e.answered for e in episodes],
-        "no_answer": [e.no_answer for e in episodes],
-        "turns": [e.turns for e in episodes],
-        "tool_calls": [dict(e.env.tool_calls) for e in episodes],
-        "tool_errors": [e.tool_errors for e in episodes],
-        "action_errors": [sum(e.env.errors.values()) for e in episodes],
-        "generated_tokens": [e.generated for e in episodes],
+        "prompt_ids": [t.prompt_ids for t in traces],
+        "completion_ids": [t.completion_ids for t in traces],
+        "logprobs": [t.logprobs for t in traces],
+        "env_mask": [t.env_mask for t in traces],
+        "env_reward": [e.reward for e in eps],
+        "answered": [e.answered for e in eps],
+        "no_answer": ["" if e.answered else e.termination for e in eps],
+        "turns": [e.counts.turns for e in eps],
+        "tool_calls": [dict(e.tool_calls) for e in eps],
+        "tool_errors": [e.counts.tool_errors for e in eps],
+        "action_errors": [sum(e.env_errors.values()) for e in eps],
+        "generated_tokens": [t.generated for t in traces],
         "rollout_timing": timing,
     }
 

@@ -26,7 +26,12 @@ from wiki_index.errors import ConfigError
 
 @dataclass(frozen=True)
 class Outcome:
-    """One rollout of one task."""
+    """One row of the pass log: which task a rollout played, at which step, and whether it passed.
+
+    Not a played episode (that is :class:`agents.episode.Episode`, which the rollout keeps with its counts and
+    answer): the feedback loop only needs these few columns per rollout to decide which tasks are too easy or too
+    hard, and keeps them across a whole run and its resumes.
+    """
 
     task_id: str
     step: int
