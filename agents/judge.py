@@ -1,6 +1,6 @@
 """An LLM judge of final answers through an OpenAI-compatible endpoint.
 
-The prompt is :data:`agents.prompts.JUDGE_PROMPT` (shipped and documented in the README): the
+The prompt is :data:`agents.prompts.JUDGE_PROMPT` (shipped and documented in docs/evaluation.md): the
 judge sees the question, the gold answer with its aliases and the prediction, and replies one
 word, ``Correct`` or ``Incorrect``. It is called at temperature 0. A reply that is neither is
 scored 0 and counted in :attr:`LLMJudge.unparsed`.

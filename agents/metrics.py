@@ -75,7 +75,7 @@ def aggregate(records: Sequence[dict[str, Any]], ks: Sequence[int] = (1,)) -> di
         ks: The k values of pass@k to report.
 
     Returns:
-        A JSON-ready dict (see the README section "Evaluating agents" for the fields).
+        A JSON-ready dict (see docs/evaluation.md for the fields).
     """
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:

@@ -2,7 +2,7 @@
 
 The first two strings are Tongyi DeepResearch's own (``inference/react_agent.py`` of
 github.com/Alibaba-NLP/DeepResearch): models of that family were trained with them, so they are
-kept byte for byte. The ReSum and judge prompts are ours; they are documented in the README
+kept byte for byte. The ReSum and judge prompts are ours; they are documented in docs/evaluation.md
 (section "Evaluating agents") because a judge's prompt is part of what its score means.
 """
 
