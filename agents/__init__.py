@@ -23,5 +23,16 @@ from agents.episode import Episode
 from agents.loop import ReactAgent, drive, run_episode
 from agents.policies.base import FunctionPolicy, Generation, Policy, as_policy
 
-__all__ = ["AgentConfig", "Episode", "FunctionPolicy", "Generation", "Policy", "ReSumConfig", "ReactAgent", "SamplingConfig", "as_policy",
-           "drive", "run_episode"]
+__all__ = [
+    "AgentConfig",
+    "Episode",
+    "FunctionPolicy",
+    "Generation",
+    "Policy",
+    "ReSumConfig",
+    "ReactAgent",
+    "SamplingConfig",
+    "as_policy",
+    "drive",
+    "run_episode",
+]

@@ -21,34 +21,71 @@ from sim_web.protocol import TOOL_NAMES
 from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 
-OUTPUTS = (("trajectories", "trajectories.jsonl"), ("metrics", "metrics.json"), ("plot", "plot.png"), ("sft demos", "sft.jsonl"))
+OUTPUTS = (
+    ("trajectories", "trajectories.jsonl"),
+    ("metrics", "metrics.json"),
+    ("plot", "plot.png"),
+    ("sft demos", "sft.jsonl"),
+)
 
 
 def add_parser(subparsers: Any) -> None:
     """Register the ``eval`` subcommand on ``sim-web``'s subparsers."""
-    p = subparsers.add_parser("eval", help="evaluate a policy (oracle, local HF model, OpenAI-compatible endpoint)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--policy", required=True, help="oracle | hf:PATH (hf:smollm2 = the bundled SmolLM2-135M-Instruct) | openai:MODEL")
-    p.add_argument("--tasks", default=None, help="task file, or default | derived | sailorfog | NAME (<index>/tasks/NAME.jsonl)")
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate a policy (oracle, local HF model, OpenAI-compatible endpoint)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--policy",
+        required=True,
+        help="oracle | hf:PATH (hf:smollm2 = the bundled SmolLM2-135M-Instruct) | openai:MODEL",
+    )
+    p.add_argument(
+        "--tasks", default=None, help="task file, or default | derived | sailorfog | NAME (<index>/tasks/NAME.jsonl)"
+    )
     p.add_argument("--index", default=None, help="index directory (default: the sample index under $SIM_WEB_HOME)")
-    p.add_argument("--split", default="test", help="task split; 'all' for every task (default: test, the held-out split)")
+    p.add_argument(
+        "--split", default="test", help="task split; 'all' for every task (default: test, the held-out split)"
+    )
     p.add_argument("--n", type=int, default=None, help="evaluate the first N tasks")
     p.add_argument("--k", type=int, default=1, help="samples per task; pass@k is reported (default 1)")
     p.add_argument("--out", default=None, help="output folder (default: $SIM_WEB_HOME/runs/eval/<run name>)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of skipping finished episodes")
-    p.add_argument("--retrieval", default="bm25", choices=["bm25", "dense", "hybrid"], help="search mode of the sim backend")
-    p.add_argument("--tools", default=",".join(TOOL_NAMES), type=_tools,
-                   help="comma-separated enabled tools (default: all four); evaluate a trained model with the tools of its "
-                        "recipe (e.g. --tools search,visit,google_scholar), so it sees the system prompt it was trained on")
-    p.add_argument("--backend", default="sim", choices=["sim", "real"],
-                   help="sim: the index; real: Serper + Jina (keys $SERPER_KEY_ID, $JINA_API_KEYS; page summariser "
-                        "$API_KEY/$API_BASE/$SUMMARY_MODEL_NAME, optional)")
-    p.add_argument("--real-fallback", action="store_true",
-                   help="--backend real: let the index answer when Serper / Jina fail (off: a failure shows as the tool's "
-                        "unavailability text, so the measurement is the real web's; fallbacks are counted either way)")
+    p.add_argument(
+        "--retrieval", default="bm25", choices=["bm25", "dense", "hybrid"], help="search mode of the sim backend"
+    )
+    p.add_argument(
+        "--tools",
+        default=",".join(TOOL_NAMES),
+        type=_tools,
+        help="comma-separated enabled tools (default: all four); evaluate a trained model with the tools of its "
+        "recipe (e.g. --tools search,visit,google_scholar), so it sees the system prompt it was trained on",
+    )
+    p.add_argument(
+        "--backend",
+        default="sim",
+        choices=["sim", "real"],
+        help="sim: the index; real: Serper + Jina (keys $SERPER_KEY_ID, $JINA_API_KEYS; page summariser "
+        "$API_KEY/$API_BASE/$SUMMARY_MODEL_NAME, optional)",
+    )
+    p.add_argument(
+        "--real-fallback",
+        action="store_true",
+        help="--backend real: let the index answer when Serper / Jina fail (off: a failure shows as the tool's "
+        "unavailability text, so the measurement is the real web's; fallbacks are counted either way)",
+    )
     rec = p.add_mutually_exclusive_group()
-    rec.add_argument("--record", default=None, metavar="DIR", help="--backend real: record every request and response into DIR")
-    rec.add_argument("--replay", default=None, metavar="DIR", help="--backend real: replay a recorded run from DIR (offline, no keys)")
+    rec.add_argument(
+        "--record", default=None, metavar="DIR", help="--backend real: record every request and response into DIR"
+    )
+    rec.add_argument(
+        "--replay",
+        default=None,
+        metavar="DIR",
+        help="--backend real: replay a recorded run from DIR (offline, no keys)",
+    )
     p.add_argument("--workers", type=int, default=4, help="concurrent episodes for remote / oracle policies")
     p.add_argument("--batch-size", type=int, default=8, help="episodes generated together for a local model")
     g = p.add_argument_group("agent limits and sampling (defaults: Tongyi DeepResearch's)")
@@ -60,27 +97,58 @@ def add_parser(subparsers: Any) -> None:
     g.add_argument("--presence-penalty", type=float, default=1.1)
     g.add_argument("--max-tokens", type=int, default=8192, help="new tokens per turn")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--max-response-chars", type=int, default=None,
-                   help="cap on one tool response in characters (default: the env's 20000); use a GRPO recipe's value")
+    g.add_argument(
+        "--max-response-chars",
+        type=int,
+        default=None,
+        help="cap on one tool response in characters (default: the env's 20000); use a GRPO recipe's value",
+    )
     g.add_argument("--max-obs-chars", type=int, default=None, help="tool-output budget per episode (default 2000000)")
-    g.add_argument("--prompt", default=None, choices=PROMPT_STYLES,
-                   help="system prompt style: tongyi (upstream's, default) or compact (short, for small models); use a "
-                        "checkpoint's training style")
+    g.add_argument(
+        "--prompt",
+        default=None,
+        choices=PROMPT_STYLES,
+        help="system prompt style: tongyi (upstream's, default) or compact (short, for small models); use a "
+        "checkpoint's training style",
+    )
     g.add_argument("--search-results", type=int, default=None, help="results per search query (default 10)")
-    g.add_argument("--snippet-chars", type=int, default=None, help="most characters of one search snippet (default 240)")
+    g.add_argument(
+        "--snippet-chars", type=int, default=None, help="most characters of one search snippet (default 240)"
+    )
     r = p.add_argument_group("ReSum")
     r.add_argument("--resum", action="store_true", help="summarise the history into <summary> and continue from it")
-    r.add_argument("--resum-fraction", type=float, default=0.6, help="summarise at this fraction of --max-context-tokens")
+    r.add_argument(
+        "--resum-fraction", type=float, default=0.6, help="summarise at this fraction of --max-context-tokens"
+    )
     r.add_argument("--resum-every", type=int, default=None, help="also summarise every N turns")
     r.add_argument("--summariser", default="policy", help="policy | extractive | openai:MODEL")
     e = p.add_argument_group("endpoints, judge, local model")
     e.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
     e.add_argument("--api-key", default=None, help="its key (default $OPENAI_API_KEY)")
-    e.add_argument("--timeout", type=float, default=None, help="seconds per request to the endpoints (policy, judge, summariser; default 600)")
-    e.add_argument("--max-retries", type=int, default=None,
-                   help="retries of a transient endpoint failure: HTTP 408/409/429/5xx, connection errors, unreadable replies (default 6)")
-    e.add_argument("--backoff", type=float, default=None, help="first retry delay in seconds, doubling (default 1); a server's Retry-After wins")
-    e.add_argument("--max-backoff", type=float, default=None, help="longest retry delay in seconds, Retry-After included (default 60)")
+    e.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per request to the endpoints (policy, judge, summariser; default 600)",
+    )
+    e.add_argument(
+        "--max-retries",
+        type=int,
+        default=None,
+        help="retries of a transient endpoint failure: HTTP 408/409/429/5xx, connection errors, unreadable replies (default 6)",
+    )
+    e.add_argument(
+        "--backoff",
+        type=float,
+        default=None,
+        help="first retry delay in seconds, doubling (default 1); a server's Retry-After wins",
+    )
+    e.add_argument(
+        "--max-backoff",
+        type=float,
+        default=None,
+        help="longest retry delay in seconds, Retry-After included (default 60)",
+    )
     e.add_argument("--judge", default=None, help="LLM judge openai:MODEL (prompt: agents.prompts.JUDGE_PROMPT)")
     e.add_argument("--judge-base-url", default=None)
     e.add_argument("--device", default="cpu")
@@ -94,7 +162,9 @@ def _tools(text: str) -> tuple[str, ...]:
     tools = tuple(t.strip() for t in text.split(",") if t.strip())
     bad = [t for t in tools if t not in TOOL_NAMES]
     if bad or not tools:
-        raise argparse.ArgumentTypeError(f"--tools takes a comma-separated subset of {', '.join(TOOL_NAMES)}; got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"--tools takes a comma-separated subset of {', '.join(TOOL_NAMES)}; got {text!r}"
+        )
     return tools
 
 
@@ -106,20 +176,55 @@ def config_from_args(args: argparse.Namespace) -> Any:
     summariser, summariser_model = args.summariser, None
     if summariser.startswith("openai:"):
         summariser, summariser_model = "openai", summariser.removeprefix("openai:")
-    resum = ReSumConfig(enabled=args.resum, trigger_fraction=args.resum_fraction, every_n_turns=args.resum_every, summariser=summariser)
-    sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, presence_penalty=args.presence_penalty,
-                              max_tokens=args.max_tokens, seed=args.seed)
-    agent = AgentConfig(max_llm_calls=args.max_llm_calls, max_seconds=args.max_seconds, max_context_tokens=args.max_context_tokens,
-                        sampling=sampling, resum=resum)
-    return EvalConfig(policy=args.policy, index_dir=args.index, tasks=args.tasks, split=None if args.split == "all" else args.split,
-                      n=args.n, k=args.k, out=args.out, workers=args.workers, batch_size=args.batch_size, agent=agent,
-                      retrieval=args.retrieval, tools=args.tools, backend=args.backend, record_dir=args.record, replay_dir=args.replay,
-                      real_fallback=args.real_fallback,
-                      endpoints=EndpointConfig(base_url=args.base_url, api_key=args.api_key, judge=args.judge,
-                                               judge_base_url=args.judge_base_url, summariser_model=summariser_model,
-                                               requests=_requests(args)),
-                      device=args.device, dtype=args.dtype, threads=args.threads, resume=not args.no_resume,
-                      progress=not args.no_progress, **_budgets(args))
+    resum = ReSumConfig(
+        enabled=args.resum, trigger_fraction=args.resum_fraction, every_n_turns=args.resum_every, summariser=summariser
+    )
+    sampling = SamplingConfig(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        presence_penalty=args.presence_penalty,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+    )
+    agent = AgentConfig(
+        max_llm_calls=args.max_llm_calls,
+        max_seconds=args.max_seconds,
+        max_context_tokens=args.max_context_tokens,
+        sampling=sampling,
+        resum=resum,
+    )
+    return EvalConfig(
+        policy=args.policy,
+        index_dir=args.index,
+        tasks=args.tasks,
+        split=None if args.split == "all" else args.split,
+        n=args.n,
+        k=args.k,
+        out=args.out,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        agent=agent,
+        retrieval=args.retrieval,
+        tools=args.tools,
+        backend=args.backend,
+        record_dir=args.record,
+        replay_dir=args.replay,
+        real_fallback=args.real_fallback,
+        endpoints=EndpointConfig(
+            base_url=args.base_url,
+            api_key=args.api_key,
+            judge=args.judge,
+            judge_base_url=args.judge_base_url,
+            summariser_model=summariser_model,
+            requests=_requests(args),
+        ),
+        device=args.device,
+        dtype=args.dtype,
+        threads=args.threads,
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+        **_budgets(args),
+    )
 
 
 def _budgets(args: argparse.Namespace) -> dict[str, Any]:
@@ -132,7 +237,12 @@ def _requests(args: argparse.Namespace) -> Any:
     """The endpoints' timeout and retries (the flags given; RequestConfig's defaults for the others)."""
     from agents.policies.openai_policy import RequestConfig
 
-    given = {"timeout": args.timeout, "max_retries": args.max_retries, "backoff": args.backoff, "max_backoff": args.max_backoff}
+    given = {
+        "timeout": args.timeout,
+        "max_retries": args.max_retries,
+        "backoff": args.backoff,
+        "max_backoff": args.max_backoff,
+    }
     return RequestConfig(**{k: v for k, v in given.items() if v is not None})
 
 
@@ -151,7 +261,10 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         result = run_eval(cfg)
     except FatalPolicyError as e:
-        print(f"error: the run stopped: {e}\n(episodes finished before are kept: rerun the same command to resume)", file=sys.stderr)
+        print(
+            f"error: the run stopped: {e}\n(episodes finished before are kept: rerun the same command to resume)",
+            file=sys.stderr,
+        )
         return 2
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -163,7 +276,10 @@ def run(args: argparse.Namespace) -> int:
         if (result.out / name).is_file():
             print(f"{label + ':':<14}{result.out / name}")
     if result.failures:
-        print(f"\n{len(result.failures)} episodes failed (rerun the same command to retry them): "
-              + json.dumps(result.failures[:3]), file=sys.stderr)
+        print(
+            f"\n{len(result.failures)} episodes failed (rerun the same command to retry them): "
+            + json.dumps(result.failures[:3]),
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -35,18 +35,24 @@ class SamplingConfig:
     top_p: float = _help("Nucleus sampling mass.", 0.95)
     presence_penalty: float = _help("Penalty on tokens already generated in this turn (OpenAI semantics).", 1.1)
     max_tokens: int = _help("Most new tokens per turn.", 8192)
-    stop: tuple[str, ...] = _help("Stop sequences (Tongyi stops before a hallucinated tool response).", TOOL_RESPONSE_STOPS)
+    stop: tuple[str, ...] = _help(
+        "Stop sequences (Tongyi stops before a hallucinated tool response).", TOOL_RESPONSE_STOPS
+    )
     seed: int | None = _help("Base seed for sampling; each episode derives its own from it.", 0)
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise ConfigError(f"SamplingConfig needs temperature >= 0 and 0 < top_p <= 1; got temperature={self.temperature}, "
-                              f"top_p={self.top_p} (use temperature=0 for greedy decoding)")
+            raise ConfigError(
+                f"SamplingConfig needs temperature >= 0 and 0 < top_p <= 1; got temperature={self.temperature}, "
+                f"top_p={self.top_p} (use temperature=0 for greedy decoding)"
+            )
         if self.max_tokens < 1:
             raise ConfigError(f"SamplingConfig.max_tokens must be >= 1, got {self.max_tokens}")
         if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
-            raise ConfigError(f"SamplingConfig.stop must be a tuple of non-empty strings, got {self.stop!r} "
-                              "(write stop=('\\n<tool_response>',) rather than a bare string)")
+            raise ConfigError(
+                f"SamplingConfig.stop must be a tuple of non-empty strings, got {self.stop!r} "
+                "(write stop=('\\n<tool_response>',) rather than a bare string)"
+            )
 
 
 @dataclass(frozen=True)
@@ -55,10 +61,17 @@ class ReSumConfig:
 
     enabled: bool = _help("Summarise the history during the episode.", False)
     trigger_fraction: float | None = _help(
-        "Summarise when the context reaches this fraction of AgentConfig.max_context_tokens (None = never by size).", 0.6)
-    every_n_turns: int | None = _help("Also summarise every N agent turns since the last summary (None = never by count).", None)
-    summariser: str = _help("'policy' (the acting model), 'openai' (a separate OpenAI-compatible model) or 'extractive' "
-                            "(deterministic, no model).", "policy")
+        "Summarise when the context reaches this fraction of AgentConfig.max_context_tokens (None = never by size).",
+        0.6,
+    )
+    every_n_turns: int | None = _help(
+        "Also summarise every N agent turns since the last summary (None = never by count).", None
+    )
+    summariser: str = _help(
+        "'policy' (the acting model), 'openai' (a separate OpenAI-compatible model) or 'extractive' "
+        "(deterministic, no model).",
+        "policy",
+    )
     max_summaries: int = _help("Most summarisations per episode.", 8)
     max_history_chars: int = _help("History text shown to the summariser (the middle is cut beyond this).", 60_000)
     summary_max_tokens: int = _help("Most new tokens of a summary.", 1024)
@@ -67,15 +80,21 @@ class ReSumConfig:
         if self.summariser not in SUMMARISERS:
             raise ConfigError(f"ReSumConfig.summariser must be one of {SUMMARISERS}, got {self.summariser!r}")
         if self.trigger_fraction is not None and not 0 < self.trigger_fraction < 1:
-            raise ConfigError(f"ReSumConfig.trigger_fraction must be in (0, 1) or None, got {self.trigger_fraction} "
-                              "(it is a fraction of AgentConfig.max_context_tokens, e.g. 0.6)")
+            raise ConfigError(
+                f"ReSumConfig.trigger_fraction must be in (0, 1) or None, got {self.trigger_fraction} "
+                "(it is a fraction of AgentConfig.max_context_tokens, e.g. 0.6)"
+            )
         if self.every_n_turns is not None and self.every_n_turns < 1:
             raise ConfigError(f"ReSumConfig.every_n_turns must be >= 1 or None, got {self.every_n_turns}")
         if self.enabled and self.trigger_fraction is None and self.every_n_turns is None:
-            raise ConfigError("ReSumConfig is enabled but has no trigger: set trigger_fraction (e.g. 0.6) and/or every_n_turns")
+            raise ConfigError(
+                "ReSumConfig is enabled but has no trigger: set trigger_fraction (e.g. 0.6) and/or every_n_turns"
+            )
         if self.max_summaries < 1 or self.max_history_chars < 1000 or self.summary_max_tokens < 16:
-            raise ConfigError(f"ReSumConfig needs max_summaries >= 1, max_history_chars >= 1000, summary_max_tokens >= 16; got "
-                              f"{self.max_summaries}, {self.max_history_chars}, {self.summary_max_tokens}")
+            raise ConfigError(
+                f"ReSumConfig needs max_summaries >= 1, max_history_chars >= 1000, summary_max_tokens >= 16; got "
+                f"{self.max_summaries}, {self.max_history_chars}, {self.summary_max_tokens}"
+            )
 
 
 @dataclass(frozen=True)
@@ -84,19 +103,27 @@ class AgentConfig:
 
     max_llm_calls: int = _help("Most policy calls per episode, summaries by the policy included (Tongyi: 100).", 100)
     max_seconds: float = _help("Wall-clock limit of an episode in seconds (Tongyi: 150 minutes).", 150 * 60.0)
-    max_context_tokens: int = _help("Context size at which the answer is forced (Tongyi: 108K of a 128K window).", 108 * 1024)
+    max_context_tokens: int = _help(
+        "Context size at which the answer is forced (Tongyi: 108K of a 128K window).", 108 * 1024
+    )
     force_on: tuple[str, ...] = _help(
         "Limits that trigger Tongyi's forced-answer prompt instead of a silent stop: 'context' (as Tongyi), 'calls' "
-        "(the last LLM call is spent on a forced answer), 'time' (one forced call once the time is up).", FORCE_TRIGGERS)
+        "(the last LLM call is spent on a forced answer), 'time' (one forced call once the time is up).",
+        FORCE_TRIGGERS,
+    )
     force_replaces_observation: bool = _help(
-        "Tongyi overwrites the last tool response with the forcing prompt; False appends it as a new user message.", True)
+        "Tongyi overwrites the last tool response with the forcing prompt; False appends it as a new user message.",
+        True,
+    )
     sampling: SamplingConfig = field(default_factory=SamplingConfig, metadata={"help": "Sampling of every agent turn."})
     resum: ReSumConfig = field(default_factory=ReSumConfig, metadata={"help": "History summarisation."})
 
     def __post_init__(self) -> None:
         if self.max_llm_calls < 1 or self.max_seconds <= 0 or self.max_context_tokens < 256:
-            raise ConfigError(f"AgentConfig needs max_llm_calls >= 1, max_seconds > 0, max_context_tokens >= 256; got "
-                              f"{self.max_llm_calls}, {self.max_seconds}, {self.max_context_tokens}")
+            raise ConfigError(
+                f"AgentConfig needs max_llm_calls >= 1, max_seconds > 0, max_context_tokens >= 256; got "
+                f"{self.max_llm_calls}, {self.max_seconds}, {self.max_context_tokens}"
+            )
         bad = [f for f in self.force_on if f not in FORCE_TRIGGERS]
         if bad:
             raise ConfigError(f"AgentConfig.force_on must be a subset of {FORCE_TRIGGERS}, got {self.force_on!r}")

@@ -44,14 +44,18 @@ def main(argv: list[str] | None = None) -> int:
     policy = OraclePolicy(tasks, store=WikiIndex.from_dir(index_dir).store)
     episode = run_episode(ReactAgent(policy), env, task)
     meta = task.metadata
-    print(f"\n=== oracle episode on synthesized task {task.id} ({meta.get('structure')}, {meta.get('difficulty', {}).get('level')}, "
-          f"uncertainty: {', '.join(meta.get('uncertainty_types', []))}) ===")
+    print(
+        f"\n=== oracle episode on synthesized task {task.id} ({meta.get('structure')}, {meta.get('difficulty', {}).get('level')}, "
+        f"uncertainty: {', '.join(meta.get('uncertainty_types', []))}) ==="
+    )
     print(f"QUESTION: {task.question}\n")
     for m in episode.messages[2:]:
         who = "assistant" if m["role"] == "assistant" else "tool"
         print(f"[{who}]\n{_short(m['content'])}\n")
-    print(f"GOLD: {task.answer}  prediction: {episode.prediction}  em={episode.em}  turns={episode.counts.turns}  "
-          f"tool calls={episode.tool_calls}")
+    print(
+        f"GOLD: {task.answer}  prediction: {episode.prediction}  em={episode.em}  turns={episode.counts.turns}  "
+        f"tool calls={episode.tool_calls}"
+    )
     return 0
 
 

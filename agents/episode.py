@@ -35,15 +35,23 @@ class Episode:
     question: str = _f("The task's question.", "")
     gold: str = _f("The task's gold answer.", "")
     aliases: list[str] = _f("Other accepted answers.", factory=list)
-    metadata: dict[str, Any] = _f("The task's source, uncertainty types, difficulty, structure and split.", factory=dict)
+    metadata: dict[str, Any] = _f(
+        "The task's source, uncertainty types, difficulty, structure and split.", factory=dict
+    )
     policy: str = _f("The acting policy's name.", "")
     prediction: str | None = _f("The submitted answer (None without one).", None)
-    reward: float | None = _f("The env's reward of the answer (None: it could not be scored); the training signal of "
-                              "GRPO, not written to trajectory files (em, f1, judge and correct say it there).", 0.0)
+    reward: float | None = _f(
+        "The env's reward of the answer (None: it could not be scored); the training signal of "
+        "GRPO, not written to trajectory files (em, f1, judge and correct say it there).",
+        0.0,
+    )
     em: float = _f("Exact match of the prediction.", 0.0)
     f1: float = _f("Token F1 of the prediction.", 0.0)
-    termination: str = _f("How it ended: 'answer', 'forced_answer:<why>', a budget ('max_llm_calls', ...) or a "
-                          "rollout stop ('length', 'turn_cap', 'obs_budget', 'rollback', 'error').", "")
+    termination: str = _f(
+        "How it ended: 'answer', 'forced_answer:<why>', a budget ('max_llm_calls', ...) or a "
+        "rollout stop ('length', 'turn_cap', 'obs_budget', 'rollback', 'error').",
+        "",
+    )
     counts: TurnCounts = _f("Turns, tool calls, failed tool calls and unreadable turns.", factory=TurnCounts)
     llm_calls: int = _f("Policy calls (summaries by the policy included).", 0)
     tool_calls: dict[str, int] = _f("Tool calls by tool, as the env counted them.", factory=dict)
@@ -54,7 +62,9 @@ class Episode:
     steps: list[dict[str, Any]] = _f("One entry per policy call that acted (see ReactAgent).", factory=list)
     summaries: list[dict[str, Any]] = _f("ReSum summaries made on the way.", factory=list)
     messages: list[dict[str, str]] = _f("The env's chat.", factory=list)
-    context: list[dict[str, str]] | None = _f("The policy's final context when it differs from the chat (ReSum, forcing).", None)
+    context: list[dict[str, str]] | None = _f(
+        "The policy's final context when it differs from the chat (ReSum, forcing).", None
+    )
     policy_info: dict[str, Any] = _f("What the policy reports about the episode.", factory=dict)
     config: dict[str, Any] = _f("The agent settings it ran with.", factory=dict)
     judge: float | None = _f("The LLM judge's verdict (None: no judge).", None)
@@ -74,14 +84,33 @@ class Episode:
         """The trajectory-file line of the episode (JSON-ready; the key order is the file's)."""
         c = self.counts
         out: dict[str, Any] = {
-            "key": self.key, "task_id": self.task_id, "sample": self.sample, "seed": self.seed, "question": self.question,
-            "gold": self.gold, "aliases": list(self.aliases), "metadata": self.metadata, "policy": self.policy,
-            "prediction": self.prediction, "em": self.em, "f1": self.f1, "termination": self.termination, "turns": c.turns,
-            "llm_calls": self.llm_calls, "valid_actions": c.turns - c.format_errors, "tool_calls": self.tool_calls,
+            "key": self.key,
+            "task_id": self.task_id,
+            "sample": self.sample,
+            "seed": self.seed,
+            "question": self.question,
+            "gold": self.gold,
+            "aliases": list(self.aliases),
+            "metadata": self.metadata,
+            "policy": self.policy,
+            "prediction": self.prediction,
+            "em": self.em,
+            "f1": self.f1,
+            "termination": self.termination,
+            "turns": c.turns,
+            "llm_calls": self.llm_calls,
+            "valid_actions": c.turns - c.format_errors,
+            "tool_calls": self.tool_calls,
             "tool_errors": self.env_errors,
             **({"tool_stats": self.tool_stats} if self.tool_stats is not None else {}),
-            "tokens": self.tokens, "timings": self.timings, "steps": self.steps, "summaries": self.summaries,
-            "messages": self.messages, "context": self.context, "policy_info": self.policy_info, "config": self.config,
+            "tokens": self.tokens,
+            "timings": self.timings,
+            "steps": self.steps,
+            "summaries": self.summaries,
+            "messages": self.messages,
+            "context": self.context,
+            "policy_info": self.policy_info,
+            "config": self.config,
         }
         if self.judge is not None:
             out["judge"] = self.judge
@@ -94,15 +123,39 @@ class Episode:
         """The episode of a trajectory-file line (failed tool calls are recounted from its steps)."""
         steps = list(row.get("steps") or [])
         turns = int(row.get("turns", 0))
-        counts = TurnCounts(turns=turns, tool_calls=sum((row.get("tool_calls") or {}).values()),
-                            tool_errors=sum(1 for s in steps if s.get("kind") == "tool_call" and s.get("obs_error")),
-                            format_errors=turns - int(row.get("valid_actions", turns)))
-        return cls(task_id=row["task_id"], sample=int(row.get("sample", 0)), seed=row.get("seed"), question=row.get("question", ""),
-                   gold=row.get("gold", ""), aliases=list(row.get("aliases") or []), metadata=dict(row.get("metadata") or {}),
-                   policy=row.get("policy", ""), prediction=row.get("prediction"), reward=None, em=float(row.get("em", 0.0)),
-                   f1=float(row.get("f1", 0.0)), termination=row.get("termination", ""), counts=counts,
-                   llm_calls=int(row.get("llm_calls", 0)), tool_calls=dict(row.get("tool_calls") or {}),
-                   env_errors=dict(row.get("tool_errors") or {}), tool_stats=row.get("tool_stats"), tokens=dict(row.get("tokens") or {}),
-                   timings=dict(row.get("timings") or {}), steps=steps, summaries=list(row.get("summaries") or []),
-                   messages=list(row.get("messages") or []), context=row.get("context"), policy_info=dict(row.get("policy_info") or {}),
-                   config=dict(row.get("config") or {}), judge=row.get("judge"), correct=row.get("correct"))
+        counts = TurnCounts(
+            turns=turns,
+            tool_calls=sum((row.get("tool_calls") or {}).values()),
+            tool_errors=sum(1 for s in steps if s.get("kind") == "tool_call" and s.get("obs_error")),
+            format_errors=turns - int(row.get("valid_actions", turns)),
+        )
+        return cls(
+            task_id=row["task_id"],
+            sample=int(row.get("sample", 0)),
+            seed=row.get("seed"),
+            question=row.get("question", ""),
+            gold=row.get("gold", ""),
+            aliases=list(row.get("aliases") or []),
+            metadata=dict(row.get("metadata") or {}),
+            policy=row.get("policy", ""),
+            prediction=row.get("prediction"),
+            reward=None,
+            em=float(row.get("em", 0.0)),
+            f1=float(row.get("f1", 0.0)),
+            termination=row.get("termination", ""),
+            counts=counts,
+            llm_calls=int(row.get("llm_calls", 0)),
+            tool_calls=dict(row.get("tool_calls") or {}),
+            env_errors=dict(row.get("tool_errors") or {}),
+            tool_stats=row.get("tool_stats"),
+            tokens=dict(row.get("tokens") or {}),
+            timings=dict(row.get("timings") or {}),
+            steps=steps,
+            summaries=list(row.get("summaries") or []),
+            messages=list(row.get("messages") or []),
+            context=row.get("context"),
+            policy_info=dict(row.get("policy_info") or {}),
+            config=dict(row.get("config") or {}),
+            judge=row.get("judge"),
+            correct=row.get("correct"),
+        )

@@ -74,21 +74,34 @@ def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
         from agents.models import resolve_hf_path
         from agents.policies.hf_policy import HFConfig, HFPolicy
 
-        return HFPolicy(HFConfig(resolve_hf_path(name), device=cfg.device, dtype=cfg.dtype, batch_size=cfg.batch_size,
-                                 num_threads=cfg.threads), cfg.agent.sampling)
+        return HFPolicy(
+            HFConfig(
+                resolve_hf_path(name),
+                device=cfg.device,
+                dtype=cfg.dtype,
+                batch_size=cfg.batch_size,
+                num_threads=cfg.threads,
+            ),
+            cfg.agent.sampling,
+        )
     from agents.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 
     ep = cfg.endpoints
-    return OpenAIPolicy(OpenAIConfig(name, base_url=ep.base_url, api_key=ep.api_key, concurrency=cfg.workers, **asdict(ep.requests)),
-                        cfg.agent.sampling)
+    return OpenAIPolicy(
+        OpenAIConfig(name, base_url=ep.base_url, api_key=ep.api_key, concurrency=cfg.workers, **asdict(ep.requests)),
+        cfg.agent.sampling,
+    )
 
 
 def _remote(ep: EndpointConfig, spec: str, base_url: str | None) -> Policy:
     """A judge or summariser model on an OpenAI-compatible endpoint (``base_url``, else the policy's)."""
     from agents.policies.openai_policy import OpenAIConfig, OpenAIPolicy
 
-    return OpenAIPolicy(OpenAIConfig(spec.removeprefix("openai:"), base_url=base_url or ep.base_url, api_key=ep.api_key,
-                                     **asdict(ep.requests)))
+    return OpenAIPolicy(
+        OpenAIConfig(
+            spec.removeprefix("openai:"), base_url=base_url or ep.base_url, api_key=ep.api_key, **asdict(ep.requests)
+        )
+    )
 
 
 def fit_to_window(agent: AgentConfig, window: int | None) -> AgentConfig:
@@ -100,14 +113,24 @@ def fit_to_window(agent: AgentConfig, window: int | None) -> AgentConfig:
         s = replace(s, max_tokens=window // 4)
     budget = min(agent.max_context_tokens, window - s.max_tokens)
     if (s, budget) != (agent.sampling, agent.max_context_tokens):
-        log.info("fitting the agent to a %d-token window: max_tokens %d, max_context_tokens %d", window, s.max_tokens, budget)
+        log.info(
+            "fitting the agent to a %d-token window: max_tokens %d, max_context_tokens %d", window, s.max_tokens, budget
+        )
     return replace(agent, sampling=s, max_context_tokens=budget)
 
 
 def default_out(cfg: EvalConfig) -> Path:
     """``$SIM_WEB_HOME/runs/eval/<policy>-<tasks>-<split>-n<N>-k<K>[-resum]``."""
-    name = "-".join([cfg.policy, Path(cfg.tasks).stem if cfg.tasks else "default", cfg.split or "all", f"n{cfg.n or 'all'}",
-                     f"k{cfg.k}"] + (["resum"] if cfg.agent.resum.enabled else []))
+    name = "-".join(
+        [
+            cfg.policy,
+            Path(cfg.tasks).stem if cfg.tasks else "default",
+            cfg.split or "all",
+            f"n{cfg.n or 'all'}",
+            f"k{cfg.k}",
+        ]
+        + (["resum"] if cfg.agent.resum.enabled else [])
+    )
     return sim_web_home() / "runs" / "eval" / re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
@@ -120,11 +143,15 @@ def _prepare_out(out: Path, cfg: EvalConfig) -> None:
         if old != identity:
             old = old or {}
             diff = sorted(k for k in {*identity, *old} if old.get(k) != identity.get(k))
-            raise ConfigError(f"{out} holds a run with different settings ({', '.join(diff)}); resuming would mix them. "
-                              "Use another --out, or --no-resume to start over")
+            raise ConfigError(
+                f"{out} holds a run with different settings ({', '.join(diff)}); resuming would mix them. "
+                "Use another --out, or --no-resume to start over"
+            )
     elif not cfg.resume:
         (out / TRAJECTORIES).unlink(missing_ok=True)
-    run_file.write_text(json.dumps({"identity": identity, "config": json.loads(json.dumps(asdict(cfg)))}, indent=2), encoding="utf-8")
+    run_file.write_text(
+        json.dumps({"identity": identity, "config": json.loads(json.dumps(asdict(cfg)))}, indent=2), encoding="utf-8"
+    )
 
 
 @contextmanager
@@ -143,8 +170,10 @@ def exclusive_out(out: Path) -> Iterator[None]:
         except BlockingIOError:
             f.seek(0)
             holder = f.read().strip() or "another process"
-            raise ConfigError(f"{out} is in use by another `sim-web eval` ({holder}); wait for it to finish (rerunning "
-                              "then resumes), or pass another --out") from None
+            raise ConfigError(
+                f"{out} is in use by another `sim-web eval` ({holder}); wait for it to finish (rerunning "
+                "then resumes), or pass another --out"
+            ) from None
         f.seek(0)
         f.truncate()
         f.write(f"pid {os.getpid()}")
@@ -202,11 +231,19 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
             raise
         run_seconds = time.perf_counter() - t_run
         ran = len(todo) - len(failures)
-        run_info = {"policy": policy.name, "tasks": cfg.tasks or "default", "split": cfg.split, "episodes_run": ran,
-                    "episodes_resumed": len(keys) - len(todo), "failed": len(failures),
-                    "wall_seconds": round(time.perf_counter() - t_start, 3),
-                    "episodes_per_second": round(ran / run_seconds, 4) if run_seconds > 0 and ran else None,
-                    "concurrency": cfg.batch_size if policy.batched else cfg.workers, "judge": cfg.endpoints.judge, "prompt": cfg.prompt}
+        run_info = {
+            "policy": policy.name,
+            "tasks": cfg.tasks or "default",
+            "split": cfg.split,
+            "episodes_run": ran,
+            "episodes_resumed": len(keys) - len(todo),
+            "failed": len(failures),
+            "wall_seconds": round(time.perf_counter() - t_start, 3),
+            "episodes_per_second": round(ran / run_seconds, 4) if run_seconds > 0 and ran else None,
+            "concurrency": cfg.batch_size if policy.batched else cfg.workers,
+            "judge": cfg.endpoints.judge,
+            "prompt": cfg.prompt,
+        }
         if getattr(policy, "generate_seconds", 0):
             run_info["generated_tokens_per_second"] = round(policy.generated_tokens / policy.generate_seconds, 3)  # type: ignore[attr-defined]
         metrics, records = _write_outputs(cfg, out, keys, run_info)
@@ -215,8 +252,15 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
     return EvalResult(metrics, records, out, failures)
 
 
-def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[Task], todo: list[tuple[Task, int]],
-                  out: Path, initial: int) -> list[tuple[str, str]]:
+def _run_episodes(
+    cfg: EvalConfig,
+    policy: Policy,
+    index: Any,
+    tasks: Sequence[Task],
+    todo: list[tuple[Task, int]],
+    out: Path,
+    initial: int,
+) -> list[tuple[str, str]]:
     """Play the episodes still to do, appending each finished one to the trajectory file; returns the failures.
 
     The first :class:`FatalPolicyError` is raised once the episodes in flight end; no episode starts after it.
@@ -235,14 +279,25 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
 
         judge = LLMJudge(_remote(ep, ep.judge, ep.judge_base_url))
     agent = ReactAgent(policy, agent_cfg, summariser)
-    env_cfg = EnvConfig(index_dir=str(index.path), tools=tuple(cfg.tools),
-                        sim=SimConfig(mode=cfg.retrieval, snippet_chars=cfg.snippet_chars),
-                        max_turns=agent_cfg.max_llm_calls + 2, max_obs_chars=cfg.max_obs_chars, backend=cfg.backend,
-                        max_response_chars=cfg.max_response_chars, prompt=cfg.prompt, search_results=cfg.search_results,
-                        record_dir=cfg.record_dir, replay_dir=cfg.replay_dir, real_fallback=cfg.real_fallback)
+    env_cfg = EnvConfig(
+        index_dir=str(index.path),
+        tools=tuple(cfg.tools),
+        sim=SimConfig(mode=cfg.retrieval, snippet_chars=cfg.snippet_chars),
+        max_turns=agent_cfg.max_llm_calls + 2,
+        max_obs_chars=cfg.max_obs_chars,
+        backend=cfg.backend,
+        max_response_chars=cfg.max_response_chars,
+        prompt=cfg.prompt,
+        search_results=cfg.search_results,
+        record_dir=cfg.record_dir,
+        replay_dir=cfg.replay_dir,
+        real_fallback=cfg.real_fallback,
+    )
     make_env = lambda: WebResearchEnv(env_cfg, tasks=list(tasks))  # noqa: E731
     writer = TrajectoryWriter(out / TRAJECTORIES)
-    bar = tqdm(total=initial + len(todo), initial=initial, disable=not cfg.progress, desc=f"eval {policy.name}", unit="ep")
+    bar = tqdm(
+        total=initial + len(todo), initial=initial, disable=not cfg.progress, desc=f"eval {policy.name}", unit="ep"
+    )
     lock = threading.Lock()
     failures: list[tuple[str, str]] = []
     fatal: list[FatalPolicyError] = []
@@ -276,17 +331,24 @@ def _run_episodes(cfg: EvalConfig, policy: Policy, index: Any, tasks: Sequence[T
     return failures
 
 
-def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _write_outputs(
+    cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``metrics.json``, ``plot.png`` and (for the oracle) ``sft.jsonl`` from every record of the run."""
     order = {k: i for i, k in enumerate(keys)}
     records = sorted((r for r in load_records(out / TRAJECTORIES) if r["key"] in order), key=lambda r: order[r["key"]])
-    ks = sorted({1, cfg.k} | {2 ** i for i in range(1, 8) if 2 ** i < cfg.k})
+    ks = sorted({1, cfg.k} | {2**i for i in range(1, 8) if 2**i < cfg.k})
     metrics = aggregate(records, ks)
     metrics["run"] = run_info
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     if records:
-        plot_run(records, metrics, out / "plot.png", f"{run_info['policy']} on {cfg.tasks or 'default'} ({cfg.split or 'all'}): "
-                 f"pass@1 {metrics['pass@1']}, {len(records)} episodes")
+        plot_run(
+            records,
+            metrics,
+            out / "plot.png",
+            f"{run_info['policy']} on {cfg.tasks or 'default'} ({cfg.split or 'all'}): "
+            f"pass@1 {metrics['pass@1']}, {len(records)} episodes",
+        )
     else:  # no stale plot of an earlier run (--no-resume) next to this one's metrics
         (out / "plot.png").unlink(missing_ok=True)
     if cfg.sft if cfg.sft is not None else cfg.policy.startswith("oracle"):
@@ -296,8 +358,15 @@ def _write_outputs(cfg: EvalConfig, out: Path, keys: list[str], run_info: dict[s
     return metrics, records
 
 
-def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], workers: int,
-              finish: Callable[[Episode], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
+def _threaded(
+    agent: ReactAgent,
+    make_env: Callable[[], Any],
+    todo: list[tuple[Task, int]],
+    workers: int,
+    finish: Callable[[Episode], None],
+    fail: Callable[[str, BaseException], None],
+    halted: Callable[[], bool],
+) -> None:
     local = threading.local()
 
     def one(job: tuple[Task, int]) -> None:
@@ -319,8 +388,15 @@ def _threaded(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
         list(pool.map(one, todo))
 
 
-def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[Task, int]], width: int,
-              finish: Callable[[Episode], None], fail: Callable[[str, BaseException], None], halted: Callable[[], bool]) -> None:
+def _lockstep(
+    agent: ReactAgent,
+    make_env: Callable[[], Any],
+    todo: list[tuple[Task, int]],
+    width: int,
+    finish: Callable[[Episode], None],
+    fail: Callable[[str, BaseException], None],
+    halted: Callable[[], bool],
+) -> None:
     """Keep up to ``width`` episodes in flight (no new one once ``halted()``); every round, all waiting requests go to the policy in batches."""
     envs = [make_env() for _ in range(min(width, len(todo)))]
     free = list(range(len(envs)))[::-1]
@@ -344,7 +420,9 @@ def _lockstep(agent: ReactAgent, make_env: Callable[[], Any], todo: list[tuple[T
             groups.setdefault(req.sampling, []).append(slot)
         for sampling, slots in groups.items():
             try:
-                gens: list[Generation] = agent.policy.generate([active[s][1].messages for s in slots], sampling, [active[s][1].seed for s in slots])
+                gens: list[Generation] = agent.policy.generate(
+                    [active[s][1].messages for s in slots], sampling, [active[s][1].seed for s in slots]
+                )
             except Exception as e:
                 for s in slots:
                     fail(active.pop(s)[2], e)

@@ -43,7 +43,9 @@ class LLMJudge:
 
     def prompt(self, question: str, prediction: str, golds: Sequence[str]) -> str:
         """The judge prompt for one answer."""
-        return JUDGE_PROMPT.format(question=question, golds=" | ".join(g for g in golds if g), prediction=prediction or "(no answer)")
+        return JUDGE_PROMPT.format(
+            question=question, golds=" | ".join(g for g in golds if g), prediction=prediction or "(no answer)"
+        )
 
     def __call__(self, question: str, prediction: str, golds: Sequence[str]) -> float:
         """Score one answer: 1.0 correct, 0.0 incorrect or unparseable."""

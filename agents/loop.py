@@ -91,8 +91,17 @@ class ReactAgent:
             return "every_n_turns"
         return None
 
-    def _summarise(self, question: str, system: str, context: Messages, trigger: str, tokens: int, turn: int,
-                   summaries: list[dict[str, Any]], call: Any) -> Generator[Request, Generation, Messages]:
+    def _summarise(
+        self,
+        question: str,
+        system: str,
+        context: Messages,
+        trigger: str,
+        tokens: int,
+        turn: int,
+        summaries: list[dict[str, Any]],
+        call: Any,
+    ) -> Generator[Request, Generation, Messages]:
         r = self.config.resum
         t = time.perf_counter()
         fallback = False
@@ -108,9 +117,19 @@ class ReactAgent:
             name = getattr(self.summariser, "name", type(self.summariser).__name__)
         new = continue_messages(system, question, summary)
         after = self.policy.count_tokens(new)
-        summaries.append({"turn": turn, "trigger": trigger, "summariser": name, "fallback": fallback, "tokens_before": tokens,
-                          "tokens_after": after, "seconds": round(time.perf_counter() - t, 6), "summary": summary,
-                          "context_after": new[1]["content"]})
+        summaries.append(
+            {
+                "turn": turn,
+                "trigger": trigger,
+                "summariser": name,
+                "fallback": fallback,
+                "tokens_before": tokens,
+                "tokens_after": after,
+                "seconds": round(time.perf_counter() - t, 6),
+                "summary": summary,
+                "context_after": new[1]["content"],
+            }
+        )
         log.debug("ReSum at turn %d (%s): %d -> %d tokens", turn, trigger, tokens, after)
         return new
 
@@ -120,19 +139,46 @@ class ReactAgent:
         messages = [dict(m) for m in u.messages]
         ex = getattr(u, "executor", None)
         return Episode(
-            task_id=task.id, sample=run.sample, seed=run.seed, question=task.question, gold=task.answer, aliases=list(task.aliases),
-            metadata={k: task.metadata[k] for k in ("source", "uncertainty_types", "difficulty", "structure", "split") if k in task.metadata},
-            policy=self.policy.name, prediction=final.get("answer") if final else None,
-            reward=run.reward, em=float(final.get("em", 0.0)) if final else 0.0, f1=float(final.get("f1", 0.0)) if final else 0.0,
-            termination=termination, counts=run.counts, llm_calls=run.calls, tool_calls=dict(u.tool_calls), env_errors=dict(u.errors),
+            task_id=task.id,
+            sample=run.sample,
+            seed=run.seed,
+            question=task.question,
+            gold=task.answer,
+            aliases=list(task.aliases),
+            metadata={
+                k: task.metadata[k]
+                for k in ("source", "uncertainty_types", "difficulty", "structure", "split")
+                if k in task.metadata
+            },
+            policy=self.policy.name,
+            prediction=final.get("answer") if final else None,
+            reward=run.reward,
+            em=float(final.get("em", 0.0)) if final else 0.0,
+            f1=float(final.get("f1", 0.0)) if final else 0.0,
+            termination=termination,
+            counts=run.counts,
+            llm_calls=run.calls,
+            tool_calls=dict(u.tool_calls),
+            env_errors=dict(u.errors),
             tool_stats=ex.stats.counts() if ex is not None else None,
-            tokens={"prompt": sum(s["prompt_tokens"] for s in steps), "completion": sum(s["completion_tokens"] for s in steps),
-                    "peak_context": run.peak},
-            timings={"total_seconds": round(time.perf_counter() - run.t0, 6), "llm_seconds": round(sum(s["llm_seconds"] for s in steps), 6),
-                     "env_seconds": round(sum(s["env_seconds"] for s in steps), 6), **((final or {}).get("timings") or {})},
-            steps=steps, summaries=run.summaries, messages=messages,
+            tokens={
+                "prompt": sum(s["prompt_tokens"] for s in steps),
+                "completion": sum(s["completion_tokens"] for s in steps),
+                "peak_context": run.peak,
+            },
+            timings={
+                "total_seconds": round(time.perf_counter() - run.t0, 6),
+                "llm_seconds": round(sum(s["llm_seconds"] for s in steps), 6),
+                "env_seconds": round(sum(s["env_seconds"] for s in steps), 6),
+                **((final or {}).get("timings") or {}),
+            },
+            steps=steps,
+            summaries=run.summaries,
+            messages=messages,
             context=run.context if run.summaries or termination.startswith("forced") else None,
-            policy_info=self.policy.episode_info(messages), config={"agent": asdict(self.config)})
+            policy_info=self.policy.episode_info(messages),
+            config={"agent": asdict(self.config)},
+        )
 
 
 #: How an episode ended: the termination string and the env's final info (None without an accepted answer).
@@ -153,7 +199,10 @@ class _EpisodeRun:
         self.t0 = time.perf_counter()
         self.question, info = env.reset(seed=self.seed, options={"task": task})
         self.system = info["messages"][0]["content"]
-        self.context: Messages = [{"role": "system", "content": self.system}, {"role": "user", "content": self.question}]
+        self.context: Messages = [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.question},
+        ]
         self.steps: list[dict[str, Any]] = []
         self.summaries: list[dict[str, Any]] = []
         self.calls = 0
@@ -199,33 +248,51 @@ class _EpisodeRun:
         agent, cfg = self.agent, self.cfg
         tokens = self.policy.count_tokens(self.context)
         self.peak = max(self.peak, tokens)
-        trigger = agent._resum_trigger(tokens, len(self.steps) - self.last_summary_turn, len(self.summaries), cfg.max_llm_calls - self.calls)
+        trigger = agent._resum_trigger(
+            tokens, len(self.steps) - self.last_summary_turn, len(self.summaries), cfg.max_llm_calls - self.calls
+        )
         if trigger:
-            self.context = yield from agent._summarise(self.question, self.system, self.context, trigger, tokens, len(self.steps),
-                                                       self.summaries, self.call)
+            self.context = yield from agent._summarise(
+                self.question, self.system, self.context, trigger, tokens, len(self.steps), self.summaries, self.call
+            )
             self.last_summary_turn = len(self.steps)
             tokens = self.policy.count_tokens(self.context)
         if tokens > cfg.max_context_tokens:
             return (yield from self.force("context")) if "context" in cfg.force_on else ("max_context_tokens", None)
         return None
 
-    def call(self, messages: Messages, purpose: str, sampling: SamplingConfig) -> Generator[Request, Generation, tuple[Generation, float]]:
+    def call(
+        self, messages: Messages, purpose: str, sampling: SamplingConfig
+    ) -> Generator[Request, Generation, tuple[Generation, float]]:
         """Ask the policy (one LLM call); returns its generation and the seconds it took."""
         self.calls += 1
         t = time.perf_counter()
         gen = yield Request([dict(m) for m in messages], purpose, sampling, self.seed + self.calls)
         return gen, time.perf_counter() - t
 
-    def record(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, turn: Turn | None = None) -> None:
+    def record(
+        self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, turn: Turn | None = None
+    ) -> None:
         """Append one step to the trajectory and count the turn (``turn``: its env step, None when not stepped)."""
         self.counts.add(text, turn)
-        self.steps.append({"turn": len(self.steps) + 1, "purpose": purpose, "action": text, **describe_action(text),
-                           "observation_chars": len(turn.observation) if turn else 0, "obs_error": turn.error if turn else None,
-                           "llm_seconds": round(llm_s, 6), "env_seconds": round(turn.seconds if turn else 0.0, 6),
-                           "context_tokens": ctx_tokens,
-                           "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
-                           "completion_tokens": gen.completion_tokens if gen.completion_tokens is not None else approx_tokens(gen.text),
-                           "finish_reason": gen.finish_reason})
+        self.steps.append(
+            {
+                "turn": len(self.steps) + 1,
+                "purpose": purpose,
+                "action": text,
+                **describe_action(text),
+                "observation_chars": len(turn.observation) if turn else 0,
+                "obs_error": turn.error if turn else None,
+                "llm_seconds": round(llm_s, 6),
+                "env_seconds": round(turn.seconds if turn else 0.0, 6),
+                "context_tokens": ctx_tokens,
+                "prompt_tokens": gen.prompt_tokens if gen.prompt_tokens is not None else ctx_tokens,
+                "completion_tokens": gen.completion_tokens
+                if gen.completion_tokens is not None
+                else approx_tokens(gen.text),
+                "finish_reason": gen.finish_reason,
+            }
+        )
 
     def step_env(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> Turn:
         """Step the env with the model's turn (:func:`~agents.turn.play_turn`) and record the step."""

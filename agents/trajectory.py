@@ -62,7 +62,11 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
-                log.warning("%s:%d: skipping a cut-off or corrupt line (an interrupted write); that episode will be rerun", path, n)
+                log.warning(
+                    "%s:%d: skipping a cut-off or corrupt line (an interrupted write); that episode will be rerun",
+                    path,
+                    n,
+                )
                 continue
             if isinstance(rec, dict) and "key" in rec:
                 by_key[rec["key"]] = rec

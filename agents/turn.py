@@ -115,8 +115,17 @@ def play_turn(env: Any, text: str) -> Turn:
     obs, reward, term, trunc, info = env.step(action)
     seconds = time.perf_counter() - t
     new_errors = [k for k, v in info.get("errors", {}).items() if v > errors_before.get(k, 0)]
-    return Turn(action, obs, float(reward), bool(term), bool(trunc), info, sum(u.tool_calls.values()) - calls_before,
-                observation_error(obs, new_errors), seconds)
+    return Turn(
+        action,
+        obs,
+        float(reward),
+        bool(term),
+        bool(trunc),
+        info,
+        sum(u.tool_calls.values()) - calls_before,
+        observation_error(obs, new_errors),
+        seconds,
+    )
 
 
 @dataclass

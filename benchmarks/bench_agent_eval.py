@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--smollm2-tasks", type=int, default=3, help="tasks for the SmolLM2 run (0 = skip)")
-    ap.add_argument("--smollm2-threads", type=int, default=1, help="torch threads for SmolLM2 (1 is fastest on a busy 2-core box)")
+    ap.add_argument(
+        "--smollm2-threads", type=int, default=1, help="torch threads for SmolLM2 (1 is fastest on a busy 2-core box)"
+    )
     args = ap.parse_args(argv)
     path = str(ensure_sample_index(args.index))
     n = 16 if args.quick else None
@@ -55,8 +57,16 @@ def main(argv: list[str] | None = None) -> int:
         ("oracle, sequential (1 thread)", EvalConfig(**base, out=str(tmp / "w1"), workers=1), None),
         ("oracle, 4 threads", EvalConfig(**base, out=str(tmp / "w4"), workers=4), None),
         ("oracle, lockstep batches of 8", EvalConfig(**base, out=str(tmp / "b8"), batch_size=8), "lockstep"),
-        (f"oracle + {LATENCY * 1000:.0f} ms endpoint latency, 1 thread", EvalConfig(**base, out=str(tmp / "r1"), workers=1), "remote"),
-        (f"oracle + {LATENCY * 1000:.0f} ms endpoint latency, 8 threads", EvalConfig(**base, out=str(tmp / "r8"), workers=8), "remote"),
+        (
+            f"oracle + {LATENCY * 1000:.0f} ms endpoint latency, 1 thread",
+            EvalConfig(**base, out=str(tmp / "r1"), workers=1),
+            "remote",
+        ),
+        (
+            f"oracle + {LATENCY * 1000:.0f} ms endpoint latency, 8 threads",
+            EvalConfig(**base, out=str(tmp / "r8"), workers=8),
+            "remote",
+        ),
     ]:
         pol = None
         if policy == "lockstep":
@@ -72,7 +82,16 @@ def main(argv: list[str] | None = None) -> int:
             seq_remote = eps
         if policy == "remote" and cfg.workers > 1:
             label += f" ({eps / seq_remote:.2f}x vs 1 thread)"
-        rows.append([label, res.metrics["episodes"], f"{res.metrics['pass@1']:.3f}", f"{dt:.2f}", f"{eps:.2f}", f"{eps / seq:.2f}x"])
+        rows.append(
+            [
+                label,
+                res.metrics["episodes"],
+                f"{res.metrics['pass@1']:.3f}",
+                f"{dt:.2f}",
+                f"{eps:.2f}",
+                f"{eps / seq:.2f}x",
+            ]
+        )
     print(f"\noracle on the held-out derived tasks of {path}")
     print(table(["run", "episodes", "pass@1", "seconds", "episodes/s", "vs sequential"], rows))
 
@@ -85,13 +104,34 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for bs in (1, args.smollm2_tasks):
         t = time.perf_counter()
-        res = run_eval(EvalConfig(policy="hf:smollm2", index_dir=path, n=args.smollm2_tasks, batch_size=bs, agent=agent,
-                                  threads=args.smollm2_threads, out=str(tmp / f"smol{bs}"), progress=False))
+        res = run_eval(
+            EvalConfig(
+                policy="hf:smollm2",
+                index_dir=path,
+                n=args.smollm2_tasks,
+                batch_size=bs,
+                agent=agent,
+                threads=args.smollm2_threads,
+                out=str(tmp / f"smol{bs}"),
+                progress=False,
+            )
+        )
         m = res.metrics
-        rows.append([f"batch {bs}", m["episodes"], f"{m['format_validity']:.3f}", f"{m['pass@1']:.3f}", m["tokens"]["completion_total"],
-                     f"{m['run']['generated_tokens_per_second']:.1f}", f"{time.perf_counter() - t:.0f}"])
+        rows.append(
+            [
+                f"batch {bs}",
+                m["episodes"],
+                f"{m['format_validity']:.3f}",
+                f"{m['pass@1']:.3f}",
+                m["tokens"]["completion_total"],
+                f"{m['run']['generated_tokens_per_second']:.1f}",
+                f"{time.perf_counter() - t:.0f}",
+            ]
+        )
     print(f"\nSmolLM2-135M-Instruct (greedy, 192 new tokens/turn, 4 LLM calls) on {args.smollm2_tasks} held-out tasks")
-    print(table(["generation", "episodes", "format validity", "pass@1", "tokens generated", "tokens/s", "wall s"], rows))
+    print(
+        table(["generation", "episodes", "format validity", "pass@1", "tokens generated", "tokens/s", "wall s"], rows)
+    )
     return 0
 
 

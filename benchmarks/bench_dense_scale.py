@@ -58,8 +58,8 @@ def base_vectors(index_dir: Path | None) -> tuple[np.ndarray, str]:
     """The real passage embeddings of ``index_dir`` (or synthetic ones when it has no flat/HNSW dense part)."""
     import faiss
 
-    from wiki_index.store.derived import dense_location
     from wiki_index.manifest import MANIFEST
+    from wiki_index.store.derived import dense_location
 
     if index_dir is not None and (index_dir / MANIFEST).is_file():
         manifest = json.loads((index_dir / MANIFEST).read_text(encoding="utf-8"))
@@ -84,7 +84,7 @@ def perturbed(base: np.ndarray, n: int, sigma: float, seed: int) -> np.ndarray:
     for start in range(0, n, 65_536):
         rows = np.arange(start, min(n, start + 65_536)) % len(base)
         noise = rng.standard_normal((len(rows), base.shape[1]), dtype=np.float32) * (sigma / np.sqrt(base.shape[1]))
-        out[start:start + len(rows)] = _unit(base[rows] + noise)
+        out[start : start + len(rows)] = _unit(base[rows] + noise)
     return out
 
 
@@ -93,7 +93,9 @@ def real_queries(index_dir: Path | None, limit: int) -> tuple[np.ndarray, str]:
     texts: list[str] = []
     tasks = index_dir / "tasks" / "sailorfog_qa.jsonl" if index_dir else None
     if tasks and tasks.is_file():
-        texts += [json.loads(line)["question"] for line in tasks.read_text(encoding="utf-8").splitlines() if line.strip()]
+        texts += [
+            json.loads(line)["question"] for line in tasks.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
     texts += [json.loads(line)["query"] for line in LEADS.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts = texts[:limit]
     from wiki_index.search.dense import DenseConfig, Encoder, default_model_path
@@ -139,8 +141,12 @@ def build_one(x: np.ndarray, cfg: Any, where: Path) -> dict[str, Any]:
     faiss.write_index(index, str(where / "index.faiss"))
     del index
     (where / "docids.txt").write_text("".join(f"{i}\n" for i in range(len(x))), encoding="utf-8")
-    return {"build_s": build_s, "disk": (where / "index.faiss").stat().st_size, "rss": load_rss(where / "index.faiss"),
-            "estimate": memory_estimate(len(x), x.shape[1], cfg)}
+    return {
+        "build_s": build_s,
+        "disk": (where / "index.faiss").stat().st_size,
+        "rss": load_rss(where / "index.faiss"),
+        "estimate": memory_estimate(len(x), x.shape[1], cfg),
+    }
 
 
 def recall(got: list[list[Any]], truth: np.ndarray, n_base: int = 0) -> float:
@@ -168,12 +174,14 @@ def timed_search(searcher: Any, q: np.ndarray, singles: int) -> tuple[list[list[
     one = []
     for i in range(min(singles, len(q))):
         t0 = time.perf_counter()
-        searcher.search_vectors(q[i:i + 1], K)
+        searcher.search_vectors(q[i : i + 1], K)
         one.append((time.perf_counter() - t0) * 1000)
     return hits, batch_ms, statistics.median(one)
 
 
-def run_size(x: np.ndarray, q: np.ndarray, cfgs: dict[str, Any], work: Path, singles: int, n_base: int) -> dict[str, Any]:
+def run_size(
+    x: np.ndarray, q: np.ndarray, cfgs: dict[str, Any], work: Path, singles: int, n_base: int
+) -> dict[str, Any]:
     """Build and search every config in ``cfgs`` over ``x``; the flat one gives the exact top-``K``."""
     from wiki_index.search.dense import DenseSearcher
 
@@ -186,9 +194,20 @@ def run_size(x: np.ndarray, q: np.ndarray, cfgs: dict[str, Any], work: Path, sin
             truth = np.array([[int(h.docid) for h in hs[:K]] for hs in hits])
         else:
             searchers[name] = s  # the flat one is not swept (and is the largest)
-        rows.append([name, f"{m['build_s']:.1f}", f"{m['disk'] / 2**20:.1f}", f"{m['rss'] / 2**20:.1f}",
-                     f"{m['estimate'] / 2**20:.1f}", f"{m['disk'] / m['estimate']:.3f}", f"{batch_ms:.3f}",
-                     f"{single_ms:.2f}", f"{recall(hits, truth):.3f}", f"{recall(hits, truth, n_base):.3f}"])
+        rows.append(
+            [
+                name,
+                f"{m['build_s']:.1f}",
+                f"{m['disk'] / 2**20:.1f}",
+                f"{m['rss'] / 2**20:.1f}",
+                f"{m['estimate'] / 2**20:.1f}",
+                f"{m['disk'] / m['estimate']:.3f}",
+                f"{batch_ms:.3f}",
+                f"{single_ms:.2f}",
+                f"{recall(hits, truth):.3f}",
+                f"{recall(hits, truth, n_base):.3f}",
+            ]
+        )
     return {"rows": rows, "searchers": searchers, "truth": truth}
 
 
@@ -204,8 +223,16 @@ def sweep(searchers: dict[str, Any], q: np.ndarray, truth: np.ndarray, singles: 
         for v in (8, 16, 32, 64, 128, 256):
             apply_search_params(s.index, replace(s.cfg, **{knob: v}))
             hits, batch_ms, single_ms = timed_search(s, q, singles)
-            out.append([name, f"{knob}={v}", f"{batch_ms:.3f}", f"{single_ms:.2f}", f"{recall(hits, truth):.3f}",
-                        f"{recall(hits, truth, n_base):.3f}"])
+            out.append(
+                [
+                    name,
+                    f"{knob}={v}",
+                    f"{batch_ms:.3f}",
+                    f"{single_ms:.2f}",
+                    f"{recall(hits, truth):.3f}",
+                    f"{recall(hits, truth, n_base):.3f}",
+                ]
+            )
         apply_search_params(s.index, s.cfg)
     return out
 
@@ -214,8 +241,11 @@ def configs(variants: bool) -> dict[str, Any]:
     """The index configurations measured: the defaults of each type, and (``variants``) IVF-PQ with fewer code bytes."""
     from wiki_index.search.dense import DenseConfig
 
-    base = {"flat": DenseConfig(index_type="flat"), "hnsw": DenseConfig(index_type="hnsw"),
-            "ivfpq": DenseConfig(index_type="ivfpq")}
+    base = {
+        "flat": DenseConfig(index_type="flat"),
+        "hnsw": DenseConfig(index_type="hnsw"),
+        "ivfpq": DenseConfig(index_type="ivfpq"),
+    }
     if variants:
         base["ivfpq m96"] = DenseConfig(index_type="ivfpq", pq_m=96)
         base["ivfpq m48"] = DenseConfig(index_type="ivfpq", pq_m=48)
@@ -237,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=400, help="queries (real ones: at most the available texts)")
     ap.add_argument("--singles", type=int, default=200, help="queries timed one at a time")
     ap.add_argument("--threads", type=int, default=1, help="FAISS/torch threads (the cores are shared)")
-    ap.add_argument("--held-out", action="store_true", help="perturbed held-out vectors as queries instead of real ones")
+    ap.add_argument(
+        "--held-out", action="store_true", help="perturbed held-out vectors as queries instead of real ones"
+    )
     ap.add_argument("--defaults-only", action="store_true", help="skip the IVF-PQ pq_m=96/48 variants")
     ap.add_argument("--quick", action="store_true", help="10k vectors, 100 held-out queries, defaults only")
     args = ap.parse_args(argv)
@@ -247,24 +279,54 @@ def main(argv: list[str] | None = None) -> int:
     index_dir = Path(args.index) if args.index else default_index_dir()
     base, source = base_vectors(index_dir)
     if args.quick or args.held_out:
-        q, qsource = perturbed(base, min(args.queries, 100 if args.quick else args.queries), args.noise, seed=1), "held-out perturbed vectors"
+        q, qsource = (
+            perturbed(base, min(args.queries, 100 if args.quick else args.queries), args.noise, seed=1),
+            "held-out perturbed vectors",
+        )
         q = q[np.random.default_rng(2).permutation(len(q))]
     else:
         q, qsource = real_queries(index_dir, args.queries)
-    print(f"base: {source}; noise sigma {args.noise}; queries: {len(q)} {qsource}; {args.threads} thread(s); "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"base: {source}; noise sigma {args.noise}; queries: {len(q)} {qsource}; {args.threads} thread(s); "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     work = Path(tempfile.mkdtemp(prefix="bench-dense-"))
     try:
         for n in sizes:
             x = perturbed(base, n, args.noise, seed=0)
-            res = run_size(x, q, configs(not (args.quick or args.defaults_only)), work / str(n), args.singles, len(base))
+            res = run_size(
+                x, q, configs(not (args.quick or args.defaults_only)), work / str(n), args.singles, len(base)
+            )
             print(f"\nN = {n:,} x {x.shape[1]} (recall@{K} vs exact flat search)")
-            print(table(["index", "build s", "disk MiB", "load RSS MiB", "estimate MiB", "disk/estimate",
-                         "batch ms/q", "single ms (median)", f"recall@{K}", f"passage recall@{K}"], res["rows"]))
-            print(f"\nN = {n:,}: search-time knob sweep (defaults: hnsw_ef_search={DenseConfig().hnsw_ef_search}, nprobe={DenseConfig().nprobe})")
-            print(table(["index", "setting", "batch ms/q", "single ms (median)", f"recall@{K}", f"passage recall@{K}"],
-                        sweep(res["searchers"], q, res["truth"], args.singles, len(base))))
-            print(f"load average at the end: {os.getloadavg()[0]:.1f} (timings are noisy when other jobs share the CPUs)")
+            print(
+                table(
+                    [
+                        "index",
+                        "build s",
+                        "disk MiB",
+                        "load RSS MiB",
+                        "estimate MiB",
+                        "disk/estimate",
+                        "batch ms/q",
+                        "single ms (median)",
+                        f"recall@{K}",
+                        f"passage recall@{K}",
+                    ],
+                    res["rows"],
+                )
+            )
+            print(
+                f"\nN = {n:,}: search-time knob sweep (defaults: hnsw_ef_search={DenseConfig().hnsw_ef_search}, nprobe={DenseConfig().nprobe})"
+            )
+            print(
+                table(
+                    ["index", "setting", "batch ms/q", "single ms (median)", f"recall@{K}", f"passage recall@{K}"],
+                    sweep(res["searchers"], q, res["truth"], args.singles, len(base)),
+                )
+            )
+            print(
+                f"load average at the end: {os.getloadavg()[0]:.1f} (timings are noisy when other jobs share the CPUs)"
+            )
             del x, res
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import sim_web  # noqa: F401
     from sim_web.env import EnvConfig
-    from sim_web.executor import ExecutorConfig
     from sim_web.env.tasks import derive_tasks
+    from sim_web.executor import ExecutorConfig
     from wiki_index.search._java import autoclass, import_pyserini_search
 
     ap = argparse.ArgumentParser()
@@ -41,19 +41,29 @@ def main(argv: list[str] | None = None) -> int:
     path = str(ensure_sample_index(args.index))
     n = 30 if args.quick else 200
 
-    colds = [float(subprocess.run([sys.executable, "-c", COLD.format(path=path)], capture_output=True, text=True, check=True).stdout.split()[-1])
-             for _ in range(1 if args.quick else 3)]
-    env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=path, executor=ExecutorConfig(cache=False), max_obs_chars=10**12))
+    colds = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", COLD.format(path=path)], capture_output=True, text=True, check=True
+            ).stdout.split()[-1]
+        )
+        for _ in range(1 if args.quick else 3)
+    ]
+    env = gym.make(
+        "WebResearch-v0", config=EnvConfig(index_dir=path, executor=ExecutorConfig(cache=False), max_obs_chars=10**12)
+    )
     uenv = env.unwrapped
     n_warm = 200 if args.quick else 1000
     # questions carrying a quoted description to search for: a warm-up set, then 10 sets of n, so that every
     # timed query is new to both sides (a repeated query finds its postings and passages in the CPU caches)
     all_tasks = derive_tasks(uenv.index.store, n=n_warm + 10 * n)
     if len(all_tasks) < n_warm + 10 * n:
-        raise SystemExit(f"bench_env needs {n_warm + 10 * n} derived tasks, the index gives {len(all_tasks)}; use a bigger index or --quick")
-    tasks = all_tasks[n_warm:n_warm + n]
+        raise SystemExit(
+            f"bench_env needs {n_warm + 10 * n} derived tasks, the index gives {len(all_tasks)}; use a bigger index or --quick"
+        )
+    tasks = all_tasks[n_warm : n_warm + n]
     queries = [t.question.split('"')[1] for t in tasks]
-    sets = [[t.question.split('"')[1] for t in all_tasks[n_warm + i * n:n_warm + (i + 1) * n]] for i in range(10)]
+    sets = [[t.question.split('"')[1] for t in all_tasks[n_warm + i * n : n_warm + (i + 1) * n]] for i in range(10)]
     if args.quick:  # the Java object under pyserini's LuceneSearcher: skips pyserini.search's torch import (10-30 s)
         raw = autoclass("io.anserini.search.SimpleSearcher")(str(uenv.index.path / "bm25"))
         raw_name = "raw Anserini SimpleSearcher.search(q, k=30)"
@@ -91,20 +101,39 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(5):  # each side on its own sets; which set a side gets alternates too
         raw_set, env_set = (sets[2 * i], sets[2 * i + 1]) if i % 2 == 0 else (sets[2 * i + 1], sets[2 * i])
         raw_runs.append(pass_ms(lambda q: raw.search(q, 30), raw_set))
-        step_runs.append(pass_ms(step, [f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>'
-                                        for q in env_set]))
+        step_runs.append(
+            pass_ms(
+                step,
+                [
+                    f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>'
+                    for q in env_set
+                ],
+            )
+        )
     raw_ms, step_ms = statistics.median(raw_runs), statistics.median(step_runs)
-    urls = [f'<tool_call>{{"name": "visit", "arguments": {{"url": ["https://en.wikipedia.org/wiki/{t.answer.replace(" ", "_")}"], "goal": {json.dumps(q)}}}}}</tool_call>' for t, q in zip(tasks, queries)]
+    urls = [
+        f'<tool_call>{{"name": "visit", "arguments": {{"url": ["https://en.wikipedia.org/wiki/{t.answer.replace(" ", "_")}"], "goal": {json.dumps(q)}}}}}</tool_call>'
+        for t, q in zip(tasks, queries)
+    ]
     visit_ms = timed(step, urls)
-    print(f"\nenv step latency (search: median of 5 alternating passes of {n} queries new to the process, a different set each "
-          f"pass and side; visit: of 3 passes over {n} pages; cache off)")
-    print(table(["operation", "ms", "ratio"], [
-        [raw_name, f"{raw_ms:.3f}", "1.00x"],
-        ["env.step(search tool call) incl. parse+format", f"{step_ms:.3f}", f"{step_ms / raw_ms:.2f}x"],
-        ["env.step(visit tool call)", f"{visit_ms:.3f}", "-"],
-    ]))
+    print(
+        f"\nenv step latency (search: median of 5 alternating passes of {n} queries new to the process, a different set each "
+        f"pass and side; visit: of 3 passes over {n} pages; cache off)"
+    )
+    print(
+        table(
+            ["operation", "ms", "ratio"],
+            [
+                [raw_name, f"{raw_ms:.3f}", "1.00x"],
+                ["env.step(search tool call) incl. parse+format", f"{step_ms:.3f}", f"{step_ms / raw_ms:.2f}x"],
+                ["env.step(visit tool call)", f"{visit_ms:.3f}", "-"],
+            ],
+        )
+    )
     print(f"scripted search steps/s: {1000 / step_ms:.0f}; visit steps/s: {1000 / visit_ms:.0f}")
-    print(f"cold `import sim_web; gym.make('WebResearch-v0'); env.reset()` in a new process: median {statistics.median(colds):.2f}s over {len(colds)} runs (target <= 3 s)")
+    print(
+        f"cold `import sim_web; gym.make('WebResearch-v0'); env.reset()` in a new process: median {statistics.median(colds):.2f}s over {len(colds)} runs (target <= 3 s)"
+    )
     return 0
 
 

@@ -23,8 +23,10 @@ class MemoryBackend:
     def search(self, query: str, k: int = 10):  # noqa: ANN201 - benchmark fixture
         from sim_web.protocol.results import SearchResult
 
-        return [SearchResult(title=f"{query} {i}", link=f"https://en.wikipedia.org/wiki/P{i}", snippet="s" * 200)
-                for i in range(k)]
+        return [
+            SearchResult(title=f"{query} {i}", link=f"https://en.wikipedia.org/wiki/P{i}", snippet="s" * 200)
+            for i in range(k)
+        ]
 
     def scholar(self, query: str, k: int = 10):  # noqa: ANN201
         return []
@@ -37,8 +39,8 @@ class MemoryBackend:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
-    from sim_web.protocol.actions import parse_action
     from sim_web.executor import ExecutorConfig, ToolExecutor
+    from sim_web.protocol.actions import parse_action
     from sim_web.tools import Toolbox
 
     ap = argparse.ArgumentParser(description=__doc__)

@@ -43,8 +43,18 @@ def step_rows(metrics: list[dict[str, Any]]) -> tuple[list[list[str]], dict[str,
         tokens = float(m.get("agent/generated_tokens", 0.0))
         for key, value in zip(("gen", "tool", "train", "tokens"), (gen, tool, tr, tokens)):
             tot[key] += value
-        rows.append([str(m.get("step", len(rows) + 1)), f"{m.get('agent/reward_mean', 0.0):.3f}", f"{tokens:.0f}",
-                     f"{tokens / gen:.0f}" if gen else "-", f"{gen + tool + tr:.1f}", f"{gen:.1f}", f"{tool:.2f}", f"{tr:.1f}"])
+        rows.append(
+            [
+                str(m.get("step", len(rows) + 1)),
+                f"{m.get('agent/reward_mean', 0.0):.3f}",
+                f"{tokens:.0f}",
+                f"{tokens / gen:.0f}" if gen else "-",
+                f"{gen + tool + tr:.1f}",
+                f"{gen:.1f}",
+                f"{tool:.2f}",
+                f"{tr:.1f}",
+            ]
+        )
     return rows, tot
 
 
@@ -52,14 +62,16 @@ def split_line(tot: dict[str, float]) -> str:
     """The totals as shares of the step time, and the mean rollout tokens/s."""
     total = tot["gen"] + tot["tool"] + tot["train"] or 1.0
     rate = tot["tokens"] / tot["gen"] if tot["gen"] else 0.0
-    return (f"step time: generation {100 * tot['gen'] / total:.1f}%, tool calls {100 * tot['tool'] / total:.2f}%, "
-            f"training {100 * tot['train'] / total:.1f}%; rollout {rate:.0f} generated tokens/s")
+    return (
+        f"step time: generation {100 * tot['gen'] / total:.1f}%, tool calls {100 * tot['tool'] / total:.2f}%, "
+        f"training {100 * tot['train'] / total:.1f}%; rollout {rate:.0f} generated tokens/s"
+    )
 
 
 def gpu_recipe(args: argparse.Namespace, index: Path, out: str) -> Any:
     """The ``single-gpu`` recipe cut down to ``args``' few small steps (no feedback loop, no pre-filter)."""
-    from training.grpo.config import NO_PYTHON_TOOLS, load_recipe
     from sim_web.tools.python.sandbox import sandbox_problem
+    from training.grpo.config import NO_PYTHON_TOOLS, load_recipe
 
     tasks = "cpu-learn" if (index / "tasks" / "cpu-learn.jsonl").is_file() else None
     if tasks is None:
@@ -71,10 +83,25 @@ def gpu_recipe(args: argparse.Namespace, index: Path, out: str) -> Any:
     if problem:
         print(f"note: PythonInterpreter dropped: its sandbox cannot run here ({problem})")
         tools = NO_PYTHON_TOOLS
-    return load_recipe("single-gpu", model=args.model, index_dir=str(index), tasks=tasks, tools=tools,
-                       max_steps=args.steps, num_generations=args.group, prompts_per_step=args.prompts,
-                       max_turns=args.turns, max_turn_tokens=args.turn_tokens, max_completion_length=args.budget,
-                       loop=False, dupo_prefilter_k=0, save_steps=10_000, output_dir=out, resume=False, threads=None)
+    return load_recipe(
+        "single-gpu",
+        model=args.model,
+        index_dir=str(index),
+        tasks=tasks,
+        tools=tools,
+        max_steps=args.steps,
+        num_generations=args.group,
+        prompts_per_step=args.prompts,
+        max_turns=args.turns,
+        max_turn_tokens=args.turn_tokens,
+        max_completion_length=args.budget,
+        loop=False,
+        dupo_prefilter_k=0,
+        save_steps=10_000,
+        output_dir=out,
+        resume=False,
+        threads=None,
+    )
 
 
 def ensure_sailorfog(index: Path) -> None:
@@ -96,8 +123,11 @@ def run_grpo(args: argparse.Namespace, index: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as out:
         recipe = gpu_recipe(args, index, out)
         use_vllm, _ = recipe.generation()
-        print(f"GRPO: {recipe.model}, bf16, G={recipe.num_generations}, {recipe.prompts_per_step} tasks/step, "
-              f"{recipe.max_steps} steps, generation with {'vLLM (colocated)' if use_vllm else 'transformers'}", flush=True)
+        print(
+            f"GRPO: {recipe.model}, bf16, G={recipe.num_generations}, {recipe.prompts_per_step} tasks/step, "
+            f"{recipe.max_steps} steps, generation with {'vLLM (colocated)' if use_vllm else 'transformers'}",
+            flush=True,
+        )
         torch.cuda.reset_peak_memory_stats()
         summary = train(recipe)
         summary["peak_allocated"] = torch.cuda.max_memory_allocated()
@@ -129,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the GPU check; returns 0 (also where there is no CUDA GPU)."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", default=None)
-    ap.add_argument("--model", default="smollm2", help="'smollm2' (the bundled SmolLM2-135M-Instruct) or a model folder")
+    ap.add_argument(
+        "--model", default="smollm2", help="'smollm2' (the bundled SmolLM2-135M-Instruct) or a model folder"
+    )
     ap.add_argument("--steps", type=int, default=3, help="GRPO steps")
     ap.add_argument("--group", type=int, default=4, help="G, rollouts per task")
     ap.add_argument("--prompts", type=int, default=2, help="tasks per step")
@@ -154,9 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table(["step", "reward", "gen tokens", "tokens/s", "step s", "generation s", "tool s", "training s"], rows))
     print(split_line(tot))
     gib = 2**30
-    print(f"peak GPU memory: {summary['peak_allocated'] / gib:.2f} GiB allocated by torch, {summary['peak_reserved'] / gib:.2f} "
-          f"GiB reserved; device in use at the end: {summary['device_used'] / gib:.1f} of {summary['device_total'] / gib:.1f} GiB "
-          f"(generation: {summary['generator']})")
+    print(
+        f"peak GPU memory: {summary['peak_allocated'] / gib:.2f} GiB allocated by torch, {summary['peak_reserved'] / gib:.2f} "
+        f"GiB reserved; device in use at the end: {summary['device_used'] / gib:.1f} of {summary['device_total'] / gib:.1f} GiB "
+        f"(generation: {summary['generator']})"
+    )
     n, rate, where = dense_rate(index, args.passages)
     print(f"dense encoding: {n} passages at {rate:.0f} passages/s on {where}")
     print(f"GPU check done in {time.perf_counter() - t0:.0f} s")

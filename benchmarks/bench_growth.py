@@ -147,14 +147,21 @@ def write_corpus(path: Path, n_pages: int, words: int = 100, generator: str = "n
         for i, (title, text) in enumerate(pages(n_pages, generator)):
             toks = text.split()
             for start in range(0, len(toks), words):
-                f.write(json.dumps({"id": f"g{i}-{start // words}", "title": title, "text": " ".join(toks[start:start + words])}) + "\n")
+                f.write(
+                    json.dumps(
+                        {"id": f"g{i}-{start // words}", "title": title, "text": " ".join(toks[start : start + words])}
+                    )
+                    + "\n"
+                )
                 n += 1
     return n
 
 
 def build(corpus: Path, out: Path, env: dict[str, str]) -> tuple[float, float]:
     """Build the index in a fresh process; returns (seconds, peak RSS in MiB)."""
-    r = subprocess.run([sys.executable, "-c", _BUILD, str(corpus), str(out)], check=False, capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", _BUILD, str(corpus), str(out)], check=False, capture_output=True, text=True, env=env
+    )
     if r.returncode:
         raise RuntimeError(f"build of {corpus} failed:\n{r.stderr[-3000:]}")
     secs, rss_kib = r.stdout.split("RESULT", 1)[1].split()
@@ -194,7 +201,10 @@ def search_step_ms(index_dir: str | Path, n: int = 200, warm: int = 300) -> dict
 
     index_dir = Path(index_dir)
     qs = queries(index_dir, 6 * n + warm)
-    env = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(index_dir), executor=ExecutorConfig(cache=False), max_obs_chars=10**12))
+    env = gym.make(
+        "WebResearch-v0",
+        config=EnvConfig(index_dir=str(index_dir), executor=ExecutorConfig(cache=False), max_obs_chars=10**12),
+    )
     actions = [f'<tool_call>{{"name": "search", "arguments": {{"query": [{json.dumps(q)}]}}}}</tool_call>' for q in qs]
     turns = [0]
 
@@ -204,12 +214,14 @@ def search_step_ms(index_dir: str | Path, n: int = 200, warm: int = 300) -> dict
         turns[0] += 1
         env.step(a)
 
-    for a in actions[6 * n:]:
+    for a in actions[6 * n :]:
         step(a)
-    out = {"step_ms": _median_ms(step, [actions[i * n:(i + 1) * n] for i in range(3)])}
+    out = {"step_ms": _median_ms(step, [actions[i * n : (i + 1) * n] for i in range(3)])}
     env.close()
     index = WikiIndex.from_dir(index_dir)
-    out["lucene_ms"] = _median_ms(lambda q: index.bm25.search_docs(q, 30), [qs[i * n:(i + 1) * n] for i in range(3, 6)])
+    out["lucene_ms"] = _median_ms(
+        lambda q: index.bm25.search_docs(q, 30), [qs[i * n : (i + 1) * n] for i in range(3, 6)]
+    )
     out["matches"] = _median_matches(index, qs[:50])
     return out
 
@@ -234,7 +246,9 @@ def _median_matches(index: Any, qs: list[str]) -> float:
         return statistics.median(searcher.count(generator.buildQuery("contents", analyzer, q)) for q in qs)
 
 
-def server_rps(index_dir: Path, env: dict[str, str], seconds: float = 10, clients: int = 32, workers: int = 2) -> dict[str, float]:
+def server_rps(
+    index_dir: Path, env: dict[str, str], seconds: float = 10, clients: int = 32, workers: int = 2
+) -> dict[str, float]:
     """Closed-loop search req/s of ``sim-web serve`` on ``index_dir`` (distinct queries, cache off), after a warm-up.
 
     The server and the load are bench_server's (:func:`~benchmarks.bench_server.running_server`,
@@ -246,8 +260,10 @@ def server_rps(index_dir: Path, env: dict[str, str], seconds: float = 10, client
     bodies = [("/tools/search", {"arguments": {"query": [q]}}) for q in queries(index_dir, 8000, seed=1)]
     warm = len(bodies) // 4  # enough distinct bodies that the measured phase seldom repeats a query
     binary = compile_loadgen()
-    with running_server(str(index_dir), workers, cache=False, fast_routes=True, env=env, ready_s=600) as server, \
-            tempfile.TemporaryDirectory() as tmp:
+    with (
+        running_server(str(index_dir), workers, cache=False, fast_routes=True, env=env, ready_s=600) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         run = phase_runner(server, binary, Path(tmp))
         run(bodies[:warm], 32, max(2.0, seconds))  # JIT and page-cache warm-up first: a fresh worker at 1M pages
         # costs ~1.6x per search for its first thousands of calls
@@ -269,11 +285,23 @@ def measure(pages_n: int, work: Path, generator: str, quick: bool, serve_seconds
     passages = json.loads((out / "manifest.json").read_text())["counts"]["passages"]
     disk = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2**20
     n, warm = (50, 50) if quick else (200, 1000)
-    step = in_fresh_process("benchmarks.bench_growth", "search_step_ms", str(out), n, warm, env=env)  # a cold JIT per size
+    step = in_fresh_process(
+        "benchmarks.bench_growth", "search_step_ms", str(out), n, warm, env=env
+    )  # a cold JIT per size
     srv = server_rps(out, env, seconds=serve_seconds)
-    row = [f"{pages_n:,}", f"{passages:,}", _fmt(secs, ".1f"), _fmt(secs and pages_n / secs, ".0f"), _fmt(rss, ".0f"),
-           f"{disk:.0f}", f"{step['step_ms']:.2f}", f"{step['lucene_ms']:.2f}", f"{step['matches']:,.0f}",
-           f"{srv['rps']:.0f} ({srv['load']})", f"{srv['errors']:.0f}"]
+    row = [
+        f"{pages_n:,}",
+        f"{passages:,}",
+        _fmt(secs, ".1f"),
+        _fmt(secs and pages_n / secs, ".0f"),
+        _fmt(rss, ".0f"),
+        f"{disk:.0f}",
+        f"{step['step_ms']:.2f}",
+        f"{step['lucene_ms']:.2f}",
+        f"{step['matches']:,.0f}",
+        f"{srv['rps']:.0f} ({srv['load']})",
+        f"{srv['errors']:.0f}",
+    ]
     print("ROW", json.dumps(row), file=sys.stderr, flush=True)
     return row
 
@@ -286,9 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     """Build one index per size and print the growth table."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_growth")
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated page counts")
-    ap.add_argument("--generator", choices=GENERATORS, default="names", help="how copies of a lead differ (module docstring)")
-    ap.add_argument("--keep", default=None, help="keep the indexes in this folder and reuse those built there before "
-                    "(build columns then show '-'; default: a temporary folder)")
+    ap.add_argument(
+        "--generator", choices=GENERATORS, default="names", help="how copies of a lead differ (module docstring)"
+    )
+    ap.add_argument(
+        "--keep",
+        default=None,
+        help="keep the indexes in this folder and reuse those built there before "
+        "(build columns then show '-'; default: a temporary folder)",
+    )
     ap.add_argument("--serve-seconds", type=float, default=10, help="length of the server's closed-loop phase")
     ap.add_argument("--quick", action="store_true", help="500 and 2000 pages, short phases")
     args = ap.parse_args(argv)
@@ -301,8 +335,24 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"\ngrowth (BM25 only, '{args.generator}' synthetic corpora of real leads; one machine, one run per size)")
-    print(table(["pages", "passages", "build s", "pages/s", "peak RSS MiB", "disk MiB", "search step ms", "Lucene ms",
-                 "docs matched", "server req/s", "errors"], rows))
+    print(
+        table(
+            [
+                "pages",
+                "passages",
+                "build s",
+                "pages/s",
+                "peak RSS MiB",
+                "disk MiB",
+                "search step ms",
+                "Lucene ms",
+                "docs matched",
+                "server req/s",
+                "errors",
+            ],
+            rows,
+        )
+    )
     return 0
 
 

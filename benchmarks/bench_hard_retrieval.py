@@ -122,12 +122,17 @@ def _fuse(sparse: list[Any], dense: list[Any], cfg: dict[str, Any]) -> list[str]
     return [h.docid for h in fused]
 
 
-def tune(sparse: list[list[Any]], dense: list[list[Any]], golds: list[int | None],
-         page_of: dict[str, int]) -> tuple[dict[str, Any], float, list[list[object]]]:
+def tune(
+    sparse: list[list[Any]], dense: list[list[Any]], golds: list[int | None], page_of: dict[str, int]
+) -> tuple[dict[str, Any], float, list[list[object]]]:
     """Grid-search the fusion on these queries; the best config, its recall and the top rows. Among equal recalls
     the config that differs from :data:`DEFAULT` in the fewest parameters wins (then the grid order)."""
-    grid = [{"depth": dp, "rrf_k": k, "sparse_weight": 1.0, "dense_weight": w}
-            for dp in DEPTHS for k in RRF_KS for w in DENSE_WEIGHTS]
+    grid = [
+        {"depth": dp, "rrf_k": k, "sparse_weight": 1.0, "dense_weight": w}
+        for dp in DEPTHS
+        for k in RRF_KS
+        for w in DENSE_WEIGHTS
+    ]
     scored = []
     for cfg in grid:
         r = _recall([_fuse(s, d, cfg) for s, d in zip(sparse, dense)], golds, page_of)
@@ -148,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--index", default=None, help="index directory (default: the sample index)")
     ap.add_argument("--tasks", default=None, help="SailorFog task records (default: <index>/tasks/sailorfog_qa.jsonl)")
-    ap.add_argument("--quick", action="store_true", help="20 queries per source, bm25 only unless the dense index exists")
+    ap.add_argument(
+        "--quick", action="store_true", help="20 queries per source, bm25 only unless the dense index exists"
+    )
     args = ap.parse_args(argv)
     index = WikiIndex.from_dir(ensure_sample_index(args.index))
     tasks = Path(args.tasks) if args.tasks else index.path / "tasks" / "sailorfog_qa.jsonl"
@@ -159,10 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     page_of = {p.docid: p.page_id for batch in store.iter_passages() for p in batch}
     golds = [store.resolve(r["title"]) for r in rows]
     missing = sum(g is None for g in golds)
-    counts = {(s, h): sum(r["source"] == s and r["split"] == h for r in rows)
-              for s in ("question", "clue", "lead") for h in ("tune", "report")}
+    counts = {
+        (s, h): sum(r["source"] == s and r["split"] == h for r in rows)
+        for s in ("question", "clue", "lead")
+        for h in ("tune", "report")
+    }
     print(f"hard query set: {len(rows)} queries ({missing} whose answer page is not in the index count as misses)")
-    print(table(["source", "tune", "report"], [[s, counts[(s, 'tune')], counts[(s, 'report')]] for s in ("question", "clue", "lead")]))
+    print(
+        table(
+            ["source", "tune", "report"],
+            [[s, counts[(s, "tune")], counts[(s, "report")]] for s in ("question", "clue", "lead")],
+        )
+    )
 
     queries = [r["query"] for r in rows]
     tune_ix = [i for i, r in enumerate(rows) if r["split"] == "tune"]
@@ -179,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         dense = dense_s.batch_search(queries, depth)
         print(f"dense: {len(queries)} queries at depth {depth} in {time.perf_counter() - t:.1f}s")
         results["dense"] = [[h.docid for h in hs[:PASSAGES]] for hs in dense]
-        best, _, grid_rows = tune([sparse[i] for i in tune_ix], [dense[i] for i in tune_ix],
-                                       [golds[i] for i in tune_ix], page_of)
+        best, _, grid_rows = tune(
+            [sparse[i] for i in tune_ix], [dense[i] for i in tune_ix], [golds[i] for i in tune_ix], page_of
+        )
         print(f"\nfusion tuned on the tune half ({len(tune_ix)} queries); best 8 of the grid and the default")
         print(table(["depth", "rrf_k", "dense_weight (sparse 1.0)", "recall@10 (tune)"], grid_rows))
         print(f"tuned: {best}")
@@ -206,8 +222,19 @@ def main(argv: list[str] | None = None) -> int:
         out.append(row)
     n = {s: sum(rows[i]["source"] == s for i in rep_ix) for s in ("question", "clue", "lead")}
     print(f"\nrecall@10 (answer page among the top-10 distinct pages of {PASSAGES} passages)")
-    print(table(["mode", f"tune (n={len(tune_ix)})", f"report (n={len(rep_ix)})", f"report question (n={n['question']})",
-                 f"report clue (n={n['clue']})", f"report lead (n={n['lead']})"], out))
+    print(
+        table(
+            [
+                "mode",
+                f"tune (n={len(tune_ix)})",
+                f"report (n={len(rep_ix)})",
+                f"report question (n={n['question']})",
+                f"report clue (n={n['clue']})",
+                f"report lead (n={n['lead']})",
+            ],
+            out,
+        )
+    )
     if "hybrid tuned" in results:
         found = {m: [golds[i] in top_pages(results[m][i], page_of) for i in rep_ix] for m in results}
         for m in ("hybrid default", "hybrid tuned"):

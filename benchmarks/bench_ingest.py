@@ -74,8 +74,8 @@ def _is_article(raw) -> bool:
 
 
 def _ours(raws) -> int:
-    from wiki_index.sources.dump import process_page
     from wiki_index.parse.wikitext import ParseConfig
+    from wiki_index.sources.dump import process_page
 
     cfg = ParseConfig()
     return sum(1 for raw in raws if _is_article(raw) and process_page(raw, cfg).__class__.__name__ == "Page")
@@ -113,7 +113,9 @@ def speed(path: Path, reps: int) -> list[list[object]]:
     n = sum(1 for r in raws if _is_article(r))
     _ours(raws[:20]), _wikiextractor(raws[:20])  # warm-up (imports, regex caches)
     t_ours, t_we = _interleaved([lambda: _ours(raws), lambda: _wikiextractor(raws)], reps)
-    t_ours_e2e, t_we_e2e = _interleaved([lambda: _ours_streaming(path), lambda: _wikiextractor(_stream_raw(path))], reps)
+    t_ours_e2e, t_we_e2e = _interleaved(
+        [lambda: _ours_streaming(path), lambda: _wikiextractor(_stream_raw(path))], reps
+    )
     return [
         ["parse only", n, f"{n / t_ours:.0f}", f"{n / t_we:.0f}", f"{t_we / t_ours:.2f}x"],
         ["bz2 + XML + parse", n, f"{n / t_ours_e2e:.0f}", f"{n / t_we_e2e:.0f}", f"{t_we_e2e / t_ours_e2e:.2f}x"],
@@ -134,8 +136,13 @@ def make_synthetic(src: Path, dest: Path, n_pages: int) -> int:
             for block in blocks:
                 if written >= n_pages:
                     break
-                block = re.sub(r"<title>(.*?)</title>", lambda m: f"<title>{m.group(1)} {copy}</title>", block, count=1)
-                block = re.sub(r"<id>(\d+)</id>", lambda m: f"<id>{int(m.group(1)) + copy * 10_000_000}</id>", block, count=1)
+                block = re.sub(r"<title>(.*?)</title>", lambda m: f"<title>{m.group(1)} {copy}</title>", block, count=1)  # noqa: B023 (called at once)
+                block = re.sub(
+                    r"<id>(\d+)</id>",
+                    lambda m: f"<id>{int(m.group(1)) + copy * 10_000_000}</id>",  # noqa: B023
+                    block,
+                    count=1,
+                )
                 out.write(block)
                 written += 1
             copy += 1
@@ -151,13 +158,24 @@ def memory(path: Path, sizes: list[int], workers: int, tmp: Path) -> list[list[o
         t = time.perf_counter()
         make_synthetic(path, dump, n)
         gen = time.perf_counter() - t
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(dump), str(workers)], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(dump), str(workers)], capture_output=True, text=True, check=True
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
         peaks.append(max(r["rss_mb"], r["children_rss_mb"]))
-        rows.append([n, f"{dump.stat().st_size / 1e6:.1f}", r["kept"], f"{r['read'] / r['seconds']:.0f}",
-                     f"{r['kept'] / r['seconds']:.0f}", f"{r['rss_mb']:.0f}", f"{r['children_rss_mb']:.0f}",
-                     f"{peaks[-1] / peaks[0]:.2f}x", f"{gen:.0f}"])
+        rows.append(
+            [
+                n,
+                f"{dump.stat().st_size / 1e6:.1f}",
+                r["kept"],
+                f"{r['read'] / r['seconds']:.0f}",
+                f"{r['kept'] / r['seconds']:.0f}",
+                f"{r['rss_mb']:.0f}",
+                f"{r['children_rss_mb']:.0f}",
+                f"{peaks[-1] / peaks[0]:.2f}x",
+                f"{gen:.0f}",
+            ]
+        )
         dump.unlink()
     return rows
 
@@ -182,8 +200,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows = memory(path, sizes, args.workers, Path(tmp))
     print(f"\nmemory as the dump grows (workers={args.workers}; baseline: the smallest dump's peak RSS)")
-    print(table(["pages", "bz2 MB", "articles", "pages/s", "articles/s", "peak RSS MB", "workers' RSS MB",
-                 "RSS vs smallest", "gen s"], rows))
+    print(
+        table(
+            [
+                "pages",
+                "bz2 MB",
+                "articles",
+                "pages/s",
+                "articles/s",
+                "peak RSS MB",
+                "workers' RSS MB",
+                "RSS vs smallest",
+                "gen s",
+            ],
+            rows,
+        )
+    )
     return 0
 
 

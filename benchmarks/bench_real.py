@@ -28,7 +28,10 @@ class StaticContent:
     def search(self, query: str, k: int = 10):
         from sim_web.protocol.results import SearchResult
 
-        return [SearchResult(title=f"{query} {i}", link=f"https://en.wikipedia.org/wiki/P{i}", snippet="s" * 200) for i in range(k)]
+        return [
+            SearchResult(title=f"{query} {i}", link=f"https://en.wikipedia.org/wiki/P{i}", snippet="s" * 200)
+            for i in range(k)
+        ]
 
     def scholar(self, query: str, k: int = 10):
         return []
@@ -38,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     import httpx
 
+    from sim_web.backends.mocks import MockSerper
     from sim_web.backends.serper import SerperBackend, SerperConfig, request_body
     from sim_web.executor import BackendPolicy, ExecutorConfig, SqliteCache, ToolExecutor
-    from sim_web.backends.mocks import MockSerper
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=500, help="calls per variant")
@@ -84,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             med = statistics.median(ts)
             p90 = statistics.quantiles(ts, n=10)[-1]
             rows.append([name, f"{med:.1f}", f"{p90:.1f}", f"{med / base:.2f}x"])
-        print(f"real-web tool layer vs a bare httpx call on a loopback Serper mock, {n} calls per variant, median per call")
+        print(
+            f"real-web tool layer vs a bare httpx call on a loopback Serper mock, {n} calls per variant, median per call"
+        )
         print(table(["variant", "median us", "p90 us", "ratio vs baseline"], rows))
         print()
         print(table(["scenario", "measured", "ratio"], _limits(mock, cfg, n, base)))
@@ -99,27 +104,40 @@ def main(argv: list[str] | None = None) -> int:
 
 def _limits(mock, cfg, n: int, base_us: float) -> list[list[str]]:
     """Throughput under a saturated QPS limit, and recovery from five 429s (Retry-After: 0, 10 ms backoff)."""
+    from sim_web.backends.mocks import Fault
     from sim_web.backends.serper import SerperBackend
     from sim_web.executor import BackendPolicy, ExecutorConfig, ToolExecutor
-    from sim_web.backends.mocks import Fault
 
     qps = 50.0
-    limited = ToolExecutor([SerperBackend(KEY, cfg)], ExecutorConfig(cache=False, policies={
-        "serper": BackendPolicy(qps=qps, burst=1, timeout_s=30.0)}))
+    limited = ToolExecutor(
+        [SerperBackend(KEY, cfg)],
+        ExecutorConfig(cache=False, policies={"serper": BackendPolicy(qps=qps, burst=1, timeout_s=30.0)}),
+    )
     calls = max(20, n // 5)
     t0 = time.perf_counter()
     for i in range(calls):
         limited.search(f"l{i}", 10)
     rate = calls / (time.perf_counter() - t0)
-    recovering = ToolExecutor([SerperBackend(KEY, cfg)], ExecutorConfig(cache=False, policies={
-        "serper": BackendPolicy(timeout_s=30.0, max_retries=6, backoff_base_s=0.01, backoff_max_s=0.01, jitter_s=0.0)}))
+    recovering = ToolExecutor(
+        [SerperBackend(KEY, cfg)],
+        ExecutorConfig(
+            cache=False,
+            policies={
+                "serper": BackendPolicy(
+                    timeout_s=30.0, max_retries=6, backoff_base_s=0.01, backoff_max_s=0.01, jitter_s=0.0
+                )
+            },
+        ),
+    )
     mock.inject(*[Fault(status=429, retry_after="0")] * 5)
     t0 = time.perf_counter()
     recovering.search("after the burst", 10)
     recover_us = (time.perf_counter() - t0) * 1e6
     limited.close(), recovering.close()
-    return [[f"calls/s with qps={qps:g} saturated", f"{rate:.1f}", f"{rate / qps:.2f}x of the limit"],
-            ["first answer after five 429s (us)", f"{recover_us:.0f}", f"{recover_us / base_us:.1f}x a bare call"]]
+    return [
+        [f"calls/s with qps={qps:g} saturated", f"{rate:.1f}", f"{rate / qps:.2f}x of the limit"],
+        ["first answer after five 429s (us)", f"{recover_us:.0f}", f"{recover_us / base_us:.1f}x a bare call"],
+    ]
 
 
 if __name__ == "__main__":

@@ -56,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     docids = [p.docid for p in passages]
     t = time.perf_counter()
     retriever = bm25s.BM25(k1=ours.k1, b=ours.b)
-    retriever.index(bm25s.tokenize([f"{p.title}\n{p.text}" for p in passages], stopwords="en", show_progress=False), show_progress=False)
+    retriever.index(
+        bm25s.tokenize([f"{p.title}\n{p.text}" for p in passages], stopwords="en", show_progress=False),
+        show_progress=False,
+    )
     bm25s_build = time.perf_counter() - t
 
     def bm25s_search(q: str) -> list[str]:
@@ -71,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     base = lat["pyserini LuceneSearcher.search (raw)"]
     print(f"\nBM25 latency over {len(queries)} queries, k=10 (median of 3 runs); bm25s index build {bm25s_build:.1f}s")
-    print(table(["searcher", "ms/query", "vs raw pyserini"], [[k, f"{v:.3f}", f"{v / base:.2f}x"] for k, v in lat.items()]))
+    print(
+        table(
+            ["searcher", "ms/query", "vs raw pyserini"], [[k, f"{v:.3f}", f"{v / base:.2f}x"] for k, v in lat.items()]
+        )
+    )
     t = time.perf_counter()
     ours.batch_search(queries, 10, threads=2)
     bt = time.perf_counter() - t

@@ -78,7 +78,12 @@ def _bodies(path: str, n: int, routes: str = "search") -> Bodies:
         q = t.question.split('"')[1]
         out.append(("/tools/search", {"arguments": {"query": [q]}}))
         if routes == "mixed":
-            out.append(("/tools/visit", {"arguments": {"url": [f"https://en.wikipedia.org/wiki/{t.answer.replace(' ', '_')}"], "goal": q}}))
+            out.append(
+                (
+                    "/tools/visit",
+                    {"arguments": {"url": [f"https://en.wikipedia.org/wiki/{t.answer.replace(' ', '_')}"], "goal": q}},
+                )
+            )
     return out
 
 
@@ -93,10 +98,12 @@ def split_bodies(bodies: Bodies, phases: int, min_per_phase: int = 50) -> tuple[
         ValueError: Too few bodies for the phases.
     """
     n_warm, n_single = min(400, len(bodies) // 5), min(200, len(bodies) // 10)
-    warm, single, load = bodies[:n_warm], bodies[n_warm:n_warm + n_single], bodies[n_warm + n_single:]
+    warm, single, load = bodies[:n_warm], bodies[n_warm : n_warm + n_single], bodies[n_warm + n_single :]
     if not warm or not single or len(load) < phases * min_per_phase:
-        raise ValueError(f"{len(bodies)} request bodies are too few for warm-up, the single-request pass and "
-                         f"{phases} load phases of {min_per_phase}; the index yields too few tasks")
+        raise ValueError(
+            f"{len(bodies)} request bodies are too few for warm-up, the single-request pass and "
+            f"{phases} load phases of {min_per_phase}; the index yields too few tasks"
+        )
     return warm, single, load
 
 
@@ -120,8 +127,15 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 @contextlib.contextmanager
-def running_server(index: str, workers: int, cache: bool, fast_routes: bool, env: Mapping[str, str] | None = None,
-                   ready_s: float = 180, warm_searches: int | None = None) -> Iterator[tuple[int, int]]:
+def running_server(
+    index: str,
+    workers: int,
+    cache: bool,
+    fast_routes: bool,
+    env: Mapping[str, str] | None = None,
+    ready_s: float = 180,
+    warm_searches: int | None = None,
+) -> Iterator[tuple[int, int]]:
     """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port and the process id.
 
     Args:
@@ -137,15 +151,32 @@ def running_server(index: str, workers: int, cache: bool, fast_routes: bool, env
 
     port = _free_port()
     env = {**(os.environ if env is None else env), **({} if fast_routes else {"SIM_WEB_SERVER_FAST_ROUTES": "0"})}
-    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", index, "--port", str(port),
-                             "--workers", str(workers), "--cache" if cache else "--no-cache",
-                             *([] if warm_searches is None else ["--warm-searches", str(warm_searches)])],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sim_web.cli",
+            "serve",
+            "--index",
+            index,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--cache" if cache else "--no-cache",
+            *([] if warm_searches is None else ["--warm-searches", str(warm_searches)]),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     try:
         end = time.time() + ready_s
         while time.time() < end:
             if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+                raise RuntimeError(
+                    f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}"
+                )
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
                     break
@@ -189,58 +220,104 @@ def run_phases(run: Callable[..., Phase], bodies: Bodies, args: argparse.Namespa
     """
     warm, single, load = split_bodies(bodies, 2 + len(args.think_ms))
     chunk = len(load) // (2 + len(args.think_ms))
-    parts = [load[i * chunk:(i + 1) * chunk] for i in range(2 + len(args.think_ms))]  # distinct calls per phase
+    parts = [load[i * chunk : (i + 1) * chunk] for i in range(2 + len(args.think_ms))]  # distinct calls per phase
     short = args.quick
     warm_connections = min(32, args.clients)  # enough for every worker to get some (each JVM warms its own JIT)
-    phases = {f"warm-up ({warm_connections} connections, closed loop)": run(warm, warm_connections, 2 if short else 10),
-              "single request (1 connection)": run(single, 1, 2 if short else 5)}
+    phases = {
+        f"warm-up ({warm_connections} connections, closed loop)": run(warm, warm_connections, 2 if short else 10),
+        "single request (1 connection)": run(single, 1, 2 if short else 5),
+    }
     closed = run(parts[0], args.clients, args.seconds)
     phases[f"closed loop ({args.clients} connections): capacity"] = closed
     capacity = closed.rate
     target = max(1.0, args.load_fraction * capacity)
-    phases[f"open loop at {args.load_fraction:.0%} of capacity ({target:.0f} req/s)"] = run(parts[1], args.clients, args.seconds, target)
+    phases[f"open loop at {args.load_fraction:.0%} of capacity ({target:.0f} req/s)"] = run(
+        parts[1], args.clients, args.seconds, target
+    )
     for think, part in zip(args.think_ms, parts[2:]):
-        phases[f"rollout-like ({args.clients} connections, {think} ms pauses)"] = run(part, args.clients, args.seconds, 0, think)
+        phases[f"rollout-like ({args.clients} connections, {think} ms pauses)"] = run(
+            part, args.clients, args.seconds, 0, think
+        )
     return phases, capacity
 
 
 def report(phases: dict[str, Phase], capacity: float, args: argparse.Namespace, generator: str) -> int:
     """Print the table and a JSON summary; the number of failed requests over all phases."""
     p50_single = next(p for name, p in phases.items() if name.startswith("single")).p50
-    print(f"\ntool server ({args.workers} uvicorn workers, fast routes {'off' if args.no_fast_routes else 'on'}, server cache "
-          f"{'on' if args.server_cache else 'off'}), {args.routes} requests, load from {generator}, {args.seconds:.0f} s per "
-          f"load phase, loopback; machine load {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} cores)")
+    print(
+        f"\ntool server ({args.workers} uvicorn workers, fast routes {'off' if args.no_fast_routes else 'on'}, server cache "
+        f"{'on' if args.server_cache else 'off'}), {args.routes} requests, load from {generator}, {args.seconds:.0f} s per "
+        f"load phase, loopback; machine load {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} cores)"
+    )
     rows, summary = [], {}
     for name, r in phases.items():
         server_ms = r.server_cpu_s / r.requests * 1000 if r.server_cpu_s is not None and r.requests else None
-        rows.append([name, r.requests, r.errors, f"{r.rate:.0f}", f"{r.p50 * 1000:.2f}", f"{r.p99 * 1000:.2f}",
-                     f"{r.p99 / p50_single:.1f}x", "?" if server_ms is None else f"{server_ms:.2f}",
-                     f"{r.client_cpu_s:.2f}" if r.client_cpu_s is not None else "?"])
-        summary[name] = {"requests": r.requests, "errors": r.errors, "req_per_s": round(r.rate, 1),
-                         "p50_ms": round(r.p50 * 1000, 2), "p99_ms": round(r.p99 * 1000, 2),
-                         "p99_over_single_p50": round(r.p99 / p50_single, 2),
-                         "server_cpu_ms_per_req": None if server_ms is None else round(server_ms, 3)}
-    print(table(["phase", "requests", "errors", "req/s", "p50 ms", "p99 ms", "p99 / single p50", "server CPU ms/req",
-                 "client CPU s"], rows))
+        rows.append(
+            [
+                name,
+                r.requests,
+                r.errors,
+                f"{r.rate:.0f}",
+                f"{r.p50 * 1000:.2f}",
+                f"{r.p99 * 1000:.2f}",
+                f"{r.p99 / p50_single:.1f}x",
+                "?" if server_ms is None else f"{server_ms:.2f}",
+                f"{r.client_cpu_s:.2f}" if r.client_cpu_s is not None else "?",
+            ]
+        )
+        summary[name] = {
+            "requests": r.requests,
+            "errors": r.errors,
+            "req_per_s": round(r.rate, 1),
+            "p50_ms": round(r.p50 * 1000, 2),
+            "p99_ms": round(r.p99 * 1000, 2),
+            "p99_over_single_p50": round(r.p99 / p50_single, 2),
+            "server_cpu_ms_per_req": None if server_ms is None else round(server_ms, 3),
+        }
+    print(
+        table(
+            [
+                "phase",
+                "requests",
+                "errors",
+                "req/s",
+                "p50 ms",
+                "p99 ms",
+                "p99 / single p50",
+                "server CPU ms/req",
+                "client CPU s",
+            ],
+            rows,
+        )
+    )
     at_load = next(p for name, p in phases.items() if name.startswith("open loop"))
-    print(f"capacity {capacity:.0f} req/s (target >= 500); at {args.load_fraction:.0%} of it p99 = "
-          f"{at_load.p99 / p50_single:.1f}x the single-request p50 of {p50_single * 1000:.2f} ms (target <= 20x)")
+    print(
+        f"capacity {capacity:.0f} req/s (target >= 500); at {args.load_fraction:.0%} of it p99 = "
+        f"{at_load.p99 / p50_single:.1f}x the single-request p50 of {p50_single * 1000:.2f} ms (target <= 20x)"
+    )
     closed = next(p for name, p in phases.items() if name.startswith("closed loop"))
     if closed.server_cpu_s and closed.requests:
         per_request = closed.server_cpu_s / closed.requests
-        print(f"server CPU {per_request * 1000:.2f} ms per request at capacity: at most {os.cpu_count() / per_request:.0f} "
-              f"req/s on {os.cpu_count()} idle cores (neighbours on this machine take the rest)")
-    print(json.dumps({"capacity_req_per_s": round(capacity, 1), "single_p50_ms": round(p50_single * 1000, 3), "phases": summary}))
+        print(
+            f"server CPU {per_request * 1000:.2f} ms per request at capacity: at most {os.cpu_count() / per_request:.0f} "
+            f"req/s on {os.cpu_count()} idle cores (neighbours on this machine take the rest)"
+        )
+    print(
+        json.dumps(
+            {"capacity_req_per_s": round(capacity, 1), "single_p50_ms": round(p50_single * 1000, 3), "phases": summary}
+        )
+    )
     return sum(r.errors for r in phases.values())
 
 
 def _batches(queries: list[str], size: int, path: str, extra: dict) -> Bodies:
     """``queries`` cut into request bodies of ``size`` queries each (a short last part is dropped)."""
-    return [(path, {"queries": queries[i:i + size], **extra}) for i in range(0, len(queries) - size + 1, size)]
+    return [(path, {"queries": queries[i : i + size], **extra}) for i in range(0, len(queries) - size + 1, size)]
 
 
-def side_by_side(server: tuple[int, int], run: Callable[..., Phase], queries: list[str],
-                 args: argparse.Namespace) -> dict[str, list[tuple[float, float | None, int]]]:
+def side_by_side(
+    server: tuple[int, int], run: Callable[..., Phase], queries: list[str], args: argparse.Namespace
+) -> dict[str, list[tuple[float, float | None, int]]]:
     """Alternating rounds of the same queries on the one-query tool route and the two batch routes.
 
     Returns:
@@ -249,11 +326,19 @@ def side_by_side(server: tuple[int, int], run: Callable[..., Phase], queries: li
     port, pid = server
     size = min(args.batch, len(queries))
     single = [("/tools/search", {"arguments": {"query": [q]}}) for q in queries]
-    routes = {f"/tools/search, 1 query per request, {args.clients} connections": (single, args.clients, 1),
-              f"/backend/search bulk, {size} per request, k=10": (_batches(queries, size, "/backend/search", {"k": 10}),
-                                                                  args.batch_connections, size),
-              f"/retrieve, {size} per request, topk={args.topk}, scores": (
-                  _batches(queries, size, "/retrieve", {"topk": args.topk, "return_scores": True}), args.batch_connections, size)}
+    routes = {
+        f"/tools/search, 1 query per request, {args.clients} connections": (single, args.clients, 1),
+        f"/backend/search bulk, {size} per request, k=10": (
+            _batches(queries, size, "/backend/search", {"k": 10}),
+            args.batch_connections,
+            size,
+        ),
+        f"/retrieve, {size} per request, topk={args.topk}, scores": (
+            _batches(queries, size, "/retrieve", {"topk": args.topk, "return_scores": True}),
+            args.batch_connections,
+            size,
+        ),
+    }
     run(single, min(32, args.clients), 2 if args.quick else 10)  # warm-up: every worker's JIT
     for bodies, _, _ in list(routes.values())[1:]:
         httpx_phase(port, bodies[:1], 1, 0.01)  # one batch each, before anything is measured
@@ -273,23 +358,37 @@ def side_by_side(server: tuple[int, int], run: Callable[..., Phase], queries: li
     return out
 
 
-def report_side_by_side(rounds: dict[str, list[tuple[float, float | None, int]]], args: argparse.Namespace,
-                        generator: str) -> int:
+def report_side_by_side(
+    rounds: dict[str, list[tuple[float, float | None, int]]], args: argparse.Namespace, generator: str
+) -> int:
     """Print the side-by-side table and a JSON summary; the number of failed requests."""
     import statistics
 
-    print(f"\nqueries/s by route ({args.workers} uvicorn workers, server cache {'on' if args.server_cache else 'off'}, {args.rounds} alternating rounds of "
-          f"{args.seconds:.0f} s per route; one-query load from {generator}, batches from asyncio httpx over "
-          f"{args.batch_connections} connections); machine load {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+    print(
+        f"\nqueries/s by route ({args.workers} uvicorn workers, server cache {'on' if args.server_cache else 'off'}, {args.rounds} alternating rounds of "
+        f"{args.seconds:.0f} s per route; one-query load from {generator}, batches from asyncio httpx over "
+        f"{args.batch_connections} connections); machine load {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)"
+    )
     rows, summary = [], {}
     for name, runs in rounds.items():
         qps = [r[0] for r in runs]
         cpus = [r[1] * 1000 for r in runs if r[1] is not None]
         cpu = statistics.median(cpus) if cpus else None
-        rows.append([name, f"{statistics.median(qps):.0f}", f"{min(qps):.0f}-{max(qps):.0f}",
-                     "?" if cpu is None else f"{cpu:.2f}", sum(r[2] for r in runs)])
-        summary[name] = {"queries_per_s_median": round(statistics.median(qps), 1), "queries_per_s": [round(q, 1) for q in qps],
-                         "server_cpu_ms_per_query": None if cpu is None else round(cpu, 3), "errors": sum(r[2] for r in runs)}
+        rows.append(
+            [
+                name,
+                f"{statistics.median(qps):.0f}",
+                f"{min(qps):.0f}-{max(qps):.0f}",
+                "?" if cpu is None else f"{cpu:.2f}",
+                sum(r[2] for r in runs),
+            ]
+        )
+        summary[name] = {
+            "queries_per_s_median": round(statistics.median(qps), 1),
+            "queries_per_s": [round(q, 1) for q in qps],
+            "server_cpu_ms_per_query": None if cpu is None else round(cpu, 3),
+            "errors": sum(r[2] for r in runs),
+        }
     print(table(["route", "queries/s (median)", "range", "server CPU ms/query", "errors"], rows))
     print(json.dumps({"side_by_side": summary}))
     return sum(r[2] for runs in rounds.values() for r in runs)
@@ -299,24 +398,54 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table; non-zero exit if any request failed."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--index", default=None)
-    ap.add_argument("--clients", type=int, default=200, help="connections of the closed-loop, open-loop and think phases")
+    ap.add_argument(
+        "--clients", type=int, default=200, help="connections of the closed-loop, open-loop and think phases"
+    )
     ap.add_argument("--seconds", type=float, default=20, help="length of each load phase")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--routes", choices=["search", "mixed"], default="search", help="search calls only, or searches and visits")
-    ap.add_argument("--load-fraction", type=float, default=0.8, help="open-loop rate as a fraction of the measured capacity")
-    ap.add_argument("--think-ms", type=int, nargs="*", default=[2000],
-                    help="pause of each client between its calls, one rollout-like phase per value (LLM generation time)")
-    ap.add_argument("--server-cache", action="store_true", help="keep the server's result cache (default off: every call is computed)")
-    ap.add_argument("--python-clients", action="store_true", help="asyncio httpx clients even when a C compiler is present")
-    ap.add_argument("--no-fast-routes", action="store_true", help="serve every request through FastAPI (sim_web.serve.fast off)")
-    ap.add_argument("--warm-searches", type=int, default=None,
-                    help="warm-up searches per server worker (default: the server's own; 0: none, to measure the warm-up)")
+    ap.add_argument(
+        "--routes", choices=["search", "mixed"], default="search", help="search calls only, or searches and visits"
+    )
+    ap.add_argument(
+        "--load-fraction", type=float, default=0.8, help="open-loop rate as a fraction of the measured capacity"
+    )
+    ap.add_argument(
+        "--think-ms",
+        type=int,
+        nargs="*",
+        default=[2000],
+        help="pause of each client between its calls, one rollout-like phase per value (LLM generation time)",
+    )
+    ap.add_argument(
+        "--server-cache",
+        action="store_true",
+        help="keep the server's result cache (default off: every call is computed)",
+    )
+    ap.add_argument(
+        "--python-clients", action="store_true", help="asyncio httpx clients even when a C compiler is present"
+    )
+    ap.add_argument(
+        "--no-fast-routes", action="store_true", help="serve every request through FastAPI (sim_web.serve.fast off)"
+    )
+    ap.add_argument(
+        "--warm-searches",
+        type=int,
+        default=None,
+        help="warm-up searches per server worker (default: the server's own; 0: none, to measure the warm-up)",
+    )
     ap.add_argument("--quick", action="store_true", help="20 clients, 3 s phases, one 500 ms think phase: a smoke test")
-    ap.add_argument("--side-by-side", action="store_true",
-                    help="instead of the phases: queries/s of /tools/search vs batches on bulk /backend/search and /retrieve")
+    ap.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="instead of the phases: queries/s of /tools/search vs batches on bulk /backend/search and /retrieve",
+    )
     ap.add_argument("--batch", type=int, default=256, help="queries per batch request (--side-by-side; at most 512)")
-    ap.add_argument("--batch-connections", type=int, default=None, help="connections sending batches (default: --workers)")
-    ap.add_argument("--topk", type=int, default=3, help="/retrieve passages per query (--side-by-side; Search-R1's default 3)")
+    ap.add_argument(
+        "--batch-connections", type=int, default=None, help="connections sending batches (default: --workers)"
+    )
+    ap.add_argument(
+        "--topk", type=int, default=3, help="/retrieve passages per query (--side-by-side; Search-R1's default 3)"
+    )
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the routes (--side-by-side)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -329,14 +458,20 @@ def main(argv: list[str] | None = None) -> int:
     generator = "benchmarks/loadgen.c" if binary else "asyncio httpx clients (no C compiler: capacity understated)"
     if args.side_by_side:
         queries = [b["arguments"]["query"][0] for p, b in bodies if p == "/tools/search"]
-        with running_server(path, args.workers, args.server_cache, not args.no_fast_routes,
-                            warm_searches=args.warm_searches) as server, \
-                tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
+        with (
+            running_server(
+                path, args.workers, args.server_cache, not args.no_fast_routes, warm_searches=args.warm_searches
+            ) as server,
+            tempfile.TemporaryDirectory(prefix="bench-server-") as tmp,
+        ):
             rounds = side_by_side(server, phase_runner(server, binary, Path(tmp)), queries, args)
         return 0 if report_side_by_side(rounds, args, generator) == 0 else 1
-    with running_server(path, args.workers, args.server_cache, not args.no_fast_routes,
-                        warm_searches=args.warm_searches) as server, \
-            tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
+    with (
+        running_server(
+            path, args.workers, args.server_cache, not args.no_fast_routes, warm_searches=args.warm_searches
+        ) as server,
+        tempfile.TemporaryDirectory(prefix="bench-server-") as tmp,
+    ):
         phases, capacity = run_phases(phase_runner(server, binary, Path(tmp)), bodies, args)
     return 0 if report(phases, capacity, args, generator) == 0 else 1
 

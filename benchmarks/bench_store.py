@@ -34,9 +34,14 @@ from typing import Any
 from benchmarks.common import in_fresh_process, table
 
 #: The ART indexes of the baseline (the store's layout before the sorted tables).
-ART_INDEXES = ("CREATE UNIQUE INDEX pages_title ON pages(title)", "CREATE INDEX redirects_title ON redirects(title)",
-               "CREATE INDEX sections_page ON sections(page_id)", "CREATE INDEX passages_page ON passages(page_id)",
-               "CREATE INDEX links_src ON links(src)", "CREATE INDEX links_dst ON links(dst)")
+ART_INDEXES = (
+    "CREATE UNIQUE INDEX pages_title ON pages(title)",
+    "CREATE INDEX redirects_title ON redirects(title)",
+    "CREATE INDEX sections_page ON sections(page_id)",
+    "CREATE INDEX passages_page ON passages(page_id)",
+    "CREATE INDEX links_src ON links(src)",
+    "CREATE INDEX links_dst ON links(dst)",
+)
 LOOKUPS = ("resolve", "page", "passages", "links_from", "in_links")
 
 
@@ -73,14 +78,26 @@ def write_store(path: str, pages: int, links: int) -> dict[str, float]:
     for i in range(pages):
         title = f"Page {i}"
         targets = tuple(f"Page {(i * 7919 + j * 104729) % (pages + pages // 10)}" for j in range(links))
-        page = Page(i, title, text, sections=(Section("", 0, text), Section("History", 2, text)), links=targets, categories=("Cat",))
+        page = Page(
+            i,
+            title,
+            text,
+            sections=(Section("", 0, text), Section("History", 2, text)),
+            links=targets,
+            categories=("Cat",),
+        )
         writer.add_page(page, [Passage(f"{i}-{k}", i, title, text, "", k) for k in range(3)])
         if i % 1000 == 0:
             writer.add_redirect(f"Alias {i}", title)
     writer.flush()
     ingest_s, ingest_rss, t = time.perf_counter() - t, rss.take(), time.perf_counter()
     writer.finalize()
-    return {"ingest_s": ingest_s, "ingest_rss": ingest_rss, "finalize_s": time.perf_counter() - t, "finalize_rss": rss.take()}
+    return {
+        "ingest_s": ingest_s,
+        "ingest_rss": ingest_rss,
+        "finalize_s": time.perf_counter() - t,
+        "finalize_rss": rss.take(),
+    }
 
 
 def add_art_indexes(path: str) -> dict[str, float]:
@@ -112,12 +129,15 @@ def art_store(path: str) -> Any:
 
         def resolve(self, title: str) -> int | None:
             t = normalize_title(title)
-            rows = (self._rows("SELECT page_id FROM pages WHERE title = ?", [t])
-                    or self._rows("SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t]))
+            rows = self._rows("SELECT page_id FROM pages WHERE title = ?", [t]) or self._rows(
+                "SELECT dst FROM redirects WHERE title = ? AND dst IS NOT NULL", [t]
+            )
             return int(rows[0][0]) if rows else None
 
         def in_links(self, page_id: int) -> list[int]:
-            return sorted({int(r[0]) for r in self._rows("SELECT src FROM links WHERE dst = ? AND src <> dst", [page_id])})
+            return sorted(
+                {int(r[0]) for r in self._rows("SELECT src FROM links WHERE dst = ? AND src <> dst", [page_id])}
+            )
 
     return ArtStore(path)
 
@@ -153,10 +173,21 @@ def measure(pages: int, links: int, work: Path) -> list[list[object]]:
     a = in_fresh_process("benchmarks.bench_store", "add_art_indexes", art)
     ms = in_fresh_process("benchmarks.bench_store", "lookups", [ours, art], pages)
     mib = {p: os.path.getsize(p) / 2**20 for p in (ours, art)}
-    head = [f"{pages:,}", f"{pages * links:,}", f"{w['ingest_s']:.1f}", f"{w['ingest_rss']:,}", f"{w['finalize_s']:.1f}"]
-    rows = [head + ["sorted tables", f"{w['finalize_rss']:,}", f"{mib[ours]:.0f}"] + [f"{ms[ours][m]:.2f}" for m in LOOKUPS],
-            head + [f"+ ART indexes ({a['art_s']:.1f} s)", f"{a['art_rss']:,}", f"{mib[art]:.0f}"]
-            + [f"{ms[art][m]:.2f} ({ms[art][m] / ms[ours][m]:.2f}x)" for m in LOOKUPS]]
+    head = [
+        f"{pages:,}",
+        f"{pages * links:,}",
+        f"{w['ingest_s']:.1f}",
+        f"{w['ingest_rss']:,}",
+        f"{w['finalize_s']:.1f}",
+    ]
+    rows = [
+        head
+        + ["sorted tables", f"{w['finalize_rss']:,}", f"{mib[ours]:.0f}"]
+        + [f"{ms[ours][m]:.2f}" for m in LOOKUPS],
+        head
+        + [f"+ ART indexes ({a['art_s']:.1f} s)", f"{a['art_rss']:,}", f"{mib[art]:.0f}"]
+        + [f"{ms[art][m]:.2f} ({ms[art][m] / ms[ours][m]:.2f}x)" for m in LOOKUPS],
+    ]
     print("ROWS", json.dumps(rows), file=sys.stderr, flush=True)
     return rows
 
@@ -174,10 +205,26 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for n in sizes for r in measure(n, args.links, work)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\npage store (synthetic, {args.links} links a page; StoreWriter under 256 MB; lookups: median ms, "
-          "ratio = ART / sorted)")
-    print(table(["pages", "links", "ingest s", "ingest peak MiB", "finalize s", "layout", "peak MiB", "disk MiB",
-                 *[f"{m} ms" for m in LOOKUPS]], rows))
+    print(
+        f"\npage store (synthetic, {args.links} links a page; StoreWriter under 256 MB; lookups: median ms, "
+        "ratio = ART / sorted)"
+    )
+    print(
+        table(
+            [
+                "pages",
+                "links",
+                "ingest s",
+                "ingest peak MiB",
+                "finalize s",
+                "layout",
+                "peak MiB",
+                "disk MiB",
+                *[f"{m} ms" for m in LOOKUPS],
+            ],
+            rows,
+        )
+    )
     return 0
 
 

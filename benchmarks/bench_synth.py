@@ -7,7 +7,8 @@ Four tables, all medians of ``--repeats`` runs measured in this one run:
 2. the store-backed pipeline on the sample index (``wiki-index build`` output): reading the
    store, building the dense KG (typed relations read from each edge's sentence included),
    sampling, the uniqueness and answerability gates, and the whole ``sim-web synth`` run
-   (questions per second), with the set's question-quality measures and difficulty levels;
+   (questions per second), with the set's question-quality measures, difficulty levels, the floor per
+   uncertainty type and the transfer check (clues a web searcher finds; clues on the link graph);
 3. scaling of :func:`build_dense_kg` on ``networkx.powerlaw_cluster_graph`` at 10k, 100k and
    1M edges (per-edge cost against the 10k baseline);
 4. scaling of random-walk sampling with WL dedup, and of WL hashing alone, in the number of
@@ -153,6 +154,14 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
           f"clauses in a sentence; KG edges with a typed relation: {rep.kg.get('typed_relations', 0)}")
     levels = Counter(r["difficulty"]["level"] for r in records)
     print(f"measured difficulty levels: {dict(sorted(levels.items()))}")
+    from training.synth.coverage import transfer_summary, type_floors
+
+    floors = type_floors(records, rep.kg.get("support"))
+    print("uncertainty types (share of questions, floor met): " + ", ".join(
+        f"{t} {f['share']:.1%}{'' if f['met'] else ' SHORT'}" for t, f in floors.items()))
+    tr = transfer_summary(records)
+    print(f"transfer check: evidence found by searching the clue {tr['evidence_share_mean']:.1%} per question, "
+          f"clues on the link graph {tr['link_share_mean']:.1%} ({tr['questions_with_link_clue']} questions)")
 
 
 def _build_scaling(edge_targets: list[int], repeats: int) -> nx.Graph:

@@ -46,9 +46,17 @@ def kv_rollout(sides: tuple[bool, ...], records: list[dict[str, Any]], repeats: 
                     self.config = replace(self.config, reuse_kv=reuse)
                     outs[reuse] = out = super().__call__(prompts, trainer)
                     timing = out["rollout_timing"]
-                    records.append({"call": call, "reuse": reuse, "tokens": sum(out["generated_tokens"]),
-                                    "seconds": timing["generation_seconds"], "turns": max(out["turns"]),
-                                    "reused": timing.get("reused_tokens", 0), "prefilled": timing.get("prefilled_tokens", 0)})
+                    records.append(
+                        {
+                            "call": call,
+                            "reuse": reuse,
+                            "tokens": sum(out["generated_tokens"]),
+                            "seconds": timing["generation_seconds"],
+                            "turns": max(out["turns"]),
+                            "reused": timing.get("reused_tokens", 0),
+                            "prefilled": timing.get("prefilled_tokens", 0),
+                        }
+                    )
             return outs[max(outs)]
 
     return KVRollout
@@ -60,11 +68,26 @@ def kv_report(records: list[dict[str, Any]]) -> str:
     for r in records:
         rate = r["tokens"] / r["seconds"] if r["seconds"] else 0.0
         rates[r["reuse"]].append(rate)
-        rows.append([r["call"], "on" if r["reuse"] else "off", r["tokens"], r["turns"], f"{r['seconds']:.1f}", f"{rate:.2f}",
-                     r["reused"] or "-", r["prefilled"] or "-"])
-    lines = [table(["step", "kv reuse", "gen tokens", "most turns", "generation s", "tokens/s", "reused", "prefilled"], rows)]
+        rows.append(
+            [
+                r["call"],
+                "on" if r["reuse"] else "off",
+                r["tokens"],
+                r["turns"],
+                f"{r['seconds']:.1f}",
+                f"{rate:.2f}",
+                r["reused"] or "-",
+                r["prefilled"] or "-",
+            ]
+        )
+    lines = [
+        table(["step", "kv reuse", "gen tokens", "most turns", "generation s", "tokens/s", "reused", "prefilled"], rows)
+    ]
     med = {k: median(v) for k, v in rates.items() if v}
-    lines.append("median generation tokens/s: " + ", ".join(f"reuse {'on' if k else 'off'} {v:.2f}" for k, v in sorted(med.items())))
+    lines.append(
+        "median generation tokens/s: "
+        + ", ".join(f"reuse {'on' if k else 'off'} {v:.2f}" for k, v in sorted(med.items()))
+    )
     if len(med) == 2 and med[False]:
         lines.append(f"speed-up with KV reuse: {med[True] / med[False]:.2f}x")
     return "\n".join(lines)
@@ -86,17 +109,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turn-tokens", type=int, default=96)
     ap.add_argument("--budget", type=int, default=2048, help="max_completion_length (tool output included)")
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--kv", choices=sorted(KV_SIDES), default="on",
-                    help="KV-cache reuse between turns: on, off, or both (each step's rollout played once per side)")
-    ap.add_argument("--kv-repeats", type=int, default=1, help="with --kv both: plays per side and step (more samples, "
-                                                             "without more training steps)")
+    ap.add_argument(
+        "--kv",
+        choices=sorted(KV_SIDES),
+        default="on",
+        help="KV-cache reuse between turns: on, off, or both (each step's rollout played once per side)",
+    )
+    ap.add_argument(
+        "--kv-repeats",
+        type=int,
+        default=1,
+        help="with --kv both: plays per side and step (more samples, without more training steps)",
+    )
     args = ap.parse_args(argv)
     index = str(ensure_sample_index(args.index))
-    recipe = load_recipe("cpu-smoke", model=args.model, index_dir=index, n_tasks=None, max_steps=args.steps,
-                         num_generations=args.group, prompts_per_step=args.prompts, max_turns=args.turns,
-                         max_turn_tokens=args.turn_tokens, max_completion_length=args.budget, max_response_chars=1500,
-                         max_obs_chars=20_000, learning_rate=1e-6, threads=args.threads,
-                         output_dir=tempfile.mkdtemp(prefix="bench-train-"), resume=False, save_steps=10_000)
+    recipe = load_recipe(
+        "cpu-smoke",
+        model=args.model,
+        index_dir=index,
+        n_tasks=None,
+        max_steps=args.steps,
+        num_generations=args.group,
+        prompts_per_step=args.prompts,
+        max_turns=args.turns,
+        max_turn_tokens=args.turn_tokens,
+        max_completion_length=args.budget,
+        max_response_chars=1500,
+        max_obs_chars=20_000,
+        learning_rate=1e-6,
+        threads=args.threads,
+        output_dir=tempfile.mkdtemp(prefix="bench-train-"),
+        resume=False,
+        save_steps=10_000,
+    )
     records: list[dict[str, Any]] = []
     summary = train_with(recipe, kv_rollout(KV_SIDES[args.kv], records, args.kv_repeats))
     rows, tot = [], {"gen": 0.0, "tool": 0.0, "train": 0.0}
@@ -106,15 +151,44 @@ def main(argv: list[str] | None = None) -> int:
         tot["gen"] += gen
         tot["tool"] += tool
         tot["train"] += tr
-        rows.append([r["step"], f"{step:.1f}", f"{gen:.1f}", f"{tool:.2f}", f"{tr:.1f}", f"{100 * tool / step:.2f}%",
-                     f"{r.get('agent/generated_tokens', 0):.0f}", f"{r.get('agent/tool_calls_per_episode', 0):.2f}",
-                     f"{r.get('agent/reward_mean', 0):.3f}"])
-    print(f"GRPO on {args.model}, G={args.group}, {args.prompts} task(s)/step, {platform.processor() or platform.machine()}, "
-          f"{torch.get_num_threads()} torch threads, bf16 on CPU: no (float32)")
-    print(table(["step", "step s", "generation s", "tool s", "training s", "tools share", "gen tokens", "calls/ep", "reward"], rows))
+        rows.append(
+            [
+                r["step"],
+                f"{step:.1f}",
+                f"{gen:.1f}",
+                f"{tool:.2f}",
+                f"{tr:.1f}",
+                f"{100 * tool / step:.2f}%",
+                f"{r.get('agent/generated_tokens', 0):.0f}",
+                f"{r.get('agent/tool_calls_per_episode', 0):.2f}",
+                f"{r.get('agent/reward_mean', 0):.3f}",
+            ]
+        )
+    print(
+        f"GRPO on {args.model}, G={args.group}, {args.prompts} task(s)/step, {platform.processor() or platform.machine()}, "
+        f"{torch.get_num_threads()} torch threads, bf16 on CPU: no (float32)"
+    )
+    print(
+        table(
+            [
+                "step",
+                "step s",
+                "generation s",
+                "tool s",
+                "training s",
+                "tools share",
+                "gen tokens",
+                "calls/ep",
+                "reward",
+            ],
+            rows,
+        )
+    )
     total = sum(tot.values()) or 1.0
-    print(f"totals: generation {100 * tot['gen'] / total:.1f}%, tool calls {100 * tot['tool'] / total:.2f}%, training "
-          f"{100 * tot['train'] / total:.1f}% (target: tool calls < 5%: {'met' if tot['tool'] / total < 0.05 else 'NOT met'})")
+    print(
+        f"totals: generation {100 * tot['gen'] / total:.1f}%, tool calls {100 * tot['tool'] / total:.2f}%, training "
+        f"{100 * tot['train'] / total:.1f}% (target: tool calls < 5%: {'met' if tot['tool'] / total < 0.05 else 'NOT met'})"
+    )
     print(kv_report(records))
     return 0
 

@@ -70,7 +70,9 @@ def compile_loadgen(source: Path = SOURCE) -> Path | None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"loadgen.{os.getpid()}.tmp")
-    r = subprocess.run([compiler, "-O2", "-o", str(partial), str(source), "-lm"], capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [compiler, "-O2", "-o", str(partial), str(source), "-lm"], capture_output=True, text=True, check=False
+    )
     if r.returncode != 0:
         log.warning("could not compile %s with %s (Python clients instead):\n%s", source, compiler, r.stderr[-2000:])
         return None
@@ -78,14 +80,24 @@ def compile_loadgen(source: Path = SOURCE) -> Path | None:
     return target
 
 
-def loadgen_phase(binary: Path, port: int, bodies_file: Path, clients: int, seconds: float, rate: float = 0,
-                  think_ms: float = 0) -> Phase:
+def loadgen_phase(
+    binary: Path, port: int, bodies_file: Path, clients: int, seconds: float, rate: float = 0, think_ms: float = 0
+) -> Phase:
     """One phase with the C generator; ``bodies_file`` holds ``PATH<TAB>JSON`` lines.
 
     Raises:
         RuntimeError: The generator failed (its stderr is in the message).
     """
-    cmd = [str(binary), "127.0.0.1", str(port), str(bodies_file), str(clients), f"{seconds:g}", f"{rate:g}", f"{think_ms:g}"]
+    cmd = [
+        str(binary),
+        "127.0.0.1",
+        str(port),
+        str(bodies_file),
+        str(clients),
+        f"{seconds:g}",
+        f"{rate:g}",
+        f"{think_ms:g}",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 180, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"loadgen exited with {r.returncode}: {r.stderr[-2000:]}")
@@ -93,18 +105,23 @@ def loadgen_phase(binary: Path, port: int, bodies_file: Path, clients: int, seco
     return Phase(d["requests"], d["errors"], d["seconds"], d["p50"], d["p99"], d["loadgen_cpu_s"])
 
 
-def httpx_phase(port: int, bodies: list[tuple[str, dict]], clients: int, seconds: float, rate: float = 0,
-                think_ms: float = 0) -> Phase:
+def httpx_phase(
+    port: int, bodies: list[tuple[str, dict]], clients: int, seconds: float, rate: float = 0, think_ms: float = 0
+) -> Phase:
     """The same phase with asyncio httpx clients (when no C compiler is available)."""
     cpu0 = time.process_time()
     lat, errors, wall = asyncio.run(_httpx_load(port, bodies, clients, seconds, rate, think_ms))
     lat.sort()
-    pick = lambda q: lat[max(0, int(len(lat) * q + 0.999999) - 1)] if lat else 0.0
+
+    def pick(q: float) -> float:
+        return lat[max(0, int(len(lat) * q + 0.999999) - 1)] if lat else 0.0
+
     return Phase(len(lat), errors, wall, pick(0.5), pick(0.99), time.process_time() - cpu0)
 
 
-async def _httpx_load(port: int, bodies: list[tuple[str, dict]], clients: int, seconds: float, rate: float,
-                      think_ms: float) -> tuple[list[float], int, float]:
+async def _httpx_load(
+    port: int, bodies: list[tuple[str, dict]], clients: int, seconds: float, rate: float, think_ms: float
+) -> tuple[list[float], int, float]:
     import httpx
 
     rng, lat, errors, counter = random.Random(0), [], [0], iter(range(10**9))

@@ -11,8 +11,20 @@ import importlib
 import time
 import traceback
 
-BENCHMARKS = ["bench_ingest", "bench_retrieval", "bench_env", "bench_executor", "bench_server", "bench_synth", "bench_agent_eval",
-              "bench_real", "bench_growth", "bench_store", "bench_hard_retrieval", "bench_dense_scale"]
+BENCHMARKS = [
+    "bench_ingest",
+    "bench_retrieval",
+    "bench_env",
+    "bench_executor",
+    "bench_server",
+    "bench_synth",
+    "bench_agent_eval",
+    "bench_real",
+    "bench_growth",
+    "bench_store",
+    "bench_hard_retrieval",
+    "bench_dense_scale",
+]
 
 
 def main(argv: list[str] | None = None) -> int:

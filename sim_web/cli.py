@@ -52,17 +52,36 @@ def _serve(args: argparse.Namespace) -> int:
     token = args.token or env(TOKEN_ENV) or None
     check_exposure(args.host, token)  # refuse before printing that we serve
     tools = "search, visit, google_scholar" + (", PythonInterpreter" if args.enable_python else "")
-    print(f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json); tools: {tools}; "
-          f"{'bearer token required' if token else 'no authentication (loopback only)'}", flush=True)
-    serve(args.index, args.host, args.port, args.workers, args.mode, cache=args.cache, enable_python=args.enable_python,
-          token=token, max_body_bytes=args.max_body_bytes, tool_threads=args.tool_threads, backend=args.backend,
-          warm_searches=args.warm_searches, limits=_limits(args))
+    print(
+        f"sim-web tool server on http://{args.host}:{args.port} (docs at /docs, schema at /openapi.json); tools: {tools}; "
+        f"{'bearer token required' if token else 'no authentication (loopback only)'}",
+        flush=True,
+    )
+    serve(
+        args.index,
+        args.host,
+        args.port,
+        args.workers,
+        args.mode,
+        cache=args.cache,
+        enable_python=args.enable_python,
+        token=token,
+        max_body_bytes=args.max_body_bytes,
+        tool_threads=args.tool_threads,
+        backend=args.backend,
+        warm_searches=args.warm_searches,
+        limits=_limits(args),
+    )
     return 0
 
 
 def _limits(args: argparse.Namespace) -> ConnectionLimits:
     """The connection limits of ``sim-web serve`` (unset ones: the defaults)."""
-    given = {"header_timeout_s": args.header_timeout, "keep_alive_s": args.keep_alive, "max_connections": args.max_connections}
+    given = {
+        "header_timeout_s": args.header_timeout,
+        "keep_alive_s": args.keep_alive,
+        "max_connections": args.max_connections,
+    }
     return ConnectionLimits(**{k: v for k, v in given.items() if v is not None})
 
 
@@ -95,8 +114,10 @@ def _add_plugins(sub: argparse._SubParsersAction) -> None:
 
 def _add_missing(sub: argparse._SubParsersAction, name: str, module: str) -> None:
     """A stand-in for subcommand ``name`` whose module is not installed: listed in ``--help``, an error when run."""
-    message = (f"`sim-web {name}` is provided by the module {module}, which is not installed; install the package "
-               f"that contains it (from a sim-web checkout: pip install -e .)")
+    message = (
+        f"`sim-web {name}` is provided by the module {module}, which is not installed; install the package "
+        f"that contains it (from a sim-web checkout: pip install -e .)"
+    )
     # no option prefix and no -h: every argument after the name lands in `rest`, so any call prints the message
     p = sub.add_parser(name, help=f"(not installed: {module})", description=message, prefix_chars="\0", add_help=False)
     p.add_argument("rest", nargs="*")
@@ -115,32 +136,65 @@ def make_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="serve the tools over HTTP")
     s.add_argument("--index", default=None, help="index directory (default: the sample index)")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="bind address; anything but loopback needs a token (--token or $SIM_WEB_SERVER_TOKEN)")
+    s.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="bind address; anything but loopback needs a token (--token or $SIM_WEB_SERVER_TOKEN)",
+    )
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     s.add_argument("--mode", default="bm25", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
-    s.add_argument("--backend", default="sim", choices=["sim", "real"],
-                   help="sim: the index; real: Serper + Jina (keys from $SERPER_KEY_ID, $JINA_API_KEYS), the index as fallback")
+    s.add_argument(
+        "--backend",
+        default="sim",
+        choices=["sim", "real"],
+        help="sim: the index; real: Serper + Jina (keys from $SERPER_KEY_ID, $JINA_API_KEYS), the index as fallback",
+    )
     s.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True, help="content-keyed result cache")
-    s.add_argument("--enable-python", action="store_true",
-                   help="also serve PythonInterpreter (runs client code in the bubblewrap sandbox; off by default)")
-    s.add_argument("--token", default=None, help="bearer token required on /tools and /backend routes "
-                   "(default: $SIM_WEB_SERVER_TOKEN; prefer the variable: arguments are visible to other users)")
+    s.add_argument(
+        "--enable-python",
+        action="store_true",
+        help="also serve PythonInterpreter (runs client code in the bubblewrap sandbox; off by default)",
+    )
+    s.add_argument(
+        "--token",
+        default=None,
+        help="bearer token required on /tools and /backend routes "
+        "(default: $SIM_WEB_SERVER_TOKEN; prefer the variable: arguments are visible to other users)",
+    )
     s.add_argument("--max-body-bytes", type=int, default=1024 * 1024, help="request body limit; larger bodies get 413")
     s.add_argument("--tool-threads", type=int, default=32, help="threads per worker that run tool calls")
-    s.add_argument("--warm-searches", type=_count, default=DEFAULT_WARM_SEARCHES,
-                   help="varied searches each worker runs before it takes connections, so that Lucene's JIT has "
-                        "settled (0: none; a worker then runs slower, with latency spikes, for its first minute)")
-    s.add_argument("--header-timeout", type=_seconds, default=None, metavar="S",
-                   help=f"close a connection whose request (headers and body) has not arrived S seconds after it opens "
-                        f"(or after the request's first byte), so stalled clients cannot hold connections "
-                        f"(default: {HEADER_TIMEOUT_S:g})")
-    s.add_argument("--keep-alive", type=_positive, default=None, metavar="S",
-                   help=f"seconds an idle keep-alive connection stays open between requests (default: {KEEP_ALIVE_S})")
-    s.add_argument("--max-connections", type=_positive, default=None, metavar="N",
-                   help="open connections per worker; past it the one that has waited longest on its client is closed "
-                        "(default: a quarter of the open-file limit, see `ulimit -n`)")
+    s.add_argument(
+        "--warm-searches",
+        type=_count,
+        default=DEFAULT_WARM_SEARCHES,
+        help="varied searches each worker runs before it takes connections, so that Lucene's JIT has "
+        "settled (0: none; a worker then runs slower, with latency spikes, for its first minute)",
+    )
+    s.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help=f"close a connection whose request (headers and body) has not arrived S seconds after it opens "
+        f"(or after the request's first byte), so stalled clients cannot hold connections "
+        f"(default: {HEADER_TIMEOUT_S:g})",
+    )
+    s.add_argument(
+        "--keep-alive",
+        type=_positive,
+        default=None,
+        metavar="S",
+        help=f"seconds an idle keep-alive connection stays open between requests (default: {KEEP_ALIVE_S})",
+    )
+    s.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="open connections per worker; past it the one that has waited longest on its client is closed "
+        "(default: a quarter of the open-file limit, see `ulimit -n`)",
+    )
     s.set_defaults(func=_serve)
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")
     d.add_argument("--index", default=None)
@@ -153,7 +207,9 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``sim-web``; returns the exit status."""
     args = make_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return args.func(args)
     except WikiIndexError as e:

@@ -12,7 +12,6 @@ from wiki_index.settings import default_index_dir
 QUERIES = ["theory of relativity", "largest desert in Africa", "who painted the Mona Lisa"]
 
 
-
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the exit status."""
     import gymnasium as gym
@@ -20,8 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     import sim_web  # noqa: F401  (registers WebResearch-v0)
     from sim_web.env import EnvConfig
     from sim_web.env.tasks import derive_tasks
-    from wiki_index.search.index import WikiIndex
     from wiki_index.manifest import MANIFEST
+    from wiki_index.search.index import WikiIndex
 
     p = argparse.ArgumentParser(prog="sim-web demo")
     p.add_argument("--index", default=None)
@@ -63,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     answer = title.group(1) if title else ""
     final = f"<think>The page matches the description.</think>\n<answer>{answer}</answer>"
     obs, r, term, trunc, info = env.step(final)
-    print(f"[assistant]\n{final}\n\nGOLD: {task.answer}  reward={r}  em={info['em']}  f1={info['f1']:.2f}  turns={info['turn']}")
+    print(
+        f"[assistant]\n{final}\n\nGOLD: {task.answer}  reward={r}  em={info['em']}  f1={info['f1']:.2f}  turns={info['turn']}"
+    )
     print(f"tool stats: {json.dumps(info['tool_stats'])}\ntimings: {json.dumps(info['timings'])}")
     return 0
 

@@ -15,8 +15,11 @@ def _pkg_dir(name: str) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "needs_sandbox: runs code in the PythonInterpreter's bubblewrap sandbox; skipped, "
-                                       "with the reason, where it cannot run (`make install` installs bubblewrap)")
+    config.addinivalue_line(
+        "markers",
+        "needs_sandbox: runs code in the PythonInterpreter's bubblewrap sandbox; skipped, "
+        "with the reason, where it cannot run (`make install` installs bubblewrap)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,7 +37,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gensim_dump() -> Path:
     """The shortened real enwiki dump (206 pages) shipped in the gensim wheel."""
-    return _pkg_dir("gensim") / "test" / "test_data" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+    return (
+        _pkg_dir("gensim")
+        / "test"
+        / "test_data"
+        / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +73,7 @@ def tiny_dense_index(tmp_path_factory, vital_leads) -> Path:
     d = tmp_path_factory.mktemp("tiny")
     path = d / "leads.jsonl"
     with path.open("w", encoding="utf-8") as f:
-        for i, (title, rec) in enumerate(sorted(data.items())[:150]):
+        for i, (_title, rec) in enumerate(sorted(data.items())[:150]):
             f.write(json.dumps({"id": f"lead{i}", "title": rec["title"], "text": rec["extract"]}) + "\n")
     return build_index(path, d / "index")
 
@@ -110,7 +118,10 @@ class OpenAIStub:
                     stub.requests.append(body)
                     if stub.fail_next > 0:
                         stub.fail_next -= 1
-                        status, payload = stub.fail_status, {"error": {"message": "stub failure", "type": "server_error"}}
+                        status, payload = (
+                            stub.fail_status,
+                            {"error": {"message": "stub failure", "type": "server_error"}},
+                        )
                         headers = dict(stub.fail_headers)
                     elif stub.raw_next:
                         status, payload, content_type = 200, stub.raw_next.pop(0), stub.raw_content_type
@@ -119,12 +130,27 @@ class OpenAIStub:
                     else:
                         text = stub.reply(body) if callable(stub.reply) else (stub.reply.pop(0) if stub.reply else "")
                         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-                        status, payload = 200, {
-                            "id": f"chatcmpl-stub-{len(stub.requests)}", "object": "chat.completion", "created": 0,
-                            "model": body.get("model", "stub"),
-                            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                                      "total_tokens": prompt_tokens + len(text.split())}}
+                        status, payload = (
+                            200,
+                            {
+                                "id": f"chatcmpl-stub-{len(stub.requests)}",
+                                "object": "chat.completion",
+                                "created": 0,
+                                "model": body.get("model", "stub"),
+                                "choices": [
+                                    {
+                                        "index": 0,
+                                        "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": text},
+                                    }
+                                ],
+                                "usage": {
+                                    "prompt_tokens": prompt_tokens,
+                                    "completion_tokens": len(text.split()),
+                                    "total_tokens": prompt_tokens + len(text.split()),
+                                },
+                            },
+                        )
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_without_cuda_it_says_so_and_exits_0():
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    r = subprocess.run([sys.executable, "-m", "benchmarks.bench_gpu"], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_gpu"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "GPU check: no CUDA GPU visible" in r.stdout and "run this on a CUDA machine" in r.stdout
 
@@ -36,11 +37,30 @@ def test_the_recipe_is_single_gpu_cut_to_a_few_small_steps(tmp_path, monkeypatch
 
 
 def test_the_report_splits_each_step_and_the_totals():
-    metrics = [{"step": 1, "agent/reward_mean": 0.25, "agent/generated_tokens": 800, "time/generation": 4.0,
-                "time/tool": 0.5, "time/training": 3.5},
-               {"step": 2, "agent/reward_mean": 0.5, "agent/generated_tokens": 1200, "time/generation": 6.0,
-                "time/tool": 0.5, "time/training": 5.5}]
+    metrics = [
+        {
+            "step": 1,
+            "agent/reward_mean": 0.25,
+            "agent/generated_tokens": 800,
+            "time/generation": 4.0,
+            "time/tool": 0.5,
+            "time/training": 3.5,
+        },
+        {
+            "step": 2,
+            "agent/reward_mean": 0.5,
+            "agent/generated_tokens": 1200,
+            "time/generation": 6.0,
+            "time/tool": 0.5,
+            "time/training": 5.5,
+        },
+    ]
     rows, tot = bench_gpu.step_rows(metrics)
     assert rows[0] == ["1", "0.250", "800", "200", "8.0", "4.0", "0.50", "3.5"]
     line = bench_gpu.split_line(tot)
-    assert "generation 50.0%" in line and "tool calls 5.00%" in line and "training 45.0%" in line and "200 generated" in line
+    assert (
+        "generation 50.0%" in line
+        and "tool calls 5.00%" in line
+        and "training 45.0%" in line
+        and "200 generated" in line
+    )

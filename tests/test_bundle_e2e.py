@@ -43,11 +43,14 @@ def target_image(root: Path, env: dict[str, str]) -> tuple[Path, Path]:
         if entry.name not in leave_out and not entry.name.endswith(".pth") and entry.name != "__pycache__":
             (image / entry.name).symlink_to(entry)
     fresh = root / "fresh"
-    _run([sys._base_executable, "-m", "venv", "--without-pip", str(fresh)], root, env)  # pip and setuptools: the image's
+    _run(
+        [sys._base_executable, "-m", "venv", "--without-pip", str(fresh)], root, env
+    )  # pip and setuptools: the image's
     next((fresh / "lib").glob("python3.*/site-packages")).joinpath("target_image.pth").write_text(f"{image}\n")
     python = fresh / "bin" / "python"
-    freeze = subprocess.run([str(python), "-m", "pip", "freeze", "--all"], cwd=root, env=env, capture_output=True, text=True,
-                            check=True).stdout
+    freeze = subprocess.run(
+        [str(python), "-m", "pip", "freeze", "--all"], cwd=root, env=env, capture_output=True, text=True, check=True
+    ).stdout
     (root / "freeze.txt").write_text(freeze, encoding="utf-8")
     return python, root / "freeze.txt"
 
@@ -74,7 +77,9 @@ def test_a_bundle_installs_offline_and_runs_the_demos_and_cpu_smoke(tmp_path):
     env = _env(home)
     python, freeze = target_image(tmp_path, env)
     transfer = tmp_path / "transfer"
-    info = build_bundle(BundleConfig(out=str(transfer), skip_installed=str(freeze), index_dir=str(index), max_part_mib=60))
+    info = build_bundle(
+        BundleConfig(out=str(transfer), skip_installed=str(freeze), index_dir=str(index), max_part_mib=60)
+    )
     shipped = {p["name"] for p in info["packages"] if p["source"] != "installed"}
     assert shipped == {"json5", "tenacity", "sim-web"} and info["model"]["kind"] == "wheel"
     assert len(info["parts"]["parts"]) >= 2 and all(p["bytes"] <= 60 * 2**20 for p in info["parts"]["parts"])

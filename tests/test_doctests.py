@@ -30,4 +30,6 @@ def test_there_are_examples_to_run() -> None:
 def test_docstring_examples_run(module: str, sample_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIM_WEB_HOME", str(sample_index.parents[1]))  # gym.make("WebResearch-v0") opens the sample
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS, verbose=False)
-    assert result.attempted > 0 and result.failed == 0, f"{result.failed} of {result.attempted} examples of {module} failed"
+    assert result.attempted > 0 and result.failed == 0, (
+        f"{result.failed} of {result.attempted} examples of {module} failed"
+    )

@@ -40,14 +40,23 @@ def test_split_is_deterministic_and_roughly_half() -> None:
 
 
 def test_task_records_give_question_and_clue_queries(tmp_path) -> None:
-    rec = {"question": "Name this  region.", "answer": "Korea", "answer_url": "https://en.wikipedia.org/wiki/South_Korea",
-           "clues": [{"query": "region East Asia", "entity": "Korea"}, {"query": "China", "entity": "China"},
-                     {"query": "region East Asia", "entity": "Korea"}]}
+    rec = {
+        "question": "Name this  region.",
+        "answer": "Korea",
+        "answer_url": "https://en.wikipedia.org/wiki/South_Korea",
+        "clues": [
+            {"query": "region East Asia", "entity": "Korea"},
+            {"query": "China", "entity": "China"},
+            {"query": "region East Asia", "entity": "Korea"},
+        ],
+    }
     f = tmp_path / "t.jsonl"
     f.write_text(json.dumps(rec) + "\n")
     rows = load_hard_queries(f)
     assert [(r["source"], r["query"], r["title"]) for r in rows[:2]] == [
-        ("question", "Name this region.", "South Korea"), ("clue", "region East Asia", "Korea")]
+        ("question", "Name this region.", "South Korea"),
+        ("clue", "region East Asia", "Korea"),
+    ]
     assert len(rows) == 52  # the named clue ("China" -> China) and the duplicate are left out
 
 

@@ -59,8 +59,11 @@ def _layer(module: str) -> int:
 
 
 def test_packages_import_one_way() -> None:
-    bad = [f"{where}:{line}: {src} imports {dst}" for src, dst, line, where in _edges()
-           if PACKAGE_RANK[dst.split(".")[0]] > PACKAGE_RANK[src.split(".")[0]]]
+    bad = [
+        f"{where}:{line}: {src} imports {dst}"
+        for src, dst, line, where in _edges()
+        if PACKAGE_RANK[dst.split(".")[0]] > PACKAGE_RANK[src.split(".")[0]]
+    ]
     assert not bad, "upward imports across packages:\n" + "\n".join(bad)
 
 
@@ -115,19 +118,27 @@ def test_packages_name_no_higher_package_in_strings() -> None:
                 top = module.split(".")[0]
                 if PACKAGE_RANK.get(top, -1) > PACKAGE_RANK[pkg] and (where, module) not in STRING_IMPORTS_ALLOWED:
                     bad.append(f"{where}:{line}: {pkg} names {module!r} in a string")
-    assert not bad, ("upward imports spelled as strings (declare a plugin as an entry point in pyproject.toml, as "
-                     "`sim-web`'s subcommands are, instead):\n" + "\n".join(bad))
+    assert not bad, (
+        "upward imports spelled as strings (declare a plugin as an entry point in pyproject.toml, as "
+        "`sim-web`'s subcommands are, instead):\n" + "\n".join(bad)
+    )
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ('importlib.import_module("training.grpo.cli")', ["training.grpo.cli"]),
-    ("import_module(f'agents.{name}')", ["agents"]),
-    ('__import__("training")', ["training"]),
-    ('PLUGINS = {"grpo": "training.grpo.cli", "eval": "agents.cli:add_parser"}', ["agents.cli", "training.grpo.cli"]),
-    ("cmd = 'python -c \"from agents.models import smollm2_path\"'", ["agents.models"]),
-    ('def f():\n    """See training.grpo.cli for the command."""\n', []),
-    ('HELP = "the training split of the tasks"', []),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('importlib.import_module("training.grpo.cli")', ["training.grpo.cli"]),
+        ("import_module(f'agents.{name}')", ["agents"]),
+        ('__import__("training")', ["training"]),
+        (
+            'PLUGINS = {"grpo": "training.grpo.cli", "eval": "agents.cli:add_parser"}',
+            ["agents.cli", "training.grpo.cli"],
+        ),
+        ("cmd = 'python -c \"from agents.models import smollm2_path\"'", ["agents.models"]),
+        ('def f():\n    """See training.grpo.cli for the command."""\n', []),
+        ('HELP = "the training split of the tasks"', []),
+    ],
+)
 def test_string_imports_are_found(source: str, expected: list[str]) -> None:
     assert [m for m, _ in string_imports(source)] == expected
 
@@ -141,7 +152,9 @@ def test_sim_web_layers_import_bottom_up() -> None:
         sibling = ls == ld and ls != TOP and src.split(".")[1] != dst.split(".")[1]  # backends <-> executor
         if ld > ls or sibling:
             bad.append(f"{where}:{line}: {src} (layer {ls}) imports {dst} (layer {ld})")
-    assert not bad, "sim_web imports must run protocol <- backends, executor <- tools <- env <- serve <- cli:\n" + "\n".join(bad)
+    assert not bad, (
+        "sim_web imports must run protocol <- backends, executor <- tools <- env <- serve <- cli:\n" + "\n".join(bad)
+    )
 
 
 def test_no_import_cycles_between_modules() -> None:
@@ -182,7 +195,11 @@ def test_environment_variables_are_read_and_set_in_settings_only() -> None:
             if path.relative_to(ROOT).as_posix() == "wiki_index/settings.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv", "unsetenv") \
-                        and isinstance(node.value, ast.Name) and node.value.id == "os":
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in ("environ", "getenv", "putenv", "unsetenv")
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "os"
+                ):
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.{node.attr}")
     assert not bad, "use wiki_index.settings.env / set_env:\n" + "\n".join(bad)

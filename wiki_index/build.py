@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_index.parse.chunking import ChunkConfig, chunk_page
-from wiki_index.search.dense import DenseConfig
 from wiki_index.errors import ConfigError, CorpusError
 from wiki_index.manifest import versions, write_manifest
+from wiki_index.parse.chunking import ChunkConfig, chunk_page
+from wiki_index.search.dense import DenseConfig
 from wiki_index.settings import default_index_dir
 from wiki_index.types import Passage
 
@@ -64,7 +64,9 @@ class BuildConfig:
             raise ConfigError(f"BuildConfig.threads and workers must be >= 1, got {self.threads} and {self.workers}")
 
 
-def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None, config: BuildConfig = BuildConfig()) -> Path:
+def build_index(
+    source: str | os.PathLike, out: str | os.PathLike | None = None, config: BuildConfig = BuildConfig()
+) -> Path:
     """Build an index from ``source`` (``"sample"``, a dump path or a JSONL path).
 
     Args:
@@ -98,7 +100,13 @@ def build_index(source: str | os.PathLike, out: str | os.PathLike | None = None,
     finally:
         if lock is not None:
             os.close(lock)
-    log.info("built %s: %d pages, %d passages in %.1fs", target, built.counts["pages"], built.n_passages, time.perf_counter() - t0)
+    log.info(
+        "built %s: %d pages, %d passages in %.1fs",
+        target,
+        built.counts["pages"],
+        built.n_passages,
+        time.perf_counter() - t0,
+    )
     return target
 
 
@@ -124,7 +132,9 @@ def _build_parts(tmp: Path, src: Any, source: str, config: BuildConfig) -> _Buil
     if config.dense:
         from wiki_index.search.dense import build_dense
 
-        built.dense = build_dense(tmp / "dense", _passages_in_order(tmp / "store.duckdb"), built.n_passages, config.dense_config)
+        built.dense = build_dense(
+            tmp / "dense", _passages_in_order(tmp / "store.duckdb"), built.n_passages, config.dense_config
+        )
     built.seconds["dense"] = round(time.perf_counter() - t1, 2)
     return built
 
@@ -156,8 +166,10 @@ def _ingest(tmp: Path, src: Any, source: str, config: BuildConfig) -> _Built:
                 digest.update(f"{p.docid}\t{p.contents}\n".encode())
     counts = store.finalize()
     if counts["pages"] == 0:
-        raise CorpusError(f"{source}: no pages were kept (read {src.stats.read}, skipped {src.stats.skipped}: "
-                          f"{src.stats.skipped_reasons}); check the input format")
+        raise CorpusError(
+            f"{source}: no pages were kept (read {src.stats.read}, skipped {src.stats.skipped}: "
+            f"{src.stats.skipped_reasons}); check the input format"
+        )
     return _Built(counts, bm25.close(), n_passages, digest.hexdigest())
 
 
@@ -288,7 +300,10 @@ def _write_columns(tmp: Path, content_sha256: str, n_passages: int) -> None:
     from wiki_index.store.derived import write_index_columns
     from wiki_index.store.store import Store
 
-    store, searcher = Store(tmp / "store.duckdb", memory_limit=_MEMORY_LIMIT), BM25Searcher(tmp / "bm25")  # ids only: no boost
+    store, searcher = (
+        Store(tmp / "store.duckdb", memory_limit=_MEMORY_LIMIT),
+        BM25Searcher(tmp / "bm25"),
+    )  # ids only: no boost
     try:
         write_index_columns(tmp, store, searcher, content_sha256, tmp / "columns", n_passages)
     finally:

@@ -30,8 +30,12 @@ def _build(args: argparse.Namespace) -> int:
     cfg = BuildConfig(
         chunk=ChunkConfig(words=args.chunk_words),
         dense=args.dense,
-        dense_config=DenseConfig(index_type=args.index_type, max_seq_length=args.max_seq_length, batch_size=args.batch_size,
-                                 **{k: getattr(args, k) for k in _FAISS_KNOBS}),
+        dense_config=DenseConfig(
+            index_type=args.index_type,
+            max_seq_length=args.max_seq_length,
+            batch_size=args.batch_size,
+            **{k: getattr(args, k) for k in _FAISS_KNOBS},
+        ),
         threads=args.threads,
         workers=args.workers,
         title_boost=args.title_boost,
@@ -46,12 +50,27 @@ def _search(args: argparse.Namespace) -> int:
 
     if len(args.terms) > 2:
         raise SystemExit("usage: wiki-index search [DIR] QUERY (quote a query that has spaces)")
-    path, query = (args.terms if len(args.terms) == 2 else (None, args.terms[0]))
+    path, query = args.terms if len(args.terms) == 2 else (None, args.terms[0])
     index = WikiIndex.from_dir(path)
     results = index.search(query, args.k, args.mode)
     if args.json:
-        print(json.dumps([{"docid": h.docid, "score": round(h.score, 4), "title": p.title, "section": p.section,
-                           "url": title_to_url(p.title), "text": p.text} for h, p in results], ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "docid": h.docid,
+                        "score": round(h.score, 4),
+                        "title": p.title,
+                        "section": p.section,
+                        "url": title_to_url(p.title),
+                        "text": p.text,
+                    }
+                    for h, p in results
+                ],
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return 0
     print(f"{args.mode} results for {query!r} in {index.path}:")
     for rank, (h, p) in enumerate(results, 1):
@@ -74,11 +93,17 @@ def _info(args: argparse.Namespace) -> int:
     print(f"index:   {path} ({size / 2**20:.1f} MiB on disk)")
     print(f"source:  {m['source'].get('spec')} ({m['source'].get('kind')})")
     s = m["stats"]
-    print(f"records: read {s.get('read')}, kept {s.get('kept')}, redirects {s.get('redirects')}, skipped {s.get('skipped')} {s.get('skipped_reasons') or ''}")
+    print(
+        f"records: read {s.get('read')}, kept {s.get('kept')}, redirects {s.get('redirects')}, skipped {s.get('skipped')} {s.get('skipped_reasons') or ''}"
+    )
     print("counts:  " + ", ".join(f"{k} {v}" for k, v in m["counts"].items()))
     print(f"bm25:    k1={m['bm25']['k1']} b={m['bm25']['b']} passages={m['bm25']['count']}")
     d = m.get("dense")
-    print(f"dense:   {d['index_type']} {d['count']}x{d['dim']} max_seq_length={d['max_seq_length']}" if d else "dense:   not built yet (encoded on the first dense/hybrid search, or now with `wiki-index build --dense`)")
+    print(
+        f"dense:   {d['index_type']} {d['count']}x{d['dim']} max_seq_length={d['max_seq_length']}"
+        if d
+        else "dense:   not built yet (encoded on the first dense/hybrid search, or now with `wiki-index build --dense`)"
+    )
     print(f"built:   {m.get('built_at')} in {m.get('build_seconds')} s; content sha256 {m['content_sha256'][:16]}")
     return 0
 
@@ -100,21 +125,36 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build an index from the sample, a MediaWiki XML dump or a JSONL corpus")
-    b.add_argument("source", nargs="?", default="sample", help="'sample' (default), a .xml/.xml.bz2 dump, or a .jsonl(.gz) corpus")
+    b.add_argument(
+        "source", nargs="?", default="sample", help="'sample' (default), a .xml/.xml.bz2 dump, or a .jsonl(.gz) corpus"
+    )
     b.add_argument("--out", default=None, help="index directory (default $SIM_WEB_HOME/indexes/<name>)")
-    b.add_argument("--dense", action=argparse.BooleanOptionalAction, default=False,
-                   help="also encode the passages for the FAISS index now (default: on the first dense/hybrid search)")
+    b.add_argument(
+        "--dense",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also encode the passages for the FAISS index now (default: on the first dense/hybrid search)",
+    )
     b.add_argument("--index-type", default="flat", choices=["flat", "hnsw", "ivfpq"], help="FAISS index type")
     from wiki_index.search.dense import DenseConfig
 
     defaults = DenseConfig()
     for knob, help_text in _FAISS_KNOBS.items():
-        b.add_argument(f"--{knob.replace('_', '-')}", type=int, default=getattr(defaults, knob), help=f"{help_text} (default %(default)s)")
+        b.add_argument(
+            f"--{knob.replace('_', '-')}",
+            type=int,
+            default=getattr(defaults, knob),
+            help=f"{help_text} (default %(default)s)",
+        )
     b.add_argument("--max-seq-length", type=int, default=128, help="encoder tokens per passage")
     b.add_argument("--batch-size", type=int, default=64, help="encoder batch size")
     b.add_argument("--chunk-words", type=int, default=100, help="words per passage")
-    b.add_argument("--title-boost", type=float, default=0.0,
-                   help="also index page titles as their own field, weighted this much against the text at search time (0: off)")
+    b.add_argument(
+        "--title-boost",
+        type=float,
+        default=0.0,
+        help="also index page titles as their own field, weighted this much against the text at search time (0: off)",
+    )
     b.add_argument("--threads", type=int, default=2, help="Lucene indexing threads")
     b.add_argument("--workers", type=int, default=1, help="dump parsing processes")
     b.set_defaults(func=_build)
@@ -134,7 +174,9 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``wiki-index``; returns the exit status."""
     args = make_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return args.func(args)
     except WikiIndexError as e:

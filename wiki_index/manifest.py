@@ -36,7 +36,9 @@ def versions() -> dict[str, str]:
 def write_manifest(index_dir: Path, manifest: dict[str, Any]) -> None:
     """Write the manifest (sorted keys, so two identical builds write identical manifests but for times)."""
     data = {"format": FORMAT, **manifest, "complete": True}
-    (index_dir / MANIFEST).write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    (index_dir / MANIFEST).write_text(
+        json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def read_manifest(index_dir: Path | str) -> dict[str, Any]:
@@ -52,14 +54,20 @@ def read_manifest(index_dir: Path | str) -> dict[str, Any]:
         raise IndexNotFoundError(f"no index at {path}. Build it with:\n    {build_command(path, source)}")
     mf = path / MANIFEST
     if not mf.is_file():
-        raise IndexNotFoundError(f"{path} holds no complete index (no {MANIFEST}; an interrupted build?). Rebuild it with:\n    {build_command(path, source)}")
+        raise IndexNotFoundError(
+            f"{path} holds no complete index (no {MANIFEST}; an interrupted build?). Rebuild it with:\n    {build_command(path, source)}"
+        )
     try:
         data = json.loads(mf.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise IndexMismatchError(f"{mf} is not valid JSON ({e}). Rebuild it with:\n    {build_command(path, source)}") from e
+        raise IndexMismatchError(
+            f"{mf} is not valid JSON ({e}). Rebuild it with:\n    {build_command(path, source)}"
+        ) from e
     source = data.get("source", {}).get("spec", source)
     if data.get("format") != FORMAT:
-        raise IndexMismatchError(f"{path} has index format {data.get('format')!r}, this sim-web reads {FORMAT!r}. Rebuild it with:\n    {build_command(path, source)}")
+        raise IndexMismatchError(
+            f"{path} has index format {data.get('format')!r}, this sim-web reads {FORMAT!r}. Rebuild it with:\n    {build_command(path, source)}"
+        )
     if not data.get("complete"):
         raise IndexNotFoundError(f"{path} is an incomplete build. Rebuild it with:\n    {build_command(path, source)}")
     return data

@@ -145,7 +145,7 @@ def url_to_title(url: str) -> str | None:
     if (parts.hostname or "").lower() not in _WIKI_HOSTS:
         return None
     if parts.path.startswith("/wiki/"):
-        raw = parts.path[len("/wiki/"):]
+        raw = parts.path[len("/wiki/") :]
     elif parts.path in ("/w/index.php", "/index.php"):
         raw = (parse_qs(parts.query).get("title") or [""])[0]
     else:

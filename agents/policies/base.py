@@ -76,8 +76,12 @@ class Policy(ABC):
     context_window: int | None = None
 
     @abstractmethod
-    def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
-                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+    def generate(
+        self,
+        batch: Sequence[Messages],
+        sampling: SamplingConfig | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[Generation]:
         """Generate the next assistant turn of each chat.
 
         Args:
@@ -105,7 +109,7 @@ class Policy(ABC):
         """Policy-specific facts about a finished episode, stored in its trajectory (default: none)."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook: most policies hold nothing to release)
         """Release resources (default: nothing)."""
 
 
@@ -121,8 +125,12 @@ class FunctionPolicy(Policy):
     def __init__(self, fn: Callable[[Any], Any], name: str = "function", batched_fn: bool = False) -> None:
         self.fn, self.name, self.batched_fn = fn, name, batched_fn
 
-    def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
-                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+    def generate(
+        self,
+        batch: Sequence[Messages],
+        sampling: SamplingConfig | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[Generation]:
         """Call the function (once per chat, or once for the batch)."""
         texts = list(self.fn(list(batch))) if self.batched_fn else [self.fn(m) for m in batch]
         if len(texts) != len(batch):

@@ -40,21 +40,42 @@ class HFConfig:
     device: str = field(default="cpu", metadata={"help": "torch device, e.g. 'cpu' or 'cuda'."})
     dtype: str = field(default="float32", metadata={"help": "Weights dtype: float32, bfloat16 or float16."})
     batch_size: int = field(default=8, metadata={"help": "Most chats per generate() call."})
-    context_window: int | None = field(default=None, metadata={"help": "Context size (default: the model's max_position_embeddings)."})
-    num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads (process-wide; None keeps torch's default). "
-                                                            "1 is often fastest for small models on a busy machine."})
-    reuse_kv: bool = field(default=True, metadata={"help": "Keep the keys and values of recent chats and prefill only what a "
-                                                           "new prompt adds to its longest stored prefix (multi-turn episodes)."})
-    kv_cache_mb: int = field(default=1024, metadata={"help": "Memory budget of the stored keys and values (the oldest go "
-                                                             "first)."})
+    context_window: int | None = field(
+        default=None, metadata={"help": "Context size (default: the model's max_position_embeddings)."}
+    )
+    num_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "torch CPU threads (process-wide; None keeps torch's default). "
+            "1 is often fastest for small models on a busy machine."
+        },
+    )
+    reuse_kv: bool = field(
+        default=True,
+        metadata={
+            "help": "Keep the keys and values of recent chats and prefill only what a "
+            "new prompt adds to its longest stored prefix (multi-turn episodes)."
+        },
+    )
+    kv_cache_mb: int = field(
+        default=1024, metadata={"help": "Memory budget of the stored keys and values (the oldest go first)."}
+    )
 
     def __post_init__(self) -> None:
         if not self.path:
-            raise ConfigError("HFConfig.path is empty: give a model folder, e.g. --policy hf:/models/my-sft or hf:smollm2")
-        if self.dtype not in DTYPES or self.batch_size < 1 or (self.num_threads is not None and self.num_threads < 1) \
-                or self.kv_cache_mb < 0:
-            raise ConfigError(f"HFConfig needs dtype in {DTYPES}, batch_size >= 1, num_threads >= 1 or None and kv_cache_mb >= 0; "
-                              f"got {self.dtype!r}, {self.batch_size}, {self.num_threads}, {self.kv_cache_mb}")
+            raise ConfigError(
+                "HFConfig.path is empty: give a model folder, e.g. --policy hf:/models/my-sft or hf:smollm2"
+            )
+        if (
+            self.dtype not in DTYPES
+            or self.batch_size < 1
+            or (self.num_threads is not None and self.num_threads < 1)
+            or self.kv_cache_mb < 0
+        ):
+            raise ConfigError(
+                f"HFConfig needs dtype in {DTYPES}, batch_size >= 1, num_threads >= 1 or None and kv_cache_mb >= 0; "
+                f"got {self.dtype!r}, {self.batch_size}, {self.num_threads}, {self.kv_cache_mb}"
+            )
 
 
 def _presence_processor(penalty: float, prompt_len: int) -> Any:
@@ -86,7 +107,9 @@ class HFPolicy(Policy):
 
     batched = True
 
-    def __init__(self, config: HFConfig, sampling: SamplingConfig | None = None, model: Any = None, tokenizer: Any = None) -> None:
+    def __init__(
+        self, config: HFConfig, sampling: SamplingConfig | None = None, model: Any = None, tokenizer: Any = None
+    ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -96,12 +119,16 @@ class HFPolicy(Policy):
             torch.set_num_threads(config.num_threads)
         if model is None or tokenizer is None:
             if not Path(config.path).is_dir():
-                raise ConfigError(f"HF model folder {config.path!r} not found: expected a folder with config.json and weights "
-                                  "(for the bundled SmolLM2 use --policy hf:smollm2)")
+                raise ConfigError(
+                    f"HF model folder {config.path!r} not found: expected a folder with config.json and weights "
+                    "(for the bundled SmolLM2 use --policy hf:smollm2)"
+                )
             tokenizer = AutoTokenizer.from_pretrained(config.path)
             model = AutoModelForCausalLM.from_pretrained(config.path, dtype=getattr(torch, config.dtype))
         if not getattr(tokenizer, "chat_template", None):
-            raise ConfigError(f"the tokenizer of {config.path!r} has no chat template; set tokenizer.chat_template first")
+            raise ConfigError(
+                f"the tokenizer of {config.path!r} has no chat template; set tokenizer.chat_template first"
+            )
         self.tokenizer, self.model = tokenizer, model.to(config.device).eval()
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
@@ -126,8 +153,12 @@ class HFPolicy(Policy):
         """Exact prompt length under the chat template."""
         return len(self.tokenizer(self.prompt(messages), add_special_tokens=False)["input_ids"])
 
-    def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
-                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+    def generate(
+        self,
+        batch: Sequence[Messages],
+        sampling: SamplingConfig | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[Generation]:
         """Generate for ``batch`` in chunks of ``batch_size`` (shortest prompts together)."""
         s = sampling or self.sampling
         seeds = list(seeds) if seeds is not None else [s.seed] * len(batch)
@@ -136,7 +167,7 @@ class HFPolicy(Policy):
         out: list[Generation | None] = [None] * len(batch)
         bs = self.config.batch_size
         for c in range(0, len(order), bs):
-            ids = order[c:c + bs]
+            ids = order[c : c + bs]
             for i, g in zip(ids, self._chunk([prompts[i] for i in ids], s, seeds[ids[0]])):
                 out[i] = g
         return [g for g in out if g is not None]
@@ -152,15 +183,24 @@ class HFPolicy(Policy):
             if not self.context_window or room >= 16:
                 self.kv.prime(self.model, ids, self.config.device)
                 batch = self.kv.batch(ids, tok.pad_token_id, self.model.config, self.config.device)
-                enc = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask, cache_kwarg(self.model): batch.cache}
+                enc = {
+                    "input_ids": batch.input_ids,
+                    "attention_mask": batch.attention_mask,
+                    cache_kwarg(self.model): batch.cache,
+                }
                 return enc, min(max_new, room), batch
         enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         if self.context_window:
             room = self.context_window - enc["input_ids"].shape[1]
             if room < 16:
                 keep = self.context_window - min(max_new, self.context_window // 4)
-                log.warning("%s: prompt of %d tokens exceeds the %d-token window; keeping its last %d tokens",
-                            self.name, enc["input_ids"].shape[1], self.context_window, keep)
+                log.warning(
+                    "%s: prompt of %d tokens exceeds the %d-token window; keeping its last %d tokens",
+                    self.name,
+                    enc["input_ids"].shape[1],
+                    self.context_window,
+                    keep,
+                )
                 enc = {k: v[:, -keep:] for k, v in enc.items()}
                 room = self.context_window - keep
             max_new = min(max_new, room)
@@ -198,7 +238,11 @@ class HFPolicy(Policy):
             raw = tok.decode(ids[:n], skip_special_tokens=True)
             text = cut_at_stop(raw, s.stop)
             reason = "stop" if n < len(ids) or text != raw else "length"
-            gens.append(Generation(text=text, prompt_tokens=int(mask.sum()), completion_tokens=n, finish_reason=reason, seconds=dt))
+            gens.append(
+                Generation(
+                    text=text, prompt_tokens=int(mask.sum()), completion_tokens=n, finish_reason=reason, seconds=dt
+                )
+            )
         self.generated_tokens += sum(g.completion_tokens or 0 for g in gens)
         self.generate_seconds += dt
         return gens

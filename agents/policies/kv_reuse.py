@@ -120,8 +120,9 @@ class PrefixKV:
         keep = set(keys)
         self.entries = {k: e for k, e in self.entries.items() if k in keep}
 
-    def prime(self, model: Any, contexts: Sequence[Sequence[int]], device: Any = "cpu",
-              keys: Sequence[Hashable] | None = None) -> None:
+    def prime(
+        self, model: Any, contexts: Sequence[Sequence[int]], device: Any = "cpu", keys: Sequence[Hashable] | None = None
+    ) -> None:
         """Prefill once, as an entry of its own, each context that several rows share and no entry prefixes (a GRPO
         group's prompt on its first turn), so that the batch prefills it once instead of once per row.
 
@@ -140,9 +141,15 @@ class PrefixKV:
                 continue
             cache = DynamicCache(config=model.config)
             with torch.no_grad():
-                model(input_ids=torch.tensor([context[:-1]], device=device), use_cache=True, logits_to_keep=1,
-                      **{cache_kwarg(model): cache})
-            self.entries[self._new_key()] = Entry(list(context[:-1]), [(layer.keys[0], layer.values[0]) for layer in cache.layers])
+                model(
+                    input_ids=torch.tensor([context[:-1]], device=device),
+                    use_cache=True,
+                    logits_to_keep=1,
+                    **{cache_kwarg(model): cache},
+                )
+            self.entries[self._new_key()] = Entry(
+                list(context[:-1]), [(layer.keys[0], layer.values[0]) for layer in cache.layers]
+            )
             self.prefilled_tokens += len(context) - 1
 
     def _find(self, context: list[int], key: Hashable | None) -> tuple[Hashable | None, int]:
@@ -155,8 +162,14 @@ class PrefixKV:
                 best, n = k, m
         return best, min(n, len(context) - 1)  # at least one token is prefilled: generate needs its logits
 
-    def batch(self, contexts: Sequence[Sequence[int]], pad_id: int, config: Any, device: Any = "cpu",
-              keys: Sequence[Hashable] | None = None) -> Batch:
+    def batch(
+        self,
+        contexts: Sequence[Sequence[int]],
+        pad_id: int,
+        config: Any,
+        device: Any = "cpu",
+        keys: Sequence[Hashable] | None = None,
+    ) -> Batch:
         """The inputs of one ``generate`` call on ``contexts``, with their stored prefixes already in the cache.
 
         Args:
@@ -186,8 +199,15 @@ class PrefixKV:
         cache = DynamicCache(ddp_cache_data=data, config=config) if data else DynamicCache(config=config)
         self.reused_tokens += sum(reused)
         self.prefilled_tokens += sum(map(len, new))
-        return Batch(torch.tensor(ids, device=device), torch.tensor(mask, device=device), cache, contexts, reused, past,
-                     [k for k, _ in found])
+        return Batch(
+            torch.tensor(ids, device=device),
+            torch.tensor(mask, device=device),
+            cache,
+            contexts,
+            reused,
+            past,
+            [k for k, _ in found],
+        )
 
     def _stack(self, used: list[Hashable | None], reused: list[int], past: int) -> list[tuple[Any, Any]] | None:
         """Per layer, the batch's stored keys and values, each row's prefix right-aligned in ``past`` columns."""
@@ -199,8 +219,8 @@ class PrefixKV:
             keys = k0.new_zeros((len(used), k0.shape[0], past, k0.shape[2]))
             values = v0.new_zeros((len(used), v0.shape[0], past, v0.shape[2]))
             for i, entry, n in rows:
-                keys[i, :, past - n:] = entry.kv[layer][0][:, :n]
-                values[i, :, past - n:] = entry.kv[layer][1][:, :n]
+                keys[i, :, past - n :] = entry.kv[layer][0][:, :n]
+                values[i, :, past - n :] = entry.kv[layer][1][:, :n]
             data.append((keys, values))
         return data
 
@@ -216,7 +236,7 @@ class PrefixKV:
 
         cache = batch.cache
         end = cache.get_seq_length()  # the last sampled token of a row has no keys yet
-        tail = sequences[:, batch.width:end].tolist()
+        tail = sequences[:, batch.width : end].tolist()
         if keys is None:
             for k in set(batch.used) - {None}:
                 self.entries.pop(k, None)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 
 from agents.config import SamplingConfig
@@ -47,8 +47,10 @@ class EndpointAuthError(FatalPolicyError, ConfigError):
 
 def _check_requests(timeout: float, max_retries: int, backoff: float, max_backoff: float) -> None:
     if timeout <= 0 or max_retries < 0 or backoff < 0 or max_backoff < 0:
-        raise ConfigError(f"the endpoint settings need timeout > 0, max_retries >= 0, backoff >= 0, max_backoff >= 0; got "
-                          f"{timeout}, {max_retries}, {backoff}, {max_backoff} (--timeout, --max-retries, --backoff, --max-backoff)")
+        raise ConfigError(
+            f"the endpoint settings need timeout > 0, max_retries >= 0, backoff >= 0, max_backoff >= 0; got "
+            f"{timeout}, {max_retries}, {backoff}, {max_backoff} (--timeout, --max-retries, --backoff, --max-backoff)"
+        )
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,19 @@ class RequestConfig:
     """Timeout and retries of requests to an endpoint (the fields of :class:`OpenAIConfig` a run sets for all its models)."""
 
     timeout: float = field(default=600.0, metadata={"help": "Seconds per request."})
-    max_retries: int = field(default=6, metadata={
-        "help": "Retries of a transient failure (HTTP 408/409/429/5xx, connection errors, empty or unreadable replies)."})
-    backoff: float = field(default=1.0, metadata={
-        "help": "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."})
-    max_backoff: float = field(default=60.0, metadata={"help": "Longest retry delay in seconds, a server's Retry-After included."})
+    max_retries: int = field(
+        default=6,
+        metadata={
+            "help": "Retries of a transient failure (HTTP 408/409/429/5xx, connection errors, empty or unreadable replies)."
+        },
+    )
+    backoff: float = field(
+        default=1.0,
+        metadata={"help": "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."},
+    )
+    max_backoff: float = field(
+        default=60.0, metadata={"help": "Longest retry delay in seconds, a server's Retry-After included."}
+    )
 
     def __post_init__(self) -> None:
         _check_requests(self.timeout, self.max_retries, self.backoff, self.max_backoff)
@@ -71,15 +81,27 @@ class OpenAIConfig:
     """Where and how to call the endpoint."""
 
     model: str = field(default="", metadata={"help": "Model name as the server knows it."})
-    base_url: str | None = field(default=None, metadata={"help": "Endpoint ending in /v1 (default: $OPENAI_BASE_URL, else OpenAI's)."})
-    api_key: str | None = field(default=None, metadata={"help": "API key (default: $OPENAI_API_KEY, else 'EMPTY' for local servers)."})
+    base_url: str | None = field(
+        default=None, metadata={"help": "Endpoint ending in /v1 (default: $OPENAI_BASE_URL, else OpenAI's)."}
+    )
+    api_key: str | None = field(
+        default=None, metadata={"help": "API key (default: $OPENAI_API_KEY, else 'EMPTY' for local servers)."}
+    )
     timeout: float = field(default=RequestConfig.timeout, metadata={"help": "Seconds per request."})
-    max_retries: int = field(default=RequestConfig.max_retries, metadata={"help": "Retries of a transient failure (see RequestConfig)."})
-    backoff: float = field(default=RequestConfig.backoff, metadata={
-        "help": "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."})
-    max_backoff: float = field(default=RequestConfig.max_backoff, metadata={"help": "Longest retry delay in seconds, Retry-After included."})
+    max_retries: int = field(
+        default=RequestConfig.max_retries, metadata={"help": "Retries of a transient failure (see RequestConfig)."}
+    )
+    backoff: float = field(
+        default=RequestConfig.backoff,
+        metadata={"help": "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."},
+    )
+    max_backoff: float = field(
+        default=RequestConfig.max_backoff, metadata={"help": "Longest retry delay in seconds, Retry-After included."}
+    )
     concurrency: int = field(default=8, metadata={"help": "Parallel requests within one generate() batch."})
-    extra_body: dict[str, Any] = field(default_factory=dict, metadata={"help": "Extra request fields (e.g. top_k, repetition_penalty)."})
+    extra_body: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "Extra request fields (e.g. top_k, repetition_penalty)."}
+    )
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -92,10 +114,14 @@ class OpenAIConfig:
 def _transient(exc: Exception) -> bool:
     import openai
 
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):  # APITimeoutError is a connection error too
+    if isinstance(
+        exc, (openai.APIConnectionError, openai.APITimeoutError)
+    ):  # APITimeoutError is a connection error too
         return True
     status = getattr(exc, "status_code", None)
-    return isinstance(exc, openai.APIStatusError) and status is not None and (status in TRANSIENT_STATUS or status >= 500)
+    return (
+        isinstance(exc, openai.APIStatusError) and status is not None and (status in TRANSIENT_STATUS or status >= 500)
+    )
 
 
 def retry_after(headers: Mapping[str, str] | None, now: float) -> float | None:
@@ -123,7 +149,7 @@ def retry_after(headers: Mapping[str, str] | None, now: float) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:  # "-0000": HTTP dates are GMT
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, when.timestamp() - now)
 
 
@@ -152,8 +178,14 @@ class OpenAIPolicy(Policy):
         clock: The current Unix time (turns a ``Retry-After`` HTTP date into a delay).
     """
 
-    def __init__(self, config: OpenAIConfig, sampling: SamplingConfig | None = None, *,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: OpenAIConfig,
+        sampling: SamplingConfig | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         import openai
 
         self.config = config
@@ -161,14 +193,20 @@ class OpenAIPolicy(Policy):
         self.name = f"openai:{config.model}"
         base_url = config.base_url or env("OPENAI_BASE_URL")
         key = config.api_key or env("OPENAI_API_KEY") or "EMPTY"
-        self.key_source = "--api-key" if config.api_key else "$OPENAI_API_KEY" if env("OPENAI_API_KEY") else "none (sent 'EMPTY')"
+        self.key_source = (
+            "--api-key" if config.api_key else "$OPENAI_API_KEY" if env("OPENAI_API_KEY") else "none (sent 'EMPTY')"
+        )
         self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=config.timeout, max_retries=0)
         self.endpoint = f"{self.name} at {str(self.client.base_url).rstrip('/')}"
         self.retries = 0  # transient failures retried so far (all threads)
         self._sleep, self._clock = sleep, clock
 
-    def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
-                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+    def generate(
+        self,
+        batch: Sequence[Messages],
+        sampling: SamplingConfig | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[Generation]:
         """One request per chat (in parallel up to ``concurrency``)."""
         s = sampling or self.sampling
         seeds = list(seeds) if seeds is not None else [s.seed] * len(batch)
@@ -179,8 +217,14 @@ class OpenAIPolicy(Policy):
 
     def _one(self, messages: Messages, s: SamplingConfig, seed: int | None) -> Generation:
         cfg = self.config
-        body: dict[str, Any] = {"model": cfg.model, "messages": messages, "temperature": s.temperature, "top_p": s.top_p,
-                                "presence_penalty": s.presence_penalty, "max_tokens": s.max_tokens}
+        body: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": messages,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "presence_penalty": s.presence_penalty,
+            "max_tokens": s.max_tokens,
+        }
         if s.stop:
             body["stop"] = list(s.stop)
         if seed is not None:
@@ -199,7 +243,9 @@ class OpenAIPolicy(Policy):
             except Exception as e:
                 err = self._retryable(e)
             if attempt == cfg.max_retries:
-                raise EndpointError(f"{self.endpoint}: {cfg.max_retries + 1} attempts failed; last error: {err}") from err
+                raise EndpointError(
+                    f"{self.endpoint}: {cfg.max_retries + 1} attempts failed; last error: {err}"
+                ) from err
             wait = self._wait(err, delay)
             self.retries += 1
             log.warning("%s: attempt %d failed (%s); retrying in %.2f s", self.endpoint, attempt + 1, err, wait)
@@ -217,8 +263,10 @@ class OpenAIPolicy(Policy):
             return exc
         status = getattr(exc, "status_code", None)
         if status in AUTH_STATUS:
-            raise EndpointAuthError(f"{self.endpoint} rejected the API key (HTTP {status}: {_message(exc)}); key from {self.key_source}. "
-                                    "Pass the endpoint's key with --api-key or $OPENAI_API_KEY") from exc
+            raise EndpointAuthError(
+                f"{self.endpoint} rejected the API key (HTTP {status}: {_message(exc)}); key from {self.key_source}. "
+                "Pass the endpoint's key with --api-key or $OPENAI_API_KEY"
+            ) from exc
         if isinstance(exc, openai.APIStatusError):
             raise EndpointError(f"{self.endpoint} refused the request (HTTP {status}: {_message(exc)})") from exc
         raise exc
@@ -242,9 +290,13 @@ class OpenAIPolicy(Policy):
         if isinstance(reasoning, str) and reasoning.strip() and "<think>" not in text:
             text = f"<think>\n{reasoning.strip()}\n</think>{text}"
         usage = getattr(resp, "usage", None)
-        return Generation(text=cut_at_stop(text, s.stop), prompt_tokens=getattr(usage, "prompt_tokens", None),
-                          completion_tokens=getattr(usage, "completion_tokens", None), finish_reason=choice.finish_reason,
-                          seconds=seconds)
+        return Generation(
+            text=cut_at_stop(text, s.stop),
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            finish_reason=choice.finish_reason,
+            seconds=seconds,
+        )
 
     def close(self) -> None:
         """Close the HTTP client."""

@@ -74,7 +74,9 @@ class OraclePolicy(Policy):
 
     name = "oracle"
 
-    def __init__(self, tasks: Sequence[Task], store: Any = None, title_search: bool = True, read_pages: bool = True) -> None:
+    def __init__(
+        self, tasks: Sequence[Task], store: Any = None, title_search: bool = True, read_pages: bool = True
+    ) -> None:
         self.by_question = {t.question: t for t in tasks}
         self.store = store
         self.title_search = title_search
@@ -85,8 +87,12 @@ class OraclePolicy(Policy):
         self._plans: dict[str, _Plan] = {}
 
     # -- the interface ---------------------------------------------------------------------
-    def generate(self, batch: Sequence[Messages], sampling: SamplingConfig | None = None,
-                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
+    def generate(
+        self,
+        batch: Sequence[Messages],
+        sampling: SamplingConfig | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[Generation]:
         """The next oracle turn of each chat."""
         return [Generation(text=self._next(m)) for m in batch]
 
@@ -102,13 +108,27 @@ class OraclePolicy(Policy):
         golds = [normalize_answer(g) for g in (task.answer, *task.aliases)]
         obs = normalize_answer(st.text)
         first = next((q for q, res in st.results.items() if any(self._key(u) == akey for _, u in res)), None)
-        by = "clue" if first in {q for q, _, _ in plan.clues} else "question" if first in plan.question_queries else \
-            "title" if first is not None else None
-        return {"task_found": True, "answer_url": plan.answer_url, "answer_query": first, "answer_query_kind": by,
-                "answer_reached_via": "search" if akey in legit else "title_search" if akey in anywhere else "none",
-                "answer_page_read": st.visited.get(akey, False),
-                "evidence_found": sum(self._key(u) in legit for u in plan.evidence), "evidence_total": len(plan.evidence),
-                "answer_in_observations": any(g and g in obs for g in golds), "queries": len(st.results)}
+        by = (
+            "clue"
+            if first in {q for q, _, _ in plan.clues}
+            else "question"
+            if first in plan.question_queries
+            else "title"
+            if first is not None
+            else None
+        )
+        return {
+            "task_found": True,
+            "answer_url": plan.answer_url,
+            "answer_query": first,
+            "answer_query_kind": by,
+            "answer_reached_via": "search" if akey in legit else "title_search" if akey in anywhere else "none",
+            "answer_page_read": st.visited.get(akey, False),
+            "evidence_found": sum(self._key(u) in legit for u in plan.evidence),
+            "evidence_total": len(plan.evidence),
+            "answer_in_observations": any(g and g in obs for g in golds),
+            "queries": len(st.results),
+        }
 
     # -- planning ----------------------------------------------------------------------------
     def _task(self, messages: Messages) -> Task | None:
@@ -153,8 +173,18 @@ class OraclePolicy(Policy):
         clues = []
         for c in md.get("clues") or []:
             if isinstance(c, dict) and c.get("query"):
-                clues.append((str(c["query"]), title_to_url(c["entity"]) if c.get("entity") else None, str(c.get("text") or c["query"])))
-        evidence = [e["url"] if e.get("url") else title_to_url(e["title"]) for e in md.get("evidence") or [] if isinstance(e, dict) and (e.get("url") or e.get("title"))]
+                clues.append(
+                    (
+                        str(c["query"]),
+                        title_to_url(c["entity"]) if c.get("entity") else None,
+                        str(c.get("text") or c["query"]),
+                    )
+                )
+        evidence = [
+            e["url"] if e.get("url") else title_to_url(e["title"])
+            for e in md.get("evidence") or []
+            if isinstance(e, dict) and (e.get("url") or e.get("title"))
+        ]
         quoted = re.search(r'"(.+)"', task.question)
         queries = []
         if quoted:
@@ -179,11 +209,11 @@ class OraclePolicy(Policy):
             if not content.startswith("<tool_response>"):
                 continue
             for block in content.split(OBSERVATION_SEPARATOR):
-                if (h := _SEARCH_HEAD.search(block)):
+                if h := _SEARCH_HEAD.search(block):
                     st.results[h.group(1)] = _RESULT.findall(block)
-                elif (n := _NO_RESULTS.search(block)):
+                elif n := _NO_RESULTS.search(block):
                     st.results[n.group(1)] = []
-                elif (v := _VISIT_HEAD.search(block)):
+                elif v := _VISIT_HEAD.search(block):
                     st.visited[self._key(v.group(1))] = INACCESSIBLE_EVIDENCE not in block
         st.text = "\n".join(texts)
         return st
@@ -202,10 +232,23 @@ class OraclePolicy(Policy):
             return self._final(plan, st, task)
         for query, entity_url, text in plan.clues:
             if query not in st.results:
-                return _search(f"I look for the page behind this clue: {text}" if self.read_pages else
-                               "I search for the next fact." if st.results else "I search for the first fact.", query)
-            if self.read_pages and entity_url and self._key(entity_url) not in st.visited and any(self._key(u) == self._key(entity_url) for _, u in st.results[query]):
-                return _visit(f"The results of \"{query}\" include the page the clue is about; I read it.", entity_url, text)
+                return _search(
+                    f"I look for the page behind this clue: {text}"
+                    if self.read_pages
+                    else "I search for the next fact."
+                    if st.results
+                    else "I search for the first fact.",
+                    query,
+                )
+            if (
+                self.read_pages
+                and entity_url
+                and self._key(entity_url) not in st.visited
+                and any(self._key(u) == self._key(entity_url) for _, u in st.results[query])
+            ):
+                return _visit(
+                    f'The results of "{query}" include the page the clue is about; I read it.', entity_url, text
+                )
         legit = self._seen(st, plan, legit_only=True)
         for url in plan.evidence if self.read_pages else ():
             if self._key(url) in legit and self._key(url) not in st.visited:
@@ -216,7 +259,9 @@ class OraclePolicy(Policy):
                 if q not in st.results:
                     return _search("I search for the description in the question.", q)
             if self.title_search and plan.title_query not in st.results:
-                return _search("The searches so far did not surface the answer page; I check whether it exists.", plan.title_query)
+                return _search(
+                    "The searches so far did not surface the answer page; I check whether it exists.", plan.title_query
+                )
         anywhere = self._seen(st, plan, legit_only=False)
         if self.read_pages and akey in anywhere and akey not in st.visited:
             url = next(u for res in st.results.values() for _, u in res if self._key(u) == akey)
@@ -231,7 +276,9 @@ class OraclePolicy(Policy):
             return f"<think>{why}, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         guess = next((t for q, res in st.results.items() if q in legit_queries for t, _ in res), "unknown")
-        return f"<think>I could not confirm the answer; my best guess is the top result.</think>\n<answer>{guess}</answer>"
+        return (
+            f"<think>I could not confirm the answer; my best guess is the top result.</think>\n<answer>{guess}</answer>"
+        )
 
 
 def _search(think: str, query: str) -> str:

@@ -39,13 +39,21 @@ WRAP_OPEN, WRAP_CLOSE = format_tool_response("\0").split("\0")
 _TRUNCATED = re.compile(re.escape(TRUNCATION_MARKER).replace(re.escape("{n}"), r"\d+") + "$")
 _NO_RESULTS = re.compile(re.escape(no_results("\0")).replace(re.escape("\0"), ".*"), re.DOTALL)
 _HEADERS = {
-    "search": (re.compile(r"A Google search for '.*' found (\d+) results:\n\n## Web Results\n", re.DOTALL),
-               SEARCH_UNAVAILABLE, ("Date published: ", "Source: ")),
-    "google_scholar": (re.compile(r"A Google scholar for '.*' found (\d+) results:\n\n## Scholar Results\n", re.DOTALL),
-                       SCHOLAR_UNAVAILABLE, ("publicationInfo: ", "Date published: ", "citedBy: ")),
+    "search": (
+        re.compile(r"A Google search for '.*' found (\d+) results:\n\n## Web Results\n", re.DOTALL),
+        SEARCH_UNAVAILABLE,
+        ("Date published: ", "Source: "),
+    ),
+    "google_scholar": (
+        re.compile(r"A Google scholar for '.*' found (\d+) results:\n\n## Scholar Results\n", re.DOTALL),
+        SCHOLAR_UNAVAILABLE,
+        ("publicationInfo: ", "Date published: ", "citedBy: "),
+    ),
 }
-_VISIT = re.compile(r"The useful information in \S+ for user goal .* as follows: \n\nEvidence in page: \n(.*)\n\nSummary: \n.*",
-                    re.DOTALL)
+_VISIT = re.compile(
+    r"The useful information in \S+ for user goal .* as follows: \n\nEvidence in page: \n(.*)\n\nSummary: \n.*",
+    re.DOTALL,
+)
 MAX_EXAMPLES = 5
 
 
@@ -73,8 +81,11 @@ def _results_problem(tool: str, part: str) -> tuple[str, str | None]:
         return "no_results", None
     m = header.match(part)
     if not m:
-        return "invalid", f"{tool} output starts with neither its header, the no-results text nor the outage text: {part[:80]!r}"
-    n, items, pos = int(m.group(1)), part[m.end():], 0
+        return (
+            "invalid",
+            f"{tool} output starts with neither its header, the no-results text nor the outage text: {part[:80]!r}",
+        )
+    n, items, pos = int(m.group(1)), part[m.end() :], 0
     for i in range(1, n + 1):
         if i > 1:
             pos = items.find(f"\n\n{i}. [", pos)
@@ -82,7 +93,7 @@ def _results_problem(tool: str, part: str) -> tuple[str, str | None]:
                 return "invalid", f"{tool} header says {n} results, item {i} is missing"
             pos += 2
         end = items.find(f"\n\n{i + 1}. [", pos) if i < n else len(items)
-        problem = _item_problem(tool, i, items[pos:end if end >= 0 else len(items)])
+        problem = _item_problem(tool, i, items[pos : end if end >= 0 else len(items)])
         if problem:
             return "invalid", problem
     return "results", None
@@ -91,7 +102,10 @@ def _results_problem(tool: str, part: str) -> tuple[str, str | None]:
 def _visit_problem(part: str, i: int) -> tuple[str, str | None]:
     m = _VISIT.fullmatch(part)
     if not m:
-        return "invalid", f'visit part {i} is not "The useful information in {{url}} for user goal {{goal}} as follows: ..."'
+        return (
+            "invalid",
+            f'visit part {i} is not "The useful information in {{url}} for user goal {{goal}} as follows: ..."',
+        )
     return ("unreadable" if m.group(1) == INACCESSIBLE_EVIDENCE else "page"), None
 
 
@@ -109,18 +123,26 @@ def check_observation(tool: str | None, observation: str) -> tuple[str, str | No
     """
     if not (observation.startswith(WRAP_OPEN) and observation.endswith(WRAP_CLOSE)):
         return "invalid", "not wrapped in <tool_response>\\n...\\n</tool_response>"
-    body = observation[len(WRAP_OPEN):-len(WRAP_CLOSE)]
+    body = observation[len(WRAP_OPEN) : -len(WRAP_CLOSE)]
     if body.startswith("Error: "):
         return "env_error", None
     if tool == "PythonInterpreter":
         return "python", None
     truncated = _TRUNCATED.search(body)
     if truncated:  # only what survived the cut is checked: the first part's header
-        body = body[:truncated.start()].split(OBSERVATION_SEPARATOR)[0]
+        body = body[: truncated.start()].split(OBSERVATION_SEPARATOR)[0]
         if tool == "visit":
-            return ("truncated", None) if body.startswith("The useful information in ") else ("invalid", "truncated visit without its header")
+            return (
+                ("truncated", None)
+                if body.startswith("The useful information in ")
+                else ("invalid", "truncated visit without its header")
+            )
         header = _HEADERS[tool][0] if tool in _HEADERS else None
-        return ("truncated", None) if header is not None and header.match(body) else ("invalid", f"truncated {tool} without its header")
+        return (
+            ("truncated", None)
+            if header is not None and header.match(body)
+            else ("invalid", f"truncated {tool} without its header")
+        )
     if tool not in ("search", "google_scholar", "visit"):
         return "invalid", f"a tool response to an action that called no known tool ({tool!r})"
     forms = []
@@ -171,6 +193,15 @@ def check_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             if problem:
                 failed += 1
                 if len(failures) < MAX_EXAMPLES:
-                    failures.append({"key": rec.get("key"), "turn": turn, "tool": tool, "problem": problem, "excerpt": obs[:300]})
-    return {"observations": n, "parsed": n - failed, "failed": failed, "passed": failed == 0,
-            "forms": dict(sorted(forms.items())), "by_tool": dict(sorted(tools.items())), "failures": failures}
+                    failures.append(
+                        {"key": rec.get("key"), "turn": turn, "tool": tool, "problem": problem, "excerpt": obs[:300]}
+                    )
+    return {
+        "observations": n,
+        "parsed": n - failed,
+        "failed": failed,
+        "passed": failed == 0,
+        "forms": dict(sorted(forms.items())),
+        "by_tool": dict(sorted(tools.items())),
+        "failures": failures,
+    }

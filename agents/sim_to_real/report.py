@@ -16,36 +16,66 @@ from typing import Any
 
 from wiki_index.errors import ConfigError
 
-COUNTERS = ("calls", "successes", "fallbacks", "failures", "cache_hits", "retries", "timeouts", "backend_errors", "short_circuits")
+COUNTERS = (
+    "calls",
+    "successes",
+    "fallbacks",
+    "failures",
+    "cache_hits",
+    "retries",
+    "timeouts",
+    "backend_errors",
+    "short_circuits",
+)
 
 
 @dataclass(frozen=True)
 class ApiPrices:
     """What one upstream call is assumed to cost (USD), for the report's estimate. Check your own plans' prices."""
 
-    serper_usd_per_1k: float = field(default=1.00, metadata={
-        "help": "Serper, per 1,000 queries (search or scholar): about $0.30-1.00 by volume; the small-plan price by "
-                "default. Every request is counted, although Serper bills only successful ones (an upper bound)."})
-    jina_usd_per_1m_tokens: float = field(default=0.02, metadata={
-        "help": "Jina Reader, per million output tokens (it bills the page text it returns)."})
-    jina_tokens_per_page: int = field(default=10_000, metadata={
-        "help": "Assumed mean tokens of one page read (the report counts requests, not Jina's token usage)."})
-    summariser_usd_per_1m_tokens: float = field(default=0.10, metadata={
-        "help": "The page summariser ($API_BASE / $SUMMARY_MODEL_NAME), per million input tokens (a small hosted "
-                "model such as Qwen3-30B-A3B; 0 for your own server)."})
-    summariser_tokens_per_call: int = field(default=12_000, metadata={
-        "help": "Assumed mean tokens of one summariser call (the cut page plus the extractor prompt)."})
+    serper_usd_per_1k: float = field(
+        default=1.00,
+        metadata={
+            "help": "Serper, per 1,000 queries (search or scholar): about $0.30-1.00 by volume; the small-plan price by "
+            "default. Every request is counted, although Serper bills only successful ones (an upper bound)."
+        },
+    )
+    jina_usd_per_1m_tokens: float = field(
+        default=0.02, metadata={"help": "Jina Reader, per million output tokens (it bills the page text it returns)."}
+    )
+    jina_tokens_per_page: int = field(
+        default=10_000,
+        metadata={"help": "Assumed mean tokens of one page read (the report counts requests, not Jina's token usage)."},
+    )
+    summariser_usd_per_1m_tokens: float = field(
+        default=0.10,
+        metadata={
+            "help": "The page summariser ($API_BASE / $SUMMARY_MODEL_NAME), per million input tokens (a small hosted "
+            "model such as Qwen3-30B-A3B; 0 for your own server)."
+        },
+    )
+    summariser_tokens_per_call: int = field(
+        default=12_000,
+        metadata={"help": "Assumed mean tokens of one summariser call (the cut page plus the extractor prompt)."},
+    )
 
     def __post_init__(self) -> None:
-        if min(self.serper_usd_per_1k, self.jina_usd_per_1m_tokens, self.summariser_usd_per_1m_tokens) < 0 \
-                or min(self.jina_tokens_per_page, self.summariser_tokens_per_call) < 0:
+        if (
+            min(self.serper_usd_per_1k, self.jina_usd_per_1m_tokens, self.summariser_usd_per_1m_tokens) < 0
+            or min(self.jina_tokens_per_page, self.summariser_tokens_per_call) < 0
+        ):
             raise ConfigError(f"ApiPrices must not be negative, got {asdict(self)}")
 
     def cost(self, api: dict[str, int]) -> dict[str, float]:
         """Estimated USD per upstream for the request counts ``api`` (``serper``, ``jina``, ``summariser``), and ``total``."""
-        usd = {"serper": api.get("serper", 0) * self.serper_usd_per_1k / 1000,
-               "jina": api.get("jina", 0) * self.jina_tokens_per_page * self.jina_usd_per_1m_tokens / 1e6,
-               "summariser": api.get("summariser", 0) * self.summariser_tokens_per_call * self.summariser_usd_per_1m_tokens / 1e6}
+        usd = {
+            "serper": api.get("serper", 0) * self.serper_usd_per_1k / 1000,
+            "jina": api.get("jina", 0) * self.jina_tokens_per_page * self.jina_usd_per_1m_tokens / 1e6,
+            "summariser": api.get("summariser", 0)
+            * self.summariser_tokens_per_call
+            * self.summariser_usd_per_1m_tokens
+            / 1e6,
+        }
         usd["total"] = sum(usd.values())
         return {k: round(v, 6) for k, v in usd.items()}
 
@@ -109,30 +139,58 @@ def run_summary(records: Sequence[dict[str, Any]], metrics: dict[str, Any], pric
         fallbacks + failures), ``latency``, ``api`` (HTTP requests per upstream), ``events`` and ``cost_usd``.
     """
     counts, events = _tool_stats(records)
-    api = {"serper": events.get("serper.http_requests", 0), "jina": events.get("jina.http_requests", 0),
-           "summariser": events.get("jina.summariser_ok", 0) + events.get("jina.summariser_failures", 0)}
+    api = {
+        "serper": events.get("serper.http_requests", 0),
+        "jina": events.get("jina.http_requests", 0),
+        "summariser": events.get("jina.summariser_ok", 0) + events.get("jina.summariser_failures", 0),
+    }
     return {
-        "episodes": metrics.get("episodes"), "tasks": metrics.get("tasks"),
+        "episodes": metrics.get("episodes"),
+        "tasks": metrics.get("tasks"),
         **{k: v for k, v in metrics.items() if k.startswith("pass@")},
-        "accuracy": metrics.get("accuracy"), "judge": metrics.get("judge"), "answered": metrics.get("answered"),
-        "mean_turns": metrics.get("mean_turns"), "tool_calls": metrics.get("tool_calls_total", {}),
-        "tool_error_rate": metrics.get("tool_error_rate"), "tool_errors": metrics.get("tool_errors", {}),
-        "executor": {**counts, "reconciles": counts["calls"] == counts["successes"] + counts["fallbacks"] + counts["failures"]},
-        "latency": _latency(records), "api": api,
+        "accuracy": metrics.get("accuracy"),
+        "judge": metrics.get("judge"),
+        "answered": metrics.get("answered"),
+        "mean_turns": metrics.get("mean_turns"),
+        "tool_calls": metrics.get("tool_calls_total", {}),
+        "tool_error_rate": metrics.get("tool_error_rate"),
+        "tool_errors": metrics.get("tool_errors", {}),
+        "executor": {
+            **counts,
+            "reconciles": counts["calls"] == counts["successes"] + counts["fallbacks"] + counts["failures"],
+        },
+        "latency": _latency(records),
+        "api": api,
         "raw_cache_hits": events.get("serper.raw_cache_hits", 0) + events.get("jina.raw_cache_hits", 0),
-        "key_rotations": events.get("jina.key_rotations", 0), "events": events, "cost_usd": prices.cost(api),
+        "key_rotations": events.get("jina.key_rotations", 0),
+        "events": events,
+        "cost_usd": prices.cost(api),
     }
 
 
 #: The rows of the side-by-side table: (label, path into a run summary).
-ROWS = [("pass@1", ("pass@1",)), ("accuracy", ("accuracy",)), ("answered", ("answered",)), ("mean turns", ("mean_turns",)),
-        ("executor calls (queries + URLs)", ("executor", "calls")), ("tool error rate", ("tool_error_rate",)),
-        ("successes", ("executor", "successes")), ("fallbacks", ("executor", "fallbacks")), ("failures", ("executor", "failures")),
-        ("retries", ("executor", "retries")), ("timeouts", ("executor", "timeouts")), ("cache hits", ("executor", "cache_hits")),
-        ("raw cache hits", ("raw_cache_hits",)), ("Jina key rotations", ("key_rotations",)),
-        ("tool latency p50 ms", ("latency", "p50_ms")), ("tool latency p95 ms", ("latency", "p95_ms")),
-        ("Serper requests", ("api", "serper")), ("Jina requests", ("api", "jina")), ("summariser calls", ("api", "summariser")),
-        ("est. cost USD", ("cost_usd", "total"))]
+ROWS = [
+    ("pass@1", ("pass@1",)),
+    ("accuracy", ("accuracy",)),
+    ("answered", ("answered",)),
+    ("mean turns", ("mean_turns",)),
+    ("executor calls (queries + URLs)", ("executor", "calls")),
+    ("tool error rate", ("tool_error_rate",)),
+    ("successes", ("executor", "successes")),
+    ("fallbacks", ("executor", "fallbacks")),
+    ("failures", ("executor", "failures")),
+    ("retries", ("executor", "retries")),
+    ("timeouts", ("executor", "timeouts")),
+    ("cache hits", ("executor", "cache_hits")),
+    ("raw cache hits", ("raw_cache_hits",)),
+    ("Jina key rotations", ("key_rotations",)),
+    ("tool latency p50 ms", ("latency", "p50_ms")),
+    ("tool latency p95 ms", ("latency", "p95_ms")),
+    ("Serper requests", ("api", "serper")),
+    ("Jina requests", ("api", "jina")),
+    ("summariser calls", ("api", "summariser")),
+    ("est. cost USD", ("cost_usd", "total")),
+]
 
 
 def _get(d: dict[str, Any], path: Sequence[str]) -> Any:
@@ -155,30 +213,52 @@ def _fmt(v: Any) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     """The report as markdown: one sim | real table per policy, the pass@1 grid, the format check, the prices."""
-    lines = [f"# Sim-to-real report ({report['mode']})", "",
-             (f"Tasks: {report['tasks']} (split {report['split']}), {report['n_tasks']} tasks x k={report['k']}; "
-              f"correctness by {'the judge ' + str(report['judge']) if report['judge'] else 'exact match'}."), ""]
+    lines = [
+        f"# Sim-to-real report ({report['mode']})",
+        "",
+        (
+            f"Tasks: {report['tasks']} (split {report['split']}), {report['n_tasks']} tasks x k={report['k']}; "
+            f"correctness by {'the judge ' + str(report['judge']) if report['judge'] else 'exact match'}."
+        ),
+        "",
+    ]
     lines += ["## pass@1", "", "| policy | sim | real | real - sim |", "|---|---|---|---|"]
     for name, p in report["policies"].items():
         s, r = p["sim"].get("pass@1"), p["real"].get("pass@1")
-        lines.append(f"| {name} | {_fmt(s)} | {_fmt(r)} | {_fmt(None if s is None or r is None else round(r - s, 4))} |")
+        lines.append(
+            f"| {name} | {_fmt(s)} | {_fmt(r)} | {_fmt(None if s is None or r is None else round(r - s, 4))} |"
+        )
     for name, p in report["policies"].items():
         lines += ["", f"## {name}", "", "| | sim | real |", "|---|---|---|"]
         lines += [f"| {label} | {_fmt(_get(p['sim'], path))} | {_fmt(_get(p['real'], path))} |" for label, path in ROWS]
         for key in ("tool_calls", "tool_errors"):
             lines.append(f"| {key.replace('_', ' ')} | {_fmt(p['sim'][key])} | {_fmt(p['real'][key])} |")
-        lines.append(f"| counts reconcile | {_fmt(p['sim']['executor']['reconciles'])} | {_fmt(p['real']['executor']['reconciles'])} |")
+        lines.append(
+            f"| counts reconcile | {_fmt(p['sim']['executor']['reconciles'])} | {_fmt(p['real']['executor']['reconciles'])} |"
+        )
     fc = report["format_check"]
-    lines += ["", "## Format check (every observation parses with the Tongyi grammar)", "",
-              "| backend | observations | parsed | forms |", "|---|---|---|---|"]
-    lines += [f"| {b} | {fc[b]['observations']} | {fc[b]['parsed']} | {_fmt(fc[b]['forms'])} |" for b in ("sim", "real")]
+    lines += [
+        "",
+        "## Format check (every observation parses with the Tongyi grammar)",
+        "",
+        "| backend | observations | parsed | forms |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {b} | {fc[b]['observations']} | {fc[b]['parsed']} | {_fmt(fc[b]['forms'])} |" for b in ("sim", "real")
+    ]
     lines.append(f"\nResult: **{'passed' if fc['passed'] else 'FAILED'}**.")
     for b in ("sim", "real"):
         lines += [f"- {b} {f['key']} turn {f['turn']} ({f['tool']}): {f['problem']}" for f in fc[b]["failures"]]
     if report.get("mock"):
         m = report["mock"]
-        lines += ["", "## Local mocks", "", f"Injected faults: {', '.join(m['faults'])}.",
-                  f"Requests the mocks received: Serper {m['received']['serper']}, Jina {m['received']['jina']}."]
+        lines += [
+            "",
+            "## Local mocks",
+            "",
+            f"Injected faults: {', '.join(m['faults'])}.",
+            f"Requests the mocks received: Serper {m['received']['serper']}, Jina {m['received']['jina']}.",
+        ]
     lines += ["", "## Assumed prices (USD; estimate only)", ""]
     lines += [f"- {k}: {v}" for k, v in report["prices"].items()]
     return "\n".join(lines) + "\n"
@@ -213,8 +293,12 @@ def plot(report: dict[str, Any], path: str | Path) -> Path | None:
     ups = ("serper", "jina", "summariser")
     for j, name in enumerate(names):
         real = report["policies"][name]["real"]
-        axes[2].bar([i + (j - (len(names) - 1) / 2) * (0.8 / len(names)) for i in range(3)], [real["api"][u] for u in ups],
-                    0.8 / len(names), label=f"{name} (${real['cost_usd']['total']:.4f})")
+        axes[2].bar(
+            [i + (j - (len(names) - 1) / 2) * (0.8 / len(names)) for i in range(3)],
+            [real["api"][u] for u in ups],
+            0.8 / len(names),
+            label=f"{name} (${real['cost_usd']['total']:.4f})",
+        )
     axes[2].set_xticks(range(3), ups, fontsize=8)
     axes[2].set_title("real-web requests (est. cost)")
     axes[2].legend(fontsize=7)

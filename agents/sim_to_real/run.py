@@ -45,31 +45,66 @@ SUMMARISER_VARS = ("API_KEY", "API_BASE", "SUMMARY_MODEL_NAME")
 class SimToRealConfig:
     """One sim-to-real comparison."""
 
-    policies: tuple[str, ...] = field(default=("oracle",), metadata={
-        "help": "Policies as in `sim-web eval --policy`: 'oracle', 'hf:PATH', 'openai:MODEL' (e.g. a sim-trained checkpoint and its base)."})
-    index_dir: str | None = field(default=None, metadata={"help": "The index (tasks; with real_fallback, the fallback of the real web)."})
+    policies: tuple[str, ...] = field(
+        default=("oracle",),
+        metadata={
+            "help": "Policies as in `sim-web eval --policy`: 'oracle', 'hf:PATH', 'openai:MODEL' (e.g. a sim-trained checkpoint and its base)."
+        },
+    )
+    index_dir: str | None = field(
+        default=None, metadata={"help": "The index (tasks; with real_fallback, the fallback of the real web)."}
+    )
     tasks: str | None = field(default=None, metadata={"help": "Task file or name (as `sim-web eval --tasks`)."})
     split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
-    n: int | None = field(default=20, metadata={"help": "The first n tasks (None = all): every real episode costs API calls."})
+    n: int | None = field(
+        default=20, metadata={"help": "The first n tasks (None = all): every real episode costs API calls."}
+    )
     k: int = field(default=1, metadata={"help": "Samples per task (pass@k)."})
-    out: str | None = field(default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/sim-to-real/<mode>)."})
+    out: str | None = field(
+        default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/sim-to-real/<mode>)."}
+    )
     workers: int = field(default=4, metadata={"help": "Concurrent episodes for remote / oracle policies."})
     batch_size: int = field(default=8, metadata={"help": "Episodes generated together for a local model."})
-    agent: AgentConfig = field(default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum (the same in sim and real)."})
-    endpoints: EndpointConfig = field(default_factory=EndpointConfig, metadata={
-        "help": "Endpoints of openai: policies, the judge and the summariser (the same in sim and real)."})
+    agent: AgentConfig = field(
+        default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum (the same in sim and real)."}
+    )
+    endpoints: EndpointConfig = field(
+        default_factory=EndpointConfig,
+        metadata={"help": "Endpoints of openai: policies, the judge and the summariser (the same in sim and real)."},
+    )
     tools: tuple[str, ...] = field(default=TOOL_NAMES, metadata={"help": "Enabled tools (the same in sim and real)."})
     device: str = field(default="cpu", metadata={"help": "torch device of hf: policies."})
     dtype: str = field(default="float32", metadata={"help": "dtype of hf: policies."})
-    record_dir: str | None = field(default=None, metadata={"help": "Record the real side's requests and responses here (one subfolder per policy)."})
-    replay_dir: str | None = field(default=None, metadata={"help": "Replay the real side from a recording made with record_dir (offline, no keys)."})
-    real_fallback: bool = field(default=False, metadata={
-        "help": "Let the index answer when Serper / Jina fail on the real side (off: the comparison is sim vs the real web "
-                "alone; every fallback is counted in the report either way)."})
-    mock: bool | None = field(default=None, metadata={"help": f"Run the real side against local mocks with injected faults (None: ${MOCK_VAR})."})
-    mock_faults: bool = field(default=True, metadata={"help": "Inject faults into the mocks (429, 503, malformed JSON, 402, a failed page, 500)."})
-    prices: ApiPrices = field(default_factory=ApiPrices, metadata={"help": "Assumed per-call prices of the cost estimate."})
-    resume: bool = field(default=True, metadata={"help": "Skip finished episodes of an earlier run in the same folder (never with mocks)."})
+    record_dir: str | None = field(
+        default=None,
+        metadata={"help": "Record the real side's requests and responses here (one subfolder per policy)."},
+    )
+    replay_dir: str | None = field(
+        default=None,
+        metadata={"help": "Replay the real side from a recording made with record_dir (offline, no keys)."},
+    )
+    real_fallback: bool = field(
+        default=False,
+        metadata={
+            "help": "Let the index answer when Serper / Jina fail on the real side (off: the comparison is sim vs the real web "
+            "alone; every fallback is counted in the report either way)."
+        },
+    )
+    mock: bool | None = field(
+        default=None,
+        metadata={"help": f"Run the real side against local mocks with injected faults (None: ${MOCK_VAR})."},
+    )
+    mock_faults: bool = field(
+        default=True,
+        metadata={"help": "Inject faults into the mocks (429, 503, malformed JSON, 402, a failed page, 500)."},
+    )
+    prices: ApiPrices = field(
+        default_factory=ApiPrices, metadata={"help": "Assumed per-call prices of the cost estimate."}
+    )
+    resume: bool = field(
+        default=True,
+        metadata={"help": "Skip finished episodes of an earlier run in the same folder (never with mocks)."},
+    )
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
@@ -106,10 +141,12 @@ def check_keys(cfg: SimToRealConfig) -> None:
         return
     missing = [n for n in REAL_VARS if not (env(n) or (n == "JINA_API_KEYS" and env("JINA_API_KEY")) or "").strip()]
     if missing:
-        raise ConfigError(f"sim-to-real needs the real web's keys: set {' and '.join(missing)} (Serper for search and "
-                          f"google_scholar, Jina Reader for visit; JINA_API_KEYS may hold several keys, comma-separated), and "
-                          f"optionally {', '.join(SUMMARISER_VARS)} for an LLM page summariser; or run against local mocks "
-                          f"with {MOCK_VAR}=1, or replay a recording with --replay DIR")
+        raise ConfigError(
+            f"sim-to-real needs the real web's keys: set {' and '.join(missing)} (Serper for search and "
+            f"google_scholar, Jina Reader for visit; JINA_API_KEYS may hold several keys, comma-separated), and "
+            f"optionally {', '.join(SUMMARISER_VARS)} for an LLM page summariser; or run against local mocks "
+            f"with {MOCK_VAR}=1, or replay a recording with --replay DIR"
+        )
 
 
 def slug(policy: str) -> str:
@@ -119,11 +156,15 @@ def slug(policy: str) -> str:
 
 #: The faults injected into the mocks (in request order) and what each exercises.
 SERPER_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("429 Retry-After 0", {"status": 429, "retry_after": "0"}), ("503", {"status": 503}),
-    ("truncated JSON", {"body": b'{"organic": [{"title": "cut'}))
+    ("429 Retry-After 0", {"status": 429, "retry_after": "0"}),
+    ("503", {"status": 503}),
+    ("truncated JSON", {"body": b'{"organic": [{"title": "cut'}),
+)
 JINA_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("402 on the first key (rotation)", {"status": 402}), ("200 with a failed target page (the index answers only with --real-fallback)", {"kind": "warning"}),
-    ("500", {"status": 500}))
+    ("402 on the first key (rotation)", {"status": 402}),
+    ("200 with a failed target page (the index answers only with --real-fallback)", {"kind": "warning"}),
+    ("500", {"status": 500}),
+)
 
 
 @contextmanager
@@ -147,9 +188,14 @@ def mock_web(index_dir: str | None, faults: bool = True) -> Iterator[dict[str, A
         serper.inject(*(Fault(**f) for _, f in SERPER_FAULTS))
         jina.inject(*(Fault(**f) for _, f in JINA_FAULTS))
         names = [f"Serper {n}" for n, _ in SERPER_FAULTS] + [f"Jina {n}" for n, _ in JINA_FAULTS]
-    values: dict[str, str | None] = {"SERPER_KEY_ID": "mock-serper-key", "JINA_API_KEYS": "mock-jina-key-1,mock-jina-key-2",
-                                     "SERPER_BASE_URL": serper.base_url, "JINA_BASE_URL": jina.base_url, "JINA_API_KEY": None,
-                                     **dict.fromkeys(SUMMARISER_VARS)}
+    values: dict[str, str | None] = {
+        "SERPER_KEY_ID": "mock-serper-key",
+        "JINA_API_KEYS": "mock-jina-key-1,mock-jina-key-2",
+        "SERPER_BASE_URL": serper.base_url,
+        "JINA_BASE_URL": jina.base_url,
+        "JINA_API_KEY": None,
+        **dict.fromkeys(SUMMARISER_VARS),
+    }
     try:
         with scoped_env(values):
             yield {"serper": serper, "jina": jina, "faults": names}
@@ -160,12 +206,29 @@ def mock_web(index_dir: str | None, faults: bool = True) -> Iterator[dict[str, A
 
 def _eval_config(cfg: SimToRealConfig, policy: str, backend: str, out: Path) -> EvalConfig:
     real = backend == "real"
-    return EvalConfig(policy=policy, index_dir=cfg.index_dir, tasks=cfg.tasks, split=cfg.split, n=cfg.n, k=cfg.k,
-                      out=str(out / slug(policy) / backend), workers=cfg.workers, batch_size=cfg.batch_size, agent=cfg.agent,
-                      tools=cfg.tools, backend=backend, real_fallback=real and cfg.real_fallback, endpoints=cfg.endpoints, device=cfg.device, dtype=cfg.dtype,
-                      record_dir=str(Path(cfg.record_dir) / slug(policy)) if real and cfg.record_dir else None,
-                      replay_dir=str(Path(cfg.replay_dir) / slug(policy)) if real and cfg.replay_dir else None,
-                      resume=cfg.resume and not cfg.use_mock, progress=cfg.progress, sft=False)
+    return EvalConfig(
+        policy=policy,
+        index_dir=cfg.index_dir,
+        tasks=cfg.tasks,
+        split=cfg.split,
+        n=cfg.n,
+        k=cfg.k,
+        out=str(out / slug(policy) / backend),
+        workers=cfg.workers,
+        batch_size=cfg.batch_size,
+        agent=cfg.agent,
+        tools=cfg.tools,
+        backend=backend,
+        real_fallback=real and cfg.real_fallback,
+        endpoints=cfg.endpoints,
+        device=cfg.device,
+        dtype=cfg.dtype,
+        record_dir=str(Path(cfg.record_dir) / slug(policy)) if real and cfg.record_dir else None,
+        replay_dir=str(Path(cfg.replay_dir) / slug(policy)) if real and cfg.replay_dir else None,
+        resume=cfg.resume and not cfg.use_mock,
+        progress=cfg.progress,
+        sft=False,
+    )
 
 
 def _run_pair(cfg: SimToRealConfig, policy: str, out: Path) -> dict[str, EvalResult]:
@@ -177,21 +240,32 @@ def _run_pair(cfg: SimToRealConfig, policy: str, out: Path) -> dict[str, EvalRes
     return results
 
 
-def build_report(cfg: SimToRealConfig, runs: dict[str, dict[str, EvalResult]], mock: dict[str, Any] | None) -> dict[str, Any]:
+def build_report(
+    cfg: SimToRealConfig, runs: dict[str, dict[str, EvalResult]], mock: dict[str, Any] | None
+) -> dict[str, Any]:
     """The JSON-ready report of finished runs (``runs[policy][backend]``)."""
-    policies = {p: {b: run_summary(r.records, r.metrics, cfg.prices) for b, r in pair.items()} for p, pair in runs.items()}
+    policies = {
+        p: {b: run_summary(r.records, r.metrics, cfg.prices) for b, r in pair.items()} for p, pair in runs.items()
+    }
     checks = {b: check_records(rec for pair in runs.values() for rec in pair[b].records) for b in ("sim", "real")}
     first = next(iter(policies.values()))
     report: dict[str, Any] = {
         "mode": "mock" if cfg.use_mock else ("replay" if cfg.replay_dir else "real web"),
-        "tasks": cfg.tasks or "default", "split": cfg.split, "n_tasks": first["sim"]["tasks"], "k": cfg.k, "judge": cfg.endpoints.judge,
+        "tasks": cfg.tasks or "default",
+        "split": cfg.split,
+        "n_tasks": first["sim"]["tasks"],
+        "k": cfg.k,
+        "judge": cfg.endpoints.judge,
         "policies": policies,
         "format_check": {**checks, "passed": checks["sim"]["passed"] and checks["real"]["passed"]},
         "prices": asdict(cfg.prices),
         "runs": {p: {b: str(r.out) for b, r in pair.items()} for p, pair in runs.items()},
     }
     if mock is not None:
-        report["mock"] = {"faults": mock["faults"], "received": {"serper": mock["serper"].count(), "jina": mock["jina"].count()}}
+        report["mock"] = {
+            "faults": mock["faults"],
+            "received": {"serper": mock["serper"].count(), "jina": mock["jina"].count()},
+        }
     return report
 
 

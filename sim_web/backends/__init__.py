@@ -13,8 +13,20 @@ from sim_web.backends.serper import SerperBackend, SerperConfig
 from sim_web.backends.sim import SimBackend, SimConfig
 from sim_web.backends.upstream import UpstreamError
 
-__all__ = ["JinaBackend", "JinaConfig", "RecordingTransport", "RemoteBackend", "ReplayTransport", "SerperBackend",
-           "SerperConfig", "SimBackend", "SimConfig", "UpstreamError", "WikipediaFallback", "build_real_backends"]
+__all__ = [
+    "JinaBackend",
+    "JinaConfig",
+    "RecordingTransport",
+    "RemoteBackend",
+    "ReplayTransport",
+    "SerperBackend",
+    "SerperConfig",
+    "SimBackend",
+    "SimConfig",
+    "UpstreamError",
+    "WikipediaFallback",
+    "build_real_backends",
+]
 
 
 def __getattr__(name: str) -> Any:  # the record / replay transports subclass httpx's: import them on first use

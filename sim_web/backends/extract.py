@@ -34,7 +34,9 @@ def bm25_rank(query: str, docs: list[str], k1: float = 1.2, b: float = 0.75) -> 
     return _bm25(query, [terms(d) for d in docs], k1, b)
 
 
-def _bm25(query: str, toks: list[list[str]] | tuple[tuple[str, ...], ...], k1: float = 1.2, b: float = 0.75) -> list[float]:
+def _bm25(
+    query: str, toks: list[list[str]] | tuple[tuple[str, ...], ...], k1: float = 1.2, b: float = 0.75
+) -> list[float]:
     """:func:`bm25_rank` on documents already split into :func:`terms`."""
     q = _query_terms(query)
     if not q or not toks:
@@ -87,7 +89,7 @@ def snippet(text: str, query: str, max_chars: int = 240) -> str:
     scores = _bm25(query, toks)
     start = max(range(len(sents)), key=lambda i: (scores[i], -i))
     out = sents[start]
-    for s in sents[start + 1:]:
+    for s in sents[start + 1 :]:
         if len(out) + 1 + len(s) > max_chars:
             break
         out = f"{out} {s}"

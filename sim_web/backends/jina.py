@@ -20,7 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sim_web.backends.summarise import DeterministicExtractor, SummariserError, cut_to_tokens, parse_jina_text, target_error
+from sim_web.backends.summarise import (
+    DeterministicExtractor,
+    SummariserError,
+    cut_to_tokens,
+    parse_jina_text,
+    target_error,
+)
 from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
@@ -43,16 +49,31 @@ Extractor = Callable[[str, str, str], tuple[str, str]]
 class JinaConfig:
     """Where and how to read pages, and how much of each page the extractor sees."""
 
-    base_url: str = field(default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL, metadata={
-        "help": f"Jina Reader's root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; https://r.jinaai.cn where "
-                "r.jina.ai is unreachable; a proxy's or a mock's URL)."})
+    base_url: str = field(
+        default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL,
+        metadata={
+            "help": f"Jina Reader's root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; https://r.jinaai.cn where "
+            "r.jina.ai is unreachable; a proxy's or a mock's URL)."
+        },
+    )
     timeout_s: float = field(default=50.0, metadata={"help": "HTTP timeout of one page fetch (Tongyi: 50 s)."})
-    max_page_tokens: int = field(default=95_000, metadata={"help": "Page text is cut to this many tokens before extraction (Tongyi: 95,000)."})
-    tokenizer: str = field(default="approx", metadata={
-        "help": "'approx' (words + punctuation, offline) or 'tiktoken:cl100k_base' (Tongyi's; needs the encoding file)."})
-    summary_temperature: float = field(default=0.0, metadata={"help": "Summariser temperature (Tongyi: 0.7; 0 makes cached summaries reproducible)."})
+    max_page_tokens: int = field(
+        default=95_000, metadata={"help": "Page text is cut to this many tokens before extraction (Tongyi: 95,000)."}
+    )
+    tokenizer: str = field(
+        default="approx",
+        metadata={
+            "help": "'approx' (words + punctuation, offline) or 'tiktoken:cl100k_base' (Tongyi's; needs the encoding file)."
+        },
+    )
+    summary_temperature: float = field(
+        default=0.0, metadata={"help": "Summariser temperature (Tongyi: 0.7; 0 makes cached summaries reproducible)."}
+    )
     summary_timeout_s: float = field(default=60.0, metadata={"help": "Timeout of one summariser request."})
-    raw_ttl_s: float | None = field(default=7 * 86400.0, metadata={"help": "How long raw page text stays valid in the persistent cache (None: forever)."})
+    raw_ttl_s: float | None = field(
+        default=7 * 86400.0,
+        metadata={"help": "How long raw page text stays valid in the persistent cache (None: forever)."},
+    )
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -122,6 +143,7 @@ class KeyRing:
             nxt = self._live[self._i]
             return None if nxt == key else nxt
 
+
 class JinaBackend:
     """Jina Reader as a backend for ``visit`` (``search`` / ``google_scholar`` are Serper's).
 
@@ -139,9 +161,17 @@ class JinaBackend:
     name = "jina"
     tools = frozenset({"visit"})
 
-    def __init__(self, api_key: str | KeyRing, config: JinaConfig | None = None, *, summariser: Extractor | None = None,
-                 summariser_id: str = "", extractor: Extractor | None = None, transport: httpx.BaseTransport | None = None,
-                 raw_cache: RawCache | None = None) -> None:
+    def __init__(
+        self,
+        api_key: str | KeyRing,
+        config: JinaConfig | None = None,
+        *,
+        summariser: Extractor | None = None,
+        summariser_id: str = "",
+        extractor: Extractor | None = None,
+        transport: httpx.BaseTransport | None = None,
+        raw_cache: RawCache | None = None,
+    ) -> None:
         import httpx  # lazily: gym.make in sim mode should not pay for it
 
         config = config or JinaConfig()
@@ -151,9 +181,15 @@ class JinaBackend:
         self.summariser = summariser
         self.extractor = extractor or DeterministicExtractor()
         self.raw_cache = raw_cache
-        self.cache_namespace = cache_key("jina", config.base_url, config.max_page_tokens, config.tokenizer,
-                                         summariser_id if summariser else "deterministic", config.summary_temperature,
-                                         repr(self.extractor))
+        self.cache_namespace = cache_key(
+            "jina",
+            config.base_url,
+            config.max_page_tokens,
+            config.tokenizer,
+            summariser_id if summariser else "deterministic",
+            config.summary_temperature,
+            repr(self.extractor),
+        )
         self.keys = api_key if isinstance(api_key, KeyRing) else KeyRing(api_key)
         self._client = httpx.Client(timeout=config.timeout_s, transport=transport)
         self._events: EventSink = lambda _name: None
@@ -194,7 +230,9 @@ class JinaBackend:
         while True:
             self._events("jina.http_requests")
             try:
-                return request(self._client, "jina", KEY_VAR, "GET", target, headers={"Authorization": f"Bearer {key}"}).text
+                return request(
+                    self._client, "jina", KEY_VAR, "GET", target, headers={"Authorization": f"Bearer {key}"}
+                ).text
             except UpstreamError as e:
                 tried[key] = e
                 nxt = self.keys.rotate(key, retire=e.status in (401, 402)) if e.status in ROTATE_ON else None
@@ -203,7 +241,13 @@ class JinaBackend:
                 if nxt in tried:  # every live key was tried: its own (rate-limit) error lets the executor back off
                     raise tried[nxt] from None
                 self._events("jina.key_rotations")
-                log.warning("jina answered %s to key %d of %d; trying the next key of %s", e.status, len(tried), self.keys.size, KEY_VAR)
+                log.warning(
+                    "jina answered %s to key %d of %d; trying the next key of %s",
+                    e.status,
+                    len(tried),
+                    self.keys.size,
+                    KEY_VAR,
+                )
                 key = nxt
 
     def visit(self, url: str, goal: str) -> VisitResult:

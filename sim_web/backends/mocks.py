@@ -52,9 +52,18 @@ class Fault:
     kind: str | None = None
 
 
-ERROR_MESSAGES = {400: "Bad request.", 401: "Unauthorized.", 402: "Insufficient balance.", 403: "Unauthorized.",
-                  422: "No content available.", 429: "Too many requests.", 451: "Domain blocked.",
-                  500: "Internal error.", 502: "Bad gateway.", 503: "Service unavailable."}
+ERROR_MESSAGES = {
+    400: "Bad request.",
+    401: "Unauthorized.",
+    402: "Insufficient balance.",
+    403: "Unauthorized.",
+    422: "No content available.",
+    429: "Too many requests.",
+    451: "Domain blocked.",
+    500: "Internal error.",
+    502: "Bad gateway.",
+    503: "Service unavailable.",
+}
 
 
 class MockServer:
@@ -117,8 +126,17 @@ class MockServer:
     def _handle(self, h: BaseHTTPRequestHandler, raw: bytes) -> None:
         with self._lock:
             fault = self._faults.pop(0) if self._faults else self._always
-            self.requests.append({"method": h.command, "path": h.path, "headers": dict(h.headers), "body": raw,
-                                  "t": time.monotonic(), "key": self.presented_key(h), "fault": fault})
+            self.requests.append(
+                {
+                    "method": h.command,
+                    "path": h.path,
+                    "headers": dict(h.headers),
+                    "body": raw,
+                    "t": time.monotonic(),
+                    "key": self.presented_key(h),
+                    "fault": fault,
+                }
+            )
         fault = fault or Fault()
         if fault.delay_s:
             time.sleep(fault.delay_s)
@@ -164,21 +182,52 @@ class MockSerper(MockServer):
         return h.headers.get("X-API-KEY")
 
     def error(self, status: int) -> tuple[int, str, bytes]:
-        return status, "application/json", json.dumps({"message": ERROR_MESSAGES.get(status, "Error."), "statusCode": status}).encode()
+        return (
+            status,
+            "application/json",
+            json.dumps({"message": ERROR_MESSAGES.get(status, "Error."), "statusCode": status}).encode(),
+        )
 
     def answer(self, path: str, raw: bytes, fault: Fault) -> tuple[int, str, bytes]:
         body = json.loads(raw or b"{}")
         q = body.get("q", "")
         if path == "/search":
-            items = [] if fault.kind == "empty" else [
-                {"title": r.title, "link": r.link, "snippet": r.snippet, "position": i, **({"date": "Jan 1, 2024"} if i == 1 else {})}
-                for i, r in enumerate(self.content.search(q, 10), 1)]
-            payload = {"searchParameters": {**body, "type": "search", "engine": "google"}, "organic": items, "credits": 1}
+            items = (
+                []
+                if fault.kind == "empty"
+                else [
+                    {
+                        "title": r.title,
+                        "link": r.link,
+                        "snippet": r.snippet,
+                        "position": i,
+                        **({"date": "Jan 1, 2024"} if i == 1 else {}),
+                    }
+                    for i, r in enumerate(self.content.search(q, 10), 1)
+                ]
+            )
+            payload = {
+                "searchParameters": {**body, "type": "search", "engine": "google"},
+                "organic": items,
+                "credits": 1,
+            }
         elif path == "/scholar":
-            items = [] if fault.kind == "empty" else [
-                {"title": r.title, "link": r.link, "publicationInfo": r.publication_info, "snippet": r.snippet,
-                 "year": 2000 + i, "citedBy": 10 * i, **({"pdfUrl": r.link + ".pdf"} if i == 1 else {})}
-                for i, r in enumerate(self.content.scholar(q, 10), 1)]
+            items = (
+                []
+                if fault.kind == "empty"
+                else [
+                    {
+                        "title": r.title,
+                        "link": r.link,
+                        "publicationInfo": r.publication_info,
+                        "snippet": r.snippet,
+                        "year": 2000 + i,
+                        "citedBy": 10 * i,
+                        **({"pdfUrl": r.link + ".pdf"} if i == 1 else {}),
+                    }
+                    for i, r in enumerate(self.content.scholar(q, 10), 1)
+                ]
+            )
             payload = {"searchParameters": {**body, "type": "scholar"}, "organic": items, "credits": 1}
         else:
             return self.error(404)
@@ -195,7 +244,14 @@ class MockJina(MockServer):
 
     def error(self, status: int) -> tuple[int, str, bytes]:
         msg = ERROR_MESSAGES.get(status, "Error.")
-        env = {"data": None, "code": status, "name": "MockError", "status": status * 100, "message": msg, "readableMessage": f"MockError: {msg}"}
+        env = {
+            "data": None,
+            "code": status,
+            "name": "MockError",
+            "status": status * 100,
+            "message": msg,
+            "readableMessage": f"MockError: {msg}",
+        }
         return status, "application/json", json.dumps(env).encode()
 
     def page(self, url: str) -> tuple[str, str] | None:
@@ -211,11 +267,17 @@ class MockJina(MockServer):
     def answer(self, path: str, raw: bytes, fault: Fault) -> tuple[int, str, bytes]:
         url = path[1:]
         if fault.kind == "warning":
-            text = (f"Title: Not Found\n\nURL Source: {url}\n\nWarning: Target URL returned error 404: Not Found\n\n"
-                    "Markdown Content:\nNot Found")
+            text = (
+                f"Title: Not Found\n\nURL Source: {url}\n\nWarning: Target URL returned error 404: Not Found\n\n"
+                "Markdown Content:\nNot Found"
+            )
             return 200, "text/plain; charset=utf-8", text.encode()
         page = self.page(url)
         if page is None:
             return self.error(422)
         title, text = page
-        return 200, "text/plain; charset=utf-8", f"Title: {title}\n\nURL Source: {url}\n\nMarkdown Content:\n{text}".encode()
+        return (
+            200,
+            "text/plain; charset=utf-8",
+            f"Title: {title}\n\nURL Source: {url}\n\nMarkdown Content:\n{text}".encode(),
+        )

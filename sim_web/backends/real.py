@@ -60,7 +60,9 @@ class WikipediaFallback:
             UpstreamError: For a URL that is not a Wikipedia page.
         """
         if url_to_title(url) is None:
-            raise UpstreamError(f"sim fallback has no copy of {url} (only Wikipedia pages)", retryable=False, page_error=True)
+            raise UpstreamError(
+                f"sim fallback has no copy of {url} (only Wikipedia pages)", retryable=False, page_error=True
+            )
         return self.sim.visit(url, goal)
 
 
@@ -77,10 +79,18 @@ def summariser_from_env(config: JinaConfig, http_client: httpx.Client | None, re
         return None, ""
     missing = [n for n, v in values.items() if not v]
     if missing:
-        raise ConfigError(f"the page summariser needs {', '.join(SUMMARISER_VARS)} together; {', '.join(missing)} "
-                          "is not set: set it, or unset the others to use the deterministic extractor")
-    s = LLMSummariser(values["API_BASE"], values["API_KEY"], values["SUMMARY_MODEL_NAME"], temperature=config.summary_temperature,
-                      timeout_s=config.summary_timeout_s, http_client=http_client)
+        raise ConfigError(
+            f"the page summariser needs {', '.join(SUMMARISER_VARS)} together; {', '.join(missing)} "
+            "is not set: set it, or unset the others to use the deterministic extractor"
+        )
+    s = LLMSummariser(
+        values["API_BASE"],
+        values["API_KEY"],
+        values["SUMMARY_MODEL_NAME"],
+        temperature=config.summary_temperature,
+        timeout_s=config.summary_timeout_s,
+        http_client=http_client,
+    )
     return s, f"{values['API_BASE']}|{values['SUMMARY_MODEL_NAME']}"
 
 
@@ -94,15 +104,25 @@ def jina_keys(record_dir: str | None, replay_dir: str | None) -> KeyRing:
         noted = Path(replay_dir) / JINA_KEYS_FILE
         n = int(noted.read_text(encoding="utf-8").strip() or 1) if noted.is_file() else 1
         return KeyRing([f"replay-{i}" for i in range(n)])
-    ring = KeyRing(require_key("JINA_API_KEYS", "JINA_API_KEY", what="a Jina Reader API key for visit (or several, comma-separated)"))
+    ring = KeyRing(
+        require_key(
+            "JINA_API_KEYS", "JINA_API_KEY", what="a Jina Reader API key for visit (or several, comma-separated)"
+        )
+    )
     if record_dir is not None:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
         (Path(record_dir) / JINA_KEYS_FILE).write_text(str(ring.size), encoding="utf-8")
     return ring
 
 
-def build_real_backends(serper: SerperConfig, jina: JinaConfig, *, record_dir: str | None = None,
-                        replay_dir: str | None = None, raw_cache: RawCache | None = None) -> tuple[SerperBackend, JinaBackend]:
+def build_real_backends(
+    serper: SerperConfig,
+    jina: JinaConfig,
+    *,
+    record_dir: str | None = None,
+    replay_dir: str | None = None,
+    raw_cache: RawCache | None = None,
+) -> tuple[SerperBackend, JinaBackend]:
     """Serper and Jina backends with keys from the environment, recording or replaying when asked.
 
     Args:
@@ -122,10 +142,15 @@ def build_real_backends(serper: SerperConfig, jina: JinaConfig, *, record_dir: s
 
     transport = make_transport(record_dir, replay_dir)
     replay = replay_dir is not None
-    serper_key = "replay" if replay else require_key("SERPER_KEY_ID", what="a Serper API key for search and google_scholar")
+    serper_key = (
+        "replay" if replay else require_key("SERPER_KEY_ID", what="a Serper API key for search and google_scholar")
+    )
     keys = jina_keys(record_dir, replay_dir)
     llm_client = httpx.Client(transport=transport, timeout=jina.summary_timeout_s) if transport is not None else None
     summariser, summariser_id = summariser_from_env(jina, llm_client, replay)
-    return (SerperBackend(serper_key, serper, transport=transport, raw_cache=raw_cache),
-            JinaBackend(keys, jina, summariser=summariser, summariser_id=summariser_id, transport=transport,
-                        raw_cache=raw_cache))
+    return (
+        SerperBackend(serper_key, serper, transport=transport, raw_cache=raw_cache),
+        JinaBackend(
+            keys, jina, summariser=summariser, summariser_id=summariser_id, transport=transport, raw_cache=raw_cache
+        ),
+    )

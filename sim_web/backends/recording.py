@@ -111,13 +111,19 @@ class RecordingTransport(httpx.BaseTransport):
         body = response.read()
         key = request_key(request)
         record = {
-            "key": key, "time_ns": time.time_ns(),
-            "request": {"method": request.method, "url": str(redact_url(request.url)),
-                        "headers": {k: v for k, v in request.headers.items() if k.lower() not in SECRET_HEADERS},
-                        "body": base64.b64encode(request.content).decode()},
-            "response": {"status": response.status_code,
-                         "headers": {k: response.headers[k] for k in KEPT_RESPONSE_HEADERS if k in response.headers},
-                         "body": base64.b64encode(body).decode()},
+            "key": key,
+            "time_ns": time.time_ns(),
+            "request": {
+                "method": request.method,
+                "url": str(redact_url(request.url)),
+                "headers": {k: v for k, v in request.headers.items() if k.lower() not in SECRET_HEADERS},
+                "body": base64.b64encode(request.content).decode(),
+            },
+            "response": {
+                "status": response.status_code,
+                "headers": {k: response.headers[k] for k in KEPT_RESPONSE_HEADERS if k in response.headers},
+                "body": base64.b64encode(body).decode(),
+            },
         }
         name = f"{key[:24]}-{record['time_ns']}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"  # unique across envs and processes
         tmp = self.directory / (name + ".tmp")
@@ -140,15 +146,19 @@ def load_exchange(path: Path) -> dict:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise ConfigError(f"recording file {path} is not valid JSON at line {e.lineno}, column {e.colno} ({e.msg}); "
-                          f"it was probably cut short while being written: {fix}") from None
+        raise ConfigError(
+            f"recording file {path} is not valid JSON at line {e.lineno}, column {e.colno} ({e.msg}); "
+            f"it was probably cut short while being written: {fix}"
+        ) from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"recording file {path} is not UTF-8 text ({e.reason} at byte {e.start}): {fix}") from None
     try:
         _check_exchange(record)
     except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"recording file {path} is not a recorded exchange (expected request.method/url/body, "
-                          f"response.status/headers/body and time_ns; {type(e).__name__}: {e}): {fix}") from None
+        raise ConfigError(
+            f"recording file {path} is not a recorded exchange (expected request.method/url/body, "
+            f"response.status/headers/body and time_ns; {type(e).__name__}: {e}): {fix}"
+        ) from None
     return record
 
 
@@ -156,7 +166,11 @@ def _check_exchange(record: Any) -> None:
     """Raise ``KeyError`` / ``TypeError`` / ``ValueError`` unless ``record`` holds what a replay reads."""
     _recorded_key(record)
     response = record["response"]
-    if not (isinstance(record["time_ns"], int) and isinstance(response["status"], int) and isinstance(response["headers"], dict)):
+    if not (
+        isinstance(record["time_ns"], int)
+        and isinstance(response["status"], int)
+        and isinstance(response["headers"], dict)
+    ):
         raise TypeError("time_ns and response.status must be integers, response.headers an object")
     base64.b64decode(response["body"], validate=True)
 
@@ -176,8 +190,10 @@ class ReplayTransport(httpx.BaseTransport):
         paths = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
         records = [load_exchange(path) for path in paths]
         if not records:
-            raise ConfigError(f"replay_dir {str(self.directory)!r} holds no recorded exchanges (*.json); "
-                              "record a run first with record_dir=... (sim-web eval --record DIR)")
+            raise ConfigError(
+                f"replay_dir {str(self.directory)!r} holds no recorded exchanges (*.json); "
+                "record a run first with record_dir=... (sim-web eval --record DIR)"
+            )
         keyed = sorted(((_recorded_key(r), r["time_ns"], r["response"]) for r in records), key=lambda k: k[:2])
         self._responses: dict[str, list[dict]] = {}
         for key, _, response in keyed:
@@ -198,12 +214,17 @@ class ReplayTransport(httpx.BaseTransport):
         with self._lock:
             answers = self._responses.get(key)
             if not answers:
-                raise ReplayMiss(f"{request.method} {request.url} is not in the recording {str(self.directory)!r} "
-                                 "(record this run again with record_dir=...)", request=request)
+                raise ReplayMiss(
+                    f"{request.method} {request.url} is not in the recording {str(self.directory)!r} "
+                    "(record this run again with record_dir=...)",
+                    request=request,
+                )
             i = self._served.get(key, 0)
             self._served[key] = i + 1
             rec = answers[min(i, len(answers) - 1)]
-        return httpx.Response(rec["status"], headers=rec["headers"], content=base64.b64decode(rec["body"]), request=request)
+        return httpx.Response(
+            rec["status"], headers=rec["headers"], content=base64.b64decode(rec["body"]), request=request
+        )
 
 
 def make_transport(record_dir: str | None, replay_dir: str | None) -> httpx.BaseTransport | None:

@@ -27,7 +27,9 @@ class RemoteBackend:
         import httpx
 
         self.base_url = base_url.rstrip("/")
-        self._client = client or httpx.Client(base_url=self.base_url, timeout=timeout_s, limits=httpx.Limits(max_connections=64))
+        self._client = client or httpx.Client(
+            base_url=self.base_url, timeout=timeout_s, limits=httpx.Limits(max_connections=64)
+        )
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
@@ -38,12 +40,20 @@ class RemoteBackend:
         except httpx.HTTPError as e:
             raise BackendError(f"tool server {self.base_url}{path} unreachable: {e}", retryable=True) from e
         if r.status_code == 429 or r.status_code >= 500:
-            raise BackendError(f"tool server {self.base_url}{path} answered {r.status_code}: {r.text[:200]}", retryable=True)
+            raise BackendError(
+                f"tool server {self.base_url}{path} answered {r.status_code}: {r.text[:200]}", retryable=True
+            )
         if r.status_code == 401:
-            raise BackendError(f"tool server {self.base_url} refused the request (401): it needs its bearer token; pass "
-                               "RemoteBackend(..., token=...) with the token it was started with", retryable=False)
+            raise BackendError(
+                f"tool server {self.base_url} refused the request (401): it needs its bearer token; pass "
+                "RemoteBackend(..., token=...) with the token it was started with",
+                retryable=False,
+            )
         if r.status_code != 200:
-            raise BackendError(f"tool server {self.base_url}{path} rejected the request ({r.status_code}): {r.text[:500]}", retryable=False)
+            raise BackendError(
+                f"tool server {self.base_url}{path} rejected the request ({r.status_code}): {r.text[:500]}",
+                retryable=False,
+            )
         return r.json()
 
     def search(self, query: str, k: int = 10) -> list[SearchResult]:

@@ -42,14 +42,22 @@ RESULT_SCHEMA = 2
 class SerperConfig:
     """Where and how to call Serper."""
 
-    base_url: str = field(default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL, metadata={
-        "help": f"Serper's API root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; a proxy's or a mock's URL)."})
+    base_url: str = field(
+        default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL,
+        metadata={
+            "help": f"Serper's API root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; a proxy's or a mock's URL)."
+        },
+    )
     timeout_s: float = field(default=20.0, metadata={"help": "HTTP timeout of one request, in seconds."})
-    location: str = field(default="United States", metadata={"help": "Serper `location` for queries without CJK characters."})
+    location: str = field(
+        default="United States", metadata={"help": "Serper `location` for queries without CJK characters."}
+    )
     gl: str = field(default="us", metadata={"help": "Serper `gl` (country) for queries without CJK characters."})
     hl: str = field(default="en", metadata={"help": "Serper `hl` (language) for queries without CJK characters."})
-    raw_ttl_s: float | None = field(default=7 * 86400.0, metadata={
-        "help": "How long a raw reply stays valid in the persistent cache (None: forever)."})
+    raw_ttl_s: float | None = field(
+        default=7 * 86400.0,
+        metadata={"help": "How long a raw reply stays valid in the persistent cache (None: forever)."},
+    )
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -99,7 +107,9 @@ def _organic(payload: Any, what: str) -> list[Any] | None:
     if organic is None:
         return None
     if not isinstance(organic, list):
-        raise UpstreamError(f"serper {what} reply has organic of type {type(organic).__name__}, expected a list", retryable=True)
+        raise UpstreamError(
+            f"serper {what} reply has organic of type {type(organic).__name__}, expected a list", retryable=True
+        )
     return organic
 
 
@@ -119,8 +129,16 @@ def parse_search(payload: Any, k: int) -> list[SearchResult]:
     organic = _organic(valid_unicode_value(payload), "search")
     if organic == []:
         return [EMPTY_SEARCH]
-    return [SearchResult(title=str(o.get("title", "")), link=str(o["link"]), snippet=_str(o, "snippet"),
-                         date=_str(o, "date"), source=_str(o, "source")) for o in _items(organic, "link")[:k]]
+    return [
+        SearchResult(
+            title=str(o.get("title", "")),
+            link=str(o["link"]),
+            snippet=_str(o, "snippet"),
+            date=_str(o, "date"),
+            source=_str(o, "source"),
+        )
+        for o in _items(organic, "link")[:k]
+    ]
 
 
 def parse_scholar(payload: Any, k: int) -> list[ScholarResult]:
@@ -134,10 +152,18 @@ def parse_scholar(payload: Any, k: int) -> list[ScholarResult]:
     organic = _organic(valid_unicode_value(payload), "scholar")
     if organic == []:
         return [EMPTY_SCHOLAR]
-    return [ScholarResult(title=str(o["title"]), pdf_url=_str(o, "pdfUrl"), link=_str(o, "link"),
-                          publication_info=_str(o, "publicationInfo"), year=_number_or_text(o.get("year")),
-                          cited_by=_number_or_text(o.get("citedBy")),
-                          snippet=_str(o, "snippet")) for o in _items(organic, "title")[:k]]
+    return [
+        ScholarResult(
+            title=str(o["title"]),
+            pdf_url=_str(o, "pdfUrl"),
+            link=_str(o, "link"),
+            publication_info=_str(o, "publicationInfo"),
+            year=_number_or_text(o.get("year")),
+            cited_by=_number_or_text(o.get("citedBy")),
+            snippet=_str(o, "snippet"),
+        )
+        for o in _items(organic, "title")[:k]
+    ]
 
 
 def _json(text: str, path: str) -> Any:
@@ -165,15 +191,26 @@ class SerperBackend:
     name = "serper"
     tools = frozenset({"search", "scholar"})
 
-    def __init__(self, api_key: str, config: SerperConfig | None = None, *, transport: httpx.BaseTransport | None = None,
-                 raw_cache: RawCache | None = None) -> None:
+    def __init__(
+        self,
+        api_key: str,
+        config: SerperConfig | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        raw_cache: RawCache | None = None,
+    ) -> None:
         import httpx  # lazily: gym.make in sim mode should not pay for it
 
         self.config = config = config or SerperConfig()
         self.raw_cache = raw_cache
-        self.cache_namespace = cache_key("serper", RESULT_SCHEMA, config.base_url, config.location, config.gl, config.hl)
-        self._client = httpx.Client(timeout=config.timeout_s, transport=transport,
-                                    headers={"X-API-KEY": api_key, "Content-Type": "application/json"})
+        self.cache_namespace = cache_key(
+            "serper", RESULT_SCHEMA, config.base_url, config.location, config.gl, config.hl
+        )
+        self._client = httpx.Client(
+            timeout=config.timeout_s,
+            transport=transport,
+            headers={"X-API-KEY": api_key, "Content-Type": "application/json"},
+        )
         self._events: EventSink = lambda _name: None
 
     def bind_events(self, sink: EventSink) -> None:
@@ -193,7 +230,9 @@ class SerperBackend:
                 return results
             except UpstreamError as e:  # cut, or kept before replies were checked: a miss, rewritten below
                 self._events("serper.raw_cache_bad_rows")
-                log.warning("raw cache row of serper %s %r does not parse (%s): fetching it again", path, body.get("q"), e)
+                log.warning(
+                    "raw cache row of serper %s %r does not parse (%s): fetching it again", path, body.get("q"), e
+                )
         self._events("serper.http_requests")
         text = request(self._client, "serper", KEY_VAR, "POST", url, content=json.dumps(body).encode()).text
         results = parse(_json(text, path))

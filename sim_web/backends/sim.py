@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from sim_web.backends.extract import bm25_rank, snippet, summarize, top_indices
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
-from wiki_index.search.index import MODES, WikiIndex
 from wiki_index.parse.text import split_sentences
+from wiki_index.search.index import MODES, WikiIndex
 from wiki_index.types import Passage, title_to_url, url_to_title
 
 
@@ -89,8 +89,12 @@ class SimBackend:
 
     def search(self, query: str, k: int = 10) -> list[SearchResult]:
         """Top ``k`` pages for ``query``, one result per page with a query-focused snippet."""
-        return [SearchResult(title=p.title, link=title_to_url(p.title), snippet=snippet(p.text, query, self.config.snippet_chars))
-                for p in self.result_pages(query, k)]
+        return [
+            SearchResult(
+                title=p.title, link=title_to_url(p.title), snippet=snippet(p.text, query, self.config.snippet_chars)
+            )
+            for p in self.result_pages(query, k)
+        ]
 
     def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
         """Scholar-style results over the same corpus.
@@ -99,8 +103,15 @@ class SimBackend:
         There is no PDF, year or citation count in Wikipedia, so those stay ``None`` (and
         the formatter omits them) rather than being invented.
         """
-        return [ScholarResult(title=p.title, link=title_to_url(p.title), publication_info="Wikipedia",
-                              snippet=snippet(p.text, query, self.config.snippet_chars)) for p in self.result_pages(query, k)]
+        return [
+            ScholarResult(
+                title=p.title,
+                link=title_to_url(p.title),
+                publication_info="Wikipedia",
+                snippet=snippet(p.text, query, self.config.snippet_chars),
+            )
+            for p in self.result_pages(query, k)
+        ]
 
     def visit(self, url: str, goal: str) -> VisitResult:
         """Read the page at ``url`` and extract the evidence and a summary for ``goal``.

@@ -57,7 +57,7 @@ def parse_jina_text(body: str) -> tuple[str, str]:
     title = ""
     first = body.split("\n", 1)[0]
     if first.startswith("Title:"):
-        title = first[len("Title:"):].strip()
+        title = first[len("Title:") :].strip()
     _, sep, content = body.partition(_MARKDOWN_HEADER)
     return title, (content if sep else body).strip()
 
@@ -67,7 +67,7 @@ def target_error(body: str) -> str | None:
     head = body.partition(_MARKDOWN_HEADER)[0]
     for line in head.splitlines():
         if line.startswith("Warning:") and "error" in line.lower():
-            return line[len("Warning:"):].strip()
+            return line[len("Warning:") :].strip()
     return None
 
 
@@ -102,8 +102,10 @@ def _tiktoken(name: str) -> Any:  # a tiktoken.Encoding (tiktoken is imported la
 
         return tiktoken.get_encoding(name)
     except Exception as e:  # noqa: BLE001 - no network, unknown name, package missing: all the same fix
-        raise ConfigError(f"tiktoken encoding {name!r} cannot be loaded ({type(e).__name__}); put its file in "
-                          "$TIKTOKEN_CACHE_DIR or use tokenizer='approx'") from None
+        raise ConfigError(
+            f"tiktoken encoding {name!r} cannot be loaded ({type(e).__name__}); put its file in "
+            "$TIKTOKEN_CACHE_DIR or use tokenizer='approx'"
+        ) from None
 
 
 def chunks(content: str, words: int = 100) -> list[str]:
@@ -144,7 +146,11 @@ class DeterministicExtractor:
         if not parts:
             return "", ""
         scores = bm25_rank(goal, parts)
-        chosen = [parts[i] for i in top_indices(scores, self.evidence_chunks)] if any(scores) else parts[: self.evidence_chunks]
+        chosen = (
+            [parts[i] for i in top_indices(scores, self.evidence_chunks)]
+            if any(scores)
+            else parts[: self.evidence_chunks]
+        )
         evidence = "\n\n".join(chosen)
         if len(evidence) > self.max_evidence_chars:
             evidence = evidence[: self.max_evidence_chars].rsplit(" ", 1)[0] + " ..."
@@ -161,7 +167,7 @@ def parse_extraction(reply: str) -> tuple[str, str]:
     """
     start, end = reply.find("{"), reply.rfind("}")
     try:
-        obj = json.loads(reply[start:end + 1]) if start != -1 and end > start else None
+        obj = json.loads(reply[start : end + 1]) if start != -1 and end > start else None
     except ValueError:
         obj = None
     if not isinstance(obj, dict):
@@ -196,12 +202,22 @@ class LLMSummariser:
         http_client: An httpx client (recording / replaying transport), or ``None``.
     """
 
-    def __init__(self, base_url: str, api_key: str, model: str, *, temperature: float = 0.0, timeout_s: float = 60.0,
-                 http_client: object | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        *,
+        temperature: float = 0.0,
+        timeout_s: float = 60.0,
+        http_client: object | None = None,
+    ) -> None:
         from openai import OpenAI
 
         self.model, self.temperature = model, temperature
-        self._client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0, http_client=http_client)
+        self._client = OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0, http_client=http_client
+        )
 
     def __call__(self, title: str, content: str, goal: str) -> tuple[str, str]:
         """``(evidence, summary)`` for ``goal``.
@@ -211,12 +227,15 @@ class LLMSummariser:
         """
         prompt = EXTRACTOR_INSTRUCTIONS.format(content=content, goal=goal)
         try:
-            r = self._client.chat.completions.create(model=self.model, temperature=self.temperature,
-                                                     messages=[{"role": "user", "content": prompt}])
+            r = self._client.chat.completions.create(
+                model=self.model, temperature=self.temperature, messages=[{"role": "user", "content": prompt}]
+            )
             reply = r.choices[0].message.content or ""
         except Exception as e:  # noqa: BLE001 - any client failure falls back to the deterministic extractor
             if _replay_miss(e):  # ... but not a request missing from a replayed recording: that would be different data
-                raise UpstreamError(f"summariser {self.model}: {e.__cause__ or e}", retryable=False, fatal=True) from None
+                raise UpstreamError(
+                    f"summariser {self.model}: {e.__cause__ or e}", retryable=False, fatal=True
+                ) from None
             raise SummariserError(f"summariser {self.model} failed: {type(e).__name__}: {e}") from None
         return parse_extraction(reply)
 

@@ -56,8 +56,17 @@ class UpstreamError(BackendError):
             a fallback's answer would be different data), so the executor raises it instead of falling back.
     """
 
-    def __init__(self, message: str, retryable: bool, status: int | None = None, retry_after_s: float | None = None,
-                 opens_circuit: bool = False, is_timeout: bool = False, page_error: bool = False, fatal: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        retryable: bool,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        opens_circuit: bool = False,
+        is_timeout: bool = False,
+        page_error: bool = False,
+        fatal: bool = False,
+    ) -> None:
         super().__init__(message, retryable=retryable)
         self.status = status
         self.retry_after_s = retry_after_s
@@ -144,7 +153,9 @@ def request(client: httpx.Client, upstream: str, key_var: str, method: str, url:
     try:
         r = client.request(method, url, **kw)
     except httpx.TimeoutException as e:
-        raise UpstreamError(f"{upstream} timed out ({type(e).__name__}) on {url}", retryable=True, is_timeout=True) from None
+        raise UpstreamError(
+            f"{upstream} timed out ({type(e).__name__}) on {url}", retryable=True, is_timeout=True
+        ) from None
     except httpx.TransportError as e:
         if getattr(e, "replay_miss", False):  # replaying again cannot help, and no fallback may stand in for it
             raise UpstreamError(f"{upstream}: {e}", retryable=False, fatal=True) from None
@@ -154,7 +165,9 @@ def request(client: httpx.Client, upstream: str, key_var: str, method: str, url:
     raise status_error(upstream, key_var, r.status_code, _reason(r), parse_retry_after(r.headers.get("Retry-After")))
 
 
-def status_error(upstream: str, key_var: str, status: int, reason: str, retry_after_s: float | None = None) -> UpstreamError:
+def status_error(
+    upstream: str, key_var: str, status: int, reason: str, retry_after_s: float | None = None
+) -> UpstreamError:
     """The classified error of an HTTP error status (also one that a 200 reply carries in its body).
 
     Args:
@@ -169,11 +182,17 @@ def status_error(upstream: str, key_var: str, status: int, reason: str, retry_af
     """
     if status == 429 or status >= 500:
         after = f" (Retry-After {retry_after_s:g} s)" if retry_after_s is not None else ""
-        return UpstreamError(f"{upstream} answered {status}{after}: {reason}", retryable=True, status=status,
-                             retry_after_s=retry_after_s)
+        return UpstreamError(
+            f"{upstream} answered {status}{after}: {reason}", retryable=True, status=status, retry_after_s=retry_after_s
+        )
     fix = _FIXES.get(status, "the upstream rejected the request").format(key=key_var)
-    return UpstreamError(f"{upstream} answered {status} ({reason}); {fix}", retryable=False, status=status,
-                         opens_circuit=status in CIRCUIT_OPENING, page_error=status in PAGE_ERRORS)
+    return UpstreamError(
+        f"{upstream} answered {status} ({reason}); {fix}",
+        retryable=False,
+        status=status,
+        opens_circuit=status in CIRCUIT_OPENING,
+        page_error=status in PAGE_ERRORS,
+    )
 
 
 def require_key(*names: str, what: str) -> str:
@@ -191,5 +210,7 @@ def require_key(*names: str, what: str) -> str:
         if value:
             return value
     alts = f" (or {', '.join(names[1:])})" if len(names) > 1 else ""
-    raise ConfigError(f"backend='real' needs {what}: set the environment variable {names[0]}{alts}, "
-                      "or use backend='sim', or replay a recorded run (replay_dir=...)")
+    raise ConfigError(
+        f"backend='real' needs {what}: set the environment variable {names[0]}{alts}, "
+        "or use backend='sim', or replay a recorded run (replay_dir=...)"
+    )

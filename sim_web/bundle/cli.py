@@ -20,11 +20,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from sim_web.bundle.build import BundleConfig
 
     help_of = {f: BundleConfig.__dataclass_fields__[f].metadata["help"] for f in BundleConfig.__dataclass_fields__}
-    p = subparsers.add_parser("bundle", help="write an offline install (wheels, index, model, install.sh) in parts",
-                              description="Everything a machine without a package index needs to run sim-web: the "
-                                          "wheels it lacks (for its Python and platform), this package, the index and "
-                                          "task sets, SmolLM2 and install.sh, as parts of bounded size with sha256 "
-                                          "checks (join_bundle.py).")
+    p = subparsers.add_parser(
+        "bundle",
+        help="write an offline install (wheels, index, model, install.sh) in parts",
+        description="Everything a machine without a package index needs to run sim-web: the "
+        "wheels it lacks (for its Python and platform), this package, the index and "
+        "task sets, SmolLM2 and install.sh, as parts of bounded size with sha256 "
+        "checks (join_bundle.py).",
+    )
     p.add_argument("--out", default="sim-web-bundle", help=help_of["out"])
     p.add_argument("--python", default=BundleConfig.python, help=help_of["python"] + " (default: this one's)")
     p.add_argument("--platform", default=None, help=help_of["platform"])
@@ -44,18 +47,27 @@ def run(args: argparse.Namespace) -> int:
     from sim_web.bundle.build import BundleConfig, build_bundle, resolve_only
 
     try:
-        cfg = BundleConfig(out=args.out, python=args.python, platform=args.platform,
-                           extras=tuple(e.strip() for e in args.extras.split(",") if e.strip()),
-                           skip_installed=args.skip_installed, index_dir=args.index, model=args.model,
-                           max_part_mib=args.max_part_mib, find_links=tuple(args.find_links),
-                           resolver_python=args.resolver_python)
+        cfg = BundleConfig(
+            out=args.out,
+            python=args.python,
+            platform=args.platform,
+            extras=tuple(e.strip() for e in args.extras.split(",") if e.strip()),
+            skip_installed=args.skip_installed,
+            index_dir=args.index,
+            model=args.model,
+            max_part_mib=args.max_part_mib,
+            find_links=tuple(args.find_links),
+            resolver_python=args.resolver_python,
+        )
         if args.resolve_only:
             resolved = resolve_only(cfg, progress=lambda line: print(line, flush=True))
             for r in resolved:
                 print(f"  {r.name}=={r.version}  ({r.source})")
             ship = [r for r in resolved if r.source != "installed"]
-            print(f"resolves: {len(resolved)} packages for Python {cfg.python} on {cfg.platform or 'this platform'}, "
-                  f"{len(ship)} to ship")
+            print(
+                f"resolves: {len(resolved)} packages for Python {cfg.python} on {cfg.platform or 'this platform'}, "
+                f"{len(ship)} to ship"
+            )
             return 0
         build_bundle(cfg, progress=lambda line: print(line, flush=True))
     except WikiIndexError as e:

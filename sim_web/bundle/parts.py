@@ -19,8 +19,9 @@ import hashlib
 import json
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 MANIFEST = "manifest.json"
 FORMAT = "sim-web-bundle-parts/1"
@@ -40,8 +41,9 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def split_file(path: str | Path, out_dir: str | Path, max_part_bytes: int,
-               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def split_file(
+    path: str | Path, out_dir: str | Path, max_part_bytes: int, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Cut ``path`` into parts of at most ``max_part_bytes`` in ``out_dir`` and write ``manifest.json`` there.
 
     Args:
@@ -73,8 +75,14 @@ def split_file(path: str | Path, out_dir: str | Path, max_part_bytes: int,
                 progress(f"{name}: {size / 2**20:.1f} MiB")
             if size < max_part_bytes:
                 break
-    manifest = {"format": FORMAT, "archive": src.name, "bytes": sum(p["bytes"] for p in parts),
-                "sha256": whole.hexdigest(), "max_part_bytes": max_part_bytes, "parts": parts}
+    manifest = {
+        "format": FORMAT,
+        "archive": src.name,
+        "bytes": sum(p["bytes"] for p in parts),
+        "sha256": whole.hexdigest(),
+        "max_part_bytes": max_part_bytes,
+        "parts": parts,
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 
@@ -104,9 +112,13 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise PartsError(f"cannot read {path} ({e}): copy manifest.json from the bundle's folder next to the parts") from e
+        raise PartsError(
+            f"cannot read {path} ({e}): copy manifest.json from the bundle's folder next to the parts"
+        ) from e
     if manifest.get("format") != FORMAT:
-        raise PartsError(f"{path} is not a parts manifest: expected format {FORMAT!r}, found {manifest.get('format')!r}")
+        raise PartsError(
+            f"{path} is not a parts manifest: expected format {FORMAT!r}, found {manifest.get('format')!r}"
+        )
     return manifest
 
 
@@ -136,8 +148,9 @@ def check_parts(folder: str | Path, progress: Callable[[str], None] | None = Non
     return problems
 
 
-def join_parts(folder: str | Path, dest: str | Path | None = None,
-               progress: Callable[[str], None] | None = None) -> Path:
+def join_parts(
+    folder: str | Path, dest: str | Path | None = None, progress: Callable[[str], None] | None = None
+) -> Path:
     """Check all parts, then join them into the archive and check its sha256.
 
     Args:
@@ -156,8 +169,9 @@ def join_parts(folder: str | Path, dest: str | Path | None = None,
     manifest = read_manifest(folder)
     problems = check_parts(folder, progress)
     if problems:
-        raise PartsError(f"{len(problems)} of {len(manifest['parts'])} parts are bad; copy them again:\n  "
-                         + "\n  ".join(problems))
+        raise PartsError(
+            f"{len(problems)} of {len(manifest['parts'])} parts are bad; copy them again:\n  " + "\n  ".join(problems)
+        )
     out = Path(dest) if dest else folder / manifest["archive"]
     whole = hashlib.sha256()
     with out.open("wb") as g:
@@ -168,8 +182,10 @@ def join_parts(folder: str | Path, dest: str | Path | None = None,
                     whole.update(block)
     if whole.hexdigest() != manifest["sha256"]:
         out.unlink()
-        raise PartsError(f"the joined archive's sha256 is {whole.hexdigest()}, expected {manifest['sha256']}: "
-                         "the manifest does not belong to these parts; copy the bundle's folder again")
+        raise PartsError(
+            f"the joined archive's sha256 is {whole.hexdigest()}, expected {manifest['sha256']}: "
+            "the manifest does not belong to these parts; copy the bundle's folder again"
+        )
     return out
 
 
@@ -185,8 +201,12 @@ def extract(archive: str | Path, dest: str | Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``python3 join_bundle.py [--check] [--dir DIR]``: check the parts, join them, unpack the bundle."""
-    p = argparse.ArgumentParser(prog="join_bundle.py", description="Check (sha256) and join the parts of a sim-web bundle.")
-    p.add_argument("--dir", default=str(Path(__file__).resolve().parent), help="folder with manifest.json and the parts")
+    p = argparse.ArgumentParser(
+        prog="join_bundle.py", description="Check (sha256) and join the parts of a sim-web bundle."
+    )
+    p.add_argument(
+        "--dir", default=str(Path(__file__).resolve().parent), help="folder with manifest.json and the parts"
+    )
     p.add_argument("--check", action="store_true", help="only check the parts")
     p.add_argument("--no-extract", action="store_true", help="join into the archive but do not unpack it")
     args = p.parse_args(argv)

@@ -23,11 +23,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from urllib.parse import unquote, urlparse
 import zipfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from urllib.parse import unquote, urlparse
 
 from wiki_index.errors import WikiIndexError
 
@@ -52,8 +52,11 @@ class Target:
     """The machine a bundle is for."""
 
     python: str = _f(f"{sys.version_info.major}.{sys.version_info.minor}", "Python version X.Y (default: this one's).")
-    platform: str | None = _f(None, "Platform tag such as manylinux_2_28_x86_64 (None: this machine's); older manylinux "
-                                    "tags of the same architecture are accepted too, as pip on the target would.")
+    platform: str | None = _f(
+        None,
+        "Platform tag such as manylinux_2_28_x86_64 (None: this machine's); older manylinux "
+        "tags of the same architecture are accepted too, as pip on the target would.",
+    )
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"3\.1[1-9]", self.python):
@@ -111,7 +114,12 @@ def find_interpreter(version: str) -> str:
     if version == f"{sys.version_info.major}.{sys.version_info.minor}":
         return sys.executable
     pyenv = sorted(glob.glob(str(Path.home() / f".pyenv/versions/{version}.*/bin/python")))
-    candidates = [shutil.which(f"python{version}"), *pyenv, f"/usr/local/bin/python{version}", f"/usr/bin/python{version}"]
+    candidates = [
+        shutil.which(f"python{version}"),
+        *pyenv,
+        f"/usr/local/bin/python{version}",
+        f"/usr/bin/python{version}",
+    ]
     probe = "import sys, pip; print('%d.%d' % sys.version_info[:2])"
     for cand in filter(None, candidates):
         try:
@@ -120,10 +128,12 @@ def find_interpreter(version: str) -> str:
             continue
         if r.returncode == 0 and r.stdout.strip() == version:
             return cand
-    raise BundleError(f"resolving for Python {version} needs a Python {version} with pip on this machine (pip reads "
-                      f"environment markers with the Python that runs it); found none (looked for python{version} on "
-                      f"PATH, ~/.pyenv/versions/{version}.*, /usr/bin): install one (pyenv install {version}, "
-                      f"`uv python install {version}`, apt) and try again")
+    raise BundleError(
+        f"resolving for Python {version} needs a Python {version} with pip on this machine (pip reads "
+        f"environment markers with the Python that runs it); found none (looked for python{version} on "
+        f"PATH, ~/.pyenv/versions/{version}.*, /usr/bin): install one (pyenv install {version}, "
+        f"`uv python install {version}`, apt) and try again"
+    )
 
 
 def resolver_python(version: str, cache: Path, progress: Callable[[str], None] = print) -> str:
@@ -146,7 +156,9 @@ def resolver_python(version: str, cache: Path, progress: Callable[[str], None] =
 
 
 def _pip_version(python: str) -> tuple[int, ...]:
-    r = subprocess.run([python, "-c", "import pip; print(pip.__version__)"], capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [python, "-c", "import pip; print(pip.__version__)"], capture_output=True, text=True, check=False
+    )
     return tuple(int(x) for x in re.findall(r"\d+", r.stdout)[:2]) if r.returncode == 0 else (0,)
 
 
@@ -167,8 +179,10 @@ def read_freeze(path: str | Path, warn: Callable[[str], None] = print) -> dict[s
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as e:
-        raise BundleError(f"cannot read the target's freeze {path} ({e}): make it on the target with "
-                          "`python -m pip freeze --all > FILE`") from e
+        raise BundleError(
+            f"cannot read the target's freeze {path} ({e}): make it on the target with "
+            "`python -m pip freeze --all > FILE`"
+        ) from e
     found = {}
     for line in lines:
         line = line.split("#", 1)[0].strip()
@@ -207,20 +221,24 @@ def _stub_wheel(folder: Path, name: str, version: str) -> Path:
     path = folder / f"{dist}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"{dist}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        z.writestr(f"{dist}.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: sim-web bundle\nRoot-Is-Purelib: true\n"
-                                             "Tag: py3-none-any\n")
+        z.writestr(
+            f"{dist}.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: sim-web bundle\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         z.writestr(f"{dist}.dist-info/RECORD", "")
     return path
 
 
 def pip(python: str, args: list[str]) -> subprocess.CompletedProcess:
     """Run ``python -m pip``; returns the finished process (output captured; the caller checks the code)."""
-    return subprocess.run([python, "-m", "pip", *args, "--disable-pip-version-check"], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run(
+        [python, "-m", "pip", *args, "--disable-pip-version-check"], capture_output=True, text=True, check=False
+    )
 
 
-def build_source_wheel(requirement: str, cache: Path, python: str = sys.executable,
-                       progress: Callable[[str], None] = print) -> Path:
+def build_source_wheel(
+    requirement: str, cache: Path, python: str = sys.executable, progress: Callable[[str], None] = print
+) -> Path:
     """Build a pure-Python wheel of a source-only ``requirement`` (e.g. ``pyserini==2.4.0``) into ``cache``, once.
 
     Raises:
@@ -235,17 +253,32 @@ def build_source_wheel(requirement: str, cache: Path, python: str = sys.executab
         return done[0]
     progress(f"[bundle] {requirement} has no wheel for the target: building one from its source (cached in {cache})")
     with tempfile.TemporaryDirectory(prefix="bundle-build-") as tmp:
-        r = pip(python, ["download", "--no-deps", "--no-binary=:all:", "--ignore-requires-python", "--quiet", "-d", tmp,
-                         requirement])
+        r = pip(
+            python,
+            [
+                "download",
+                "--no-deps",
+                "--no-binary=:all:",
+                "--ignore-requires-python",
+                "--quiet",
+                "-d",
+                tmp,
+                requirement,
+            ],
+        )
         sdists = sorted(Path(tmp).glob("*.tar.gz")) + sorted(Path(tmp).glob("*.zip"))
         if r.returncode or not sdists:
-            raise BundleError(f"{requirement} has no wheel for the target, and its source could not be fetched:\n{_tail(r)}")
+            raise BundleError(
+                f"{requirement} has no wheel for the target, and its source could not be fetched:\n{_tail(r)}"
+            )
         compiled = compiled_sources(sdists[0])
         if compiled:
-            raise BundleError(f"{requirement} has no wheel for the target, and its source has compiled code "
-                              f"({', '.join(compiled[:3])}), so a wheel built here would fit only this machine: choose "
-                              "another --platform / --python, or build it on a machine like the target (`pip wheel "
-                              f"'{requirement}'`) and pass that folder with --find-links")
+            raise BundleError(
+                f"{requirement} has no wheel for the target, and its source has compiled code "
+                f"({', '.join(compiled[:3])}), so a wheel built here would fit only this machine: choose "
+                "another --platform / --python, or build it on a machine like the target (`pip wheel "
+                f"'{requirement}'`) and pass that folder with --find-links"
+            )
         r = pip(python, ["wheel", "--no-deps", "--ignore-requires-python", "--quiet", "-w", tmp, str(sdists[0])])
         built = sorted(Path(tmp).glob("*.whl"))
         if r.returncode or not built or not built[0].name.endswith("-none-any.whl"):
@@ -264,10 +297,17 @@ def compiled_sources(sdist: Path) -> list[str]:
     return [n for n in names if n.endswith(COMPILED) or n.rsplit("/", 1)[-1] in ("Cargo.toml", "CMakeLists.txt")]
 
 
-def resolve(requirements: list[str], target: Target, work: Path, *, python: str = sys.executable,
-            installed: dict[str, str] | None = None,
-            find_links: Sequence[Path] = (), build_cache: Path | None = None,
-            progress: Callable[[str], None] = print) -> list[Resolved]:
+def resolve(
+    requirements: list[str],
+    target: Target,
+    work: Path,
+    *,
+    python: str = sys.executable,
+    installed: dict[str, str] | None = None,
+    find_links: Sequence[Path] = (),
+    build_cache: Path | None = None,
+    progress: Callable[[str], None] = print,
+) -> list[Resolved]:
     """Resolve ``requirements`` for ``target`` (pip's own resolver, a dry run: only metadata is fetched).
 
     Args:
@@ -291,8 +331,20 @@ def resolve(requirements: list[str], target: Target, work: Path, *, python: str 
     links = [stubs, *find_links] + ([build_cache] if build_cache else [])
     report = work / "report.json"
     for _ in range(MAX_SOURCE_BUILDS):
-        args = ["install", "--dry-run", "--ignore-installed", "--progress-bar", "off", "--report", str(report), "--target",
-                str(work / "target"), "-c", str(constraints), *target.pip_args()]
+        args = [
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--progress-bar",
+            "off",
+            "--report",
+            str(report),
+            "--target",
+            str(work / "target"),
+            "-c",
+            str(constraints),
+            *target.pip_args(),
+        ]
         for link in links:
             args += ["--find-links", str(link)]
         r = pip(python, args + list(requirements))
@@ -300,17 +352,23 @@ def resolve(requirements: list[str], target: Target, work: Path, *, python: str 
             return _read_report(report, stubs, build_cache, find_links, installed or {})
         missing = _NO_MATCH.search(r.stderr)
         if not missing or build_cache is None:
-            hint = ("\n(a package above has no wheel for this platform: if the target's glibc is newer, name its manylinux "
-                    "tag in --platform, e.g. manylinux_2_35_x86_64 for Ubuntu 22.04)") \
-                if "no matching distributions" in r.stdout + r.stderr else ""
+            hint = (
+                (
+                    "\n(a package above has no wheel for this platform: if the target's glibc is newer, name its manylinux "
+                    "tag in --platform, e.g. manylinux_2_35_x86_64 for Ubuntu 22.04)"
+                )
+                if "no matching distributions" in r.stdout + r.stderr
+                else ""
+            )
             raise BundleError(f"{' '.join(requirements)} does not resolve for {target.describe()}:\n{_tail(r)}{hint}")
         build_cache.mkdir(parents=True, exist_ok=True)
         build_source_wheel(missing.group(1).split(";")[0], build_cache, python, progress)
     raise BundleError(f"more than {MAX_SOURCE_BUILDS} source-only packages; the last attempt said:\n{_tail(r)}")
 
 
-def _read_report(report: Path, stubs: Path, built: Path | None, local: Sequence[Path],
-                 installed: dict[str, str]) -> list[Resolved]:
+def _read_report(
+    report: Path, stubs: Path, built: Path | None, local: Sequence[Path], installed: dict[str, str]
+) -> list[Resolved]:
     """The packages of pip's installation report, each with where its wheel comes from (a stub: the installed version)."""
     out = []
     for item in json.loads(report.read_text(encoding="utf-8"))["install"]:
@@ -334,8 +392,13 @@ def file_path(url: str) -> Path | None:
     return Path(unquote(parsed.path)).resolve() if parsed.scheme == "file" else None
 
 
-def download(resolved: list[Resolved], target: Target, dest: Path, python: str = sys.executable,
-             progress: Callable[[str], None] = print) -> list[Path]:
+def download(
+    resolved: list[Resolved],
+    target: Target,
+    dest: Path,
+    python: str = sys.executable,
+    progress: Callable[[str], None] = print,
+) -> list[Path]:
     """Put the wheel of every package the target lacks into ``dest`` (downloaded, or copied when built or local).
 
     Returns:
@@ -357,13 +420,30 @@ def download(resolved: list[Resolved], target: Target, dest: Path, python: str =
     return sorted(dest.glob("*.whl"))
 
 
-_NOISE = ("is ignored: it is neither", "Collecting ", "Downloading ", "Using cached ", "Processing ", "Obtaining ",
-          "Looking in ", "Requirement already satisfied", "Would install", "  Preparing metadata", "  Getting requirements",
-          "  Installing build dependencies", "  Building wheel", "  Created wheel", "  Stored in directory")
+_NOISE = (
+    "is ignored: it is neither",
+    "Collecting ",
+    "Downloading ",
+    "Using cached ",
+    "Processing ",
+    "Obtaining ",
+    "Looking in ",
+    "Requirement already satisfied",
+    "Would install",
+    "  Preparing metadata",
+    "  Getting requirements",
+    "  Installing build dependencies",
+    "  Building wheel",
+    "  Created wheel",
+    "  Stored in directory",
+)
 
 
 def _tail(r: subprocess.CompletedProcess, lines: int = 30) -> str:
     """The last lines of pip's output that explain it (the conflict and its causes), without its progress lines."""
-    text = [line for line in (r.stdout + r.stderr).splitlines() if line.strip() and not line.lstrip().startswith(_NOISE)
-            and "is ignored: it is neither" not in line]
+    text = [
+        line
+        for line in (r.stdout + r.stderr).splitlines()
+        if line.strip() and not line.lstrip().startswith(_NOISE) and "is ignored: it is neither" not in line
+    ]
     return "\n".join(text[-lines:])

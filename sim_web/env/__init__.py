@@ -10,7 +10,20 @@ from sim_web.env.spaces import TextSpace
 from sim_web.env.tasks import Task, default_task_path, derive_tasks, load_tasks, resolve_tasks, split_of
 
 __all__ = [
-    "EnvConfig", "Judge", "RewardConfig", "Task", "TextSpace", "WebResearchEnv", "default_task_path",
-    "derive_tasks", "exact_match", "f1_score", "load_tasks", "make_toolbox", "normalize_answer", "resolve_tasks",
-    "score_answer", "split_of",
+    "EnvConfig",
+    "Judge",
+    "RewardConfig",
+    "Task",
+    "TextSpace",
+    "WebResearchEnv",
+    "default_task_path",
+    "derive_tasks",
+    "exact_match",
+    "f1_score",
+    "load_tasks",
+    "make_toolbox",
+    "normalize_answer",
+    "resolve_tasks",
+    "score_answer",
+    "split_of",
 ]

@@ -19,10 +19,26 @@ BACKENDS = ("sim", "real")
 #: the sim fallback (local: no pacing, no breaker). Backoff 1 / 2 / 4 s as ASearcher; 7-day cache TTL
 #: as DeepResearcher.
 REAL_POLICIES = {
-    "serper": BackendPolicy(qps=10.0, burst=10, timeout_s=30.0, max_retries=3, backoff_base_s=1.0, backoff_max_s=8.0,
-                            jitter_s=0.5, cache_ttl_s=7 * 86400.0),
-    "jina": BackendPolicy(qps=8.0, burst=8, timeout_s=180.0, max_retries=2, backoff_base_s=1.0, backoff_max_s=8.0,
-                          jitter_s=0.5, cache_ttl_s=7 * 86400.0),
+    "serper": BackendPolicy(
+        qps=10.0,
+        burst=10,
+        timeout_s=30.0,
+        max_retries=3,
+        backoff_base_s=1.0,
+        backoff_max_s=8.0,
+        jitter_s=0.5,
+        cache_ttl_s=7 * 86400.0,
+    ),
+    "jina": BackendPolicy(
+        qps=8.0,
+        burst=8,
+        timeout_s=180.0,
+        max_retries=2,
+        backoff_base_s=1.0,
+        backoff_max_s=8.0,
+        jitter_s=0.5,
+        cache_ttl_s=7 * 86400.0,
+    ),
     "sim": BackendPolicy(timeout_s=60.0, max_retries=0, breaker_failures=None),
 }
 
@@ -87,7 +103,9 @@ class EnvConfig:
         if self.backend not in BACKENDS:
             raise ConfigError(f"EnvConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.record_dir and self.replay_dir:
-            raise ConfigError("EnvConfig.record_dir and replay_dir are exclusive: record a run, then replay it in another")
+            raise ConfigError(
+                "EnvConfig.record_dir and replay_dir are exclusive: record a run, then replay it in another"
+            )
         if (self.record_dir or self.replay_dir) and self.backend != "real":
             raise ConfigError("EnvConfig.record_dir / replay_dir record the real web: set backend='real' too")
         bad = [t for t in self.tools if t not in TOOL_NAMES]
@@ -96,9 +114,13 @@ class EnvConfig:
         if self.max_turns < 1 or self.max_obs_chars < 1 or self.max_response_chars < 100:
             raise ConfigError("EnvConfig.max_turns and max_obs_chars must be >= 1 and max_response_chars >= 100")
         if self.prompt not in PROMPT_STYLES:
-            raise ConfigError(f"EnvConfig.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} "
-                              "('compact' is the short prompt for small models)")
+            raise ConfigError(
+                f"EnvConfig.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} "
+                "('compact' is the short prompt for small models)"
+            )
         if self.max_calls_per_turn < 1:
             raise ConfigError(f"EnvConfig.max_calls_per_turn must be >= 1, got {self.max_calls_per_turn}")
         if self.search_results < 1:
-            raise ConfigError(f"EnvConfig.search_results must be >= 1 (results per search query), got {self.search_results}")
+            raise ConfigError(
+                f"EnvConfig.search_results must be >= 1 (results per search query), got {self.search_results}"
+            )

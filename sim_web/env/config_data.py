@@ -48,8 +48,10 @@ def _check_keys(cls: type, data: Mapping[str, Any], where: str) -> None:
     known = sorted(f.name for f in fields(cls) if f.init)
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ConfigError(f"{where} has unknown keys {unknown}; {cls.__name__} has the fields {known} "
-                          "(fix the spelling, or drop keys that this version does not have)")
+        raise ConfigError(
+            f"{where} has unknown keys {unknown}; {cls.__name__} has the fields {known} "
+            "(fix the spelling, or drop keys that this version does not have)"
+        )
 
 
 def _coerce(hint: Any, value: Any, where: str) -> Any:
@@ -66,7 +68,9 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
     if origin is tuple and isinstance(value, (list, tuple)):
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
-        return tuple(_coerce(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value))) if args else tuple(value)
+        return (
+            tuple(_coerce(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value))) if args else tuple(value)
+        )
     if origin in _MAPPINGS and isinstance(value, Mapping) and len(args) == 2:
         return {k: _coerce(args[1], v, f"{where}[{k!r}]") for k, v in value.items()}
     return value
@@ -112,9 +116,14 @@ def tasks_from(tasks: Sequence[Task | Mapping[str, Any]] | None) -> list[Task] |
     out = []
     for i, t in enumerate(tasks):
         if isinstance(t, Mapping):
-            t = dataclass_from_data(Task, t, f"tasks[{i}]") if "id" in t and set(t) <= task_fields else \
-                Task.from_record(dict(t), f"tasks[{i}]")
+            t = (
+                dataclass_from_data(Task, t, f"tasks[{i}]")
+                if "id" in t and set(t) <= task_fields
+                else Task.from_record(dict(t), f"tasks[{i}]")
+            )
         elif not isinstance(t, Task):
-            raise ConfigError(f"tasks[{i}] must be a Task or a dict with 'question' and 'answer', got {type(t).__name__}")
+            raise ConfigError(
+                f"tasks[{i}] must be a Task or a dict with 'question' and 'answer', got {type(t).__name__}"
+            )
         out.append(t)
     return out

@@ -71,10 +71,13 @@ def make_toolbox(config: EnvConfig) -> Toolbox:
     else:
         ex_cfg = config.executor
         recording = bool(config.record_dir or config.replay_dir)
-        cache_dir = None if recording or not ex_cfg.cache else (ex_cfg.cache_dir or str(sim_web_home() / "cache" / "real-web"))
+        cache_dir = (
+            None if recording or not ex_cfg.cache else (ex_cfg.cache_dir or str(sim_web_home() / "cache" / "real-web"))
+        )
         raw = SqliteCache(f"{cache_dir}/raw.sqlite") if cache_dir else None
-        serper, jina = build_real_backends(config.serper, config.jina, record_dir=config.record_dir,
-                                           replay_dir=config.replay_dir, raw_cache=raw)
+        serper, jina = build_real_backends(
+            config.serper, config.jina, record_dir=config.record_dir, replay_dir=config.replay_dir, raw_cache=raw
+        )
         backends: list[Backend] = [serper, jina, *([WikipediaFallback(sim)] if config.real_fallback else [])]
         ex_cfg = replace(ex_cfg, cache_dir=cache_dir, policies={**REAL_POLICIES, **ex_cfg.policies})
         executor = ToolExecutor(backends, ex_cfg)
@@ -143,8 +146,14 @@ class WebResearchEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, config: EnvConfig | Mapping[str, Any] | None = None, tasks: Sequence[Task | Mapping[str, Any]] | None = None,
-                 judge: Judge | None = None, render_mode: str | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: EnvConfig | Mapping[str, Any] | None = None,
+        tasks: Sequence[Task | Mapping[str, Any]] | None = None,
+        judge: Judge | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
         cfg = env_config_from(config, overrides)  # plain data too: what EnvSpec.from_json gives back
         tasks = self._given_tasks = tasks_from(tasks)
         self.config = cfg
@@ -196,8 +205,9 @@ class WebResearchEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode on a task drawn with ``self.np_random`` (or ``options["task"]``)."""
         if self._closed:
-            raise gym.error.ClosedEnvironmentError("this WebResearchEnv is closed (its tool threads and HTTP clients are "
-                                                   "shut down); make a new one")
+            raise gym.error.ClosedEnvironmentError(
+                "this WebResearchEnv is closed (its tool threads and HTTP clients are shut down); make a new one"
+            )
         super().reset(seed=seed)
         self._new_episode()
         task = (options or {}).get("task")
@@ -211,8 +221,10 @@ class WebResearchEnv(gym.Env[str, str]):
                 raise ConfigError(f"options['task']={task!r} is not a task id of this env's task set")
             task = found[0]
         if len(task.question) > self.max_obs_len:
-            raise ConfigError(f"options['task'] has a {len(task.question)}-character question; this env's observations hold at most "
-                              f"{self.max_obs_len} (raise EnvConfig.max_response_chars or pass the task in the task set)")
+            raise ConfigError(
+                f"options['task'] has a {len(task.question)}-character question; this env's observations hold at most "
+                f"{self.max_obs_len} (raise EnvConfig.max_response_chars or pass the task in the task set)"
+            )
         self.task = task
         self.messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task.question}]
         return task.question, self._info()
@@ -221,13 +233,19 @@ class WebResearchEnv(gym.Env[str, str]):
         """Apply one assistant turn: run its tool call, or score its answer."""
         if self.task is None or self.done:
             raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
-        action = valid_unicode(action if isinstance(action, str) else str(action))  # the stored chat must encode as UTF-8
+        action = valid_unicode(
+            action if isinstance(action, str) else str(action)
+        )  # the stored chat must encode as UTF-8
         self.turn += 1
         self.messages.append({"role": "assistant", "content": action})
         try:
-            act = parse_action(action, allow_multiple=self.config.allow_multiple_calls, max_chars=self.config.max_action_chars,
-                               max_calls=self.config.max_calls_per_turn,
-                               tools=self.toolbox.enabled)
+            act = parse_action(
+                action,
+                allow_multiple=self.config.allow_multiple_calls,
+                max_chars=self.config.max_action_chars,
+                max_calls=self.config.max_calls_per_turn,
+                tools=self.toolbox.enabled,
+            )
         except ActionError as e:
             self.errors[e.kind] += 1
             return self._observe(f"Error: {e}")
@@ -249,17 +267,29 @@ class WebResearchEnv(gym.Env[str, str]):
         self.done = truncated
         info = self._info()
         if truncated:
-            info.update(answer=None, em=0.0, f1=0.0, truncated_by="max_turns" if self.turn >= self.config.max_turns else "max_obs_chars",
-                        timings=self._timings())
+            info.update(
+                answer=None,
+                em=0.0,
+                f1=0.0,
+                truncated_by="max_turns" if self.turn >= self.config.max_turns else "max_obs_chars",
+                timings=self._timings(),
+            )
         return obs, 0.0, False, truncated, info
 
     def _finish(self, answer: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         assert self.task is not None
-        scores = score_answer(answer, self.task.answer, self.task.aliases, self.task.question, self.config.reward, self.judge)
+        scores = score_answer(
+            answer, self.task.answer, self.task.aliases, self.task.question, self.config.reward, self.judge
+        )
         reward = scores["reward"] - self.config.reward.format_penalty * sum(self.errors.values())
         self.done = True
-        return "", float(reward), True, False, self._info(answer=answer, timings=self._timings(),
-                                                          **{k: v for k, v in scores.items() if k != "reward"})
+        return (
+            "",
+            float(reward),
+            True,
+            False,
+            self._info(answer=answer, timings=self._timings(), **{k: v for k, v in scores.items() if k != "reward"}),
+        )
 
     def _timings(self) -> dict[str, Any]:
         """Wall-clock figures of the episode; only in the final info, so step infos stay deterministic."""
@@ -294,11 +324,20 @@ class WebResearchEnv(gym.Env[str, str]):
         This makes the env picklable (``copy.deepcopy``, ``multiprocessing`` with ``spawn``). The executor's
         in-process cache comes along; its rate limiters and circuit breakers start afresh in the copy.
         """
-        return {"config": self.config, "tasks": self._given_tasks, "judge": self.judge, "render_mode": self.render_mode,
-                "spec": self.spec, "np_random": (self._np_random, self._np_random_seed),
-                "spaces": (self.observation_space, self.action_space), "closed": self._closed,
-                "episode": {name: getattr(self, name) for name in _EPISODE_STATE},
-                "elapsed_s": time.perf_counter() - self.episode_t0, "stats": self.executor.stats, "cache": self.executor.cache}
+        return {
+            "config": self.config,
+            "tasks": self._given_tasks,
+            "judge": self.judge,
+            "render_mode": self.render_mode,
+            "spec": self.spec,
+            "np_random": (self._np_random, self._np_random_seed),
+            "spaces": (self.observation_space, self.action_space),
+            "closed": self._closed,
+            "episode": {name: getattr(self, name) for name in _EPISODE_STATE},
+            "elapsed_s": time.perf_counter() - self.episode_t0,
+            "stats": self.executor.stats,
+            "cache": self.executor.cache,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Rebuild the env from :meth:`__getstate__`'s state: a fresh toolbox over the same config, then the episode so far."""
@@ -313,4 +352,3 @@ class WebResearchEnv(gym.Env[str, str]):
         self.executor.cache = state["cache"]
         if state["closed"]:
             self.close()
-

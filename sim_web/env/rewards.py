@@ -69,8 +69,14 @@ class RewardConfig:
             raise ConfigError(f"RewardConfig.kind must be 'em', 'f1' or 'judge', got {self.kind!r}")
 
 
-def score_answer(prediction: str, answer: str, aliases: Sequence[str], question: str = "",
-                 config: RewardConfig = RewardConfig(), judge: Judge | None = None) -> dict[str, float]:
+def score_answer(
+    prediction: str,
+    answer: str,
+    aliases: Sequence[str],
+    question: str = "",
+    config: RewardConfig = RewardConfig(),
+    judge: Judge | None = None,
+) -> dict[str, float]:
     """Score one final answer.
 
     Returns:

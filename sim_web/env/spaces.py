@@ -41,11 +41,16 @@ class TextSpace(Text):
         return f"TextSpace({self.min_length}, {self.max_length})"
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, TextSpace) and (self.min_length, self.max_length) == (other.min_length, other.max_length)
+        return isinstance(other, TextSpace) and (self.min_length, self.max_length) == (
+            other.min_length,
+            other.max_length,
+        )
 
 
-SHARED_MEMORY_FIX = ("pass shared_memory=False: gym.make_vec('WebResearch-v0', num_envs=N, vectorization_mode='async', "
-                     "vector_kwargs={'shared_memory': False}), or AsyncVectorEnv(env_fns, shared_memory=False)")
+SHARED_MEMORY_FIX = (
+    "pass shared_memory=False: gym.make_vec('WebResearch-v0', num_envs=N, vectorization_mode='async', "
+    "vector_kwargs={'shared_memory': False}), or AsyncVectorEnv(env_fns, shared_memory=False)"
+)
 
 
 @create_shared_memory.register(TextSpace)
@@ -60,5 +65,7 @@ def _refuse_shared_memory(space: TextSpace, n: int = 1, ctx: Any = None) -> Any:
     Raises:
         CustomSpaceError: Always; ``AsyncVectorEnv`` re-raises it as a ``ValueError`` naming ``shared_memory=False``.
     """
-    raise CustomSpaceError(f"{space!r} observations are any Unicode text, which Gymnasium's shared-memory Text buffer "
-                           f"cannot carry (it would drop or garble every observation); {SHARED_MEMORY_FIX}")
+    raise CustomSpaceError(
+        f"{space!r} observations are any Unicode text, which Gymnasium's shared-memory Text buffer "
+        f"cannot carry (it would drop or garble every observation); {SHARED_MEMORY_FIX}"
+    )

@@ -81,7 +81,9 @@ def load_tasks(spec: str | Path, split: str | None = None) -> list[Task]:
     """
     path = Path(spec)
     if not path.exists():
-        raise ConfigError(f"task set {spec!r} not found: expected a .jsonl/.json file or a `datasets.save_to_disk` directory")
+        raise ConfigError(
+            f"task set {spec!r} not found: expected a .jsonl/.json file or a `datasets.save_to_disk` directory"
+        )
     if path.is_dir():
         import datasets
 
@@ -137,8 +139,10 @@ def resolve_tasks(index: Any, spec: str | None, split: str | None) -> list[Task]
     named = index.path / "tasks" / f"{spec}.jsonl"
     if named.is_file():
         return load_tasks(named, split)
-    raise ConfigError(f"the task set {spec!r} is neither a file nor a task set of {index.path} (expected default, derived, sailorfog, "
-                      f"a path, or a name of {index.path / 'tasks'}/*.jsonl)")
+    raise ConfigError(
+        f"the task set {spec!r} is neither a file nor a task set of {index.path} (expected default, derived, sailorfog, "
+        f"a path, or a name of {index.path / 'tasks'}/*.jsonl)"
+    )
 
 
 def derive_tasks(store: Any, n: int = 300, min_words: int = 8, max_words: int = 40) -> list[Task]:
@@ -166,7 +170,15 @@ def derive_tasks(store: Any, n: int = 300, min_words: int = 8, max_words: int = 
     for pid, title, masked in eligible[::step][:n]:
         tid = f"derived-{pid}"
         q = f'Which Wikipedia article is about the subject described here: "{masked}"? Answer with the article title.'
-        tasks.append(Task(tid, q, title, tuple(store.aliases(pid)), {"source": "derived-first-sentence", "page_id": pid, "split": split_of(tid)}))
+        tasks.append(
+            Task(
+                tid,
+                q,
+                title,
+                tuple(store.aliases(pid)),
+                {"source": "derived-first-sentence", "page_id": pid, "split": split_of(tid)},
+            )
+        )
     return tasks
 
 
@@ -179,7 +191,7 @@ def _mask(sentence: str, title: str) -> str | None:
     base = re.sub(r"\s*\(.*\)$", "", title).strip()
     if not base or not sentence.startswith(base):
         return None
-    rest = sentence[len(base):]
+    rest = sentence[len(base) :]
     rest = re.sub(r"^\s*\([^)]*\)", "", rest)  # drop "(born 1879)" style asides right after the name
     masked = "This subject" + rest
     if f" {normalize_answer(base)} " in f" {normalize_answer(masked)} ":

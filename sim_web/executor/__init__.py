@@ -6,5 +6,13 @@ from sim_web.executor.executor import ToolExecutor
 from sim_web.executor.policy import BackendPolicy, CircuitBreaker, TokenBucket
 from sim_web.executor.stats import ExecutorStats
 
-__all__ = ["BackendPolicy", "CircuitBreaker", "ExecutorConfig", "ExecutorStats", "LRUCache", "SqliteCache", "TokenBucket",
-           "ToolExecutor"]
+__all__ = [
+    "BackendPolicy",
+    "CircuitBreaker",
+    "ExecutorConfig",
+    "ExecutorStats",
+    "LRUCache",
+    "SqliteCache",
+    "TokenBucket",
+    "ToolExecutor",
+]

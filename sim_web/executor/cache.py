@@ -106,7 +106,9 @@ class SqliteCache:
             try:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.execute("CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+                )
                 return
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or attempt == attempts:
@@ -114,8 +116,10 @@ class SqliteCache:
                 time.sleep(0.01 * attempt)
             except sqlite3.DatabaseError as e:  # "file is not a database": something else sits at the path
                 self._db.close()
-                raise ConfigError(f"the persistent cache {self.path} is not an SQLite database ({e}): delete that file, "
-                                  "or point the cache elsewhere (ExecutorConfig.cache_dir / $SIM_WEB_HOME)") from None
+                raise ConfigError(
+                    f"the persistent cache {self.path} is not an SQLite database ({e}): delete that file, "
+                    "or point the cache elsewhere (ExecutorConfig.cache_dir / $SIM_WEB_HOME)"
+                ) from None
 
     def get(self, key: str, ttl_s: float | None = None) -> str | None:
         """The value of ``key``, or ``None`` when missing or older than ``ttl_s`` seconds (``None``: no expiry)."""
@@ -133,7 +137,9 @@ class SqliteCache:
         """Store ``value`` under ``key`` (replacing, with a fresh timestamp); text that is not valid Unicode is not stored."""
         try:
             with self._lock:
-                self._db.execute("INSERT OR REPLACE INTO cache (key, value, created) VALUES (?, ?, ?)", (key, value, self._clock()))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO cache (key, value, created) VALUES (?, ?, ?)", (key, value, self._clock())
+                )
         except (sqlite3.Error, UnicodeEncodeError) as e:
             log.warning("persistent cache %s not written (%s)", self.path, e)
 

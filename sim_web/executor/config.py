@@ -15,31 +15,64 @@ _POLICY_FIELDS = tuple(f.name for f in fields(BackendPolicy))
 class ExecutorConfig:
     """Cache settings, and the default :class:`BackendPolicy` (the flat fields) with per-backend overrides."""
 
-    cache: bool = field(default=True, metadata={"help": "Cache results by content (backend, tool, normalised arguments)."})
+    cache: bool = field(
+        default=True, metadata={"help": "Cache results by content (backend, tool, normalised arguments)."}
+    )
     cache_size: int = field(default=10_000, metadata={"help": "LRU cache capacity in entries (one query / URL each)."})
-    cache_dir: str | None = field(default=None, metadata={
-        "help": "Directory of the persistent cache shared across processes (None: in-process only). Only backends with a "
-                "cache_namespace (serper, jina) are persisted; TTL per backend: BackendPolicy.cache_ttl_s."})
-    qps: float | None = field(default=None, metadata={"help": "Default per-backend rate limit in calls/s (None: unlimited)."})
-    burst: int | None = field(default=None, metadata={"help": "Default token-bucket capacity (None: max(1, ceil(qps)))."})
-    timeout_s: float | None = field(default=60.0, metadata={
-        "help": "Default per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."})
-    max_retries: int = field(default=2, metadata={"help": "Default retries per backend after a retryable error or a timeout."})
+    cache_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Directory of the persistent cache shared across processes (None: in-process only). Only backends with a "
+            "cache_namespace (serper, jina) are persisted; TTL per backend: BackendPolicy.cache_ttl_s."
+        },
+    )
+    qps: float | None = field(
+        default=None, metadata={"help": "Default per-backend rate limit in calls/s (None: unlimited)."}
+    )
+    burst: int | None = field(
+        default=None, metadata={"help": "Default token-bucket capacity (None: max(1, ceil(qps)))."}
+    )
+    timeout_s: float | None = field(
+        default=60.0,
+        metadata={
+            "help": "Default per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."
+        },
+    )
+    max_retries: int = field(
+        default=2, metadata={"help": "Default retries per backend after a retryable error or a timeout."}
+    )
     backoff_base_s: float = field(default=0.5, metadata={"help": "First backoff; doubles per retry."})
     backoff_max_s: float = field(default=8.0, metadata={"help": "Cap on the exponential part of the backoff."})
     jitter_s: float = field(default=0.25, metadata={"help": "Uniform random extra backoff in [0, jitter_s] (seeded)."})
-    max_retry_after_s: float = field(default=60.0, metadata={"help": "A longer Retry-After is not waited for: fall back at once."})
-    breaker_failures: int | None = field(default=5, metadata={"help": "Consecutive failed calls that open a backend's circuit (None: no breaker)."})
-    breaker_reset_s: float = field(default=30.0, metadata={"help": "Seconds an open circuit skips its backend before a probe."})
-    cache_ttl_s: float | None = field(default=None, metadata={"help": "Default lifetime of persisted results (None: forever)."})
-    policies: Mapping[str, BackendPolicy] = field(default_factory=dict, metadata={
-        "help": "Per-backend policies by backend name (e.g. {'serper': BackendPolicy(qps=10)}); others use the flat fields."})
+    max_retry_after_s: float = field(
+        default=60.0, metadata={"help": "A longer Retry-After is not waited for: fall back at once."}
+    )
+    breaker_failures: int | None = field(
+        default=5, metadata={"help": "Consecutive failed calls that open a backend's circuit (None: no breaker)."}
+    )
+    breaker_reset_s: float = field(
+        default=30.0, metadata={"help": "Seconds an open circuit skips its backend before a probe."}
+    )
+    cache_ttl_s: float | None = field(
+        default=None, metadata={"help": "Default lifetime of persisted results (None: forever)."}
+    )
+    policies: Mapping[str, BackendPolicy] = field(
+        default_factory=dict,
+        metadata={
+            "help": "Per-backend policies by backend name (e.g. {'serper': BackendPolicy(qps=10)}); others use the flat fields."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the jitter RNG (the executor's only randomness)."})
-    max_workers: int = field(default=16, metadata={"help": "Worker threads for timed calls (a timed-out call keeps its thread until it returns)."})
+    max_workers: int = field(
+        default=16,
+        metadata={"help": "Worker threads for timed calls (a timed-out call keeps its thread until it returns)."},
+    )
 
     def __post_init__(self) -> None:
         if self.cache_size < 1:
-            raise ConfigError(f"ExecutorConfig.cache_size must be >= 1, got {self.cache_size}; use cache=False to disable caching")
+            raise ConfigError(
+                f"ExecutorConfig.cache_size must be >= 1, got {self.cache_size}; use cache=False to disable caching"
+            )
         try:
             self.default_policy()
         except ConfigError as e:

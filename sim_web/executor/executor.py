@@ -73,9 +73,16 @@ class ToolExecutor:
         ConfigError: With no backend or duplicate backend names.
     """
 
-    def __init__(self, backends: Sequence[Backend], config: ExecutorConfig | None = None, *,
-                 cache: LRUCache | None = None, persistent: SqliteCache | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        backends: Sequence[Backend],
+        config: ExecutorConfig | None = None,
+        *,
+        cache: LRUCache | None = None,
+        persistent: SqliteCache | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         cfg = config or ExecutorConfig()
         if not backends:
             raise ConfigError("ToolExecutor needs at least one backend, got none; pass e.g. [SimBackend(index)]")
@@ -91,12 +98,22 @@ class ToolExecutor:
         self.stats = ExecutorStats()
         self._sleep = sleep
         self.policies = {n: cfg.policy_for(n) for n in names}
-        self._timeouts = {b.name: None if getattr(b, "inline", False) and b.name not in cfg.policies
-                          else self.policies[b.name].timeout_s for b in self.backends}
-        self._buckets = {n: TokenBucket(p.qps, p.burst or max(1, math.ceil(p.qps)), clock=clock, sleep=sleep)
-                         for n, p in self.policies.items() if p.qps}
-        self.breakers = {n: CircuitBreaker(p.breaker_failures, p.breaker_reset_s, clock=clock)
-                         for n, p in self.policies.items() if p.breaker_failures}
+        self._timeouts = {
+            b.name: None
+            if getattr(b, "inline", False) and b.name not in cfg.policies
+            else self.policies[b.name].timeout_s
+            for b in self.backends
+        }
+        self._buckets = {
+            n: TokenBucket(p.qps, p.burst or max(1, math.ceil(p.qps)), clock=clock, sleep=sleep)
+            for n, p in self.policies.items()
+            if p.qps
+        }
+        self.breakers = {
+            n: CircuitBreaker(p.breaker_failures, p.breaker_reset_s, clock=clock)
+            for n, p in self.policies.items()
+            if p.breaker_failures
+        }
         for b in self.backends:
             bind = getattr(b, "bind_events", None)
             if callable(bind):
@@ -117,7 +134,9 @@ class ToolExecutor:
             ToolUnavailableError: When every backend failed.
         """
         q, k = " ".join(query.split()), _check_k(k)
-        return list(self._run("search", (q, k), q, lambda b: _check_list(b.search(q, k), SearchResult, f"{b.name}.search")))
+        return list(
+            self._run("search", (q, k), q, lambda b: _check_list(b.search(q, k), SearchResult, f"{b.name}.search"))
+        )
 
     def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
         """Scholar search through the first backend that answers.
@@ -126,7 +145,9 @@ class ToolExecutor:
             ToolUnavailableError: When every backend failed.
         """
         q, k = " ".join(query.split()), _check_k(k)
-        return list(self._run("scholar", (q, k), q, lambda b: _check_list(b.scholar(q, k), ScholarResult, f"{b.name}.scholar")))
+        return list(
+            self._run("scholar", (q, k), q, lambda b: _check_list(b.scholar(q, k), ScholarResult, f"{b.name}.scholar"))
+        )
 
     def visit(self, url: str, goal: str) -> VisitResult:
         """Visit a page through the first backend that answers (``ok=False`` is an answer).
@@ -207,8 +228,13 @@ class ToolExecutor:
                     value = decode_result(tool, text)
                 except CacheRowError as e:  # cut, or of an older schema: a miss, which the answer rewrites
                     self.stats.event("cache.bad_rows")
-                    log.warning("persistent cache %s: a %s row of backend %s is read as a miss: %s",
-                                self.persistent.path, tool, backend.name, e)
+                    log.warning(
+                        "persistent cache %s: a %s row of backend %s is read as a miss: %s",
+                        self.persistent.path,
+                        tool,
+                        backend.name,
+                        e,
+                    )
                     continue
                 if self.cache is not None:
                     self.cache.put((backend.name, tool, args), value)
@@ -222,8 +248,9 @@ class ToolExecutor:
         if key:
             self.persistent.put(key, encode_result(tool, value))
 
-    def _first_success(self, tool: str, args: tuple[Any, ...], target: str,
-                       call: Callable[[Backend], T]) -> tuple[T, str, bool, str | None]:
+    def _first_success(
+        self, tool: str, args: tuple[Any, ...], target: str, call: Callable[[Backend], T]
+    ) -> tuple[T, str, bool, str | None]:
         """A cached answer, else the chain's; concurrent identical calls ask the chain once (single flight):
         the others wait for the first and take its cached answer, or ask themselves when it failed."""
         chain = self.chain(tool)
@@ -250,8 +277,9 @@ class ToolExecutor:
                 del self._in_flight[key]
             done.set()
 
-    def _ask_chain(self, chain: list[Backend], tool: str, args: tuple[Any, ...], target: str,
-                   call: Callable[[Backend], T]) -> tuple[T, str, bool, str | None]:
+    def _ask_chain(
+        self, chain: list[Backend], tool: str, args: tuple[Any, ...], target: str, call: Callable[[Backend], T]
+    ) -> tuple[T, str, bool, str | None]:
         causes: list[str] = []
         for i, backend in enumerate(chain):
             breaker = self.breakers.get(backend.name)
@@ -326,7 +354,9 @@ class ToolExecutor:
             self._sleep(self._wait(name, 1, e))
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.policies[name].max_retries),
-            wait=lambda state: self._wait(name, state.attempt_number + 1, state.outcome.exception() if state.outcome else None),
+            wait=lambda state: self._wait(
+                name, state.attempt_number + 1, state.outcome.exception() if state.outcome else None
+            ),
             retry=tenacity.retry_if_exception(lambda e: self._retryable(name, e)),
             before_sleep=lambda _state: self.stats.add("retries", backend=name),
             sleep=self._sleep,

@@ -20,22 +20,32 @@ from wiki_index.errors import ConfigError
 class BackendPolicy:
     """How the executor treats one backend (one upstream): pace, patience, retries, breaker, cache TTL."""
 
-    qps: float | None = field(default=None, metadata={"help": "Rate limit in calls/s to this backend (None: unlimited)."})
+    qps: float | None = field(
+        default=None, metadata={"help": "Rate limit in calls/s to this backend (None: unlimited)."}
+    )
     burst: int | None = field(default=None, metadata={"help": "Token-bucket capacity (None: max(1, ceil(qps)))."})
-    timeout_s: float | None = field(default=60.0, metadata={
-        "help": "Per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."})
+    timeout_s: float | None = field(
+        default=60.0,
+        metadata={"help": "Per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."},
+    )
     max_retries: int = field(default=2, metadata={"help": "Retries after a retryable error (timeout, 429, 5xx)."})
     backoff_base_s: float = field(default=0.5, metadata={"help": "First backoff; doubles per retry."})
     backoff_max_s: float = field(default=8.0, metadata={"help": "Cap on the exponential part of the backoff."})
     jitter_s: float = field(default=0.25, metadata={"help": "Uniform random extra backoff in [0, jitter_s] (seeded)."})
-    max_retry_after_s: float = field(default=60.0, metadata={
-        "help": "A Retry-After longer than this is not waited for: the call falls back at once."})
-    breaker_failures: int | None = field(default=5, metadata={
-        "help": "Consecutive failed calls that open the circuit (None: no breaker)."})
-    breaker_reset_s: float = field(default=30.0, metadata={
-        "help": "Seconds an open circuit skips the backend before one probe call is let through."})
-    cache_ttl_s: float | None = field(default=None, metadata={
-        "help": "Lifetime of this backend's results in the persistent cache (None: forever)."})
+    max_retry_after_s: float = field(
+        default=60.0,
+        metadata={"help": "A Retry-After longer than this is not waited for: the call falls back at once."},
+    )
+    breaker_failures: int | None = field(
+        default=5, metadata={"help": "Consecutive failed calls that open the circuit (None: no breaker)."}
+    )
+    breaker_reset_s: float = field(
+        default=30.0,
+        metadata={"help": "Seconds an open circuit skips the backend before one probe call is let through."},
+    )
+    cache_ttl_s: float | None = field(
+        default=None, metadata={"help": "Lifetime of this backend's results in the persistent cache (None: forever)."}
+    )
 
     def __post_init__(self) -> None:
         if self.qps is not None and not (self.qps > 0 and math.isfinite(self.qps)):
@@ -47,8 +57,10 @@ class BackendPolicy:
         if self.max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
         if min(self.backoff_base_s, self.backoff_max_s, self.jitter_s, self.max_retry_after_s) < 0:
-            raise ConfigError("backoff_base_s, backoff_max_s, jitter_s and max_retry_after_s must be >= 0, got "
-                              f"{self.backoff_base_s}, {self.backoff_max_s}, {self.jitter_s}, {self.max_retry_after_s}")
+            raise ConfigError(
+                "backoff_base_s, backoff_max_s, jitter_s and max_retry_after_s must be >= 0, got "
+                f"{self.backoff_base_s}, {self.backoff_max_s}, {self.jitter_s}, {self.max_retry_after_s}"
+            )
         if self.breaker_failures is not None and self.breaker_failures < 1:
             raise ConfigError(f"breaker_failures must be >= 1 or None (no breaker), got {self.breaker_failures}")
         if not self.breaker_reset_s > 0:
@@ -70,8 +82,13 @@ class TokenBucket:
         sleep: Sleep function (injectable for tests).
     """
 
-    def __init__(self, rate: float, capacity: int, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        rate: float,
+        capacity: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.rate, self.capacity = rate, capacity
         self._clock, self._sleep = clock, sleep
         self._tokens = float(capacity)

@@ -22,8 +22,17 @@ from typing import Any
 class ExecutorStats:
     """Counters of one episode (reset them with :meth:`reset`; the cache is not affected)."""
 
-    _COUNTERS = ("calls", "successes", "fallbacks", "failures", "cache_hits", "retries", "timeouts",
-                 "backend_errors", "short_circuits")
+    _COUNTERS = (
+        "calls",
+        "successes",
+        "fallbacks",
+        "failures",
+        "cache_hits",
+        "retries",
+        "timeouts",
+        "backend_errors",
+        "short_circuits",
+    )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -97,7 +106,9 @@ class ExecutorStats:
         """The deterministic part: counters, per-tool calls / cache hits, per-backend counts, events (no timings)."""
         with self._lock:
             out: dict[str, Any] = dict(self._counts)
-            out["tools"] = {name: {"calls": int(c), "cache_hits": int(h)} for name, (c, h, _, _) in sorted(self._tools.items())}
+            out["tools"] = {
+                name: {"calls": int(c), "cache_hits": int(h)} for name, (c, h, _, _) in sorted(self._tools.items())
+            }
             out["backends"] = {name: dict(sorted(d.items())) for name, d in sorted(self._backends.items())}
             out["events"] = dict(sorted(self._events.items()))
             return out
@@ -105,9 +116,17 @@ class ExecutorStats:
     def timings(self) -> dict[str, Any]:
         """The wall-clock part: rate-limit waiting and per-tool latency (ms)."""
         with self._lock:
-            return {"rate_limit_wait_ms": round(self._rate_wait_s * 1000, 3),
-                    "tools": {name: {"total_ms": round(tot, 3), "mean_ms": round(tot / c, 3) if c else 0.0, "max_ms": round(mx, 3)}
-                              for name, (c, _, tot, mx) in sorted(self._tools.items())}}
+            return {
+                "rate_limit_wait_ms": round(self._rate_wait_s * 1000, 3),
+                "tools": {
+                    name: {
+                        "total_ms": round(tot, 3),
+                        "mean_ms": round(tot / c, 3) if c else 0.0,
+                        "max_ms": round(mx, 3),
+                    }
+                    for name, (c, _, tot, mx) in sorted(self._tools.items())
+                },
+            }
 
     def snapshot(self) -> dict[str, Any]:
         """Counters and timings together, as a JSON-ready dict (per-tool entries merged)."""

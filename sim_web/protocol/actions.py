@@ -45,7 +45,9 @@ DEFAULT_MAX_ACTION_CHARS = 50_000
 #: json5 is a pure-Python parser (~1 s for 40k characters); longer bodies get the quick repair only.
 JSON5_MAX_CHARS = 10_000
 CALL_EXAMPLE = '<tool_call>\n{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>'
-PYTHON_EXAMPLE = '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(1 + 1)\n</code>\n</tool_call>'
+PYTHON_EXAMPLE = (
+    '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(1 + 1)\n</code>\n</tool_call>'
+)
 #: The opening of a Markdown code fence: backticks, an info string (```json), blanks, one newline. Only ever
 #: matched at a fence's start, so parsing stays linear in the turn's length.
 _FENCE_OPEN = re.compile(r"```[\w-]*[ \t]*\n?")
@@ -84,7 +86,7 @@ def _between(text: str, start: str, end: str) -> str | None:
     if i < 0:
         return None
     j = text.find(end, i + len(start))
-    return None if j < 0 else text[i + len(start):j]
+    return None if j < 0 else text[i + len(start) : j]
 
 
 def _split_think(text: str) -> tuple[str | None, str]:
@@ -97,8 +99,8 @@ def _split_think(text: str) -> tuple[str | None, str]:
     if end < 0:
         return None, text
     start = text.find("<think>")
-    think = text[start + len("<think>"):end] if 0 <= start < end else text[:end]
-    return think.strip(), text[end + len("</think>"):]
+    think = text[start + len("<think>") : end] if 0 <= start < end else text[:end]
+    return think.strip(), text[end + len("</think>") :]
 
 
 def _tool_call_blocks(text: str) -> list[tuple[str, str | None]]:
@@ -113,21 +115,28 @@ def _tool_call_blocks(text: str) -> list[tuple[str, str | None]]:
         body_start = start + len("<tool_call>")
         end = text.find("</tool_call>", body_start)
         if end < 0:
-            raise ActionError("no_action", "Your <tool_call> is not closed: end every tool call with </tool_call>, e.g.\n"
-                              + CALL_EXAMPLE)
+            raise ActionError(
+                "no_action",
+                "Your <tool_call> is not closed: end every tool call with </tool_call>, e.g.\n" + CALL_EXAMPLE,
+            )
         code = None
         c0 = text.find("<code>", body_start, end)
         if c0 >= 0:
             c1 = text.find("</code>", c0)
             if c1 < 0:
-                raise ActionError("missing_argument", "Your <code> block is not closed: end the code with </code> "
-                                  "before </tool_call>, e.g.\n" + PYTHON_EXAMPLE)
-            code = _unfence(text[c0 + len("<code>"):c1].strip())
+                raise ActionError(
+                    "missing_argument",
+                    "Your <code> block is not closed: end the code with </code> "
+                    "before </tool_call>, e.g.\n" + PYTHON_EXAMPLE,
+                )
+            code = _unfence(text[c0 + len("<code>") : c1].strip())
             end = text.find("</tool_call>", c1)
             if end < 0:
-                raise ActionError("no_action", "Your <tool_call> is not closed: put </tool_call> after </code>, e.g.\n"
-                                  + PYTHON_EXAMPLE)
-            body = text[body_start:c0] + text[c1 + len("</code>"):end]
+                raise ActionError(
+                    "no_action",
+                    "Your <tool_call> is not closed: put </tool_call> after </code>, e.g.\n" + PYTHON_EXAMPLE,
+                )
+            body = text[body_start:c0] + text[c1 + len("</code>") : end]
         else:
             body = text[body_start:end]
         blocks.append((body.strip(), code))
@@ -144,7 +153,7 @@ def _unfence(s: str) -> str:
     if len(s) < 6 or not (s.startswith("```") and s.endswith("```")):
         return s
     inner = s[:-3]
-    body = inner[cast(re.Match[str], _FENCE_OPEN.match(inner)).end():]  # it starts with ```: always a match
+    body = inner[cast(re.Match[str], _FENCE_OPEN.match(inner)).end() :]  # it starts with ```: always a match
     return (body[:-1] if body.endswith("\n") else body).strip()
 
 
@@ -188,7 +197,7 @@ def loads_lenient(s: str) -> Any:
     except ImportError:
         json5 = None  # type: ignore[assignment]
     if json5 is not None and len(s) <= JSON5_MAX_CHARS:
-        for candidate in (s, s[brace:s.rfind("}") + 1] if brace >= 0 else ""):
+        for candidate in (s, s[brace : s.rfind("}") + 1] if brace >= 0 else ""):
             if not candidate:
                 continue
             try:
@@ -227,8 +236,9 @@ def unknown_tool(name: str, tools: Collection[str]) -> ActionError:
     return ActionError("unknown_tool", f"Tool {shown} not found. Available tools: {', '.join(tools)}.")
 
 
-def _parse_call(body: str, code: str | None, tools: Collection[str],
-                schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None) -> Action:
+def _parse_call(
+    body: str, code: str | None, tools: Collection[str], schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None
+) -> Action:
     """Turn one ``<tool_call>`` body (+ code) into a tool-call :class:`Action`."""
     if not body and code is None:
         raise ActionError("bad_json", f"{BAD_JSON_TEXT} (the tool call is empty) Expected:\n{CALL_EXAMPLE}")
@@ -242,11 +252,15 @@ def _parse_call(body: str, code: str | None, tools: Collection[str],
     if isinstance(obj, dict) and isinstance(obj.get("function"), dict):  # OpenAI-style {"function": {...}}
         obj = obj["function"]
     if not isinstance(obj, dict):
-        raise ActionError("bad_json", f"{BAD_JSON_TEXT} (found a JSON {type(obj).__name__}, expected an object) "
-                          f"Expected:\n{CALL_EXAMPLE}")
+        raise ActionError(
+            "bad_json",
+            f"{BAD_JSON_TEXT} (found a JSON {type(obj).__name__}, expected an object) Expected:\n{CALL_EXAMPLE}",
+        )
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise ActionError("bad_json", f'{BAD_JSON_TEXT} (the "name" field is missing or not a string) Expected:\n{CALL_EXAMPLE}')
+        raise ActionError(
+            "bad_json", f'{BAD_JSON_TEXT} (the "name" field is missing or not a string) Expected:\n{CALL_EXAMPLE}'
+        )
     tool = _canonical_tool(name.strip(), tools)
     args = obj.get("arguments", obj.get("parameters", {}))
     if args is None:
@@ -255,26 +269,40 @@ def _parse_call(body: str, code: str | None, tools: Collection[str],
         try:
             args = loads_lenient(args) if args.strip() else {}
         except ValueError as e:
-            raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" is a string that is not JSON: {str(e)[:200]}) '
-                              f"Expected:\n{CALL_EXAMPLE}") from None
+            raise ActionError(
+                "bad_json",
+                f'{BAD_JSON_TEXT} ("arguments" is a string that is not JSON: {str(e)[:200]}) Expected:\n{CALL_EXAMPLE}',
+            ) from None
     if not isinstance(args, dict):
-        raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found a {type(args).__name__}) '
-                          f"Expected:\n{CALL_EXAMPLE}")
+        raise ActionError(
+            "bad_json",
+            f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found a {type(args).__name__}) '
+            f"Expected:\n{CALL_EXAMPLE}",
+        )
     if tool == PYTHON_TOOL:
         if code is None and isinstance(args.get("code"), str):
             code = args["code"]
         if code is None or not code.strip():
-            raise ActionError("missing_argument", "[Python Interpreter Error]: Formatting error. Put the code after the JSON, "
-                              "inside <code></code>, and print() what you want to see:\n" + PYTHON_EXAMPLE)
+            raise ActionError(
+                "missing_argument",
+                "[Python Interpreter Error]: Formatting error. Put the code after the JSON, "
+                "inside <code></code>, and print() what you want to see:\n" + PYTHON_EXAMPLE,
+            )
         args = {}
     elif schemas is not None:
         args = validate_arguments(tool, args, schemas)
     return Action(kind="tool_call", tool=tool, arguments=args, code=code)
 
 
-def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DEFAULT_MAX_ACTION_CHARS,
-                 max_calls: int = DEFAULT_MAX_CALLS, tools: Collection[str] = TOOL_NAMES,
-                 schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None) -> Action:
+def parse_action(
+    text: str,
+    *,
+    allow_multiple: bool = False,
+    max_chars: int = DEFAULT_MAX_ACTION_CHARS,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    tools: Collection[str] = TOOL_NAMES,
+    schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
+) -> Action:
     """Parse one assistant turn.
 
     Args:
@@ -299,8 +327,11 @@ def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DE
     if not isinstance(text, str):
         raise ActionError("no_action", f"Expected the assistant turn as text, got a {type(text).__name__}.")
     if len(text) > max_chars:
-        raise ActionError("oversize", f"Your turn is {len(text)} characters long; the limit is {max_chars}. "
-                          "Think briefly, then make one tool call or give the final <answer>.")
+        raise ActionError(
+            "oversize",
+            f"Your turn is {len(text)} characters long; the limit is {max_chars}. "
+            "Think briefly, then make one tool call or give the final <answer>.",
+        )
     text = valid_unicode(text)  # JSON escapes of lone surrogates are caught after parsing, in _parse_call
     cut = text.find("<tool_response>")  # upstream drops a hallucinated tool response and what follows
     if cut >= 0:
@@ -315,15 +346,33 @@ def parse_action(text: str, *, allow_multiple: bool = False, max_chars: int = DE
         return Action(kind="answer", think=think, answer=answer.strip())
     if not blocks:
         hint = " Your <answer> is not closed: end it with </answer>." if "<answer>" in rest else ""
-        raise ActionError("no_action", "No tool call or answer found." + hint + " Either call a tool:\n" + CALL_EXAMPLE
-                          + "\nor finish with <answer>your final answer</answer>.")
+        raise ActionError(
+            "no_action",
+            "No tool call or answer found."
+            + hint
+            + " Either call a tool:\n"
+            + CALL_EXAMPLE
+            + "\nor finish with <answer>your final answer</answer>.",
+        )
     if len(blocks) > 1 and not allow_multiple:
-        raise ActionError("multiple_calls", f"You made {len(blocks)} tool calls in one turn; make exactly one "
-                          "<tool_call> per turn (several queries can go in one call's list).")
+        raise ActionError(
+            "multiple_calls",
+            f"You made {len(blocks)} tool calls in one turn; make exactly one "
+            "<tool_call> per turn (several queries can go in one call's list).",
+        )
     if len(blocks) > max_calls:
-        raise ActionError("multiple_calls", f"You made {len(blocks)} tool calls in one turn; the limit is {max_calls}. "
-                          "Make fewer calls per turn (several queries can go in one call's list).")
+        raise ActionError(
+            "multiple_calls",
+            f"You made {len(blocks)} tool calls in one turn; the limit is {max_calls}. "
+            "Make fewer calls per turn (several queries can go in one call's list).",
+        )
     calls = tuple(_parse_call(body, code, tools, schemas) for body, code in blocks)
     first = calls[0]
-    return Action(kind="tool_call", think=think, tool=first.tool, arguments=first.arguments, code=first.code,
-                  calls=calls if len(calls) > 1 else ())
+    return Action(
+        kind="tool_call",
+        think=think,
+        tool=first.tool,
+        arguments=first.arguments,
+        code=first.code,
+        calls=calls if len(calls) > 1 else (),
+    )

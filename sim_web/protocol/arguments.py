@@ -76,8 +76,11 @@ def check_queries(tool: str, queries: Sequence[str], max_chars: int = MAX_QUERY_
     """
     for q in queries:
         if len(q) > max_chars:
-            raise ActionError("bad_argument", f"{tool}: a query is {len(q)} characters long; the limit is {max_chars}. "
-                              "Search with a few keywords (split long questions into several short queries).")
+            raise ActionError(
+                "bad_argument",
+                f"{tool}: a query is {len(q)} characters long; the limit is {max_chars}. "
+                "Search with a few keywords (split long questions into several short queries).",
+            )
 
 
 def check_goal(goal: str, max_chars: int = MAX_GOAL_CHARS) -> None:
@@ -91,8 +94,11 @@ def check_goal(goal: str, max_chars: int = MAX_GOAL_CHARS) -> None:
         ActionError: ``bad_argument``, naming the length found, the limit and what to do.
     """
     if len(goal) > max_chars:
-        raise ActionError("bad_argument", f"visit: the goal is {len(goal)} characters long; the limit is {max_chars}. "
-                          "State what you want from the page in a sentence or two.")
+        raise ActionError(
+            "bad_argument",
+            f"visit: the goal is {len(goal)} characters long; the limit is {max_chars}. "
+            "State what you want from the page in a sentence or two.",
+        )
 
 
 def _tool_parameters(tool: str, schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -126,8 +132,13 @@ def describe_value(value: Any) -> str:
     return f"a {type(value).__name__} ({text[:60] + '...' if len(text) > 60 else text})"
 
 
-_SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
-                                         "boolean": (bool,), "object": (dict,)}
+_SCALARS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+}
 
 
 def _check_value(tool: str, name: str, value: Any, spec: Mapping[str, Any], example: str, max_items: int | None) -> Any:
@@ -141,21 +152,32 @@ def _check_value(tool: str, name: str, value: Any, spec: Mapping[str, Any], exam
         if not isinstance(value, list) or not value:
             raise ActionError("bad_argument", f"{what}, got {describe_value(value)}. Expected: {example}")
         if max_items is not None and len(value) > max_items:
-            raise ActionError("bad_argument", f"{what} of at most {max_items} items, got {len(value)}. "
-                              f"Split them over several calls. Expected: {example}")
+            raise ActionError(
+                "bad_argument",
+                f"{what} of at most {max_items} items, got {len(value)}. "
+                f"Split them over several calls. Expected: {example}",
+            )
         if "string" in item_types:
             bad = [v for v in value if not isinstance(v, str) or not v.strip()]
             if bad:
-                raise ActionError("bad_argument", f"{what}; item {describe_value(bad[0])} is not a non-empty string. "
-                                  f"Expected: {example}")
+                raise ActionError(
+                    "bad_argument",
+                    f"{what}; item {describe_value(bad[0])} is not a non-empty string. Expected: {example}",
+                )
         return list(value)
     for t in types:
-        if t in _SCALARS and isinstance(value, _SCALARS[t]) and not (t in ("integer", "number") and isinstance(value, bool)):
+        if (
+            t in _SCALARS
+            and isinstance(value, _SCALARS[t])
+            and not (t in ("integer", "number") and isinstance(value, bool))
+        ):
             return value
     if not types or not any(t in _SCALARS for t in types):
         return value  # a type this validator does not know: pass it through unchanged
-    raise ActionError("bad_argument", f"{tool}: '{name}' must be a {' or '.join(types)}, got {describe_value(value)}. "
-                      f"Expected: {example}")
+    raise ActionError(
+        "bad_argument",
+        f"{tool}: '{name}' must be a {' or '.join(types)}, got {describe_value(value)}. Expected: {example}",
+    )
 
 
 #: Upstream's messages for a call without its required fields (tool_search/visit/scholar.py).
@@ -166,9 +188,13 @@ _INVALID_REQUEST = {
 }
 
 
-def validate_arguments(tool: str, arguments: Mapping[str, Any],
-                       schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any], *,
-                       max_items: int | None = None) -> dict[str, Any]:
+def validate_arguments(
+    tool: str,
+    arguments: Mapping[str, Any],
+    schemas: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    *,
+    max_items: int | None = None,
+) -> dict[str, Any]:
     """Check a call's arguments against the tool's JSON schema and normalise them.
 
     Required arguments must be present and typed as declared (``query``: non-empty list of
@@ -192,11 +218,19 @@ def validate_arguments(tool: str, arguments: Mapping[str, Any],
     props: Mapping[str, Any] = params.get("properties") or {}
     example = _example(tool, props)
     if not isinstance(arguments, Mapping):
-        raise ActionError("bad_json", f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found {describe_value(arguments)}) '
-                          f"Expected: {example}")
+        raise ActionError(
+            "bad_json",
+            f'{BAD_JSON_TEXT} ("arguments" must be a JSON object, found {describe_value(arguments)}) '
+            f"Expected: {example}",
+        )
     missing = [r for r in params.get("required") or [] if arguments.get(r) is None]
     if missing:
         lead = _INVALID_REQUEST.get(tool, f"[{tool}] Invalid request format")
-        raise ActionError("missing_argument", f"{lead}. Missing: {', '.join(repr(m) for m in missing)}. Expected: {example}")
-    return {n: _check_value(tool, n, arguments[n], s, example, max_items)
-            for n, s in props.items() if n in arguments and arguments[n] is not None}
+        raise ActionError(
+            "missing_argument", f"{lead}. Missing: {', '.join(repr(m) for m in missing)}. Expected: {example}"
+        )
+    return {
+        n: _check_value(tool, n, arguments[n], s, example, max_items)
+        for n, s in props.items()
+        if n in arguments and arguments[n] is not None
+    }

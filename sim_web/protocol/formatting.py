@@ -108,8 +108,10 @@ def format_visit(result: VisitResult) -> str:
     """
     evidence = result.evidence if result.ok else INACCESSIBLE_EVIDENCE
     summary = result.summary if result.ok else INACCESSIBLE_SUMMARY
-    return (f"The useful information in {result.url} for user goal {result.goal} as follows: \n\n"
-            f"Evidence in page: \n{evidence}\n\nSummary: \n{summary}\n\n")
+    return (
+        f"The useful information in {result.url} for user goal {result.goal} as follows: \n\n"
+        f"Evidence in page: \n{evidence}\n\nSummary: \n{summary}\n\n"
+    )
 
 
 def join_observations(parts: Sequence[str]) -> str:

@@ -9,8 +9,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"create_app": "http", "serve": "http", "WebResearchToolEnv": "trl", "answer_reward": "trl",
-            "tasks_dataset": "trl", "with_tool_template": "trl"}
+_EXPORTS = {
+    "create_app": "http",
+    "serve": "http",
+    "WebResearchToolEnv": "trl",
+    "answer_reward": "trl",
+    "tasks_dataset": "trl",
+    "with_tool_template": "trl",
+}
 __all__ = sorted(_EXPORTS)
 
 

@@ -39,7 +39,7 @@ TOOL_CHAT_TEMPLATE = (
     "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
     "{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}"
     "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within "
-    "<tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": <args-json-object>}"
+    '<tool_call></tool_call> XML tags:\\n<tool_call>\\n{"name": <function-name>, "arguments": <args-json-object>}'
     "\\n</tool_call><|im_end|>\\n' }}"
     "{%- elif system is not none %}{{- '<|im_start|>system\\n' + system + '<|im_end|>\\n' }}"
     "{%- endif %}"
@@ -102,14 +102,19 @@ def with_tool_template(tokenizer: Any) -> Any:
     vocab = tokenizer.get_vocab()
     missing = [t for t in _CHATML_TOKENS if t not in vocab]
     if missing:
-        raise ConfigError(f"with_tool_template needs a ChatML tokenizer, but {missing} are not in its vocabulary; "
-                          "for other models use their own tool-capable chat template (see TRL's chat_template_utils)")
+        raise ConfigError(
+            f"with_tool_template needs a ChatML tokenizer, but {missing} are not in its vocabulary; "
+            "for other models use their own tool-capable chat template (see TRL's chat_template_utils)"
+        )
     if tokenizer.eos_token != "<|im_end|>":
-        raise ConfigError(f"the tokenizer's eos token is {tokenizer.eos_token!r}, not '<|im_end|>': set "
-                          "tokenizer.eos_token = '<|im_end|>' so that generation stops at the end of a turn")
+        raise ConfigError(
+            f"the tokenizer's eos token is {tokenizer.eos_token!r}, not '<|im_end|>': set "
+            "tokenizer.eos_token = '<|im_end|>' so that generation stops at the end of a turn"
+        )
     if not _parses_response_templates():
-        raise ConfigError("this transformers cannot parse tool calls with a response template: "
-                          "pip install 'transformers>=5.13'")
+        raise ConfigError(
+            "this transformers cannot parse tool calls with a response template: pip install 'transformers>=5.13'"
+        )
     tokenizer.chat_template = TOOL_CHAT_TEMPLATE
     tokenizer.response_template = copy.deepcopy(RESPONSE_TEMPLATE)
     return tokenizer

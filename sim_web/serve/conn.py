@@ -34,8 +34,10 @@ KEEP_ALIVE_S = 120
 #: generous for a slow link, short enough that a stalled connection soon gives its descriptor back.
 HEADER_TIMEOUT_S = 20.0
 _BUSY = b'{"detail":"server busy: too many open connections; retry later"}'
-_REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
-            b"connection: close\r\ncontent-length: " + str(len(_BUSY)).encode() + b"\r\n\r\n" + _BUSY)
+_REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+    b"connection: close\r\ncontent-length: " + str(len(_BUSY)).encode() + b"\r\n\r\n" + _BUSY
+)
 
 
 def default_max_connections() -> int:
@@ -52,22 +54,33 @@ class ConnectionLimits:
         ConfigError: A non-positive timeout or cap.
     """
 
-    header_timeout_s: float = field(default=HEADER_TIMEOUT_S, metadata={
-        "help": "seconds a connection has to send a whole request, headers and body (from opening, or from a "
-                "request's first byte)"})
-    keep_alive_s: int = field(default=KEEP_ALIVE_S, metadata={
-        "help": "seconds an idle keep-alive connection stays open between two requests"})
-    max_connections: int = field(default_factory=default_max_connections, metadata={
-        "help": "open connections per worker; past it the one that has waited longest on its client is closed "
-                "(default: a quarter of the open-file limit)"})
+    header_timeout_s: float = field(
+        default=HEADER_TIMEOUT_S,
+        metadata={
+            "help": "seconds a connection has to send a whole request, headers and body (from opening, or from a "
+            "request's first byte)"
+        },
+    )
+    keep_alive_s: int = field(
+        default=KEEP_ALIVE_S, metadata={"help": "seconds an idle keep-alive connection stays open between two requests"}
+    )
+    max_connections: int = field(
+        default_factory=default_max_connections,
+        metadata={
+            "help": "open connections per worker; past it the one that has waited longest on its client is closed "
+            "(default: a quarter of the open-file limit)"
+        },
+    )
 
     def __post_init__(self) -> None:
         from wiki_index.errors import ConfigError
 
         if not self.header_timeout_s > 0 or self.keep_alive_s < 1 or self.max_connections < 1:
-            raise ConfigError(f"connection limits need header_timeout_s > 0, keep_alive_s >= 1 and max_connections >= 1, "
-                              f"got {self.header_timeout_s}, {self.keep_alive_s}, {self.max_connections}; e.g. "
-                              f"{HEADER_TIMEOUT_S}, {KEEP_ALIVE_S} and {default_max_connections()}")
+            raise ConfigError(
+                f"connection limits need header_timeout_s > 0, keep_alive_s >= 1 and max_connections >= 1, "
+                f"got {self.header_timeout_s}, {self.keep_alive_s}, {self.max_connections}; e.g. "
+                f"{HEADER_TIMEOUT_S}, {KEEP_ALIVE_S} and {default_max_connections()}"
+            )
 
     @property
     def backlog(self) -> int:
@@ -96,8 +109,16 @@ def uvicorn_config(app: Any, host: str, port: int, limits: ConnectionLimits, **o
     """
     import uvicorn
 
-    return uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_keep_alive=limits.keep_alive_s,
-                          backlog=limits.backlog, http=guarded_protocol(limits), **options)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=limits.keep_alive_s,
+        backlog=limits.backlog,
+        http=guarded_protocol(limits),
+        **options,
+    )
 
 
 def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
@@ -173,8 +194,10 @@ class _Guard:
             return
         if self._partial and (self.cycle is None or not self.cycle.response_started or not self.cycle.more_body):
             text = f"request not received in full within {self.header_timeout_s:g} s".encode()
-            self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                                 b"connection: close\r\ncontent-length: " + str(len(text)).encode() + b"\r\n\r\n" + text)
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"connection: close\r\ncontent-length: " + str(len(text)).encode() + b"\r\n\r\n" + text
+            )
         self.transport.close()
 
     def _make_room(self) -> bool:
@@ -188,7 +211,10 @@ class _Guard:
         if not waiting:
             return False
         oldest = min(waiting, key=lambda c: (c._served > 0, c._waiting_since))
-        log.info("closing a connection idle for %.1f s: %d connections open", self.loop.time() - oldest._waiting_since,
-                 len(live))
+        log.info(
+            "closing a connection idle for %.1f s: %d connections open",
+            self.loop.time() - oldest._waiting_since,
+            len(live),
+        )
         oldest.transport.close()
         return True

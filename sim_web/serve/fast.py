@@ -95,16 +95,29 @@ class HotRoutes:
         retriever: What answers ``/retrieve`` (``None``: that route goes to the app).
     """
 
-    def __init__(self, app: Any, *, toolbox: Toolbox, pool: ToolPool, names: list[str], max_body_bytes: int,
-                 token: str | None, retriever: Retriever | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        toolbox: Toolbox,
+        pool: ToolPool,
+        names: list[str],
+        max_body_bytes: int,
+        token: str | None,
+        retriever: Retriever | None = None,
+    ) -> None:
         from sim_web.serve.retrieve import bulk_search
 
         self.app, self.pool, self.max_body_bytes, self.token = app, pool, max_body_bytes, token
         self.toolbox, self.executor = toolbox, toolbox.executor
         self.routes: dict[str, Callable[[Any], Any]] = {f"/tools/{n}": self._tool_route(n) for n in names}
-        self.routes.update({"/backend/search": self._search_route,
-                            "/backend/scholar": self._query_route(self.executor.scholar),
-                            "/backend/visit": self._visit_route})
+        self.routes.update(
+            {
+                "/backend/search": self._search_route,
+                "/backend/scholar": self._query_route(self.executor.scholar),
+                "/backend/visit": self._visit_route,
+            }
+        )
         if retriever is not None:
             self.routes["/retrieve"] = self._retrieve_route(retriever)
         inline = getattr(self.executor, "inline", False) is True
@@ -141,12 +154,14 @@ class HotRoutes:
         def route(body: Any) -> Any:
             args = tool_args(body)
             return None if args is None else (_run_tool, self.toolbox, name, *args)
+
         return route
 
     def _query_route(self, method: Callable[[str, int], list[Any]]) -> Callable[[Any], Any]:
         def route(body: Any) -> Any:
             args = query_args(body)
             return None if args is None else (_results, method, *args)
+
         return route
 
     def _search_route(self, body: Any) -> Any:
@@ -164,6 +179,7 @@ class HotRoutes:
         def route(body: Any) -> Any:
             args = retrieve_args(body)
             return None if args is None else (retriever.retrieve, *args)
+
         return route
 
     def _visit_route(self, body: Any) -> Any:
@@ -184,8 +200,13 @@ class HotRoutes:
             return await _send_json(send, 422, {"detail": action_detail(e, list(call[2:]))})
         except ToolUnavailableError as e:
             return await _send_json(send, 503, {"detail": short(str(e))})
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", str(len(content)).encode()), (b"content-type", b"application/json")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", str(len(content)).encode()), (b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": content})
 
 

@@ -59,8 +59,10 @@ def check_exposure(host: str, token: str | None) -> None:
     from wiki_index.errors import ConfigError
 
     if not token and not is_loopback(host):
-        raise ConfigError(f"refusing to serve the tools on {host!r} (reachable from other machines) without a bearer "
-                          f"token: set ${TOKEN_ENV} (or pass --token), or bind 127.0.0.1")
+        raise ConfigError(
+            f"refusing to serve the tools on {host!r} (reachable from other machines) without a bearer "
+            f"token: set ${TOKEN_ENV} (or pass --token), or bind 127.0.0.1"
+        )
 
 
 class BodyLimit:
@@ -104,8 +106,10 @@ class BodyLimit:
     async def _reject(self, send: Callable[..., Any]) -> None:
         from starlette.responses import JSONResponse
 
-        body = JSONResponse(status_code=413, content={"detail": f"request body over the limit of {self.max_bytes} "
-                                                                "bytes; send smaller requests"})
+        body = JSONResponse(
+            status_code=413,
+            content={"detail": f"request body over the limit of {self.max_bytes} bytes; send smaller requests"},
+        )
         await body({"type": "http"}, _no_receive, send)
 
 
@@ -180,8 +184,11 @@ class ToolPool:
     async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run ``fn(*args)`` on a tool thread; 503 (retryable) when too many calls are in progress."""
         if self.in_progress >= 4 * self.threads:  # only the event loop's thread touches the counter
-            raise HTTPException(503, f"server busy: {self.in_progress} tool calls in progress; retry later",
-                                headers={"Retry-After": "1"})
+            raise HTTPException(
+                503,
+                f"server busy: {self.in_progress} tool calls in progress; retry later",
+                headers={"Retry-After": "1"},
+            )
         self.in_progress += 1
         try:
             return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -204,7 +211,10 @@ def bearer_guard(token: str | None) -> Callable[[Request], None]:
 
     def authorized(request: Request) -> None:
         if token is not None and not token_matches(token, request.headers.get("authorization", "")):
-            raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401,
+                "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
 
     return authorized

@@ -62,7 +62,7 @@ from sim_web.serve.guards import (
     check_exposure,
     short,
 )
-from sim_web.serve.retrieve import RetrieveRequest, Retriever, SearchRequest, add_retrieve_route, bulk_search
+from sim_web.serve.retrieve import Retriever, RetrieveRequest, SearchRequest, add_retrieve_route, bulk_search
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 
 if TYPE_CHECKING:
@@ -83,7 +83,6 @@ FAST_ENV = "SIM_WEB_SERVER_FAST_ROUTES"  #: "0": every request through FastAPI (
 PUBLIC_HEALTH = ("pages", "content_sha256")
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_TOOL_THREADS = 32
-
 
 
 class ToolRequest(BaseModel):
@@ -133,8 +132,17 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     from sim_web.protocol.errors import ToolUnavailableError
 
-    known = {"body", "path", "query", "header", *ToolRequest.model_fields, *QueryRequest.model_fields,
-             *VisitRequest.model_fields, *SearchRequest.model_fields, *RetrieveRequest.model_fields}
+    known = {
+        "body",
+        "path",
+        "query",
+        "header",
+        *ToolRequest.model_fields,
+        *QueryRequest.model_fields,
+        *VisitRequest.model_fields,
+        *SearchRequest.model_fields,
+        *RetrieveRequest.model_fields,
+    }
 
     @app.exception_handler(ToolUnavailableError)
     def unavailable(_request: Any, exc: ToolUnavailableError) -> JSONResponse:  # retryable for RemoteBackend
@@ -142,16 +150,33 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     def invalid(_request: Any, exc: RequestValidationError) -> JSONResponse:  # never echo the input back
-        detail = [{"loc": [p if isinstance(p, int) or p in known else "(unknown field)" for p in e.get("loc", ())],
-                   "type": e.get("type"), "msg": short(str(e.get("msg", "")))} for e in exc.errors()[:20]]
+        detail = [
+            {
+                "loc": [p if isinstance(p, int) or p in known else "(unknown field)" for p in e.get("loc", ())],
+                "type": e.get("type"),
+                "msg": short(str(e.get("msg", ""))),
+            }
+            for e in exc.errors()[:20]
+        ]
         return JSONResponse(status_code=422, content={"detail": detail})
 
 
-def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = True, *, enable_python: bool = False,
-               token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS,
-               python_runner: Callable[[str], str] | None = None, backend: str = "sim",
-               env_config: EnvConfig | None = None, fast_routes: bool = True, warm: bool = False,
-               warm_searches: int = 0) -> FastAPI:
+def create_app(
+    index_dir: str | None = None,
+    mode: str = "bm25",
+    cache: bool = True,
+    *,
+    enable_python: bool = False,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    tool_threads: int = DEFAULT_TOOL_THREADS,
+    python_runner: Callable[[str], str] | None = None,
+    backend: str = "sim",
+    env_config: EnvConfig | None = None,
+    fast_routes: bool = True,
+    warm: bool = False,
+    warm_searches: int = 0,
+) -> FastAPI:
     """Build the FastAPI app over the index at ``index_dir`` (default: the sample index).
 
     Args:
@@ -192,35 +217,60 @@ def create_app(index_dir: str | None = None, mode: str = "bm25", cache: bool = T
     from wiki_index.search.index import WikiIndex
 
     if max_body_bytes < 1 or tool_threads < 1:
-        raise ConfigError(f"create_app needs max_body_bytes >= 1 and tool_threads >= 1, got {max_body_bytes}, "
-                          f"{tool_threads}; e.g. {DEFAULT_MAX_BODY} and {DEFAULT_TOOL_THREADS}")
+        raise ConfigError(
+            f"create_app needs max_body_bytes >= 1 and tool_threads >= 1, got {max_body_bytes}, "
+            f"{tool_threads}; e.g. {DEFAULT_MAX_BODY} and {DEFAULT_TOOL_THREADS}"
+        )
     if token is not None and not token.strip():
         raise ConfigError(f"the server token is empty; pass a non-empty --token or ${TOKEN_ENV}, or none on loopback")
-    cfg = env_config or EnvConfig(index_dir=index_dir, backend=backend, sim=SimConfig(mode=mode), executor=ExecutorConfig(cache=cache))
+    cfg = env_config or EnvConfig(
+        index_dir=index_dir, backend=backend, sim=SimConfig(mode=mode), executor=ExecutorConfig(cache=cache)
+    )
     index = WikiIndex.from_dir(cfg.index_dir)
     enabled = tuple(t for t in TOOL_NAMES if enable_python or t != PYTHON_TOOL)
     toolbox = Toolbox(make_toolbox(cfg).executor, enabled=enabled, python_runner=python_runner, k=cfg.search_results)
-    app = FastAPI(title="sim-web tool server", version=_metadata.version("sim-web"),
-                  description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.")
+    app = FastAPI(
+        title="sim-web tool server",
+        version=_metadata.version("sim-web"),
+        description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.",
+    )
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     pool = ToolPool(tool_threads)
     app.router.on_shutdown.append(pool.shutdown)
     _add_error_handlers(app)
-    _add_routes(app, toolbox, pool, bearer_guard(token),
-                {"index": str(index.path), "content_sha256": index.manifest["content_sha256"],
-                 "pages": index.manifest["counts"]["pages"], "mode": cfg.sim.mode, "backend": cfg.backend})
+    _add_routes(
+        app,
+        toolbox,
+        pool,
+        bearer_guard(token),
+        {
+            "index": str(index.path),
+            "content_sha256": index.manifest["content_sha256"],
+            "pages": index.manifest["counts"]["pages"],
+            "mode": cfg.sim.mode,
+            "backend": cfg.backend,
+        },
+    )
     retriever = Retriever.serving(toolbox.executor.backends, index, cfg.sim.mode)
     add_retrieve_route(app, retriever, pool, bearer_guard(token))
     if warm:
         warm_index(toolbox.executor.backends, warm_searches)
     if fast_routes:  # added last: the outermost of our middlewares, in front of BodyLimit and the router
-        app.add_middleware(HotRoutes, toolbox=toolbox, pool=pool, names=[s["function"]["name"] for s in toolbox.schemas()],
-                           max_body_bytes=max_body_bytes, token=token, retriever=retriever)
+        app.add_middleware(
+            HotRoutes,
+            toolbox=toolbox,
+            pool=pool,
+            names=[s["function"]["name"] for s in toolbox.schemas()],
+            max_body_bytes=max_body_bytes,
+            token=token,
+            retriever=retriever,
+        )
     return app
 
 
-def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Callable[[Request], None],
-                about: dict[str, Any]) -> None:
+def _add_routes(
+    app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Callable[[Request], None], about: dict[str, Any]
+) -> None:
     """``/health`` (open, on the event loop; its details behind ``authorized``), ``/tools`` and ``/backend/*``
     (behind ``authorized``, on ``pool``)."""
     from fastapi import Response
@@ -230,7 +280,9 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Call
     guarded = [Depends(authorized)]
 
     @app.get("/health")
-    async def health(request: Request) -> dict[str, Any]:  # on the event loop: answered however busy the tool threads are
+    async def health(
+        request: Request,
+    ) -> dict[str, Any]:  # on the event loop: answered however busy the tool threads are
         public = {"status": "ok", **{k: about[k] for k in PUBLIC_HEALTH}}
         try:
             authorized(request)
@@ -254,7 +306,9 @@ def _add_routes(app: FastAPI, toolbox: Toolbox, pool: ToolPool, authorized: Call
     @app.post("/backend/search", dependencies=guarded, response_model=None)
     async def backend_search(req: SearchRequest) -> dict[str, Any] | Response:
         if req.queries is not None:  # bulk: one result list per query, the fast route's bytes
-            return Response(await pool.run(bulk_search, executor.search, req.queries, req.k), media_type="application/json")
+            return Response(
+                await pool.run(bulk_search, executor.search, req.queries, req.k), media_type="application/json"
+            )
         return {"results": [asdict(r) for r in await pool.run(executor.search, req.query, req.k)]}
 
     @app.post("/backend/scholar", dependencies=guarded)
@@ -270,12 +324,19 @@ def app_factory() -> FastAPI:
     """uvicorn factory for multi-worker serving: reads the index, mode and security settings from the environment."""
     from wiki_index.settings import env
 
-    return create_app(env(INDEX_ENV) or None, env(MODE_ENV) or "bm25", env(CACHE_ENV, "1") == "1",
-                      backend=env(BACKEND_ENV) or "sim",
-                      enable_python=env(PYTHON_ENV) == "1", token=env(TOKEN_ENV) or None,
-                      max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
-                      tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS), fast_routes=_fast_routes(), warm=True,
-                      warm_searches=int(env(WARM_ENV) or DEFAULT_WARM_SEARCHES))
+    return create_app(
+        env(INDEX_ENV) or None,
+        env(MODE_ENV) or "bm25",
+        env(CACHE_ENV, "1") == "1",
+        backend=env(BACKEND_ENV) or "sim",
+        enable_python=env(PYTHON_ENV) == "1",
+        token=env(TOKEN_ENV) or None,
+        max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
+        tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS),
+        fast_routes=_fast_routes(),
+        warm=True,
+        warm_searches=int(env(WARM_ENV) or DEFAULT_WARM_SEARCHES),
+    )
 
 
 def _fast_routes() -> bool:
@@ -285,10 +346,22 @@ def _fast_routes() -> bool:
     return env(FAST_ENV, "1") != "0"
 
 
-def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, mode: str = "bm25",
-          cache: bool = True, *, enable_python: bool = False, token: str | None = None,
-          max_body_bytes: int = DEFAULT_MAX_BODY, tool_threads: int = DEFAULT_TOOL_THREADS, backend: str = "sim",
-          warm_searches: int = DEFAULT_WARM_SEARCHES, limits: ConnectionLimits | None = None) -> None:
+def serve(
+    index_dir: str | None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    mode: str = "bm25",
+    cache: bool = True,
+    *,
+    enable_python: bool = False,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    tool_threads: int = DEFAULT_TOOL_THREADS,
+    backend: str = "sim",
+    warm_searches: int = DEFAULT_WARM_SEARCHES,
+    limits: ConnectionLimits | None = None,
+) -> None:
     """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself.
 
     Args:
@@ -321,19 +394,38 @@ def serve(index_dir: str | None, host: str = "127.0.0.1", port: int = 8000, work
         raise ConfigError(f"--warm-searches must be >= 0 (0: no warm-up), got {warm_searches}")
     _preflight(index_dir, host, token, enable_python, backend)
     if workers > 1:
-        _export_worker_settings({MODE_ENV: mode, BACKEND_ENV: backend, CACHE_ENV: "1" if cache else "0",
-                                 PYTHON_ENV: "1" if enable_python else "0", MAX_BODY_ENV: str(max_body_bytes),
-                                 THREADS_ENV: str(tool_threads), INDEX_ENV: str(index_dir or ""), TOKEN_ENV: token or "",
-                                 WARM_ENV: str(warm_searches)})
+        _export_worker_settings(
+            {
+                MODE_ENV: mode,
+                BACKEND_ENV: backend,
+                CACHE_ENV: "1" if cache else "0",
+                PYTHON_ENV: "1" if enable_python else "0",
+                MAX_BODY_ENV: str(max_body_bytes),
+                THREADS_ENV: str(tool_threads),
+                INDEX_ENV: str(index_dir or ""),
+                TOKEN_ENV: token or "",
+                WARM_ENV: str(warm_searches),
+            }
+        )
         from sim_web.serve.workers import run_workers
 
         run_workers(host, port, workers, limits or ConnectionLimits())
     else:
         import uvicorn
 
-        app = create_app(index_dir, mode, cache, enable_python=enable_python, token=token, max_body_bytes=max_body_bytes,
-                         tool_threads=tool_threads, backend=backend, fast_routes=_fast_routes(), warm=True,
-                         warm_searches=warm_searches)
+        app = create_app(
+            index_dir,
+            mode,
+            cache,
+            enable_python=enable_python,
+            token=token,
+            max_body_bytes=max_body_bytes,
+            tool_threads=tool_threads,
+            backend=backend,
+            fast_routes=_fast_routes(),
+            warm=True,
+            warm_searches=warm_searches,
+        )
         uvicorn.Server(uvicorn_config(app, host, port, limits or ConnectionLimits())).run()
 
 
@@ -359,7 +451,9 @@ def _preflight(index_dir: str | None, host: str, token: str | None, enable_pytho
         from sim_web.backends.real import build_real_backends
         from sim_web.backends.serper import SerperConfig
 
-        build_real_backends(SerperConfig(), JinaConfig())  # fail fast on missing keys (naming the variable); no request is sent
+        build_real_backends(
+            SerperConfig(), JinaConfig()
+        )  # fail fast on missing keys (naming the variable); no request is sent
 
 
 def _export_worker_settings(settings: dict[str, str]) -> None:

@@ -170,7 +170,9 @@ class Retriever:
         return to_json({"result": [self.documents(q, topk, scores) for q in queries]})
 
 
-def add_retrieve_route(app: FastAPI, retriever: Retriever, pool: ToolPool, authorized: Callable[[Request], None]) -> None:
+def add_retrieve_route(
+    app: FastAPI, retriever: Retriever, pool: ToolPool, authorized: Callable[[Request], None]
+) -> None:
     """``POST /retrieve`` behind ``authorized``, run on ``pool``; the answer's bytes are the fast route's.
 
     Args:

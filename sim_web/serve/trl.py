@@ -41,7 +41,6 @@ from sim_web.tools import ToolMethods
 __all__ = ["WebResearchToolEnv", "answer_reward", "task_dataset", "tasks_dataset", "with_tool_template"]
 
 
-
 class WebResearchToolEnv(ToolMethods):
     """One research episode for TRL: the tools, the submitted answer and its reward.
 
@@ -68,8 +67,11 @@ class WebResearchToolEnv(ToolMethods):
             ``None``: the question is already the row's prompt, so nothing is appended to it.
         """
         aliases = row.get("aliases") or ()
-        self._gold = (str(row.get("answer") or ""), tuple(aliases if not isinstance(aliases, str) else [aliases]),
-                      str(row.get("question") or ""))
+        self._gold = (
+            str(row.get("answer") or ""),
+            tuple(aliases if not isinstance(aliases, str) else [aliases]),
+            str(row.get("question") or ""),
+        )
         self._submitted = None
         self.errors = 0
         self._toolbox.executor.stats.reset()
@@ -105,8 +107,14 @@ class WebResearchToolEnv(ToolMethods):
             return f"Error: {e}"
 
 
-def answer_reward(completions: Sequence[Any], answer: Sequence[str], aliases: Sequence[Sequence[str]] | None = None,
-                  *, config: RewardConfig = RewardConfig(), **_: Any) -> list[float]:
+def answer_reward(
+    completions: Sequence[Any],
+    answer: Sequence[str],
+    aliases: Sequence[Sequence[str]] | None = None,
+    *,
+    config: RewardConfig = RewardConfig(),  # noqa: B008 (a frozen dataclass: one shared default is safe)
+    **_: Any,
+) -> list[float]:
     """A pure TRL reward function: score each completion's final answer, read by the env's own rule.
 
     The answer is what :func:`~sim_web.protocol.actions.parse_action` reads (the first complete
@@ -170,6 +178,14 @@ def task_dataset(tasks: Sequence[Task]) -> Any:
     """
     import datasets
 
-    rows = [{"prompt": [{"role": "user", "content": t.question}], "question": t.question, "answer": t.answer,
-             "aliases": list(t.aliases), "task_id": t.id} for t in tasks]
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": t.question}],
+            "question": t.question,
+            "answer": t.answer,
+            "aliases": list(t.aliases),
+            "task_id": t.id,
+        }
+        for t in tasks
+    ]
     return datasets.Dataset.from_list(rows)

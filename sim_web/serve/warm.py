@@ -36,7 +36,7 @@ def warm_queries(store: Any, n: int) -> list[str]:
     for title, text in store.first_passages((n + 2) // 3):
         words = text.split()
         middle = len(words) // 2
-        out += [" ".join(words[:25]), title, " ".join(words[middle:middle + 3])]
+        out += [" ".join(words[:25]), title, " ".join(words[middle : middle + 3])]
     return [q for q in out if q.strip()][:n]
 
 

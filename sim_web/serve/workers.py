@@ -46,8 +46,10 @@ def reuse_port_socket(host: str, port: int, listen: bool, backlog: int = 2048) -
     from wiki_index.errors import ConfigError
 
     if not hasattr(socket, "SO_REUSEPORT"):
-        raise ConfigError("sim-web serve --workers N needs SO_REUSEPORT (Linux, macOS); run one worker per process "
-                          "behind a load balancer here, or --workers 1")
+        raise ConfigError(
+            "sim-web serve --workers N needs SO_REUSEPORT (Linux, macOS); run one worker per process "
+            "behind a load balancer here, or --workers 1"
+        )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:

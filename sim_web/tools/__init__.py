@@ -11,5 +11,12 @@ from sim_web.tools.toolbox import (
     tool_schema,
 )
 
-__all__ = ["MULTI_RESPONSE_JOINER", "PROMPT_STYLES", "PYTHON_DESCRIPTION", "ToolMethods", "Toolbox", "system_prompt",
-           "tool_schema"]
+__all__ = [
+    "MULTI_RESPONSE_JOINER",
+    "PROMPT_STYLES",
+    "PYTHON_DESCRIPTION",
+    "ToolMethods",
+    "Toolbox",
+    "system_prompt",
+    "tool_schema",
+]

@@ -84,24 +84,32 @@ CALL_FORMAT = """<tool_call>
 {"name": <function-name>, "arguments": <args-json-object>}
 </tool_call>"""
 
-PROMPT_TAIL = """
+PROMPT_TAIL = (
+    """
 </tools>
 
 For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
-""" + CALL_FORMAT + """
+"""
+    + CALL_FORMAT
+    + """
 
 Current date: """
+)
 
 #: The prompt styles: upstream's (``tongyi``, the default) and a short one for small models (``compact``).
 PROMPT_STYLES = ("tongyi", "compact")
 
-COMPACT_HEAD = """You are a research assistant. Answer the question by searching the web and reading pages. Each turn, think in \
+COMPACT_HEAD = (
+    """You are a research assistant. Answer the question by searching the web and reading pages. Each turn, think in \
 <think></think>, then either call one tool:
-""" + CALL_FORMAT + """
+"""
+    + CALL_FORMAT
+    + """
 or give the final answer as <answer>...</answer> (short: a name, date or number).
 
 Tools:
 """
+)
 
 #: One short description per tool for the compact prompt (other tools: the first sentence of their schema's).
 COMPACT_DESCRIPTIONS = {
@@ -213,23 +221,38 @@ def tool_schema(tool: str) -> dict[str, Any]:
     if tool not in TOOL_NAMES:
         raise ConfigError(f"unknown tool {tool!r}; expected one of {TOOL_NAMES}")
     if tool == PYTHON_TOOL:  # the code travels in <code>, so the JSON arguments are empty
-        return {"type": "function", "function": {"name": PYTHON_TOOL, "description": PYTHON_DESCRIPTION,
-                                                 "parameters": {"type": "object", "properties": {}, "required": []}}}
+        return {
+            "type": "function",
+            "function": {
+                "name": PYTHON_TOOL,
+                "description": PYTHON_DESCRIPTION,
+                "parameters": {"type": "object", "properties": {}, "required": []},
+            },
+        }
     schema = copy.deepcopy(_generated_schema(tool))
     props = schema["function"]["parameters"]["properties"]
     for name, prop in list(props.items()):
         extra = _ARRAY_EXTRAS.get((tool, name))
         if extra:  # rebuild in upstream's key order: type, items, minItems, description
-            props[name] = {"type": prop["type"], "items": {**prop["items"], "description": extra["items_description"]},
-                           "minItems": extra["min_items"], "description": prop["description"]}
+            props[name] = {
+                "type": prop["type"],
+                "items": {**prop["items"], "description": extra["items_description"]},
+                "minItems": extra["min_items"],
+                "description": prop["description"],
+            }
     return schema
 
 
 def _render_schema(schema: dict[str, Any]) -> str:
     fn = schema.get("function", schema)
     if fn.get("name") == PYTHON_TOOL:  # upstream writes this line by hand: the description is raw text
-        return ('{"type": "function", "function": {"name": "PythonInterpreter", "description": "'
-                + fn.get("description", "") + '", "parameters": ' + json.dumps(fn.get("parameters", {}), ensure_ascii=False) + "}}")
+        return (
+            '{"type": "function", "function": {"name": "PythonInterpreter", "description": "'
+            + fn.get("description", "")
+            + '", "parameters": '
+            + json.dumps(fn.get("parameters", {}), ensure_ascii=False)
+            + "}}"
+        )
     return json.dumps(schema, ensure_ascii=False)
 
 
@@ -294,15 +317,26 @@ class Toolbox(ToolMethods):
         ConfigError: For unknown tool names or out-of-range limits.
     """
 
-    def __init__(self, executor: ToolExecutor, *, enabled: Sequence[str] = TOOL_NAMES, max_chars: int = 20_000,
-                 python_runner: Callable[[str], str] | None = None, k: int = 10, max_items: int = 10,
-                 max_query_chars: int = MAX_QUERY_CHARS, max_goal_chars: int = MAX_GOAL_CHARS) -> None:
+    def __init__(
+        self,
+        executor: ToolExecutor,
+        *,
+        enabled: Sequence[str] = TOOL_NAMES,
+        max_chars: int = 20_000,
+        python_runner: Callable[[str], str] | None = None,
+        k: int = 10,
+        max_items: int = 10,
+        max_query_chars: int = MAX_QUERY_CHARS,
+        max_goal_chars: int = MAX_GOAL_CHARS,
+    ) -> None:
         unknown = [t for t in enabled if t not in TOOL_NAMES]
         if unknown or not enabled:
             raise ConfigError(f"Toolbox.enabled must be a non-empty subset of {TOOL_NAMES}, got {tuple(enabled)}")
         if max_chars < 100 or k < 1 or max_items < 1 or max_query_chars < 1 or max_goal_chars < 1:
-            raise ConfigError(f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1, max_query_chars >= 1, "
-                              f"max_goal_chars >= 1; got {max_chars}, {k}, {max_items}, {max_query_chars}, {max_goal_chars}")
+            raise ConfigError(
+                f"Toolbox needs max_chars >= 100, k >= 1, max_items >= 1, max_query_chars >= 1, "
+                f"max_goal_chars >= 1; got {max_chars}, {k}, {max_items}, {max_query_chars}, {max_goal_chars}"
+            )
         self.executor = executor
         self.enabled = tuple(t for t in TOOL_NAMES if t in enabled)
         self.max_chars, self.k, self.max_items, self.max_query_chars = max_chars, k, max_items, max_query_chars
@@ -328,19 +362,26 @@ class Toolbox(ToolMethods):
         if action.calls:
             return MULTI_RESPONSE_JOINER.join(self.call(c) for c in action.calls)
         if action.kind != "tool_call" or not action.tool:
-            raise ActionError("no_action", "Expected a tool call, e.g.\n<tool_call>\n"
-                              '{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>')
+            raise ActionError(
+                "no_action",
+                "Expected a tool call, e.g.\n<tool_call>\n"
+                '{"name": "search", "arguments": {"query": ["your query"]}}\n</tool_call>',
+            )
         if action.tool not in self.enabled:
             raise unknown_tool(action.tool, self.enabled)
         if action.tool == PYTHON_TOOL:
             code = action.code if action.code is not None else action.arguments.get("code")
             code = valid_unicode(code) if isinstance(code, str) else code
             if not isinstance(code, str) or not code.strip():
-                raise ActionError("missing_argument", "[Python Interpreter Error]: Formatting error. Put the code after the "
-                                  "JSON, inside <code></code>, and print() what you want to see.")
+                raise ActionError(
+                    "missing_argument",
+                    "[Python Interpreter Error]: Formatting error. Put the code after the "
+                    "JSON, inside <code></code>, and print() what you want to see.",
+                )
             return truncate(self._run_python(code), self.max_chars)
-        args = validate_arguments(action.tool, valid_unicode_value(action.arguments), self._schemas,
-                                  max_items=self.max_items)
+        args = validate_arguments(
+            action.tool, valid_unicode_value(action.arguments), self._schemas, max_items=self.max_items
+        )
         if "query" in args:
             check_queries(action.tool, args["query"], self.max_query_chars)
         if isinstance(args.get("goal"), str):

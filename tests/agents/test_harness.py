@@ -47,14 +47,26 @@ def test_oracle_reaches_every_answer_and_writes_outputs(sample_index, tmp_path):
     m = res.metrics
     assert m["pass@1"] == 1.0 and m["episodes"] == 6 and m["format_validity"] == 1.0 and m["tool_error_rate"] == 0.0
     assert m["tool_calls_total"] == {"search": 6, "visit": 6} and m["termination"] == {"answer": 6}
-    assert all(r["policy_info"]["answer_reached_via"] == "search" and r["policy_info"]["answer_page_read"] for r in res.records)
+    assert all(
+        r["policy_info"]["answer_reached_via"] == "search" and r["policy_info"]["answer_page_read"] for r in res.records
+    )
     for name in ("trajectories.jsonl", "metrics.json", "plot.png", "sft.jsonl", "run.json"):
         assert (tmp_path / name).is_file(), name
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((tmp_path / "metrics.json").read_text())["pass@1"] == 1.0
     demos = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
-    assert len(demos) == 6 and demos[0]["messages"][-1]["content"].endswith(f"<answer>{res.records[0]['gold']}</answer>")
-    assert [m["role"] for m in demos[0]["messages"]] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert len(demos) == 6 and demos[0]["messages"][-1]["content"].endswith(
+        f"<answer>{res.records[0]['gold']}</answer>"
+    )
+    assert [m["role"] for m in demos[0]["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
 
 
 def test_resume_skips_finished_episodes(sample_index, test_tasks, tmp_path):
@@ -86,7 +98,9 @@ def test_concurrency_gives_the_same_results_as_sequential(sample_index, test_tas
     assert seq.metrics["pass@2"] == par.metrics["pass@2"] == 1.0
     # cache hits depend on which worker's env saw a query before; what the calls came to does not
     assert [outcomes(r["tool_stats"]) for r in seq.records] == [outcomes(r["tool_stats"]) for r in par.records]
-    assert sum(r["tool_stats"]["cache_hits"] for r in seq.records) >= sum(r["tool_stats"]["cache_hits"] for r in par.records)
+    assert sum(r["tool_stats"]["cache_hits"] for r in seq.records) >= sum(
+        r["tool_stats"]["cache_hits"] for r in par.records
+    )
 
     oracle = OraclePolicy(test_tasks)
 
@@ -95,7 +109,9 @@ def test_concurrency_gives_the_same_results_as_sequential(sample_index, test_tas
 
     batched = Lockstep(oracle.act_batch, name="oracle", batched_fn=True)
     bat = run_eval(cfg(sample_index, tmp_path / "bat", n=8, k=2, batch_size=3), policy=batched)
-    assert [stable({**r, "policy_info": None}) for r in bat.records] == [stable({**r, "policy_info": None}) for r in seq.records]
+    assert [stable({**r, "policy_info": None}) for r in bat.records] == [
+        stable({**r, "policy_info": None}) for r in seq.records
+    ]
 
 
 def test_failed_episodes_are_reported_and_rerun(sample_index, test_tasks, tmp_path):
@@ -113,8 +129,16 @@ def test_failed_episodes_are_reported_and_rerun(sample_index, test_tasks, tmp_pa
 
 
 def test_sft_example_only_from_successes():
-    ok = {"task_id": "t", "em": 1.0, "termination": "answer", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
-                                                                           {"role": "assistant", "content": "<answer>a</answer>"}]}
+    ok = {
+        "task_id": "t",
+        "em": 1.0,
+        "termination": "answer",
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "<answer>a</answer>"},
+        ],
+    }
     assert sft_example(ok)["messages"][-1]["content"] == "<answer>a</answer>"
     assert sft_example({**ok, "em": 0.0}) is None and sft_example({**ok, "termination": "max_llm_calls"}) is None
 
@@ -122,11 +146,43 @@ def test_sft_example_only_from_successes():
 def test_cli_eval(sample_index, tmp_path, capsys):
     from sim_web.cli import main
 
-    assert main(["eval", "--policy", "oracle", "--index", str(sample_index), "--n", "2", "--k", "2", "--out", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--policy",
+                "oracle",
+                "--index",
+                str(sample_index),
+                "--n",
+                "2",
+                "--k",
+                "2",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "pass@1" in out and "pass@2" in out and "trajectories:" in out
-    assert main(["eval", "--policy", "oracle", "--index", str(sample_index), "--tasks", "no-such-set", "--out", str(tmp_path / "x")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--policy",
+                "oracle",
+                "--index",
+                str(sample_index),
+                "--tasks",
+                "no-such-set",
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 2
+    )
     assert "neither a file nor a task set" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="'oracle', 'oracle:search', 'hf:PATH' or 'openai:MODEL'"):
         EvalConfig(policy="gpt4")
@@ -145,9 +201,18 @@ def test_two_evals_on_one_out_never_run_together(sample_index, tmp_path):
         with pytest.raises(ConfigError, match="in use by another `sim-web eval`"):
             run_eval(cfg(sample_index, out, n=2))
     assert not (out / "trajectories.jsonl").exists()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom agents.harness import "
-                               "exclusive_out\nwith exclusive_out(Path(sys.argv[1])):\n    print('held', flush=True)\n    "
-                               "time.sleep(600)", str(out)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom pathlib import Path\nfrom agents.harness import "
+            "exclusive_out\nwith exclusive_out(Path(sys.argv[1])):\n    print('held', flush=True)\n    "
+            "time.sleep(600)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(ConfigError, match=f"pid {holder.pid}"):
@@ -163,10 +228,26 @@ def test_two_evals_on_one_out_never_run_together(sample_index, tmp_path):
 def test_response_budget_reaches_the_env_and_is_part_of_the_run_identity(sample_index, tmp_path, capsys):
     from sim_web.cli import main
 
-    args = ["eval", "--policy", "oracle", "--index", str(sample_index), "--n", "2", "--out", str(tmp_path), "--no-progress"]
+    args = [
+        "eval",
+        "--policy",
+        "oracle",
+        "--index",
+        str(sample_index),
+        "--n",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert main([*args, "--max-response-chars", "400"]) == 0
     records = load_records(tmp_path / "trajectories.jsonl")
-    responses = [m["content"] for r in records for m in r["messages"] if m["role"] == "user" and "<tool_response>" in m["content"]]
+    responses = [
+        m["content"]
+        for r in records
+        for m in r["messages"]
+        if m["role"] == "user" and "<tool_response>" in m["content"]
+    ]
     assert responses and max(len(t) for t in responses) <= 400 + len("<tool_response>\n\n</tool_response>")
     assert any("[" in t and len(t) > 300 for t in responses)  # cut at the cap, not emptied
     assert json.loads((tmp_path / "run.json").read_text())["identity"]["max_response_chars"] == 400
@@ -182,7 +263,18 @@ def test_compact_prompt_and_short_results_reach_the_env_and_the_run_identity(sam
 
     from sim_web.cli import main
 
-    args = ["eval", "--policy", "oracle", "--index", str(sample_index), "--n", "2", "--out", str(tmp_path), "--no-progress"]
+    args = [
+        "eval",
+        "--policy",
+        "oracle",
+        "--index",
+        str(sample_index),
+        "--n",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert main([*args, "--prompt", "compact", "--search-results", "3", "--snippet-chars", "120"]) == 0
     records = load_records(tmp_path / "trajectories.jsonl")
     assert records and all(r["messages"][0]["content"].startswith("You are a research assistant.") for r in records)
@@ -190,7 +282,10 @@ def test_compact_prompt_and_short_results_reach_the_env_and_the_run_identity(sam
     assert searches and all(len(re.findall(r"^\d+\. \[", t, re.M)) <= 3 for t in searches)
     run = json.loads((tmp_path / "run.json").read_text())
     assert {k: run["identity"][k] for k in ("prompt", "search_results", "snippet_chars")} == {
-        "prompt": "compact", "search_results": 3, "snippet_chars": 120}
+        "prompt": "compact",
+        "search_results": 3,
+        "snippet_chars": 120,
+    }
     assert json.loads((tmp_path / "metrics.json").read_text())["run"]["prompt"] == "compact"
     capsys.readouterr()
     assert main(args) == 2  # the Tongyi prompt is another run: resuming in the same folder is refused

@@ -12,12 +12,19 @@ from wiki_index.errors import ConfigError
 
 def test_plain_episode_records_every_step(make_env, test_tasks):
     task = test_tasks[0]
-    turns = iter([call("search", query=[task.question.split('"')[1]]), f"<think>ok</think>\n<answer>{task.answer}</answer>"])
+    turns = iter(
+        [call("search", query=[task.question.split('"')[1]]), f"<think>ok</think>\n<answer>{task.answer}</answer>"]
+    )
     rec = run_episode(ReactAgent(CountingPolicy(lambda m: next(turns))), make_env(), task).to_dict()
     assert rec["termination"] == "answer" and rec["em"] == 1.0 and rec["prediction"] == task.answer
     assert rec["turns"] == 2 and rec["llm_calls"] == 2 and rec["tool_calls"] == {"search": 1}
     s1, s2 = rec["steps"]
-    assert s1["kind"] == "tool_call" and s1["tool"] == "search" and s1["observation_chars"] > 100 and s1["obs_error"] is None
+    assert (
+        s1["kind"] == "tool_call"
+        and s1["tool"] == "search"
+        and s1["observation_chars"] > 100
+        and s1["obs_error"] is None
+    )
     assert s2["kind"] == "answer" and s2["context_tokens"] == 400  # system, question, action, observation
     roles = [m["role"] for m in rec["messages"]]
     assert roles == ["system", "user", "assistant", "user", "assistant"]
@@ -29,7 +36,9 @@ def test_plain_episode_records_every_step(make_env, test_tasks):
 def test_hallucinated_tool_response_is_cut(make_env, test_tasks):
     assert clean_turn("<tool_call>x</tool_call>\n<tool_response>\nfake\n</tool_response>") == "<tool_call>x</tool_call>"
     task = test_tasks[1]
-    turns = iter([call("search", query=["rowing"]) + "\n<tool_response>\nI made this up\n</tool_response>", "<answer>x</answer>"])
+    turns = iter(
+        [call("search", query=["rowing"]) + "\n<tool_response>\nI made this up\n</tool_response>", "<answer>x</answer>"]
+    )
     rec = run_episode(ReactAgent(CountingPolicy(lambda m: next(turns))), make_env(), task).to_dict()
     assert "I made this up" not in rec["steps"][0]["action"] and "I made this up" not in rec["messages"][3]["content"]
 
@@ -61,17 +70,26 @@ def test_context_limit_forces_answer_like_tongyi(make_env, test_tasks):
     assert [len(m) for m in pol.seen] == [2, 4, 6, 8] and pol.seen[-1][-1]["content"] == FORCE_ANSWER_PROMPT
     assert pol.seen[-1][-2]["role"] == "assistant"  # the observation was replaced, not appended
     appended = CountingPolicy(searcher_until_forced(task.answer))
-    run_episode(ReactAgent(appended, AgentConfig(max_context_tokens=700, force_replaces_observation=False)), make_env(), task).to_dict()
+    run_episode(
+        ReactAgent(appended, AgentConfig(max_context_tokens=700, force_replaces_observation=False)), make_env(), task
+    ).to_dict()
     assert len(appended.seen[-1]) == 9 and appended.seen[-1][-2]["content"].startswith("<tool_response>")
 
 
 def test_context_limit_without_forcing_and_unanswered_forced_turn(make_env, test_tasks):
-    rec = run_episode(ReactAgent(CountingPolicy(searcher_until_forced("x")), AgentConfig(max_context_tokens=700, force_on=())),
-                      make_env(), test_tasks[0]).to_dict()
+    rec = run_episode(
+        ReactAgent(CountingPolicy(searcher_until_forced("x")), AgentConfig(max_context_tokens=700, force_on=())),
+        make_env(),
+        test_tasks[0],
+    ).to_dict()
     assert rec["termination"] == "max_context_tokens" and rec["llm_calls"] == 3
     stubborn = CountingPolicy(lambda m: call("search", query=["again"]))
     rec = run_episode(ReactAgent(stubborn, AgentConfig(max_context_tokens=700)), make_env(), test_tasks[0]).to_dict()
-    assert rec["termination"] == "forced_no_answer:context" and rec["prediction"] is None and rec["steps"][-1]["purpose"] == "force"
+    assert (
+        rec["termination"] == "forced_no_answer:context"
+        and rec["prediction"] is None
+        and rec["steps"][-1]["purpose"] == "force"
+    )
 
 
 def test_time_limit(make_env, test_tasks):
@@ -80,7 +98,9 @@ def test_time_limit(make_env, test_tasks):
     rec = run_episode(ReactAgent(pol, AgentConfig(max_seconds=1e-9)), make_env(), task).to_dict()
     assert rec["termination"] == "forced_answer:time" and rec["llm_calls"] == 1 and rec["em"] == 1.0
     assert [m["role"] for m in pol.seen[0]] == ["system", "user", "user"]  # the question is kept, the prompt appended
-    rec = run_episode(ReactAgent(CountingPolicy(lambda m: "x"), AgentConfig(max_seconds=1e-9, force_on=())), make_env(), task).to_dict()
+    rec = run_episode(
+        ReactAgent(CountingPolicy(lambda m: "x"), AgentConfig(max_seconds=1e-9, force_on=())), make_env(), task
+    ).to_dict()
     assert rec["termination"] == "max_seconds" and rec["llm_calls"] == 0
 
 
@@ -107,7 +127,9 @@ def _summariser_policy(answer, summary_reply="<summary>\nKnown: the subject is a
 def test_resum_triggers_at_threshold_and_continues_from_summary(make_env, test_tasks):
     task = test_tasks[0]
     pol = CountingPolicy(_summariser_policy(task.answer))
-    cfg = AgentConfig(max_context_tokens=1000, resum=ReSumConfig(enabled=True, trigger_fraction=0.5, summariser="policy"))
+    cfg = AgentConfig(
+        max_context_tokens=1000, resum=ReSumConfig(enabled=True, trigger_fraction=0.5, summariser="policy")
+    )
     rec = run_episode(ReactAgent(pol, cfg), make_env(), task).to_dict()
     # 100 tokens/message: 2, 4 messages stay under 500; at 6 messages (600 >= 500) the history is summarised
     assert [len(m) for m in pol.seen] == [2, 4, 2, 2]
@@ -115,7 +137,13 @@ def test_resum_triggers_at_threshold_and_continues_from_summary(make_env, test_t
     assert summary_request[0]["content"] == RESUM_SYSTEM and "boats and oars 4" in summary_request[1]["content"]
     assert after[1]["content"].startswith(task.question) and "Known: the subject is a sport." in after[1]["content"]
     (s,) = rec["summaries"]
-    assert (s["trigger"], s["turn"], s["tokens_before"], s["tokens_after"], s["fallback"]) == ("tokens", 2, 600, 200, False)
+    assert (s["trigger"], s["turn"], s["tokens_before"], s["tokens_after"], s["fallback"]) == (
+        "tokens",
+        2,
+        600,
+        200,
+        False,
+    )
     assert rec["termination"] == "answer" and rec["em"] == 1.0 and rec["llm_calls"] == 4
     assert rec["context"][1]["content"] == s["context_after"]
     assert len(rec["messages"]) == 7  # the env's transcript keeps everything
@@ -127,13 +155,20 @@ def test_resum_falls_back_to_extractive_summary(make_env, test_tasks):
     cfg = AgentConfig(max_context_tokens=1000, resum=ReSumConfig(enabled=True, trigger_fraction=0.5))
     rec = run_episode(ReactAgent(pol, cfg), make_env(), task).to_dict()
     (s,) = rec["summaries"]
-    assert s["fallback"] and s["summary"].startswith("<summary>\nKnown:\n- Searched \"boats and oars 2\": [")
+    assert s["fallback"] and s["summary"].startswith('<summary>\nKnown:\n- Searched "boats and oars 2": [')
     assert "Next leads:\n- Visit https://en.wikipedia.org/wiki/" in s["summary"]
 
 
 def test_resum_every_n_turns_with_extractive_summariser(make_env, test_tasks):
     task = test_tasks[0]
-    calls = iter([call("search", query=["a"]), call("search", query=["b"]), call("search", query=["c"]), f"<answer>{task.answer}</answer>"])
+    calls = iter(
+        [
+            call("search", query=["a"]),
+            call("search", query=["b"]),
+            call("search", query=["c"]),
+            f"<answer>{task.answer}</answer>",
+        ]
+    )
     pol = CountingPolicy(lambda m: next(calls))
     cfg = AgentConfig(resum=ReSumConfig(enabled=True, trigger_fraction=None, every_n_turns=2, summariser="extractive"))
     rec = run_episode(ReactAgent(pol, cfg), make_env(), task).to_dict()

@@ -29,22 +29,35 @@ HI = [{"role": "user", "content": "hi"}]
 
 
 def policy(stub, sleep=lambda seconds: None, clock=lambda: NOW, **kw):
-    return OpenAIPolicy(OpenAIConfig("stub-model", base_url=stub.base_url, api_key="sk-test", **{"backoff": 0.01, **kw}), sleep=sleep,
-                        clock=clock)
+    return OpenAIPolicy(
+        OpenAIConfig("stub-model", base_url=stub.base_url, api_key="sk-test", **{"backoff": 0.01, **kw}),
+        sleep=sleep,
+        clock=clock,
+    )
 
 
 def test_episode_through_the_chat_completions_api(openai_stub, make_env, test_tasks):
     task = test_tasks[0]
-    openai_stub.reply = [call("search", query=[task.question.split('"')[1]]), f"<think>found it</think>\n<answer>{task.answer}</answer>"]
+    openai_stub.reply = [
+        call("search", query=[task.question.split('"')[1]]),
+        f"<think>found it</think>\n<answer>{task.answer}</answer>",
+    ]
     rec = run_episode(ReactAgent(policy(openai_stub)), make_env(), task).to_dict()
     assert rec["termination"] == "answer" and rec["em"] == 1.0 and rec["policy"] == "openai:stub-model"
     first, second = openai_stub.requests
     assert first["model"] == "stub-model" and first["stop"] == ["\n<tool_response>", "<tool_response>"]
-    assert (first["temperature"], first["top_p"], first["presence_penalty"], first["max_tokens"]) == (0.6, 0.95, 1.1, 8192)
+    assert (first["temperature"], first["top_p"], first["presence_penalty"], first["max_tokens"]) == (
+        0.6,
+        0.95,
+        1.1,
+        8192,
+    )
     assert first["messages"][0]["role"] == "system" and "<tools>" in first["messages"][0]["content"]
     assert second["messages"][-1]["content"].startswith("<tool_response>\nA Google search for")
     assert isinstance(first["seed"], int) and second["seed"] == first["seed"] + 1
-    assert rec["steps"][0]["prompt_tokens"] > 0 and rec["steps"][1]["completion_tokens"] == 4  # the stub's usage (words)
+    assert (
+        rec["steps"][0]["prompt_tokens"] > 0 and rec["steps"][1]["completion_tokens"] == 4
+    )  # the stub's usage (words)
 
 
 def test_retries_after_a_server_error(openai_stub):
@@ -61,7 +74,10 @@ def test_retries_after_a_server_error(openai_stub):
 def test_empty_reply_is_retried_and_stop_sequences_cut(openai_stub):
     openai_stub.reply = ["", "<answer>a</answer>\n<tool_response>x"]
     p = policy(openai_stub)
-    assert p.generate([[{"role": "user", "content": "q"}]], SamplingConfig(stop=("\n<tool_response>",)))[0].text == "<answer>a</answer>"
+    assert (
+        p.generate([[{"role": "user", "content": "q"}]], SamplingConfig(stop=("\n<tool_response>",)))[0].text
+        == "<answer>a</answer>"
+    )
     assert p.retries == 1
 
 
@@ -74,13 +90,17 @@ def test_batched_generate_and_config_errors(openai_stub):
 
 
 def test_judge_prompt_and_verdicts(openai_stub):
-    openai_stub.reply = lambda body: "Correct" if "Assistant's answer: Paris, France" in body["messages"][0]["content"] else "Incorrect."
+    openai_stub.reply = lambda body: (
+        "Correct" if "Assistant's answer: Paris, France" in body["messages"][0]["content"] else "Incorrect."
+    )
     judge = LLMJudge(policy(openai_stub))
     assert judge("Capital of France?", "Paris, France", ["Paris"]) == 1.0
     assert judge("Capital of France?", "Lyon", ["Paris"]) == 0.0
     assert judge("Capital of France?", "", ["Paris"]) == 0.0 and len(openai_stub.requests) == 2  # no call for no answer
     body = openai_stub.requests[0]
-    assert body["temperature"] == 0.0 and "Gold answer (any of these is correct): Paris" in body["messages"][0]["content"]
+    assert (
+        body["temperature"] == 0.0 and "Gold answer (any of these is correct): Paris" in body["messages"][0]["content"]
+    )
     assert parse_verdict("incorrect") == 0.0 and parse_verdict("**Correct**") == 1.0 and parse_verdict("maybe") is None
 
 
@@ -90,11 +110,17 @@ def test_separate_summariser_model(openai_stub, make_env, test_tasks):
     def reply(body):
         if "reasoning state" in body["messages"][-1]["content"]:
             return "<summary>\nKnown: stub summary"  # the stop sequence removed </summary>
-        return f"<answer>{task.answer}</answer>" if "stub summary" in body["messages"][-1]["content"] else call("search", query=["jung"])
+        return (
+            f"<answer>{task.answer}</answer>"
+            if "stub summary" in body["messages"][-1]["content"]
+            else call("search", query=["jung"])
+        )
 
     openai_stub.reply = reply
     cfg = AgentConfig(resum=ReSumConfig(enabled=True, trigger_fraction=None, every_n_turns=1, summariser="openai"))
-    rec = run_episode(ReactAgent(policy(openai_stub), cfg, ModelSummariser(policy(openai_stub), cfg.resum)), make_env(), task).to_dict()
+    rec = run_episode(
+        ReactAgent(policy(openai_stub), cfg, ModelSummariser(policy(openai_stub), cfg.resum)), make_env(), task
+    ).to_dict()
     assert rec["em"] == 1.0 and rec["summaries"][0]["summary"] == "<summary>\nKnown: stub summary\n</summary>"
     assert rec["summaries"][0]["summariser"] == "model:openai:stub-model"
 
@@ -107,8 +133,17 @@ def test_eval_harness_with_remote_policy_and_judge(openai_stub, sample_index, tm
         return "<answer>a guess</answer>"
 
     openai_stub.reply = reply
-    res = run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), n=3,
-                              endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="k", judge="openai:judge-model"), workers=3, out=str(tmp_path), progress=False))
+    res = run_eval(
+        EvalConfig(
+            policy="openai:stub-model",
+            index_dir=str(sample_index),
+            n=3,
+            endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="k", judge="openai:judge-model"),
+            workers=3,
+            out=str(tmp_path),
+            progress=False,
+        )
+    )
     assert res.metrics["em"] == 0.0 and res.metrics["judge"] == 1.0 and res.metrics["pass@1"] == 1.0
     assert {b["model"] for b in openai_stub.requests} == {"stub-model", "judge-model"}
 
@@ -129,7 +164,11 @@ def test_retry_after_seconds_and_http_date_are_honoured_and_capped(openai_stub):
 def test_retry_after_parsing():
     assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}, NOW) == 1.5
     assert retry_after({"retry-after": email.utils.formatdate(NOW - 5, usegmt=True)}, NOW) == 0.0  # a date gone by
-    assert retry_after({"retry-after": "soon"}, NOW) is None and retry_after({}, NOW) is None and retry_after(None, NOW) is None
+    assert (
+        retry_after({"retry-after": "soon"}, NOW) is None
+        and retry_after({}, NOW) is None
+        and retry_after(None, NOW) is None
+    )
 
 
 @pytest.mark.parametrize("content_type", ["application/json", "text/html"])
@@ -151,7 +190,9 @@ def test_a_rejected_key_fails_at_once_naming_the_endpoint_and_the_key(openai_stu
     openai_stub.fail_next, openai_stub.fail_status = 5, status
     with pytest.raises(EndpointAuthError) as e:
         policy(openai_stub).act(HI)
-    assert len(openai_stub.requests) == 1 and isinstance(e.value, ConfigError)  # no retries; the CLI's config error exit
+    assert len(openai_stub.requests) == 1 and isinstance(
+        e.value, ConfigError
+    )  # no retries; the CLI's config error exit
     for part in (openai_stub.base_url, "stub-model", f"HTTP {status}", "stub failure", "--api-key", "$OPENAI_API_KEY"):
         assert part in str(e.value)
 
@@ -168,7 +209,9 @@ def test_cli_and_eval_config_set_timeout_and_retries_of_every_endpoint(openai_st
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
-    args = parser.parse_args(["eval", "--policy", "openai:m", "--timeout", "30", "--max-retries", "1", "--backoff", "0"])
+    args = parser.parse_args(
+        ["eval", "--policy", "openai:m", "--timeout", "30", "--max-retries", "1", "--backoff", "0"]
+    )
     cfg = config_from_args(args)
     assert cfg.endpoints.requests == RequestConfig(timeout=30.0, max_retries=1, backoff=0.0)
     p = build_policy(cfg, [], None)
@@ -179,10 +222,23 @@ def test_cli_and_eval_config_set_timeout_and_retries_of_every_endpoint(openai_st
     try:
         judge.fail_next = 100
         openai_stub.reply = lambda body: "<answer>a guess</answer>"
-        res = run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), n=1, workers=1, out=str(tmp_path),
-                                  progress=False, endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="k", judge="openai:judge-model",
-                                                                           judge_base_url=judge.base_url,
-                                                                           requests=RequestConfig(max_retries=1, backoff=0.0))))
+        res = run_eval(
+            EvalConfig(
+                policy="openai:stub-model",
+                index_dir=str(sample_index),
+                n=1,
+                workers=1,
+                out=str(tmp_path),
+                progress=False,
+                endpoints=EndpointConfig(
+                    base_url=openai_stub.base_url,
+                    api_key="k",
+                    judge="openai:judge-model",
+                    judge_base_url=judge.base_url,
+                    requests=RequestConfig(max_retries=1, backoff=0.0),
+                ),
+            )
+        )
     finally:
         judge.close()
     assert len(judge.requests) == 2 and len(res.failures) == 1
@@ -193,8 +249,17 @@ def test_eval_stops_at_the_first_rejected_key(openai_stub, sample_index, tmp_pat
     openai_stub.fail_next, openai_stub.fail_status = 100, 401
     caplog.set_level(logging.WARNING)
     with pytest.raises(EndpointAuthError, match="rejected the API key"):
-        run_eval(EvalConfig(policy="openai:stub-model", index_dir=str(sample_index), n=6,
-                            endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="wrong"), workers=2, out=str(tmp_path), progress=False))
+        run_eval(
+            EvalConfig(
+                policy="openai:stub-model",
+                index_dir=str(sample_index),
+                n=6,
+                endpoints=EndpointConfig(base_url=openai_stub.base_url, api_key="wrong"),
+                workers=2,
+                out=str(tmp_path),
+                progress=False,
+            )
+        )
     assert len(openai_stub.requests) <= 2  # the episodes in flight, then no new one
     assert not [r for r in caplog.records if r.exc_info]  # no per-episode tracebacks
     assert not (tmp_path / "metrics.json").exists()
@@ -203,8 +268,24 @@ def test_eval_stops_at_the_first_rejected_key(openai_stub, sample_index, tmp_pat
 def test_cli_prints_only_written_files_and_stops_on_a_rejected_key(openai_stub, sample_index, tmp_path, capsys):
     from sim_web.cli import main
 
-    args = ["eval", "--policy", "openai:stub-model", "--base-url", openai_stub.base_url, "--api-key", "k", "--index", str(sample_index),
-            "--n", "2", "--workers", "1", "--no-progress", "--max-retries", "0"]
+    args = [
+        "eval",
+        "--policy",
+        "openai:stub-model",
+        "--base-url",
+        openai_stub.base_url,
+        "--api-key",
+        "k",
+        "--index",
+        str(sample_index),
+        "--n",
+        "2",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--max-retries",
+        "0",
+    ]
     openai_stub.fail_next = 100  # HTTP 500: every episode fails, none is written
     assert main([*args, "--out", str(tmp_path / "down")]) == 1
     out, err = capsys.readouterr()

@@ -13,12 +13,25 @@ def _sentence(task):
 
 def _two_hop(test_tasks):
     a, b = test_tasks[0], test_tasks[1]
-    return a, b, Task("synth-1", f'Which subject is described as "{_sentence(a)}", and relates to another? Answer with the article title.', a.answer,
-                metadata={"answer_url": title_to_url(a.answer),
-                          "evidence": [{"title": b.answer, "url": title_to_url(b.answer), "docids": []},
-                                       {"title": a.answer, "url": title_to_url(a.answer), "docids": []}],
-                          "clues": [{"text": "a related subject", "type": "relation", "entity": b.answer, "query": _sentence(b)}],
-                          "uncertainty_types": ["masked_name"], "difficulty": {"level": "medium"}})
+    return (
+        a,
+        b,
+        Task(
+            "synth-1",
+            f'Which subject is described as "{_sentence(a)}", and relates to another? Answer with the article title.',
+            a.answer,
+            metadata={
+                "answer_url": title_to_url(a.answer),
+                "evidence": [
+                    {"title": b.answer, "url": title_to_url(b.answer), "docids": []},
+                    {"title": a.answer, "url": title_to_url(a.answer), "docids": []},
+                ],
+                "clues": [{"text": "a related subject", "type": "relation", "entity": b.answer, "query": _sentence(b)}],
+                "uncertainty_types": ["masked_name"],
+                "difficulty": {"level": "medium"},
+            },
+        ),
+    )
 
 
 def test_follows_sailorfog_clues_and_evidence(make_env, test_tasks):
@@ -27,7 +40,11 @@ def test_follows_sailorfog_clues_and_evidence(make_env, test_tasks):
     rec = run_episode(ReactAgent(oracle), make_env(), task).to_dict()
     acts = [(s["tool"], s["arguments"]) if s["kind"] == "tool_call" else ("answer", s["answer"]) for s in rec["steps"]]
     assert acts[0] == ("search", {"query": [_sentence(b)]})
-    assert acts[1][0] == "visit" and acts[1][1]["url"] == [title_to_url(b.answer)] and acts[1][1]["goal"] == "a related subject"
+    assert (
+        acts[1][0] == "visit"
+        and acts[1][1]["url"] == [title_to_url(b.answer)]
+        and acts[1][1]["goal"] == "a related subject"
+    )
     assert acts[2][0] == "search" and acts[3][0] == "visit" and acts[3][1]["url"] == [title_to_url(a.answer)]
     assert acts[4] == ("answer", a.answer) and rec["em"] == 1.0
     info = rec["policy_info"]
@@ -52,7 +69,9 @@ def test_answers_the_forcing_prompt_from_what_it_has_read(make_env, test_tasks):
 
 def test_does_not_answer_what_search_cannot_surface(make_env, test_tasks):
     a = test_tasks[0]
-    task = Task("unreachable", 'Which article is about "zxqv wvut"?', a.answer, metadata={"page_id": a.metadata["page_id"]})
+    task = Task(
+        "unreachable", 'Which article is about "zxqv wvut"?', a.answer, metadata={"page_id": a.metadata["page_id"]}
+    )
     rec = run_episode(ReactAgent(OraclePolicy([task], make_env().index.store)), make_env(), task).to_dict()
     assert rec["policy_info"]["answer_reached_via"] in ("title_search", "none")
     assert rec["prediction"] != a.answer and rec["em"] == 0.0

@@ -13,8 +13,17 @@ from sim_web.cli import main
 from sim_web.protocol.formatting import format_search, format_tool_response
 from sim_web.protocol.results import SearchResult
 
-KEY_VARS = ("SERPER_KEY_ID", "JINA_API_KEYS", "JINA_API_KEY", "API_KEY", "API_BASE", "SUMMARY_MODEL_NAME",
-            "SERPER_BASE_URL", "JINA_BASE_URL", "SIM_TO_REAL_MOCK")
+KEY_VARS = (
+    "SERPER_KEY_ID",
+    "JINA_API_KEYS",
+    "JINA_API_KEY",
+    "API_KEY",
+    "API_BASE",
+    "SUMMARY_MODEL_NAME",
+    "SERPER_BASE_URL",
+    "JINA_BASE_URL",
+    "SIM_TO_REAL_MOCK",
+)
 
 
 @pytest.fixture()
@@ -38,7 +47,20 @@ def mock_run(sample_index, tmp_path_factory):
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        status = main(["sim-to-real", "--index", str(sample_index), "--policy", "oracle", "--n", "3", "--out", str(out), "--no-progress"])
+        status = main(
+            [
+                "sim-to-real",
+                "--index",
+                str(sample_index),
+                "--policy",
+                "oracle",
+                "--n",
+                "3",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
     mp.undo()
     return status, buf.getvalue(), json.loads((out / "report.json").read_text()), out
 
@@ -48,8 +70,14 @@ def test_the_mock_run_writes_every_file_and_prints_the_report(mock_run):
     assert status == 0
     for name in ("report.json", "report.md", "report.png"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0
-    assert printed.startswith("# Sim-to-real report (mock)") and "| oracle |" in printed and str(out / "report.md") in printed
-    assert (out / "oracle" / "sim" / "trajectories.jsonl").is_file() and (out / "oracle" / "real" / "trajectories.jsonl").is_file()
+    assert (
+        printed.startswith("# Sim-to-real report (mock)")
+        and "| oracle |" in printed
+        and str(out / "report.md") in printed
+    )
+    assert (out / "oracle" / "sim" / "trajectories.jsonl").is_file() and (
+        out / "oracle" / "real" / "trajectories.jsonl"
+    ).is_file()
 
 
 def test_both_backends_ran_the_same_tasks_and_the_counts_reconcile(mock_run):
@@ -65,15 +93,20 @@ def test_both_backends_ran_the_same_tasks_and_the_counts_reconcile(mock_run):
     assert sim["api"] == {"serper": 0, "jina": 0, "summariser": 0} and sim["cost_usd"]["total"] == 0
     assert (sim["executor"]["retries"], sim["executor"]["fallbacks"]) == (0, 0)
     # the injected faults, each with its one deterministic consequence
-    assert real["executor"]["retries"] == 4                         # Serper 429, 503, truncated JSON; Jina 500
-    assert real["key_rotations"] == 1                               # Jina 402 -> key 2
+    assert real["executor"]["retries"] == 4  # Serper 429, 503, truncated JSON; Jina 500
+    assert real["key_rotations"] == 1  # Jina 402 -> key 2
     assert (real["executor"]["fallbacks"], real["executor"]["failures"]) == (0, 1)  # failed page: shown, not the index
     # the backends' request counts are what the mocks received
-    assert (real["api"]["serper"], real["api"]["jina"]) == (report["mock"]["received"]["serper"], report["mock"]["received"]["jina"])
+    assert (real["api"]["serper"], real["api"]["jina"]) == (
+        report["mock"]["received"]["serper"],
+        report["mock"]["received"]["jina"],
+    )
     assert real["api"]["summariser"] == 0
     expected = ApiPrices().cost(real["api"])
     assert real["cost_usd"] == expected and expected["total"] > 0
-    assert sim["pass@1"] == real["pass@1"] and sim["tool_calls"] == real["tool_calls"]  # the mocks serve the index's content
+    assert (
+        sim["pass@1"] == real["pass@1"] and sim["tool_calls"] == real["tool_calls"]
+    )  # the mocks serve the index's content
 
 
 def test_every_observation_parses_with_the_tongyi_grammar_in_both(mock_run):
@@ -92,13 +125,15 @@ def test_the_grammar_rejects_what_tongyi_would_not_print():
     assert check_observation("search", good.replace("1. [T]", "1) [T]"))[0] == "invalid"
     assert check_observation("search", good.replace("found 1 results", "found 2 results"))[0] == "invalid"
     assert check_observation("visit", good)[0] == "invalid"
-    assert check_observation("search", good[len("<tool_response>\n"):])[1].startswith("not wrapped")
+    assert check_observation("search", good[len("<tool_response>\n") :])[1].startswith("not wrapped")
 
 
 def test_without_keys_it_stops_naming_the_variables(no_keys, sample_index, tmp_path, capsys):
     status = main(["sim-to-real", "--index", str(sample_index), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
-    assert status == 2 and "SERPER_KEY_ID and JINA_API_KEYS" in err and "SIM_TO_REAL_MOCK=1" in err and "API_BASE" in err
+    assert (
+        status == 2 and "SERPER_KEY_ID and JINA_API_KEYS" in err and "SIM_TO_REAL_MOCK=1" in err and "API_BASE" in err
+    )
     assert not (tmp_path / "o").exists()  # nothing ran
 
 

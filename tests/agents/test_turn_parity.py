@@ -34,16 +34,23 @@ def script(task) -> tuple[list[str], TurnCounts]:
     ]
     if SANDBOX:  # a PythonInterpreter run the sandbox stops (its time limit)
         turns.append(_call("PythonInterpreter", code="import time\ntime.sleep(60)"))
-    turns += [_call("visit", url=[title_to_url(task.answer)], goal="the subject"),
-              f"<think>found</think>\n<answer>{task.answer}</answer>"]
+    turns += [
+        _call("visit", url=[title_to_url(task.answer)], goal="the subject"),
+        f"<think>found</think>\n<answer>{task.answer}</answer>",
+    ]
     failed = 3 if SANDBOX else 2
     return turns, TurnCounts(turns=len(turns), tool_calls=len(turns) - 2, tool_errors=failed, format_errors=1)
 
 
 def test_python_errors_are_classified():
     assert observation_error("<tool_response>\n[Python Interpreter Error]: RuntimeError: x") == "python_error"
-    assert observation_error("<tool_response>\n[PythonInterpreter Error] TimeoutError: Execution timed out.") == "python_error"
-    assert observation_error("<tool_response>\nstderr:\nTraceback ...") is None  # the program ran; its error is its output
+    assert (
+        observation_error("<tool_response>\n[PythonInterpreter Error] TimeoutError: Execution timed out.")
+        == "python_error"
+    )
+    assert (
+        observation_error("<tool_response>\nstderr:\nTraceback ...") is None
+    )  # the program ran; its error is its output
 
 
 def test_eval_loop_and_grpo_rollout_count_one_episode_the_same(sample_index, test_tasks, monkeypatch):
@@ -61,8 +68,11 @@ def test_eval_loop_and_grpo_rollout_count_one_episode_the_same(sample_index, tes
     env_config = EnvConfig(index_dir=str(sample_index), tools=TOOLS, max_turns=50)
 
     replies = iter(turns)
-    played = run_episode(ReactAgent(CountingPolicy(lambda m: next(replies)), AgentConfig(force_on=())),
-                         WebResearchEnv(env_config, tasks=test_tasks), task)
+    played = run_episode(
+        ReactAgent(CountingPolicy(lambda m: next(replies)), AgentConfig(force_on=())),
+        WebResearchEnv(env_config, tasks=test_tasks),
+        task,
+    )
 
     _, tok = tiny_model(["search visit answer <tool_call> PythonInterpreter"])
     replies = iter(turns)
@@ -72,19 +82,34 @@ def test_eval_loop_and_grpo_rollout_count_one_episode_the_same(sample_index, tes
 
     monkeypatch.setattr(R, "generate", scripted)
     rollout = R.AgentRollout(env_config, test_tasks, R.RolloutConfig(reuse_kv=False))
-    fields = rollout([[{"role": "user", "content": task.question}]], SimpleNamespace(processing_class=tok, max_completion_length=100_000))
+    fields = rollout(
+        [[{"role": "user", "content": task.question}]],
+        SimpleNamespace(processing_class=tok, max_completion_length=100_000),
+    )
     (rolled,) = rollout.last_episodes
 
     assert played.counts == want and rolled.counts == want
-    assert played.termination == rolled.termination == "answer" and played.prediction == rolled.prediction == task.answer
+    assert (
+        played.termination == rolled.termination == "answer" and played.prediction == rolled.prediction == task.answer
+    )
     assert played.reward == rolled.reward == 1.0 and played.tool_calls == rolled.tool_calls
     assert played.env_errors == rolled.env_errors == {"bad_argument": 1, "no_action": 1}
     # what each side reports: GRPO's fields and the eval's metrics read the same counts
-    assert fields["turns"] == [want.turns] and fields["tool_errors"] == [want.tool_errors] and fields["answered"] == [True]
+    assert (
+        fields["turns"] == [want.turns] and fields["tool_errors"] == [want.tool_errors] and fields["answered"] == [True]
+    )
     line = played.to_dict()  # the trajectory-file line, and the episode read back from it
     assert Episode.from_dict(line).to_dict() == line and Episode.from_dict(line).counts == want
     metrics = aggregate([line])
     assert metrics["tool_error_rate"] == round(want.tool_errors / want.tool_calls, 4)
     assert metrics["format_validity"] == round(1 - want.format_errors / want.turns, 4)
     python = ["python_error"] if SANDBOX else []
-    assert [s["obs_error"] for s in played.steps] == ["no_action", None, "bad_argument", "unreachable", *python, None, None]
+    assert [s["obs_error"] for s in played.steps] == [
+        "no_action",
+        None,
+        "bad_argument",
+        "unreachable",
+        *python,
+        None,
+        None,
+    ]

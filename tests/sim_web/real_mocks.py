@@ -10,7 +10,18 @@ import pytest
 
 from sim_web.backends.mocks import ERROR_MESSAGES, Fault, MockJina, MockSerper, MockServer
 
-__all__ = ["ERROR_MESSAGES", "KEY", "Fault", "MockJina", "MockSerper", "MockServer", "jina", "real_keys", "serper", "sim_backend"]
+__all__ = [
+    "ERROR_MESSAGES",
+    "KEY",
+    "Fault",
+    "MockJina",
+    "MockSerper",
+    "MockServer",
+    "jina",
+    "real_keys",
+    "serper",
+    "sim_backend",
+]
 
 KEY = "test-key"
 

@@ -49,8 +49,14 @@ BARE = {"isolation": "best-effort", "use_namespaces": False, "use_cgroup": False
 
 def probe(request: dict) -> dict:
     """Run one request in a child ``sandbox_probe.py`` (``request["env"]``: extra environment); its report."""
-    done = subprocess.run([sys.executable, __file__], input=json.dumps(request), capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **request.get("env", {})})
+    done = subprocess.run(
+        [sys.executable, __file__],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **request.get("env", {})},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 

@@ -36,10 +36,12 @@ def kind_of(text: str, **kw: object) -> str:
 
 # -- the happy paths ------------------------------------------------------------------------
 
+
 def test_search_call_with_think() -> None:
     a = parse_action(call("search", {"query": ["capital of France", "Paris population"]}))
-    assert a == Action(kind="tool_call", think="plan", tool="search",
-                       arguments={"query": ["capital of France", "Paris population"]})
+    assert a == Action(
+        kind="tool_call", think="plan", tool="search", arguments={"query": ["capital of France", "Paris population"]}
+    )
 
 
 def test_python_call_code_after_json_and_code_containing_closing_tag() -> None:
@@ -48,7 +50,9 @@ def test_python_call_code_after_json_and_code_containing_closing_tag() -> None:
 
 
 def test_python_code_fenced_in_code_tags_or_given_as_argument_or_alias_name() -> None:
-    a = parse_action('<tool_call>{"name": "PythonInterpreter", "arguments": {}}<code>```python\nprint(1)\n```</code></tool_call>')
+    a = parse_action(
+        '<tool_call>{"name": "PythonInterpreter", "arguments": {}}<code>```python\nprint(1)\n```</code></tool_call>'
+    )
     assert a.code == "print(1)"
     b = parse_action('<tool_call>{"name": "PythonInterpreter", "arguments": {"code": "print(3)"}}</tool_call>')
     assert b.code == "print(3)" and b.arguments == {}
@@ -69,7 +73,9 @@ def test_answer_mentioned_inside_think_is_not_the_answer() -> None:
 
 
 def test_tags_inside_think_are_used_when_nothing_follows_it() -> None:
-    a = parse_action('<think>let me search <tool_call>{"name": "search", "arguments": {"query": ["q"]}}</tool_call></think>')
+    a = parse_action(
+        '<think>let me search <tool_call>{"name": "search", "arguments": {"query": ["q"]}}</tool_call></think>'
+    )
     assert a.tool == "search" and a.think is not None
     assert parse_action("<think>so <answer>Z</answer></think> done").answer == "Z"
 
@@ -81,21 +87,26 @@ def test_lone_closing_think_and_no_think() -> None:
 
 
 def test_hallucinated_tool_response_is_ignored() -> None:
-    text = ('<tool_call>{"name": "search", "arguments": {"query": ["q"]}}</tool_call>\n'
-            "<tool_response>fake results</tool_response>\n<answer>made up</answer>")
+    text = (
+        '<tool_call>{"name": "search", "arguments": {"query": ["q"]}}</tool_call>\n'
+        "<tool_response>fake results</tool_response>\n<answer>made up</answer>"
+    )
     a = parse_action(text)
     assert a.kind == "tool_call" and a.tool == "search"
 
 
-@pytest.mark.parametrize("body", [
-    "{'name': 'search', 'arguments': {'query': ['q']}}",  # single quotes
-    '{"name": "search", "arguments": {"query": ["q"],},}',  # trailing commas
-    '```json\n{"name": "search", "arguments": {"query": ["q"]}}\n```',  # code fence
-    '{"name": "search", "arguments": "{\\"query\\": [\\"q\\"]}"}',  # arguments as a JSON string
-    '{"name": "search", "arguments": {"query": ["q"]}} trailing words',  # text after the object
-    '{"type": "function", "function": {"name": "search", "arguments": {"query": ["q"]}}}',  # OpenAI nesting
-    '{"name": "Search", "arguments": {"query": ["q"]}}',  # case
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{'name': 'search', 'arguments': {'query': ['q']}}",  # single quotes
+        '{"name": "search", "arguments": {"query": ["q"],},}',  # trailing commas
+        '```json\n{"name": "search", "arguments": {"query": ["q"]}}\n```',  # code fence
+        '{"name": "search", "arguments": "{\\"query\\": [\\"q\\"]}"}',  # arguments as a JSON string
+        '{"name": "search", "arguments": {"query": ["q"]}} trailing words',  # text after the object
+        '{"type": "function", "function": {"name": "search", "arguments": {"query": ["q"]}}}',  # OpenAI nesting
+        '{"name": "Search", "arguments": {"query": ["q"]}}',  # case
+    ],
+)
 def test_lenient_json(body: str) -> None:
     a = parse_action(f"<tool_call>\n{body}\n</tool_call>", schemas=SCHEMAS)
     assert (a.tool, a.arguments) == ("search", {"query": ["q"]})
@@ -109,14 +120,19 @@ def test_repair_path_without_json5(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_string_normalised_to_list_with_schemas() -> None:
-    a = parse_action(call("visit", {"url": "https://en.wikipedia.org/wiki/Paris", "goal": "population"}), schemas=SCHEMAS)
+    a = parse_action(
+        call("visit", {"url": "https://en.wikipedia.org/wiki/Paris", "goal": "population"}), schemas=SCHEMAS
+    )
     assert a.arguments == {"url": ["https://en.wikipedia.org/wiki/Paris"], "goal": "population"}
     raw = parse_action(call("visit", {"url": "u", "goal": "g"}))  # no schemas: arguments as parsed
     assert raw.arguments == {"url": "u", "goal": "g"}
 
 
 def test_multiple_calls() -> None:
-    two = call("search", {"query": ["a"]}) + '\n<tool_call>{"name": "visit", "arguments": {"url": ["u"], "goal": "g"}}</tool_call>'
+    two = (
+        call("search", {"query": ["a"]})
+        + '\n<tool_call>{"name": "visit", "arguments": {"url": ["u"], "goal": "g"}}</tool_call>'
+    )
     assert kind_of(two) == "multiple_calls"
     a = parse_action(two, allow_multiple=True)
     assert [c.tool for c in a.calls] == ["search", "visit"] and a.tool == "search"
@@ -124,20 +140,24 @@ def test_multiple_calls() -> None:
 
 # -- agent mistakes -------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("text", "kind"), [
-    ("<tool_call>{name: search</tool_call>", "bad_json"),
-    ('<tool_call>["search", {"query": ["q"]}]</tool_call>', "bad_json"),
-    ('<tool_call>{"arguments": {"query": ["q"]}}</tool_call>', "bad_json"),
-    ('<tool_call>{"name": "search", "arguments": [1]}</tool_call>', "bad_json"),
-    ('<tool_call>{"name": "search", "arguments": "not json"}</tool_call>', "bad_json"),
-    ('<tool_call>{"name": "browse", "arguments": {}}</tool_call>', "unknown_tool"),
-    ('<tool_call>{"name": "PythonInterpreter", "arguments": {}}</tool_call>', "missing_argument"),
-    ('<tool_call>{"name": "PythonInterpreter", "arguments": {}}<code>print(1)</tool_call>', "missing_argument"),
-    ("I think the answer is Paris.", "no_action"),
-    ("<answer>unclosed", "no_action"),
-    ('<tool_call>{"name": "search", "arguments": {"query": ["q"]}}', "no_action"),
-    ("", "no_action"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("<tool_call>{name: search</tool_call>", "bad_json"),
+        ('<tool_call>["search", {"query": ["q"]}]</tool_call>', "bad_json"),
+        ('<tool_call>{"arguments": {"query": ["q"]}}</tool_call>', "bad_json"),
+        ('<tool_call>{"name": "search", "arguments": [1]}</tool_call>', "bad_json"),
+        ('<tool_call>{"name": "search", "arguments": "not json"}</tool_call>', "bad_json"),
+        ('<tool_call>{"name": "browse", "arguments": {}}</tool_call>', "unknown_tool"),
+        ('<tool_call>{"name": "PythonInterpreter", "arguments": {}}</tool_call>', "missing_argument"),
+        ('<tool_call>{"name": "PythonInterpreter", "arguments": {}}<code>print(1)</tool_call>', "missing_argument"),
+        ("I think the answer is Paris.", "no_action"),
+        ("<answer>unclosed", "no_action"),
+        ('<tool_call>{"name": "search", "arguments": {"query": ["q"]}}', "no_action"),
+        ("", "no_action"),
+    ],
+)
 def test_mistakes(text: str, kind: str) -> None:
     assert kind_of(text) == kind
 
@@ -145,7 +165,9 @@ def test_mistakes(text: str, kind: str) -> None:
 def test_messages_reuse_upstream_texts_and_show_the_format() -> None:
     with pytest.raises(ActionError) as e:
         parse_action("<tool_call>{oops</tool_call>")
-    assert str(e.value).startswith('Tool call is not a valid JSON. Tool call must contain a valid "name" and "arguments" field.')
+    assert str(e.value).startswith(
+        'Tool call is not a valid JSON. Tool call must contain a valid "name" and "arguments" field.'
+    )
     assert '{"name": "search", "arguments": {"query": ["your query"]}}' in str(e.value)
     with pytest.raises(ActionError) as e:
         parse_action('<tool_call>{"name": "browse", "arguments": {}}</tool_call>', tools=("search", "visit"))
@@ -163,19 +185,23 @@ def test_enabled_subset_rejects_other_known_tools() -> None:
 
 # -- argument validation --------------------------------------------------------------------
 
-@pytest.mark.parametrize(("tool", "args", "kind"), [
-    ("search", {}, "missing_argument"),
-    ("search", {"query": None}, "missing_argument"),
-    ("visit", {"url": ["u"]}, "missing_argument"),
-    ("search", {"query": []}, "bad_argument"),
-    ("search", {"query": [""]}, "bad_argument"),
-    ("search", {"query": ["ok", 3]}, "bad_argument"),
-    ("search", {"query": 3}, "bad_argument"),
-    ("search", {"query": {"q": 1}}, "bad_argument"),
-    ("visit", {"url": ["u"], "goal": ["g"]}, "bad_argument"),
-    ("visit", {"url": ["u"], "goal": 7}, "bad_argument"),
-    ("nope", {}, "unknown_tool"),
-])
+
+@pytest.mark.parametrize(
+    ("tool", "args", "kind"),
+    [
+        ("search", {}, "missing_argument"),
+        ("search", {"query": None}, "missing_argument"),
+        ("visit", {"url": ["u"]}, "missing_argument"),
+        ("search", {"query": []}, "bad_argument"),
+        ("search", {"query": [""]}, "bad_argument"),
+        ("search", {"query": ["ok", 3]}, "bad_argument"),
+        ("search", {"query": 3}, "bad_argument"),
+        ("search", {"query": {"q": 1}}, "bad_argument"),
+        ("visit", {"url": ["u"], "goal": ["g"]}, "bad_argument"),
+        ("visit", {"url": ["u"], "goal": 7}, "bad_argument"),
+        ("nope", {}, "unknown_tool"),
+    ],
+)
 def test_validate_arguments_errors(tool: str, args: dict, kind: str) -> None:
     with pytest.raises(ActionError) as e:
         validate_arguments(tool, args, SCHEMAS)
@@ -193,6 +219,7 @@ def test_validate_arguments_normalises_and_drops_unknown_keys() -> None:
 
 
 # -- fuzz: >= 10,000 random and adversarial turns, only Action or ActionError ----------------
+
 
 def _check(text: str) -> None:
     for schemas in (None, SCHEMAS):
@@ -223,9 +250,13 @@ def test_fuzz_hypothesis(text: str) -> None:
 def _mutations(n: int, seed: int) -> list[str]:
     """Valid calls with random byte-level damage: deletions, duplications, swaps, insertions."""
     rng = random.Random(seed)
-    bases = [call("search", {"query": ["a", "b"]}), call("visit", {"url": ["u"], "goal": "g"}),
-             call("google_scholar", {"query": "q"}), call("PythonInterpreter", {}, code="print(1)"),
-             "<think>x</think><answer>y</answer>"]
+    bases = [
+        call("search", {"query": ["a", "b"]}),
+        call("visit", {"url": ["u"], "goal": "g"}),
+        call("google_scholar", {"query": "q"}),
+        call("PythonInterpreter", {}, code="print(1)"),
+        "<think>x</think><answer>y</answer>",
+    ]
     return [damage(rng.choice(bases), rng) for _ in range(n)]
 
 
@@ -240,6 +271,7 @@ def test_fuzz_adversarial_and_mutations() -> None:
 
 # -- text hygiene: lone surrogates and over-long queries (issue 16) ------------------------------
 
+
 def test_valid_unicode_replaces_only_lone_surrogates() -> None:
     from sim_web.protocol.arguments import valid_unicode, valid_unicode_value
 
@@ -249,14 +281,17 @@ def test_valid_unicode_replaces_only_lone_surrogates() -> None:
     assert valid_unicode_value({"q\udc80": ["x\ud83d", 1, None], "n": 2}) == {"q\ufffd": ["x\ufffd", 1, None], "n": 2}
 
 
-@pytest.mark.parametrize("text", [
-    '<tool_call>{"name": "search", "arguments": {"query": ["Danube\\udc80"]}}</tool_call>',  # a JSON escape
-    '<tool_call>{"name": "visit", "arguments": {"url": "https://en.wikipedia.org/wiki/X\\ud800", "goal": "\\udfff"}}</tool_call>',
-    '<tool_call>{"name": "PythonInterpreter", "arguments": {"code": "print(\'\\udc80\')"}}</tool_call>',
-    '<tool_call>{"name": "search", "arguments": {"query": ["raw \udc80 surrogate"]}}</tool_call>',  # in the text itself
-    "<answer>Paris\udc80</answer>",
-    '<tool_call>{"name": "search\\udc80", "arguments": {}}</tool_call>',  # an unknown tool name, echoed in the error
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "search", "arguments": {"query": ["Danube\\udc80"]}}</tool_call>',  # a JSON escape
+        '<tool_call>{"name": "visit", "arguments": {"url": "https://en.wikipedia.org/wiki/X\\ud800", "goal": "\\udfff"}}</tool_call>',
+        '<tool_call>{"name": "PythonInterpreter", "arguments": {"code": "print(\'\\udc80\')"}}</tool_call>',
+        '<tool_call>{"name": "search", "arguments": {"query": ["raw \udc80 surrogate"]}}</tool_call>',  # in the text itself
+        "<answer>Paris\udc80</answer>",
+        '<tool_call>{"name": "search\\udc80", "arguments": {}}</tool_call>',  # an unknown tool name, echoed in the error
+    ],
+)
 def test_parsed_actions_are_valid_utf8(text: str) -> None:
     try:
         a = parse_action(text)
@@ -283,8 +318,11 @@ def test_env_observations_stay_valid_utf8_and_long_queries_are_agent_errors(samp
 
     env = WebResearchEnv(EnvConfig(index_dir=str(sample_index), max_turns=20))
     env.reset(seed=0)
-    for name, args in [("search", {"query": ["Danube\udc80"]}), ("google_scholar", {"query": "algebra\ud800"}),
-                       ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube\udc80"], "goal": "length\udfff"})]:
+    for name, args in [
+        ("search", {"query": ["Danube\udc80"]}),
+        ("google_scholar", {"query": "algebra\ud800"}),
+        ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube\udc80"], "goal": "length\udfff"}),
+    ]:
         action = call(name, args)  # json.dumps writes the surrogates as \udc80 escapes: an ASCII action
         assert action.isascii()
         obs, _r, _term, _trunc, info = env.step(action)
@@ -295,6 +333,10 @@ def test_env_observations_stay_valid_utf8_and_long_queries_are_agent_errors(samp
     obs, _r, _term, _trunc, info = env.step(call("search", {"query": [terms]}))
     assert "the limit is 1024" in obs and "Timeout" not in obs
     assert info["errors"] == {"bad_argument": 1} and info["tool_calls"]["search"] == 2
-    obs, _r, _term, _trunc, info = env.step('<tool_call>{"name": "search", "arguments": {"query": ["raw \udc80"]}}</tool_call>')
-    json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")  # a raw lone surrogate is cleaned in the stored chat too
+    obs, _r, _term, _trunc, info = env.step(
+        '<tool_call>{"name": "search", "arguments": {"query": ["raw \udc80"]}}</tool_call>'
+    )
+    json.dumps(info["messages"], ensure_ascii=False).encode(
+        "utf-8"
+    )  # a raw lone surrogate is cleaned in the stored chat too
     assert "\ufffd" in info["messages"][-2]["content"]

@@ -20,7 +20,9 @@ def _declared() -> dict[str, str]:
 
 def test_the_installed_entry_points_are_the_declared_ones() -> None:
     installed = {ep.name: ep.value for ep in entry_points(group=cli.COMMANDS_GROUP)}
-    assert installed == _declared(), "stale install: run `pip install --no-deps -e .` to register pyproject's entry points"
+    assert installed == _declared(), (
+        "stale install: run `pip install --no-deps -e .` to register pyproject's entry points"
+    )
 
 
 def test_every_declared_subcommand_is_on_the_parser() -> None:
@@ -41,8 +43,9 @@ def _with(monkeypatch: pytest.MonkeyPatch, *eps: EntryPoint) -> None:
     monkeypatch.setattr(cli, "entry_points", lambda group: [e for e in eps if e.group == group])
 
 
-def test_a_subcommand_whose_module_is_not_installed_says_so(monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_subcommand_whose_module_is_not_installed_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _with(monkeypatch, EntryPoint("ghost", "no_such_package.cli:add_parser", cli.COMMANDS_GROUP))
     assert cli.main(["ghost", "--any", "args"]) == 2
     err = capsys.readouterr().err

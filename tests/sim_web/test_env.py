@@ -13,7 +13,7 @@ from sim_web.env import EnvConfig, WebResearchEnv
 
 
 def call(name: str, **arguments) -> str:
-    return f'<think>step</think>\n<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+    return f"<think>step</think>\n<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +55,24 @@ def test_full_episode_search_visit_answer(env):
     assert obs.startswith("<tool_response>\n") and obs.endswith("\n</tool_response>")
     assert "## Web Results" in obs and "https://en.wikipedia.org/wiki/" in obs
     assert (r, term, trunc) == (0.0, False, False) and info["tool_calls"] == {"search": 1}
-    url = "https://en.m.wikipedia.org/wiki/" + task.answer.replace(" ", "_").lower()[:1] + task.answer.replace(" ", "_")[1:]
+    url = (
+        "https://en.m.wikipedia.org/wiki/"
+        + task.answer.replace(" ", "_").lower()[:1]
+        + task.answer.replace(" ", "_")[1:]
+    )
     obs, *_ = env.step(call("visit", url=url, goal="what is it"))
     assert "Evidence in page:" in obs and "could not be accessed" not in obs
     obs, r, term, trunc, info = env.step(f"<think>done</think><answer>{task.answer}</answer>")
     assert term and not trunc and r == 1.0 and info["em"] == 1.0
-    assert [m["role"] for m in info["messages"]] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in info["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     with pytest.raises(gym.error.ResetNeeded):
         env.step("<answer>x</answer>")
 
@@ -88,7 +100,9 @@ def test_unknown_page_and_disabled_tool(sample_index):
     obs, *_ = e.step(call("visit", url=["https://en.wikipedia.org/wiki/No_such_page_zzz"], goal="x"))
     assert "The provided webpage content could not be accessed." in obs
     obs, _, _, _, info = e.step(call("google_scholar", query=["x"]))
-    assert "Tool google_scholar not found. Available tools: search, visit." in obs and info["errors"]["unknown_tool"] == 1
+    assert (
+        "Tool google_scholar not found. Available tools: search, visit." in obs and info["errors"]["unknown_tool"] == 1
+    )
     for bad in ("PythonInterpreter", "nonsense", "Python"):  # every unknown-tool error names exactly the enabled subset
         obs, _, _, _, info = e.step(call(bad))
         assert obs.endswith("Available tools: search, visit.\n</tool_response>"), obs
@@ -96,8 +110,10 @@ def test_unknown_page_and_disabled_tool(sample_index):
 
 
 def test_compact_prompt_and_fewer_search_results(sample_index):
-    e = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), tools=("search", "visit"), prompt="compact",
-                                                      search_results=3))
+    e = gym.make(
+        "WebResearch-v0",
+        config=EnvConfig(index_dir=str(sample_index), tools=("search", "visit"), prompt="compact", search_results=3),
+    )
     _, info = e.reset(seed=0)
     system = info["messages"][0]["content"]
     assert system.startswith("You are a research assistant.") and "<tools>" not in system
@@ -133,7 +149,10 @@ def test_truncation_by_turns_and_budget(sample_index):
 
 def test_custom_tasks_and_options(sample_index, tmp_path):
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"id": "q1", "question": "Capital of France?", "answer": "Paris", "aliases": ["Paris, France"]}) + "\n")
+    path.write_text(
+        json.dumps({"id": "q1", "question": "Capital of France?", "answer": "Paris", "aliases": ["Paris, France"]})
+        + "\n"
+    )
     e = gym.make("WebResearch-v0", config=EnvConfig(index_dir=str(sample_index), tasks=str(path)))
     q, info = e.reset(seed=0)
     assert q == "Capital of France?" and info["task_id"] == "q1"
@@ -168,10 +187,18 @@ print(json.dumps(out, sort_keys=True))
 
 
 def test_determinism_across_processes(sample_index):
-    actions = [call("search", query=["river in Europe"]), call("visit", url="https://en.wikipedia.org/wiki/Danube", goal="length"),
-               call("google_scholar", query="ancient philosophy"), "<answer>Danube</answer>"]
-    runs = [subprocess.run([sys.executable, "-c", SCRIPT, str(sample_index), *actions], capture_output=True, text=True, check=True).stdout
-            for _ in range(2)]
+    actions = [
+        call("search", query=["river in Europe"]),
+        call("visit", url="https://en.wikipedia.org/wiki/Danube", goal="length"),
+        call("google_scholar", query="ancient philosophy"),
+        "<answer>Danube</answer>",
+    ]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(sample_index), *actions], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1] and len(json.loads(runs[0])) == 5
 
 
@@ -179,5 +206,10 @@ def test_a_derived_question_that_names_its_answer_as_the_reward_reads_it_is_drop
     from sim_web.env.tasks import _mask
 
     assert _mask("The arts are a vast subdivision of culture, composed of many creative arts.", "The arts") is None
-    assert _mask("Paris (French pronunciation) is the capital of France.", "Paris") == "This subject is the capital of France."
-    assert _mask("Art is expressed in artistic works.", "Art") == "This subject is expressed in artistic works."  # whole words
+    assert (
+        _mask("Paris (French pronunciation) is the capital of France.", "Paris")
+        == "This subject is the capital of France."
+    )
+    assert (
+        _mask("Art is expressed in artistic works.", "Art") == "This subject is expressed in artistic works."
+    )  # whole words

@@ -27,7 +27,7 @@ POOL = "sim-web-tool"  # the name prefix of the executor's worker threads
 
 
 def call(name: str, **arguments: object) -> str:
-    return f'<think>t</think>\n<tool_call>{json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)}</tool_call>'
+    return f"<think>t</think>\n<tool_call>{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}</tool_call>"
 
 
 SEARCH = call("search", query=[NON_ASCII])
@@ -43,7 +43,15 @@ def run_vector(venv: gym.vector.VectorEnv) -> tuple:
     obs0, info0 = venv.reset(seed=[0, 1])
     obs1, reward, term, trunc, info1 = venv.step((SEARCH, SEARCH))
     venv.close()
-    return tuple(obs0), tuple(obs1), tuple(reward), tuple(term), tuple(trunc), info0["messages"].tolist(), info1["messages"].tolist()
+    return (
+        tuple(obs0),
+        tuple(obs1),
+        tuple(reward),
+        tuple(term),
+        tuple(trunc),
+        info0["messages"].tolist(),
+        info1["messages"].tolist(),
+    )
 
 
 def test_async_vector_env_with_shared_memory_fails_before_any_step_naming_the_fix(cfg):
@@ -54,8 +62,11 @@ def test_async_vector_env_with_shared_memory_fails_before_any_step_naming_the_fi
 
 def test_async_vector_env_gives_the_sync_observations_on_non_ascii_text(cfg):
     sync = run_vector(gym.make_vec("WebResearch-v0", num_envs=2, vectorization_mode="sync", config=cfg))
-    asyn = run_vector(gym.make_vec("WebResearch-v0", num_envs=2, vectorization_mode="async", vector_kwargs=NO_SHARED_MEMORY,
-                                   config=cfg))
+    asyn = run_vector(
+        gym.make_vec(
+            "WebResearch-v0", num_envs=2, vectorization_mode="async", vector_kwargs=NO_SHARED_MEMORY, config=cfg
+        )
+    )
     assert asyn == sync
     assert all("A Google search for 'São Paulo Kraków Москва' found" in o for o in asyn[1])
 
@@ -76,8 +87,10 @@ def test_a_copy_continues_the_episode_and_reseeds_alike(cfg, clone):
     env.step(SEARCH)
     twin = clone(env)
     assert twin.unwrapped.executor is not env.unwrapped.executor  # its own toolbox, over the same index
-    a, b = env.step(call("visit", url="https://en.wikipedia.org/wiki/Danube", goal="length")), twin.step(
-        call("visit", url="https://en.wikipedia.org/wiki/Danube", goal="length"))
+    a, b = (
+        env.step(call("visit", url="https://en.wikipedia.org/wiki/Danube", goal="length")),
+        twin.step(call("visit", url="https://en.wikipedia.org/wiki/Danube", goal="length")),
+    )
     assert a == b and a[4]["turn"] == 2 and a[4]["tool_stats"]["calls"] == 2
     assert env.reset() == twin.reset()  # the seeded generator came along
     assert env.reset(seed=3) == twin.reset(seed=3)
@@ -107,8 +120,13 @@ def test_close_stops_the_env_threads_and_is_idempotent(cfg):
 
 def test_close_closes_the_real_backends_http_clients(sample_index, serper, jina, real_keys, tmp_path):
     before = set(threading.enumerate())
-    config = EnvConfig(index_dir=str(sample_index), backend="real", serper=SerperConfig(base_url=serper.base_url),
-                       jina=JinaConfig(base_url=jina.base_url), executor=ExecutorConfig(cache_dir=str(tmp_path)))
+    config = EnvConfig(
+        index_dir=str(sample_index),
+        backend="real",
+        serper=SerperConfig(base_url=serper.base_url),
+        jina=JinaConfig(base_url=jina.base_url),
+        executor=ExecutorConfig(cache_dir=str(tmp_path)),
+    )
     env = gym.make("WebResearch-v0", config=config)
     env.reset(seed=0)
     env.step(call("search", query=["Danube"]))
@@ -121,8 +139,13 @@ def test_close_closes_the_real_backends_http_clients(sample_index, serper, jina,
 
 
 def test_the_spec_round_trips_through_json(cfg):
-    config = EnvConfig(index_dir=cfg.index_dir, max_turns=5, tools=("search", "visit"), sim=SimConfig(snippet_chars=100),
-                       executor=ExecutorConfig(policies={"sim": BackendPolicy(timeout_s=9.0)}))
+    config = EnvConfig(
+        index_dir=cfg.index_dir,
+        max_turns=5,
+        tools=("search", "visit"),
+        sim=SimConfig(snippet_chars=100),
+        executor=ExecutorConfig(policies={"sim": BackendPolicy(timeout_s=9.0)}),
+    )
     tasks = [Task("t1", "Which city is the capital of France?", "Paris", ("paris, france",), {"split": "test"})]
     env = gym.make("WebResearch-v0", config=config, tasks=tasks, max_response_chars=5000)
     again = gym.make(EnvSpec.from_json(env.spec.to_json()))
@@ -135,7 +158,9 @@ def test_the_spec_round_trips_through_json(cfg):
 
 
 def test_a_config_dict_with_an_unknown_key_is_a_clear_error(cfg):
-    with pytest.raises(ConfigError, match=r"config has unknown keys \['max_turn'\]; EnvConfig has the fields .*'max_turns'"):
+    with pytest.raises(
+        ConfigError, match=r"config has unknown keys \['max_turn'\]; EnvConfig has the fields .*'max_turns'"
+    ):
         gym.make("WebResearch-v0", config={"index_dir": cfg.index_dir, "max_turn": 3})
     with pytest.raises(ConfigError, match=r"config\.sim has unknown keys \['snipet_chars'\]"):
         gym.make("WebResearch-v0", config={"index_dir": cfg.index_dir, "sim": {"snipet_chars": 3}})

@@ -13,8 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from sim_web.executor import (
+    BackendPolicy,
+    CircuitBreaker,
+    ExecutorConfig,
+    LRUCache,
+    SqliteCache,
+    TokenBucket,
+    ToolExecutor,
+)
 from sim_web.protocol.errors import BackendError, ToolUnavailableError
-from sim_web.executor import BackendPolicy, CircuitBreaker, ExecutorConfig, LRUCache, SqliteCache, TokenBucket, ToolExecutor
 from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
 
@@ -149,7 +157,9 @@ def test_retries_then_success() -> None:
     ex = ToolExecutor([b], cfg(max_retries=2))
     assert ex.search("q", 1)[0].title == "flaky:q"
     s = ex.stats.snapshot()
-    assert len(b.calls) == 3 and s["retries"] == 2 and s["failures"] == 0 and s["fallbacks"] == 0 and s["successes"] == 1
+    assert (
+        len(b.calls) == 3 and s["retries"] == 2 and s["failures"] == 0 and s["fallbacks"] == 0 and s["successes"] == 1
+    )
 
 
 def test_retries_exhausted_fall_back_to_next_backend() -> None:
@@ -357,7 +367,9 @@ def test_backends_serve_only_their_tools_and_count_reconciles() -> None:
 def test_retry_after_is_honoured_with_an_injected_sleep() -> None:
     t = FakeTime()
     up = Upstream("serper", {"search"}, [error(True, retry_after_s=7.0), error(True)])
-    ex = ToolExecutor([up], cfg(backoff_base_s=1.0, backoff_max_s=8.0, jitter_s=0.0, max_retries=3), sleep=t.sleep, clock=t.clock)
+    ex = ToolExecutor(
+        [up], cfg(backoff_base_s=1.0, backoff_max_s=8.0, jitter_s=0.0, max_retries=3), sleep=t.sleep, clock=t.clock
+    )
     assert ex.search("q", 1)[0].title == "serper:q"
     assert t.slept == [7.0, 2.0]  # Retry-After beats the 1 s backoff, then the plain 2 s backoff
     assert ex.stats.counts()["retries"] == 2
@@ -389,7 +401,11 @@ def test_circuit_opens_after_failures_then_probes_and_closes() -> None:
         ex.search(f"q{i}", 1)
     assert len(up.calls) == 2 and ex.breakers["serper"].state == "open"  # calls 3 and 4 skipped the upstream
     s = ex.stats.counts()
-    assert s["short_circuits"] == 2 and s["fallbacks"] == 4 and s["calls"] == s["successes"] + s["fallbacks"] + s["failures"]
+    assert (
+        s["short_circuits"] == 2
+        and s["fallbacks"] == 4
+        and s["calls"] == s["successes"] + s["fallbacks"] + s["failures"]
+    )
     t.now += 31  # half-open: one probe, which fails (error #3) and reopens
     ex.search("probe1", 1)
     assert len(up.calls) == 3 and ex.breakers["serper"].state == "open"
@@ -420,7 +436,11 @@ def test_persistent_cache_is_shared_across_executors_and_expires(tmp_path) -> No
     policy = BackendPolicy(timeout_s=None, cache_ttl_s=60.0)
     up = Upstream("serper", {"search"})
     ToolExecutor([up], cfg(policies={"serper": policy}), persistent=store).search("q", 1)
-    other = ToolExecutor([up], cfg(policies={"serper": policy}), persistent=SqliteCache(tmp_path / "results.sqlite", clock=lambda: now[0]))
+    other = ToolExecutor(
+        [up],
+        cfg(policies={"serper": policy}),
+        persistent=SqliteCache(tmp_path / "results.sqlite", clock=lambda: now[0]),
+    )
     assert other.search("q", 1)[0].title == "serper:q" and len(up.calls) == 1  # a fresh executor: the disk answers
     assert other.stats.counts()["cache_hits"] == 1
     now[0] += 61  # past the TTL: asked again
@@ -446,8 +466,12 @@ def test_policies_must_be_backend_policies() -> None:
 def test_rate_limit_applies_per_backend_call() -> None:
     t = FakeTime()
     a, b = Upstream("serper", {"search"}), Upstream("jina", {"visit"})
-    ex = ToolExecutor([a, b], cfg(cache=False, policies={"serper": BackendPolicy(qps=40.0, burst=1, timeout_s=None)}),
-                      clock=t.clock, sleep=t.sleep)
+    ex = ToolExecutor(
+        [a, b],
+        cfg(cache=False, policies={"serper": BackendPolicy(qps=40.0, burst=1, timeout_s=None)}),
+        clock=t.clock,
+        sleep=t.sleep,
+    )
     for i in range(9):
         ex.search(f"q{i}", 1)
     assert t.slept == pytest.approx([1 / 40] * 8)  # the first call is free, then one per 25 ms
@@ -475,7 +499,9 @@ class Gated(Good):
 @pytest.mark.parametrize("fail_first", [False, True])
 def test_concurrent_identical_calls_reach_the_backend_once(fail_first):
     backend = Gated(fail_first)
-    ex = ToolExecutor([backend], ExecutorConfig(policies={"gated": BackendPolicy(max_retries=0, breaker_failures=None)}))
+    ex = ToolExecutor(
+        [backend], ExecutorConfig(policies={"gated": BackendPolicy(max_retries=0, breaker_failures=None)})
+    )
     with ThreadPoolExecutor(4) as pool:
         first = pool.submit(ex.search, "same query", 3)
         assert backend.entered.wait(30)
@@ -488,7 +514,9 @@ def test_concurrent_identical_calls_reach_the_backend_once(fail_first):
         backend.gate.set()
         results = [f.exception() or f.result() for f in [first, *others]]
     if fail_first:  # the leader failed: the waiters asked the backend themselves, and all of them succeeded
-        assert isinstance(results[0], ToolUnavailableError) and all(r[0].title == "gated:same query" for r in results[1:])
+        assert isinstance(results[0], ToolUnavailableError) and all(
+            r[0].title == "gated:same query" for r in results[1:]
+        )
         assert len(backend.calls) >= 2
     else:
         assert all(r == results[0] for r in results) and len(backend.calls) == 1

@@ -11,8 +11,14 @@ from __future__ import annotations
 import pytest
 
 from sim_web.protocol.formatting import (
-    format_scholar, format_search, format_tool_response, format_unavailable, format_visit, format_visits,
-    join_observations, truncate,
+    format_scholar,
+    format_search,
+    format_tool_response,
+    format_unavailable,
+    format_visit,
+    format_visits,
+    join_observations,
+    truncate,
 )
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 
@@ -20,8 +26,13 @@ from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 def test_search_all_fields_and_missing_fields() -> None:
     # Serper organic: [{title, link, snippet, date, source}, {title, link, snippet}, {title, link}]
     results = [
-        SearchResult(title="Paris - Wikipedia", link="https://en.wikipedia.org/wiki/Paris",
-                     snippet="Paris is the capital of France.", date="Mar 3, 2024", source="Wikipedia"),
+        SearchResult(
+            title="Paris - Wikipedia",
+            link="https://en.wikipedia.org/wiki/Paris",
+            snippet="Paris is the capital of France.",
+            date="Mar 3, 2024",
+            source="Wikipedia",
+        ),
         SearchResult(title="Paris travel", link="https://example.org/paris", snippet="Visit Paris."),
         SearchResult(title="No snippet", link="https://example.org/x"),
     ]
@@ -37,8 +48,14 @@ def test_search_all_fields_and_missing_fields() -> None:
 
 
 def test_search_source_without_date_and_video_boilerplate_removed() -> None:
-    results = [SearchResult(title="Clip", link="https://v.example/1", source="YouTube",
-                            snippet="Your browser can't play this video. Learn more")]
+    results = [
+        SearchResult(
+            title="Clip",
+            link="https://v.example/1",
+            source="YouTube",
+            snippet="Your browser can't play this video. Learn more",
+        )
+    ]
     assert format_search("q", results) == (
         "A Google search for 'q' found 1 results:\n\n## Web Results\n"
         "1. [Clip](https://v.example/1)\nSource: YouTube\n\n Learn more"
@@ -60,9 +77,15 @@ def test_several_queries_joined() -> None:
 
 
 def test_scholar_all_fields() -> None:
-    r = ScholarResult(title="Attention Is All You Need", pdf_url="https://arxiv.org/pdf/1706.03762",
-                      link="https://arxiv.org/abs/1706.03762", publication_info="A Vaswani, N Shazeer - NeurIPS, 2017",
-                      year=2017, cited_by=100000, snippet="The dominant sequence transduction models ...")
+    r = ScholarResult(
+        title="Attention Is All You Need",
+        pdf_url="https://arxiv.org/pdf/1706.03762",
+        link="https://arxiv.org/abs/1706.03762",
+        publication_info="A Vaswani, N Shazeer - NeurIPS, 2017",
+        year=2017,
+        cited_by=100000,
+        snippet="The dominant sequence transduction models ...",
+    )
     assert format_scholar("transformer", [r]) == (
         "A Google scholar for 'transformer' found 1 results:\n\n## Scholar Results\n"
         "1. [Attention Is All You Need](pdfUrl: https://arxiv.org/pdf/1706.03762)"
@@ -73,9 +96,15 @@ def test_scholar_all_fields() -> None:
 
 def test_scholar_minimal_fields_and_link_not_printed() -> None:
     # upstream prints only pdfUrl; a landing-page link alone gives "no available link"
-    results = [ScholarResult(title="Anarchism", link="https://en.wikipedia.org/wiki/Anarchism",
-                             publication_info="Wikipedia", snippet="Anarchism is a political philosophy."),
-               ScholarResult(title="Bare", year="2001")]
+    results = [
+        ScholarResult(
+            title="Anarchism",
+            link="https://en.wikipedia.org/wiki/Anarchism",
+            publication_info="Wikipedia",
+            snippet="Anarchism is a political philosophy.",
+        ),
+        ScholarResult(title="Bare", year="2001"),
+    ]
     assert format_scholar("anarchism", results) == (
         "A Google scholar for 'anarchism' found 2 results:\n\n## Scholar Results\n"
         "1. [Anarchism](no available link)\npublicationInfo: Wikipedia\n\nAnarchism is a political philosophy."
@@ -86,8 +115,13 @@ def test_scholar_minimal_fields_and_link_not_printed() -> None:
 
 
 def test_visit_ok_and_inaccessible() -> None:
-    ok = VisitResult(url="https://en.wikipedia.org/wiki/Paris", goal="population", ok=True,
-                     evidence="Paris has 2.1 million residents.", summary="About 2.1 million people live in Paris.")
+    ok = VisitResult(
+        url="https://en.wikipedia.org/wiki/Paris",
+        goal="population",
+        ok=True,
+        evidence="Paris has 2.1 million residents.",
+        summary="About 2.1 million people live in Paris.",
+    )
     assert format_visit(ok) == (
         "The useful information in https://en.wikipedia.org/wiki/Paris for user goal population as follows: \n\n"
         "Evidence in page: \nParis has 2.1 million residents.\n\n"
@@ -109,14 +143,19 @@ def test_visits_joined_then_stripped() -> None:
         "\n=======\n"
         "The useful information in u2 for user goal g as follows: \n\nEvidence in page: \ne2\n\nSummary: \ns2"
     )
-    assert format_visits([a]) == "The useful information in u1 for user goal g as follows: \n\nEvidence in page: \ne1\n\nSummary: \ns1"
+    assert (
+        format_visits([a])
+        == "The useful information in u1 for user goal g as follows: \n\nEvidence in page: \ne1\n\nSummary: \ns1"
+    )
 
 
 def test_degradation_texts() -> None:
     assert format_unavailable("search", "q") == "Google search Timeout, return None, Please try again later."
     assert format_unavailable("google_scholar", "q") == "Google Scholar Timeout, return None, Please try again later."
     assert format_unavailable("scholar", "q") == "Google Scholar Timeout, return None, Please try again later."
-    assert format_unavailable("visit", "https://x", "g") == format_visit(VisitResult(url="https://x", goal="g", ok=False))
+    assert format_unavailable("visit", "https://x", "g") == format_visit(
+        VisitResult(url="https://x", goal="g", ok=False)
+    )
     with pytest.raises(ValueError, match="expected tool 'search'"):
         format_unavailable("browse", "q")
 

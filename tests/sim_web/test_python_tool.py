@@ -67,9 +67,7 @@ def test_cpu_limit_reads_as_timeout():
     _assert_still_works()
 
 
-@pytest.mark.parametrize(
-    "code", ["x = bytearray(10**11)", "x = []\nwhile True: x.append([1] * 100)"]
-)
+@pytest.mark.parametrize("code", ["x = bytearray(10**11)", "x = []\nwhile True: x.append([1] * 100)"])
 def test_memory_bomb_is_a_memory_error(code):
     out = run_python(code, PythonConfig(memory_mb=256, timeout_s=10))
     assert out.startswith("stderr:\nTraceback (most recent call last):\n")
@@ -120,9 +118,11 @@ def test_network_is_blocked(layers):
 def test_writing_outside_the_directory_is_blocked(layers):
     # bwrap's /tmp is private and writable, so aim at a read-only tree there; the guard answers first
     target = f"/tmp/evil_{uuid.uuid4().hex}" if layers else f"/usr/evil_{uuid.uuid4().hex}"
-    for code in (f"open({target!r}, 'w').write('x')",
-                 f"import pathlib; pathlib.Path({target!r}).write_text('x')",
-                 f"import os; os.close(os.open({target!r}, os.O_CREAT | os.O_WRONLY))"):
+    for code in (
+        f"open({target!r}, 'w').write('x')",
+        f"import pathlib; pathlib.Path({target!r}).write_text('x')",
+        f"import os; os.close(os.open({target!r}, os.O_CREAT | os.O_WRONLY))",
+    ):
         out = run_python(code, PythonConfig(**layers))
         assert "PermissionError" in out and "writing outside the working directory" in out
         assert not os.path.exists(target)
@@ -131,10 +131,12 @@ def test_writing_outside_the_directory_is_blocked(layers):
 
 @pytest.mark.parametrize("layers", [{}, BARE], ids=["bwrap", "best-effort"])
 def test_working_directory_is_private_writable_and_deleted(layers):
-    code = ("import os, tempfile\nprint(os.path.exists('notes.txt'))\nopen('notes.txt', 'w').write('kept')\n"
-            "with tempfile.NamedTemporaryFile(dir=None) as f: pass\n"
-            "os.mkdir('locked'); os.chmod('locked', 0)\n"
-            "print(os.getcwd()); print(open('notes.txt').read()); print(os.environ['HOME'])")
+    code = (
+        "import os, tempfile\nprint(os.path.exists('notes.txt'))\nopen('notes.txt', 'w').write('kept')\n"
+        "with tempfile.NamedTemporaryFile(dir=None) as f: pass\n"
+        "os.mkdir('locked'); os.chmod('locked', 0)\n"
+        "print(os.getcwd()); print(open('notes.txt').read()); print(os.environ['HOME'])"
+    )
     out = run_python(code, PythonConfig(**layers))
     existed, workdir, content, home = out.removeprefix("stdout:\n").splitlines()
     assert existed == "False" and content == "kept" and home == workdir
@@ -168,8 +170,10 @@ def test_stderr_keeps_room_when_stdout_floods():
     code = "import sys\nprint('o' * 5000)\nprint('E' * 300, file=sys.stderr)"
     out = run_python(code, PythonConfig(max_output_chars=1000))
     # stderr is 301 characters with its newline; stdout gets the other 699 of the 1000
-    assert out == ("stdout:\n" + "o" * 699 + "\n...[output truncated: showing the first 699 of "
-                   "5001 characters]\nstderr:\n" + "E" * 300 + "\n")
+    assert out == (
+        "stdout:\n" + "o" * 699 + "\n...[output truncated: showing the first 699 of "
+        "5001 characters]\nstderr:\n" + "E" * 300 + "\n"
+    )
 
 
 def test_unicode_round_trips():
@@ -187,7 +191,7 @@ def test_concurrent_calls_are_independent():
     codes = [f"print({i} ** 2)" for i in range(6)]
     with ThreadPoolExecutor(3) as pool:
         outs = list(pool.map(run_python, codes))
-    assert outs == [f"stdout:\n{i ** 2}\n" for i in range(6)]
+    assert outs == [f"stdout:\n{i**2}\n" for i in range(6)]
 
 
 def test_sandbox_failure_becomes_error_text(tmp_path):

@@ -8,7 +8,13 @@ import pytest
 
 from sim_web.backends.jina import JinaBackend, JinaConfig
 from sim_web.backends.serper import SerperBackend, SerperConfig, parse_scholar, parse_search, request_body
-from sim_web.backends.summarise import DeterministicExtractor, LLMSummariser, cut_to_tokens, parse_extraction, SummariserError
+from sim_web.backends.summarise import (
+    DeterministicExtractor,
+    LLMSummariser,
+    SummariserError,
+    cut_to_tokens,
+    parse_extraction,
+)
 from sim_web.backends.upstream import UpstreamError, parse_retry_after
 from sim_web.executor import SqliteCache
 from sim_web.protocol.formatting import format_search
@@ -19,7 +25,9 @@ WIKI = "https://en.wikipedia.org/wiki/"
 
 
 def make_serper(mock, **kw) -> SerperBackend:
-    return SerperBackend(kw.pop("key", KEY), SerperConfig(base_url=mock.base_url, timeout_s=kw.pop("timeout_s", 5.0)), **kw)
+    return SerperBackend(
+        kw.pop("key", KEY), SerperConfig(base_url=mock.base_url, timeout_s=kw.pop("timeout_s", 5.0)), **kw
+    )
 
 
 def make_jina(mock, **kw) -> JinaBackend:
@@ -39,7 +47,12 @@ def test_serper_request_is_tongyis_and_results_match_the_organic_items(serper, s
 
 
 def test_cjk_queries_search_from_china() -> None:
-    assert request_body("北京 人口", SerperConfig()) == {"q": "北京 人口", "location": "China", "gl": "cn", "hl": "zh-cn"}
+    assert request_body("北京 人口", SerperConfig()) == {
+        "q": "北京 人口",
+        "location": "China",
+        "gl": "cn",
+        "hl": "zh-cn",
+    }
     assert request_body("Beijing", SerperConfig(gl="uk"))["gl"] == "uk"
 
 
@@ -52,19 +65,32 @@ def test_scholar_request_and_fields(serper) -> None:
 
 def test_parsing_tolerates_missing_fields_and_rejects_wrong_shapes() -> None:
     assert parse_search({"organic": [{"title": "T", "link": "L"}, {"title": "no link"}, "junk"]}, 10) == [
-        parse_search({"organic": [{"title": "T", "link": "L", "snippet": None}]}, 10)[0]]
+        parse_search({"organic": [{"title": "T", "link": "L", "snippet": None}]}, 10)[0]
+    ]
     assert parse_search({"searchParameters": {}}, 10) == []  # no organic at all: no results
-    assert parse_scholar({"organic": [{"title": "P", "citedBy": "n/a"}]}, 10)[0].cited_by == "n/a"  # Tongyi prints str(citedBy)
+    assert (
+        parse_scholar({"organic": [{"title": "P", "citedBy": "n/a"}]}, 10)[0].cited_by == "n/a"
+    )  # Tongyi prints str(citedBy)
     with pytest.raises(UpstreamError, match="expected a list"):
         parse_search({"organic": {"title": "x"}}, 10)
     with pytest.raises(UpstreamError, match="expected a JSON object"):
         parse_search([], 10)
 
 
-@pytest.mark.parametrize(("status", "retryable", "opens", "fix"), [
-    (403, False, True, "SERPER_KEY_ID"), (401, False, True, "SERPER_KEY_ID"), (402, False, True, "out of credit"),
-    (400, False, False, "bug in sim-web"), (451, False, False, "blocks this domain"),
-    (429, True, False, "429"), (500, True, False, "500"), (502, True, False, "502"), (503, True, False, "503")])
+@pytest.mark.parametrize(
+    ("status", "retryable", "opens", "fix"),
+    [
+        (403, False, True, "SERPER_KEY_ID"),
+        (401, False, True, "SERPER_KEY_ID"),
+        (402, False, True, "out of credit"),
+        (400, False, False, "bug in sim-web"),
+        (451, False, False, "blocks this domain"),
+        (429, True, False, "429"),
+        (500, True, False, "500"),
+        (502, True, False, "502"),
+        (503, True, False, "503"),
+    ],
+)
 def test_status_codes_are_classified_and_name_the_fix(serper, status, retryable, opens, fix) -> None:
     serper.inject(Fault(status=status))
     with pytest.raises(UpstreamError, match=fix) as e:
@@ -113,7 +139,11 @@ def test_raw_replies_are_cached_by_content(serper, tmp_path) -> None:
 def test_jina_reads_a_page_and_extracts_for_the_goal(jina) -> None:
     r = make_jina(jina).visit(WIKI + "Albert_Einstein", "theory of relativity")
     req = jina.requests[-1]
-    assert (req["method"], req["path"], req["headers"]["Authorization"]) == ("GET", "/" + WIKI + "Albert_Einstein", f"Bearer {KEY}")
+    assert (req["method"], req["path"], req["headers"]["Authorization"]) == (
+        "GET",
+        "/" + WIKI + "Albert_Einstein",
+        f"Bearer {KEY}",
+    )
     assert r.ok and "relativity" in r.evidence.lower() and r.summary.startswith("Albert Einstein: ")
 
 
@@ -147,14 +177,19 @@ def test_page_budget_reaches_the_summariser(jina) -> None:
         seen.append(content)
         return "quoted", "a long enough summary"
 
-    r = make_jina(jina, summariser=summariser, summariser_id="m", cfg={"max_page_tokens": 100}).visit(WIKI + "Albert_Einstein", "g")
+    r = make_jina(jina, summariser=summariser, summariser_id="m", cfg={"max_page_tokens": 100}).visit(
+        WIKI + "Albert_Einstein", "g"
+    )
     assert (r.evidence, r.summary) == ("quoted", "a long enough summary")
     assert len(seen[0].split()) <= 100 and seen[0]
 
 
 def test_llm_summariser_json_and_fallback_to_deterministic(jina, openai_stub) -> None:
-    openai_stub.reply = ['```json\n{"rational": "r", "evidence": ["line 1", "line 2"], "summary": "Einstein developed relativity."}\n```',
-                         "not json at all", '{"evidence": "e", "summary": "short"}']
+    openai_stub.reply = [
+        '```json\n{"rational": "r", "evidence": ["line 1", "line 2"], "summary": "Einstein developed relativity."}\n```',
+        "not json at all",
+        '{"evidence": "e", "summary": "short"}',
+    ]
     llm = LLMSummariser(openai_stub.base_url, "k", "summary-model")
     events: list[str] = []
     b = make_jina(jina, summariser=llm, summariser_id="summary-model")
@@ -163,7 +198,10 @@ def test_llm_summariser_json_and_fallback_to_deterministic(jina, openai_stub) ->
     assert (r.evidence, r.summary) == ("line 1\nline 2", "Einstein developed relativity.")
     body = openai_stub.requests[0]
     assert body["model"] == "summary-model" and body["temperature"] == 0.0
-    assert "relativity" in body["messages"][0]["content"] and '"rational", "evidence" and "summary"' in body["messages"][0]["content"]
+    assert (
+        "relativity" in body["messages"][0]["content"]
+        and '"rational", "evidence" and "summary"' in body["messages"][0]["content"]
+    )
     plain = make_jina(jina).visit(WIKI + "Albert_Einstein", "relativity")
     for _ in range(2):  # no JSON, then a summary under 10 characters: the deterministic extractor answers
         assert b.visit(WIKI + "Albert_Einstein", "relativity") == plain
@@ -175,8 +213,11 @@ def test_llm_summariser_json_and_fallback_to_deterministic(jina, openai_stub) ->
 def test_deterministic_extractor_is_deterministic() -> None:
     ex = DeterministicExtractor(evidence_chunks=1)
     text = "Cats purr.\n\nDogs bark loudly at night.\n\nBirds sing."
-    assert ex("Pets", text, "dogs bark") == ex("Pets", text, "dogs bark") == ("Cats purr.\nDogs bark loudly at night.\nBirds sing.",
-                                                                            "Pets: Dogs bark loudly at night.")
+    assert (
+        ex("Pets", text, "dogs bark")
+        == ex("Pets", text, "dogs bark")
+        == ("Cats purr.\nDogs bark loudly at night.\nBirds sing.", "Pets: Dogs bark loudly at night.")
+    )
     assert ex("", "", "g") == ("", "")
 
 
@@ -185,7 +226,9 @@ def test_observations_are_byte_identical_to_the_sim_backends(serper, sim_backend
     real = make_serper(serper)
     for q in ("Paris", "theory of relativity", "Danube"):
         sim_res = sim_backend.search(q, 10)
-        real_res = [type(r)(title=r.title, link=r.link, snippet=r.snippet) for r in real.search(q, 10)]  # the mock's date aside
+        real_res = [
+            type(r)(title=r.title, link=r.link, snippet=r.snippet) for r in real.search(q, 10)
+        ]  # the mock's date aside
         assert format_search(q, real_res) == format_search(q, sim_res)
 
 
@@ -214,6 +257,9 @@ def test_the_persistent_cache_is_shared_with_another_process(serper, tmp_path) -
     )
     other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert serper.count("/search") == 1
-    here = ToolExecutor([make_serper(serper)], ExecutorConfig(cache_dir=str(tmp_path), policies={"serper": BackendPolicy(cache_ttl_s=3600)}))
+    here = ToolExecutor(
+        [make_serper(serper)],
+        ExecutorConfig(cache_dir=str(tmp_path), policies={"serper": BackendPolicy(cache_ttl_s=3600)}),
+    )
     assert here.search("Danube", 10)[0].title == other.stdout.strip()
     assert serper.count("/search") == 1 and here.stats.counts()["cache_hits"] == 1  # the other process paid for it

@@ -21,20 +21,28 @@ FAST = dict(backoff_base_s=0.001, backoff_max_s=0.002, jitter_s=0.0, timeout_s=1
 
 
 def call(name: str, **arguments: object) -> str:
-    return f'<think>t</think>\n<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+    return f"<think>t</think>\n<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
 def real_config(sample_index, serper, jina, cache_dir, **kw) -> EnvConfig:
-    policies = {"serper": BackendPolicy(max_retries=2, **FAST), "jina": BackendPolicy(max_retries=2, **FAST),
-                "sim": BackendPolicy(max_retries=0, breaker_failures=None, **FAST)}
-    return EnvConfig(index_dir=str(sample_index), backend="real", serper=SerperConfig(base_url=serper.base_url, timeout_s=1.0),
-                     jina=JinaConfig(base_url=jina.base_url, timeout_s=1.0),
-                     executor=ExecutorConfig(cache_dir=str(cache_dir), policies=policies), **kw)
+    policies = {
+        "serper": BackendPolicy(max_retries=2, **FAST),
+        "jina": BackendPolicy(max_retries=2, **FAST),
+        "sim": BackendPolicy(max_retries=0, breaker_failures=None, **FAST),
+    }
+    return EnvConfig(
+        index_dir=str(sample_index),
+        backend="real",
+        serper=SerperConfig(base_url=serper.base_url, timeout_s=1.0),
+        jina=JinaConfig(base_url=jina.base_url, timeout_s=1.0),
+        executor=ExecutorConfig(cache_dir=str(cache_dir), policies=policies),
+        **kw,
+    )
 
 
 def body(obs: str) -> str:
     assert obs.startswith("<tool_response>\n") and obs.endswith("\n</tool_response>")
-    return obs[len("<tool_response>\n"):-len("\n</tool_response>")]
+    return obs[len("<tool_response>\n") : -len("\n</tool_response>")]
 
 
 def reconciles(stats: dict) -> bool:
@@ -45,11 +53,14 @@ def reconciles(stats: dict) -> bool:
 def make_env(sample_index, serper, jina, tmp_path, real_keys):
     def make(**kw):
         return gym.make("WebResearch-v0", config=real_config(sample_index, serper, jina, tmp_path / "cache", **kw))
+
     return make
 
 
 @pytest.mark.parametrize(("unset", "named"), [("SERPER_KEY_ID", "SERPER_KEY_ID"), ("JINA_API_KEYS", "JINA_API_KEYS")])
-def test_a_missing_key_fails_when_the_env_is_built(sample_index, serper, jina, tmp_path, real_keys, monkeypatch, unset, named):
+def test_a_missing_key_fails_when_the_env_is_built(
+    sample_index, serper, jina, tmp_path, real_keys, monkeypatch, unset, named
+):
     monkeypatch.delenv(unset)
     with pytest.raises(ConfigError, match=f"set the environment variable {named}"):
         gym.make("WebResearch-v0", config=real_config(sample_index, serper, jina, tmp_path))
@@ -71,7 +82,11 @@ def test_the_switch_runs_an_episode_on_the_real_wire(make_env, serper, jina, sim
     env.reset(seed=0)
     obs, _, _, _, info = env.step(call("search", query=["Danube", "Paris"]))
     assert serper.count("/search") == 2
-    assert body(obs).split("\n=======\n")[0].startswith("A Google search for 'Danube' found 10 results:\n\n## Web Results\n1. [")
+    assert (
+        body(obs)
+        .split("\n=======\n")[0]
+        .startswith("A Google search for 'Danube' found 10 results:\n\n## Web Results\n1. [")
+    )
     obs, _, _, _, info = env.step(call("visit", url=[WIKI + "Albert_Einstein"], goal="relativity"))
     assert jina.count() == 1 and "Evidence in page: \n" in obs and INACCESSIBLE_EVIDENCE not in obs
     obs, _, _, _, info = env.step(call("google_scholar", query=["relativity"]))
@@ -81,14 +96,26 @@ def test_the_switch_runs_an_episode_on_the_real_wire(make_env, serper, jina, sim
     assert s["backends"] == {"jina": {"answered": 1}, "serper": {"answered": 3}}
     assert s["events"] == {"jina.http_requests": 1, "serper.http_requests": 3}
     _, _, terminated, _, info = env.step("<answer>x</answer>")
-    assert terminated and gym.make("WebResearch-v0", backend="real", config=env.unwrapped.config).unwrapped.config.backend == "real"
+    assert (
+        terminated
+        and gym.make("WebResearch-v0", backend="real", config=env.unwrapped.config).unwrapped.config.backend == "real"
+    )
 
 
-TRANSIENT = [Fault(status=429, retry_after="0"), Fault(status=429), Fault(status=500), Fault(status=502), Fault(status=503),
-             Fault(delay_s=1.5), Fault(body=b'{"organic": [')]
+TRANSIENT = [
+    Fault(status=429, retry_after="0"),
+    Fault(status=429),
+    Fault(status=500),
+    Fault(status=502),
+    Fault(status=503),
+    Fault(delay_s=1.5),
+    Fault(body=b'{"organic": ['),
+]
 
 
-@pytest.mark.parametrize("fault", TRANSIENT, ids=lambda f: f"{f.status or ''}{'delay' if f.delay_s else ''}{'malformed' if f.body else ''}")
+@pytest.mark.parametrize(
+    "fault", TRANSIENT, ids=lambda f: f"{f.status or ''}{'delay' if f.delay_s else ''}{'malformed' if f.body else ''}"
+)
 def test_transient_faults_are_retried_and_answered_by_the_upstream(make_env, serper, fault):
     env = make_env()
     env.reset(seed=0)
@@ -143,9 +170,11 @@ def test_without_fallback_the_tools_print_tongyis_failure_strings(make_env, serp
     env.reset(seed=0)
     serper.always(Fault(status=500))
     jina.always(Fault(delay_s=1.5))
-    for action, expected in [(call("search", query=["Danube"]), SEARCH_UNAVAILABLE),
-                             (call("google_scholar", query=["Danube"]), SCHOLAR_UNAVAILABLE),
-                             (call("visit", url=[WIKI + "Paris"], goal="g"), INACCESSIBLE_EVIDENCE)]:
+    for action, expected in [
+        (call("search", query=["Danube"]), SEARCH_UNAVAILABLE),
+        (call("google_scholar", query=["Danube"]), SCHOLAR_UNAVAILABLE),
+        (call("visit", url=[WIKI + "Paris"], goal="g"), INACCESSIBLE_EVIDENCE),
+    ]:
         obs, _, terminated, truncated, info = env.step(action)
         assert expected in obs and not terminated and not truncated
     s = info["tool_stats"]
@@ -164,7 +193,9 @@ def test_jina_warning_pages_and_summariser_failure_through_the_env(make_env, jin
     obs, _, _, _, info = env.step(call("visit", url=["https://example.org/gone"], goal="g"))
     assert INACCESSIBLE_EVIDENCE in obs and info["tool_stats"]["failures"] == 1 and jina.count() == 1  # not retried
     obs, _, _, _, info = env.step(call("visit", url=[WIKI + "Albert_Einstein"], goal="relativity"))
-    assert "Summary: \nAlbert Einstein: " in obs  # the summariser failed (HTTP 500): the deterministic extractor wrote it
+    assert (
+        "Summary: \nAlbert Einstein: " in obs
+    )  # the summariser failed (HTTP 500): the deterministic extractor wrote it
     assert info["tool_stats"]["events"]["jina.summariser_failures"] == 1
 
 

@@ -22,8 +22,20 @@ from tests.sim_web.test_real_env import FAST, real_config
 
 ROOT = Path(__file__).resolve().parents[2]
 QPS, BURST = 10.0, 2
-QUERIES = ["Danube", "Paris", "Albert Einstein", "relativity", "Rhine", "Vienna", "Berlin", "Mozart", "Alps", "Europe",
-           "river", "music"]
+QUERIES = [
+    "Danube",
+    "Paris",
+    "Albert Einstein",
+    "relativity",
+    "Rhine",
+    "Vienna",
+    "Berlin",
+    "Mozart",
+    "Alps",
+    "Europe",
+    "river",
+    "music",
+]
 #: A client process: its own executor (no cache) over the remote backend, its queries on 6 threads at once.
 CLIENT = """
 import json, sys
@@ -60,8 +72,16 @@ def server_url(sample_index, serper, jina, tmp_path, real_keys):
 
 def clients(url: str, *query_lists: list[str]) -> list[list[int]]:
     """Run one client process per query list, all at once; their result counts."""
-    procs = [subprocess.Popen([sys.executable, "-c", CLIENT, url, json.dumps(qs)], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for qs in query_lists]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLIENT, url, json.dumps(qs)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for qs in query_lists
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
     return [json.loads(out) for out, _ in outs]
@@ -78,7 +98,10 @@ def test_two_client_processes_share_the_servers_cache_and_qps_budget(server_url,
     n = dict(zip(first + second, a + b))
     assert min(n.values()) > 0
     # each client now asks for everything, the other's queries included: the server's cache answers all of it
-    assert clients(server_url, second + first, first + second) == [[n[q] for q in second + first], [n[q] for q in first + second]]
+    assert clients(server_url, second + first, first + second) == [
+        [n[q] for q in second + first],
+        [n[q] for q in first + second],
+    ]
     seen = upstream_queries(serper)
     assert Counter(q for _, q in seen) == Counter(QUERIES)  # every distinct query reached Serper once, for both clients
     # the combined stream of both processes stays within one token bucket: in any window of the upstream's own arrival

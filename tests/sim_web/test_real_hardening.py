@@ -50,9 +50,15 @@ def set_rows(path, value: str | None = None, cut: int | None = None) -> None:
 # -- caches and recordings fail loudly ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", [{"cut": 40}, {"value": json.dumps([{"title": "T", "url": "https://x.example"}])},
-                                    {"value": json.dumps({"title": "T", "link": "https://x.example"})}],
-                         ids=["cut", "old-field-name", "object-not-list"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"cut": 40},
+        {"value": json.dumps([{"title": "T", "url": "https://x.example"}])},
+        {"value": json.dumps({"title": "T", "link": "https://x.example"})},
+    ],
+    ids=["cut", "old-field-name", "object-not-list"],
+)
 def test_a_bad_result_row_is_a_counted_miss_and_is_rewritten(make_env, serper, tmp_path, damage):
     env = make_env()
     env.reset(seed=0)
@@ -96,10 +102,17 @@ def test_a_reply_of_the_wrong_shape_is_never_cached(serper, tmp_path):
     assert len(b.search("Paris", 10)) == 10 and serper.count("/search") == 2  # the retry asks Serper, not the cache
 
 
-@pytest.mark.parametrize(("status", "message", "retryable", "opens", "fix"), [
-    (403, "Unauthorized.", False, True, "check SERPER_KEY_ID"), (400, "Not enough credits", False, False, "Not enough credits"),
-    (429, "Too many requests.", True, False, "429")])
-def test_serpers_error_body_under_a_200_is_an_upstream_error_and_not_cached(serper, tmp_path, status, message, retryable, opens, fix):
+@pytest.mark.parametrize(
+    ("status", "message", "retryable", "opens", "fix"),
+    [
+        (403, "Unauthorized.", False, True, "check SERPER_KEY_ID"),
+        (400, "Not enough credits", False, False, "Not enough credits"),
+        (429, "Too many requests.", True, False, "429"),
+    ],
+)
+def test_serpers_error_body_under_a_200_is_an_upstream_error_and_not_cached(
+    serper, tmp_path, status, message, retryable, opens, fix
+):
     store = SqliteCache(tmp_path / "raw.sqlite")
     serper.inject(Fault(body=json.dumps({"message": message, "statusCode": status}).encode()))
     with pytest.raises(UpstreamError, match=fix) as e:
@@ -114,8 +127,10 @@ def test_a_lone_surrogate_in_a_reply_becomes_a_replacement_character(make_env, s
     env = make_env()  # the persistent cache is on: storing the result used to raise UnicodeEncodeError
     env.reset(seed=0)
     obs, *_ = env.step(call("search", query=["emoji"]))
-    assert body(obs) == ("A Google search for 'emoji' found 1 results:\n\n## Web Results\n"
-                         "1. [Cut \ufffd](https://x.example/a)\nDate published: \ufffd\n\nemoji \ufffd")
+    assert body(obs) == (
+        "A Google search for 'emoji' found 1 results:\n\n## Web Results\n"
+        "1. [Cut \ufffd](https://x.example/a)\nDate published: \ufffd\n\nemoji \ufffd"
+    )
     obs.encode("utf-8")
     serper.inject(Fault(body=cut_emoji.replace(b"Cut", b"Other")))
     without_cache = make_serper(serper).search("emoji 2", 10)  # the cache off: the observation must still encode
@@ -125,8 +140,12 @@ def test_a_lone_surrogate_in_a_reply_becomes_a_replacement_character(make_env, s
 def test_a_lone_surrogate_from_the_summariser_becomes_a_replacement_character(jina):
     from sim_web.backends.jina import JinaBackend, JinaConfig
 
-    b = JinaBackend(KEY, JinaConfig(base_url=jina.base_url), summariser=lambda t, c, g: ("cut \ud83d", "a summary cut \udc00"),
-                    summariser_id="m")
+    b = JinaBackend(
+        KEY,
+        JinaConfig(base_url=jina.base_url),
+        summariser=lambda t, c, g: ("cut \ud83d", "a summary cut \udc00"),
+        summariser_id="m",
+    )
     r = b.visit(WIKI + "Paris", "g")
     assert (r.evidence, r.summary) == ("cut \ufffd", "a summary cut \ufffd")
 
@@ -142,7 +161,10 @@ def test_credentials_in_base_urls_are_never_recorded_and_do_not_change_the_match
         assert secret not in text
     assert "apikey=REDACTED&gl=us" in text
     with httpx.Client(transport=ReplayTransport(rec)) as client:  # another key, or none in the URL: the same exchange
-        assert client.post("https://bob:other@proxy.example/search?apikey=other&gl=us", content=b'{"q": "x"}').text == "ok /search"
+        assert (
+            client.post("https://bob:other@proxy.example/search?apikey=other&gl=us", content=b'{"q": "x"}').text
+            == "ok /search"
+        )
         assert client.get("http://127.0.0.1:9/r?access_token=new&x=1").text == "ok /r"
 
 
@@ -161,10 +183,13 @@ def record_then_drop(sample_index, sim_backend, tmp_path, actions, drop) -> tupl
     return replace(base, replay_dir=str(tmp_path / "rec")), recorded
 
 
-def test_a_replay_miss_fails_the_run_instead_of_falling_back_to_the_index(sample_index, sim_backend, tmp_path, real_keys):
+def test_a_replay_miss_fails_the_run_instead_of_falling_back_to_the_index(
+    sample_index, sim_backend, tmp_path, real_keys
+):
     actions = [call("search", query=["Danube"]), call("search", query=["Paris"])]
-    config, recorded = record_then_drop(sample_index, sim_backend, tmp_path, actions,
-                                        lambda req: b"Paris" in base64.b64decode(req["body"]))
+    config, recorded = record_then_drop(
+        sample_index, sim_backend, tmp_path, actions, lambda req: b"Paris" in base64.b64decode(req["body"])
+    )
     env = gym.make("WebResearch-v0", config=config)
     env.reset(seed=0)
     assert env.step(actions[0])[0] == recorded[0]
@@ -173,15 +198,19 @@ def test_a_replay_miss_fails_the_run_instead_of_falling_back_to_the_index(sample
     assert e.value.fatal
 
 
-def test_a_replayed_summariser_miss_fails_instead_of_using_the_extractor(sample_index, sim_backend, tmp_path, real_keys,
-                                                                        monkeypatch, openai_stub):
+def test_a_replayed_summariser_miss_fails_instead_of_using_the_extractor(
+    sample_index, sim_backend, tmp_path, real_keys, monkeypatch, openai_stub
+):
     monkeypatch.setenv("API_KEY", "k")
     monkeypatch.setenv("API_BASE", openai_stub.base_url)
     monkeypatch.setenv("SUMMARY_MODEL_NAME", "summary-model")
-    openai_stub.reply = lambda req: json.dumps({"rational": "r", "evidence": "quoted", "summary": "a summary of the page"})
+    openai_stub.reply = lambda req: json.dumps(
+        {"rational": "r", "evidence": "quoted", "summary": "a summary of the page"}
+    )
     actions = [call("visit", url=[WIKI + "Albert_Einstein"], goal="relativity")]
-    config, recorded = record_then_drop(sample_index, sim_backend, tmp_path, actions,
-                                        lambda req: req["url"].endswith("/chat/completions"))
+    config, recorded = record_then_drop(
+        sample_index, sim_backend, tmp_path, actions, lambda req: req["url"].endswith("/chat/completions")
+    )
     assert "quoted" in recorded[0]
     env = gym.make("WebResearch-v0", config=config)
     env.reset(seed=0)
@@ -189,9 +218,13 @@ def test_a_replayed_summariser_miss_fails_instead_of_using_the_extractor(sample_
         env.step(actions[0])
 
 
-@pytest.mark.parametrize(("content", "named"), [
-    ('{\n "key": "abc",\n "time_ns": 1,\n "request": {"meth', r"line 4, column \d+"),
-    ('{"key": "abc", "time_ns": 1}', "not a recorded exchange.*KeyError: 'request'")])
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ('{\n "key": "abc",\n "time_ns": 1,\n "request": {"meth', r"line 4, column \d+"),
+        ('{"key": "abc", "time_ns": 1}', "not a recorded exchange.*KeyError: 'request'"),
+    ],
+)
 def test_a_damaged_recording_names_the_file_and_the_line(tmp_path, content, named):
     rec = tmp_path / "rec"
     inner = httpx.MockTransport(lambda request: httpx.Response(200, text="ok"))
@@ -214,27 +247,53 @@ def test_an_empty_organic_list_prints_tongyis_zero_results_header(make_env, serp
     assert body(obs) == "A Google search for 'zzqx' found 0 results:\n\n## Web Results\n"
     obs, *_ = env.step(call("google_scholar", query=["zzqx"]))
     assert body(obs) == "A Google scholar for 'zzqx' found 0 results:\n\n## Scholar Results\n"
-    serper.inject(Fault(body=b'{"searchParameters": {"q": "none"}, "credits": 1}'))  # no organic at all: Tongyi's no-results text
+    serper.inject(
+        Fault(body=b'{"searchParameters": {"q": "none"}, "credits": 1}')
+    )  # no organic at all: Tongyi's no-results text
     obs, *_ = env.step(call("search", query=["none"]))
     assert body(obs) == "No results found for 'none'. Try with a more general query."
 
 
 def test_an_empty_snippet_prints_its_empty_line(serper):
-    serper.inject(Fault(body=json.dumps({"organic": [{"title": "T", "link": "https://x.example", "snippet": ""},
-                                                     {"title": "U", "link": "https://y.example"}]}).encode()),
-                  Fault(body=json.dumps({"organic": [{"title": "P", "snippet": ""}]}).encode()))
+    serper.inject(
+        Fault(
+            body=json.dumps(
+                {
+                    "organic": [
+                        {"title": "T", "link": "https://x.example", "snippet": ""},
+                        {"title": "U", "link": "https://y.example"},
+                    ]
+                }
+            ).encode()
+        ),
+        Fault(body=json.dumps({"organic": [{"title": "P", "snippet": ""}]}).encode()),
+    )
     b = make_serper(serper)
-    assert format_search("q", b.search("q", 10)) == ("A Google search for 'q' found 2 results:\n\n## Web Results\n"
-                                                     "1. [T](https://x.example)\n\n\n\n2. [U](https://y.example)\n")
-    assert format_scholar("q", b.scholar("q", 10)) == ("A Google scholar for 'q' found 1 results:\n\n## Scholar Results\n"
-                                                       "1. [P](no available link)\n\n")
+    assert format_search("q", b.search("q", 10)) == (
+        "A Google search for 'q' found 2 results:\n\n## Web Results\n"
+        "1. [T](https://x.example)\n\n\n\n2. [U](https://y.example)\n"
+    )
+    assert format_scholar("q", b.scholar("q", 10)) == (
+        "A Google scholar for 'q' found 1 results:\n\n## Scholar Results\n1. [P](no available link)\n\n"
+    )
 
 
 def test_a_text_cited_by_is_printed_as_given(serper):
-    serper.inject(Fault(body=json.dumps({"organic": [{"title": "P", "year": 2020, "citedBy": "1,234", "snippet": "s"},
-                                                     {"title": "Q", "citedBy": 7}]}).encode()))
+    serper.inject(
+        Fault(
+            body=json.dumps(
+                {
+                    "organic": [
+                        {"title": "P", "year": 2020, "citedBy": "1,234", "snippet": "s"},
+                        {"title": "Q", "citedBy": 7},
+                    ]
+                }
+            ).encode()
+        )
+    )
     assert format_scholar("q", make_serper(serper).scholar("q", 10)) == (
         "A Google scholar for 'q' found 2 results:\n\n## Scholar Results\n"
         "1. [P](no available link)\nDate published: 2020\ncitedBy: 1,234\n\ns"
         "\n\n"
-        "2. [Q](no available link)\ncitedBy: 7\n")
+        "2. [Q](no available link)\ncitedBy: 7\n"
+    )

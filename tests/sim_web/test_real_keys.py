@@ -32,10 +32,10 @@ def keys_seen(server) -> list[str]:
 def test_the_ring_parses_rotates_and_never_retires_its_last_key():
     ring = KeyRing(" a, b,,a ")
     assert (ring.size, ring.current()) == (2, "a")
-    assert ring.rotate("a", retire=False) == "b" and ring.live == 2          # 429: moved on, kept
-    assert ring.rotate("a", retire=False) == "b"                             # another thread's stale report: no move
-    assert ring.rotate("b", retire=True) == "a" and ring.live == 1           # 402: retired
-    assert ring.rotate("a", retire=True) is None and ring.live == 1          # the last key stays (the breaker paces it)
+    assert ring.rotate("a", retire=False) == "b" and ring.live == 2  # 429: moved on, kept
+    assert ring.rotate("a", retire=False) == "b"  # another thread's stale report: no move
+    assert ring.rotate("b", retire=True) == "a" and ring.live == 1  # 402: retired
+    assert ring.rotate("a", retire=True) is None and ring.live == 1  # the last key stays (the breaker paces it)
     assert KeyRing(["x"]).rotate("x", retire=False) is None
     with pytest.raises(ConfigError, match="JINA_API_KEYS holds no key"):
         KeyRing(" , ")
@@ -66,7 +66,9 @@ def test_one_key_behaves_as_before(two_key_jina):
     backend.close()
 
 
-def test_rotation_through_the_env_is_counted_and_needs_no_retry(sample_index, serper, two_key_jina, tmp_path, real_keys, monkeypatch):
+def test_rotation_through_the_env_is_counted_and_needs_no_retry(
+    sample_index, serper, two_key_jina, tmp_path, real_keys, monkeypatch
+):
     monkeypatch.setenv("JINA_API_KEYS", "k1,k2")
     env = gym.make("WebResearch-v0", config=real_config(sample_index, serper, two_key_jina, tmp_path / "cache"))
     env.reset(seed=0)
@@ -78,7 +80,9 @@ def test_rotation_through_the_env_is_counted_and_needs_no_retry(sample_index, se
     assert s["events"]["jina.key_rotations"] == 1 and s["events"]["jina.http_requests"] == 2
 
 
-def test_a_refused_key_is_retired_for_the_next_calls(sample_index, serper, two_key_jina, tmp_path, real_keys, monkeypatch):
+def test_a_refused_key_is_retired_for_the_next_calls(
+    sample_index, serper, two_key_jina, tmp_path, real_keys, monkeypatch
+):
     monkeypatch.setenv("JINA_API_KEYS", "bad-key,k2")
     env = gym.make("WebResearch-v0", config=real_config(sample_index, serper, two_key_jina, tmp_path / "cache"))
     env.reset(seed=0)
@@ -90,7 +94,9 @@ def test_a_refused_key_is_retired_for_the_next_calls(sample_index, serper, two_k
     assert s["events"]["jina.key_rotations"] == 1 and s["events"]["jina.http_requests"] == 3
 
 
-def test_a_recording_with_rotation_replays_offline(sample_index, serper, two_key_jina, tmp_path, real_keys, monkeypatch):
+def test_a_recording_with_rotation_replays_offline(
+    sample_index, serper, two_key_jina, tmp_path, real_keys, monkeypatch
+):
     monkeypatch.setenv("JINA_API_KEYS", "bad-key,k1")
     rec = tmp_path / "rec"
     actions = [call("visit", url=[WIKI + "Albert_Einstein"], goal="relativity"), call("search", query=["Danube"])]
@@ -101,7 +107,9 @@ def test_a_recording_with_rotation_replays_offline(sample_index, serper, two_key
         return [env.step(a)[0] for a in actions]
 
     recorded = run(record_dir=str(rec))
-    assert (rec / "jina-keys.count").read_text() == "2" and "bad-key" not in "".join(p.read_text() for p in rec.glob("*.json"))
+    assert (rec / "jina-keys.count").read_text() == "2" and "bad-key" not in "".join(
+        p.read_text() for p in rec.glob("*.json")
+    )
     for name in ("SERPER_KEY_ID", "JINA_API_KEYS"):
         monkeypatch.delenv(name)
     n = len(two_key_jina.requests)

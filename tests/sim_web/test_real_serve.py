@@ -24,8 +24,10 @@ def test_the_server_serves_the_real_web_as_the_env_sees_it(sample_index, serper,
     assert client.get("/health").json()["backend"] == "real"
     env = gym.make("WebResearch-v0", config=cfg)
     env.reset(seed=0)
-    for name, args in [("search", {"query": ["Danube"]}), ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube"],
-                                                                      "goal": "its length"})]:
+    for name, args in [
+        ("search", {"query": ["Danube"]}),
+        ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": "its length"}),
+    ]:
         obs, *_ = env.step(call(name, **args))
         served = client.post(f"/tools/{name}", json={"arguments": args}).json()["result"]
         assert served == body(obs)

@@ -13,8 +13,8 @@ import uuid
 
 import pytest
 from fastapi.testclient import TestClient
-
 from live_server import running
+
 from sim_web.serve.http import create_app
 from sim_web.serve.retrieve import DEFAULT_TOPK, MAX_QUERIES
 from wiki_index.search.index import WikiIndex
@@ -25,8 +25,10 @@ QUERIES = ["Danube river", "theory of relativity", "capital of France", "Mount E
 @pytest.fixture(scope="module")
 def both(sample_index):
     """The same server twice: FastAPI only, and with the fast routes in front."""
-    return tuple(TestClient(create_app(str(sample_index), fast_routes=fast), raise_server_exceptions=False)
-                 for fast in (False, True))
+    return tuple(
+        TestClient(create_app(str(sample_index), fast_routes=fast), raise_server_exceptions=False)
+        for fast in (False, True)
+    )
 
 
 def search_r1_client(url: str, queries: list[str], topk: int) -> list[list[tuple[str, str]]]:
@@ -88,20 +90,27 @@ def test_blank_and_long_queries_do_not_fail_the_batch(both):
 
 def test_fast_and_fastapi_routes_answer_byte_for_byte(both):
     slow, fast = both
-    bodies = [("/retrieve", {"queries": QUERIES, "topk": 4, "return_scores": True}),
-              ("/retrieve", {"queries": QUERIES, "topk": 4, "return_scores": False}),
-              ("/retrieve", {"queries": ["Danube"], "topk": 2.0, "return_scores": 1}),  # lax types: FastAPI's answer
-              ("/backend/search", {"queries": QUERIES, "k": 3}), ("/backend/search", {"query": "Danube", "k": 3})]
+    bodies = [
+        ("/retrieve", {"queries": QUERIES, "topk": 4, "return_scores": True}),
+        ("/retrieve", {"queries": QUERIES, "topk": 4, "return_scores": False}),
+        ("/retrieve", {"queries": ["Danube"], "topk": 2.0, "return_scores": 1}),  # lax types: FastAPI's answer
+        ("/backend/search", {"queries": QUERIES, "k": 3}),
+        ("/backend/search", {"query": "Danube", "k": 3}),
+    ]
     for path, body in bodies:
-        a, b = (c.post(path, content=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-                for c in (slow, fast))
+        a, b = (
+            c.post(path, content=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            for c in (slow, fast)
+        )
         assert a.status_code == 200 and (b.status_code, b.content) == (a.status_code, a.content), (path, body)
         assert b.headers["content-type"] == a.headers["content-type"] == "application/json"
 
 
 def test_bulk_backend_search_is_the_single_search_per_query(both):
     _, fast = both
-    queries = [f"{q} {i}" for i in range(8) for q in QUERIES]  # 32 queries: past the tool's 10 and its 20,000 characters
+    queries = [
+        f"{q} {i}" for i in range(8) for q in QUERIES
+    ]  # 32 queries: past the tool's 10 and its 20,000 characters
     r = fast.post("/backend/search", json={"queries": queries, "k": 10})
     assert r.status_code == 200 and len(r.content) > 20_000
     results = r.json()["results"]
@@ -114,19 +123,24 @@ def test_bulk_backend_search_is_the_single_search_per_query(both):
 @pytest.mark.parametrize("fast_routes", [True, False])
 def test_limits_and_bad_bodies_get_a_clear_4xx_without_echo(sample_index, fast_routes):
     marker = f"SECRET-{uuid.uuid4().hex}"
-    c = TestClient(create_app(str(sample_index), fast_routes=fast_routes, max_body_bytes=64 * 1024),
-                   raise_server_exceptions=False)
-    cases = [("/retrieve", {"queries": ["x"] * (MAX_QUERIES + 1)}, f"at most {MAX_QUERIES}"),
-             ("/retrieve", {"queries": ["x"], "topk": 101}, "less than or equal to 100"),
-             ("/retrieve", {"queries": ["x"], "topk": -1}, "greater than or equal to 0"),
-             ("/retrieve", {"queries": marker}, "list"), ("/retrieve", {"topk": 3}, "missing"),
-             ("/retrieve", {"queries": [marker, 3]}, "string"),
-             ("/retrieve", {"queries": [marker], "return_scores": marker}, "boolean"),
-             ("/backend/search", {"queries": ["x"] * (MAX_QUERIES + 1)}, f"at most {MAX_QUERIES}"),
-             ("/backend/search", {"queries": ["ok", ""]}, "at least 1"),
-             ("/backend/search", {"queries": ["q" * 2001]}, "at most 2000"),
-             ("/backend/search", {"query": marker, "queries": [marker]}, "either 'query'"),
-             ("/backend/search", {"k": 3}, "either 'query'"), ("/backend/search", {"queries": [marker], "k": 0}, "greater")]
+    c = TestClient(
+        create_app(str(sample_index), fast_routes=fast_routes, max_body_bytes=64 * 1024), raise_server_exceptions=False
+    )
+    cases = [
+        ("/retrieve", {"queries": ["x"] * (MAX_QUERIES + 1)}, f"at most {MAX_QUERIES}"),
+        ("/retrieve", {"queries": ["x"], "topk": 101}, "less than or equal to 100"),
+        ("/retrieve", {"queries": ["x"], "topk": -1}, "greater than or equal to 0"),
+        ("/retrieve", {"queries": marker}, "list"),
+        ("/retrieve", {"topk": 3}, "missing"),
+        ("/retrieve", {"queries": [marker, 3]}, "string"),
+        ("/retrieve", {"queries": [marker], "return_scores": marker}, "boolean"),
+        ("/backend/search", {"queries": ["x"] * (MAX_QUERIES + 1)}, f"at most {MAX_QUERIES}"),
+        ("/backend/search", {"queries": ["ok", ""]}, "at least 1"),
+        ("/backend/search", {"queries": ["q" * 2001]}, "at most 2000"),
+        ("/backend/search", {"query": marker, "queries": [marker]}, "either 'query'"),
+        ("/backend/search", {"k": 3}, "either 'query'"),
+        ("/backend/search", {"queries": [marker], "k": 0}, "greater"),
+    ]
     for path, body, expected in cases:
         r = c.post(path, json=body)
         assert r.status_code == 422 and expected in r.text and marker not in r.text, (path, r.text)

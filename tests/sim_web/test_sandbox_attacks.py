@@ -85,7 +85,9 @@ for name, path in (("leads", {str(leads)!r}), ("dump", {str(dump)!r}), ("package
     found = _lines(run_python(code))
     assert found["leads"] == "FileNotFoundError" and found["dump"] == "[]"  # an empty cover over the data
     assert "'data'" in found["package"]  # the package itself stays importable; only its data is covered
-    base_site = Path(os.path.realpath(sys.executable)).parents[1] / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    base_site = (
+        Path(os.path.realpath(sys.executable)).parents[1] / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    )
     base_site = base_site / "site-packages"
     allowed = [os.path.realpath(p) for p in __import__("site").getsitepackages()]
     if base_site.is_dir() and any(base_site.iterdir()) and str(base_site) not in allowed:
@@ -95,8 +97,11 @@ for name, path in (("leads", {str(leads)!r}), ("dump", {str(dump)!r}), ("package
 
 def test_another_process_environment_is_unreadable():
     secret = f"sk-{uuid.uuid4().hex}"
-    victim = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
-                              env={**os.environ, "SIMWEB_ATTACK_API_KEY": secret})  # the caller's kind of secret
+    victim = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        env={**os.environ, "SIMWEB_ATTACK_API_KEY": secret},
+    )  # the caller's kind of secret
     try:
         code = f"""
 import os
@@ -129,11 +134,15 @@ WRITE_ROUTES = {
     "open": "open(T, 'w').write('x')",
     "FileIO": "import _io; _io.FileIO(T, 'w').write(b'x')",
     "posix": "import posix; posix.close(posix.open(T, posix.O_CREAT | posix.O_WRONLY, 0o644))",
-    "shell": ("import subprocess\nr = subprocess.run(['sh', '-c', 'echo x > \"$0\"', T], capture_output=True, text=True)\n"
-              "assert r.returncode != 0, r\nraise OSError(r.stderr.strip())"),
-    "ctypes": ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-               "fd = libc.open(T.encode(), os.O_CREAT | os.O_WRONLY, 0o644)\n"
-               "assert fd < 0, fd\ne = ctypes.get_errno()\nraise OSError(e, os.strerror(e))"),
+    "shell": (
+        "import subprocess\nr = subprocess.run(['sh', '-c', 'echo x > \"$0\"', T], capture_output=True, text=True)\n"
+        "assert r.returncode != 0, r\nraise OSError(r.stderr.strip())"
+    ),
+    "ctypes": (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.open(T.encode(), os.O_CREAT | os.O_WRONLY, 0o644)\n"
+        "assert fd < 0, fd\ne = ctypes.get_errno()\nraise OSError(e, os.strerror(e))"
+    ),
 }
 
 
@@ -162,8 +171,13 @@ for name, T in {targets!r}.items():
     for name, outcome in found.items():
         assert "WROTE" not in outcome
         # the kernel answers (the Python guard only covers open/os.open, with its own message)
-        expected = ["No such file or directory", "Read-only file system", "Permission denied",
-                    "cannot create", "writing outside"]
+        expected = [
+            "No such file or directory",
+            "Read-only file system",
+            "Permission denied",
+            "cannot create",
+            "writing outside",
+        ]
         assert any(e in outcome for e in expected), (name, outcome)
     for target in targets.values():
         assert not os.path.exists(target)
@@ -248,8 +262,10 @@ def test_several_children_cannot_exceed_the_memory_budget():
         if out.startswith("stdout:"):
             assert int(_lines(out)["held"]) <= 2  # at most two 200 MiB children fit at once
         else:  # the kernel's OOM killer chose the parent itself
-            assert out == ERROR_PREFIX + ("MemoryError: the program used more than its memory budget of 512 MiB "
-                                          "(all its processes together) and was killed.")
+            assert out == ERROR_PREFIX + (
+                "MemoryError: the program used more than its memory budget of 512 MiB "
+                "(all its processes together) and was killed."
+            )
         assert run_python(MEMORY_HOG.format(n=2, mb=150), PythonConfig(memory_mb=512)) == "stdout:\nheld: 2\n"
     else:  # documented fallback: RLIMIT_AS caps each process, so no child gets past memory_mb
         out = run_python(MEMORY_HOG.format(n=4, mb=300), PythonConfig(memory_mb=256, timeout_s=60))
@@ -272,8 +288,14 @@ def test_sandbox_dies_with_its_killed_caller_and_leaves_nothing(tmp_path):
 
 @pytest.mark.parametrize("layers", [{}, BARE], ids=["bwrap", "best-effort"])
 def test_calls_leave_no_directories_behind(layers, tmp_path):
-    report = probe({"mode": "run", "code": "open('x', 'w').write('y'); import os; os.mkdir('d'); os.chmod('d', 0)",
-                    "config": layers, "env": {"TMPDIR": str(tmp_path)}})
+    report = probe(
+        {
+            "mode": "run",
+            "code": "open('x', 'w').write('y'); import os; os.mkdir('d'); os.chmod('d', 0)",
+            "config": layers,
+            "env": {"TMPDIR": str(tmp_path)},
+        }
+    )
     assert report["out"] == "Finished execution." and report["leftover"] is False
     assert os.listdir(tmp_path) == []
 
@@ -305,12 +327,14 @@ def _hack_episode(sample_index, task_file, question) -> tuple[str, float]:
     """One episode where the agent looks for the gold answer on disk and answers with what it printed."""
     from sim_web.env import EnvConfig, WebResearchEnv
 
-    env = WebResearchEnv(EnvConfig(index_dir=str(sample_index), tasks=str(task_file),
-                                   tools=("search", "visit", "PythonInterpreter")))
+    env = WebResearchEnv(
+        EnvConfig(index_dir=str(sample_index), tasks=str(task_file), tools=("search", "visit", "PythonInterpreter"))
+    )
     env.reset(seed=0)
     code = HACK.format(question=question, task_file=str(task_file))
-    obs, *_ = env.step('<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\n' + code
-                       + "\n</code>\n</tool_call>")
+    obs, *_ = env.step(
+        '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\n' + code + "\n</code>\n</tool_call>"
+    )
     printed = obs.removeprefix("<tool_response>\n").removesuffix("\n</tool_response>").removeprefix("stdout:\n").strip()
     _obs, reward, terminated, _truncated, info = env.step(f"<answer>{printed}</answer>")
     assert terminated and info["tool_calls"] == {"PythonInterpreter": 1}

@@ -35,8 +35,13 @@ def test_isolation_opt_in_comes_from_the_environment(monkeypatch):
 
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
-    [({"timeout_s": 0}, "timeout_s"), ({"cpu_s": 1.5}, "cpu_s"), ({"memory_mb": 10}, "64"),
-     ({"max_processes": True}, "max_processes"), ({"python": "/nonexistent"}, "python")],
+    [
+        ({"timeout_s": 0}, "timeout_s"),
+        ({"cpu_s": 1.5}, "cpu_s"),
+        ({"memory_mb": 10}, "64"),
+        ({"max_processes": True}, "max_processes"),
+        ({"python": "/nonexistent"}, "python"),
+    ],
 )
 def test_config_validation_names_the_field(kwargs, needle):
     with pytest.raises(ValueError, match=needle):

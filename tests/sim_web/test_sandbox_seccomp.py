@@ -64,7 +64,7 @@ def test_program_structure_and_decisions(machine):
     assert ops[2] == (0x06, 0, 0, _seccomp.RET_EPERM)  # any other ABI: EPERM
     assert ops[3] == (0x20, 0, 0, 0)  # load seccomp_data.nr
     assert ops[-2] == (0x06, 0, 0, _seccomp.SECCOMP_RET_ALLOW) and ops[-1] == (0x06, 0, 0, _seccomp.RET_EPERM)
-    assert sorted(k for code, _, _, k in ops[4 + x32:-2] if code == 0x15) == denied
+    assert sorted(k for code, _, _, k in ops[4 + x32 : -2] if code == 0x15) == denied
     for index, (code, jt, jf, _k) in enumerate(ops[4:-2], start=4):
         assert code in (0x15, 0x35) and jf == 0 and index + 1 + jt == len(ops) - 1  # every match: the EPERM
     arch = _seccomp.AUDIT_ARCH[machine]
@@ -92,8 +92,10 @@ def _header_numbers(path: Path) -> dict[str, int]:
 
 
 def test_numbers_match_the_kernel_headers():
-    headers = {"x86_64": [Path("/usr/include/asm/unistd_64.h"), Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")],
-               "aarch64": [Path("/usr/include/asm-generic/unistd.h")]}  # arm64's uapi header is the generic one
+    headers = {
+        "x86_64": [Path("/usr/include/asm/unistd_64.h"), Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")],
+        "aarch64": [Path("/usr/include/asm-generic/unistd.h")],
+    }  # arm64's uapi header is the generic one
     checked = 0
     for machine, candidates in headers.items():
         found = next((p for p in candidates if p.is_file()), None)

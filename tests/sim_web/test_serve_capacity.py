@@ -34,38 +34,64 @@ def _same(both, path: str, content: bytes, headers: dict[str, str] | None = None
     headers = {**JSON, "Authorization": "Bearer tok", **(headers or {})}
     a, b = (c.post(path, content=content, headers=headers) for c in (slow, fast))
     assert (b.status_code, b.content) == (a.status_code, a.content), path
-    assert b.headers.get("content-type") == a.headers.get("content-type") and b.headers.get("www-authenticate") == a.headers.get("www-authenticate")
+    assert b.headers.get("content-type") == a.headers.get("content-type") and b.headers.get(
+        "www-authenticate"
+    ) == a.headers.get("www-authenticate")
     return b
 
 
 def test_answers_are_byte_identical_to_fastapi(both):
-    ok = [("/tools/search", {"arguments": {"query": ["Danube river", "Alps"]}}),
-          ("/tools/search", {"arguments": {"query": ["Ünïcödé \u2028 tab\there \"quoted\" \\ back \x01 ctl"]}, "code": None}),
-          ("/tools/google_scholar", {"arguments": {"query": "algebra"}}),
-          ("/tools/visit", {"arguments": {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": "length"}}),
-          ("/tools/visit", {"arguments": {"url": ["https://example.com/x"], "goal": "g"}}),
-          ("/backend/search", {"query": "Einstein relativity", "k": 7}), ("/backend/scholar", {"query": "number theory"}),
-          ("/backend/visit", {"url": "https://en.wikipedia.org/wiki/Danube", "goal": "source"}),
-          ("/backend/visit", {"url": "https://en.wikipedia.org/wiki/No_such_page_xyz"})]
+    ok = [
+        ("/tools/search", {"arguments": {"query": ["Danube river", "Alps"]}}),
+        (
+            "/tools/search",
+            {"arguments": {"query": ['Ünïcödé \u2028 tab\there "quoted" \\ back \x01 ctl']}, "code": None},
+        ),
+        ("/tools/google_scholar", {"arguments": {"query": "algebra"}}),
+        ("/tools/visit", {"arguments": {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": "length"}}),
+        ("/tools/visit", {"arguments": {"url": ["https://example.com/x"], "goal": "g"}}),
+        ("/backend/search", {"query": "Einstein relativity", "k": 7}),
+        ("/backend/scholar", {"query": "number theory"}),
+        ("/backend/visit", {"url": "https://en.wikipedia.org/wiki/Danube", "goal": "source"}),
+        ("/backend/visit", {"url": "https://en.wikipedia.org/wiki/No_such_page_xyz"}),
+    ]
     for path, body in ok:
         assert _same(both, path, json.dumps(body).encode()).status_code == 200, path
-    for path, raw in [("/tools/search", b'{"arguments": {"query": ["Danube\\udc80"]}}'),  # lone surrogates
-                      ("/backend/search", b'{"query": "Danube\\udc80"}'), ("/backend/visit", b'{"url": "x\\ud800", "goal": "g"}')]:
+    for path, raw in [
+        ("/tools/search", b'{"arguments": {"query": ["Danube\\udc80"]}}'),  # lone surrogates
+        ("/backend/search", b'{"query": "Danube\\udc80"}'),
+        ("/backend/visit", b'{"url": "x\\ud800", "goal": "g"}'),
+    ]:
         assert _same(both, path, raw).status_code == 200, path
 
 
 def test_every_other_request_gets_fastapis_answer(both):
-    bad = [("/tools/search", b"{not json"), ("/tools/search", b""), ("/tools/search", b"[1, 2]"), ("/tools/search", b'"x"'),
-           ("/tools/search", b'{"arguments": {}}'),  # an agent mistake: 200 with the env's text from either path
-           ("/tools/search", b'{"arguments": {"query": 5}}'), ("/tools/search", b'{"arguments": [], "code": null}'),
-           ("/tools/search", b'{"arguments": {"query": ["x"]}, "extra": 1}'), ("/tools/search", b'{"code": 5}'),
-           ("/tools/nope", b'{"arguments": {}}'), ("/tools/PythonInterpreter", b'{"code": "print(1)"}'),
-           ("/backend/search", b'{"query": ""}'), ("/backend/search", b'{"query": "x", "k": 0}'),
-           ("/backend/search", b'{"query": "x", "k": 101}'), ("/backend/search", b'{"query": "x", "k": true}'),
-           ("/backend/search", b'{"query": "x", "k": 5.0}'), ("/backend/search", b'{"query": "x", "k": "5"}'),
-           ("/backend/search", json.dumps({"query": "q" * 2001}).encode()), ("/backend/scholar", b'{"query": 1}'),
-           ("/backend/visit", b'{"goal": "g"}'), ("/backend/visit", b"[1, 2]"), ("/backend/visit", b'{"url": "u", "goal": 3}'),
-           ("/backend/visit", json.dumps({"url": "u", "goal": "g" * 4001}).encode()), ("/tools/search", b"[" * 100_000)]
+    bad = [
+        ("/tools/search", b"{not json"),
+        ("/tools/search", b""),
+        ("/tools/search", b"[1, 2]"),
+        ("/tools/search", b'"x"'),
+        ("/tools/search", b'{"arguments": {}}'),  # an agent mistake: 200 with the env's text from either path
+        ("/tools/search", b'{"arguments": {"query": 5}}'),
+        ("/tools/search", b'{"arguments": [], "code": null}'),
+        ("/tools/search", b'{"arguments": {"query": ["x"]}, "extra": 1}'),
+        ("/tools/search", b'{"code": 5}'),
+        ("/tools/nope", b'{"arguments": {}}'),
+        ("/tools/PythonInterpreter", b'{"code": "print(1)"}'),
+        ("/backend/search", b'{"query": ""}'),
+        ("/backend/search", b'{"query": "x", "k": 0}'),
+        ("/backend/search", b'{"query": "x", "k": 101}'),
+        ("/backend/search", b'{"query": "x", "k": true}'),
+        ("/backend/search", b'{"query": "x", "k": 5.0}'),
+        ("/backend/search", b'{"query": "x", "k": "5"}'),
+        ("/backend/search", json.dumps({"query": "q" * 2001}).encode()),
+        ("/backend/scholar", b'{"query": 1}'),
+        ("/backend/visit", b'{"goal": "g"}'),
+        ("/backend/visit", b"[1, 2]"),
+        ("/backend/visit", b'{"url": "u", "goal": 3}'),
+        ("/backend/visit", json.dumps({"url": "u", "goal": "g" * 4001}).encode()),
+        ("/tools/search", b"[" * 100_000),
+    ]
     statuses = {_same(both, path, raw).status_code for path, raw in bad}
     assert statuses == {200, 400, 404, 422}  # k=5.0 and k="5" pass pydantic's lax mode; deep nesting is a 400
     q = b'{"arguments": {"query": ["Danube"]}}'
@@ -88,15 +114,24 @@ class _Recorder:
 
 
 def _toolbox(call=lambda action: f"result of {action.tool}") -> Any:
-    executor = SimpleNamespace(search=lambda q, k: [SearchResult(title=q, link="https://x", snippet=str(k))],
-                               scholar=lambda q, k: [], visit=lambda url, goal: VisitResult(url=url, goal=goal, ok=False))
+    executor = SimpleNamespace(
+        search=lambda q, k: [SearchResult(title=q, link="https://x", snippet=str(k))],
+        scholar=lambda q, k: [],
+        visit=lambda url, goal: VisitResult(url=url, goal=goal, ok=False),
+    )
     return SimpleNamespace(executor=executor, call=call)
 
 
 def _hot(toolbox: Any = None, threads: int = 2, token: str | None = None) -> tuple[HotRoutes, _Recorder]:
     inner = _Recorder()
-    return HotRoutes(inner, toolbox=toolbox or _toolbox(), pool=ToolPool(threads), names=["search", "visit"],
-                     max_body_bytes=1000, token=token), inner
+    return HotRoutes(
+        inner,
+        toolbox=toolbox or _toolbox(),
+        pool=ToolPool(threads),
+        names=["search", "visit"],
+        max_body_bytes=1000,
+        token=token,
+    ), inner
 
 
 def test_well_formed_calls_never_reach_the_app_and_the_rest_do():
@@ -109,10 +144,13 @@ def test_well_formed_calls_never_reach_the_app_and_the_rest_do():
     assert r.json() == {"results": [{"title": "q", "link": "https://x", "snippet": "3", "date": None, "source": None}]}
     assert c.post("/backend/visit", json={"url": "u"}, headers=auth).json()["ok"] is False
     assert inner.paths == []
-    handed = [c.post("/tools/search", json={"arguments": {"query": ["q"]}}),  # no token
-              c.post("/tools/search", content=b'{"arguments": {}, "x": 1}', headers={**auth, **JSON}),
-              c.post("/tools/python", json={"arguments": {}}, headers=auth), c.get("/tools/search", headers=auth),
-              c.post("/tools/search", content=b"x" * 1001, headers={**auth, **JSON})]  # over the body limit
+    handed = [
+        c.post("/tools/search", json={"arguments": {"query": ["q"]}}),  # no token
+        c.post("/tools/search", content=b'{"arguments": {}, "x": 1}', headers={**auth, **JSON}),
+        c.post("/tools/python", json={"arguments": {}}, headers=auth),
+        c.get("/tools/search", headers=auth),
+        c.post("/tools/search", content=b"x" * 1001, headers={**auth, **JSON}),
+    ]  # over the body limit
     assert [r.status_code for r in handed] == [299] * 5
     assert handed[1].content == b'{"arguments": {}, "x": 1}'  # the body read by the fast route is replayed whole
     assert inner.paths == ["/tools/search", "/tools/search", "/tools/python", "/tools/search", "/tools/search"]
@@ -120,13 +158,18 @@ def test_well_formed_calls_never_reach_the_app_and_the_rest_do():
 
 def test_errors_raised_by_a_call_are_answered_like_the_app_handlers():
     def call(action):
-        raise {"search": ActionError("missing_argument", "need a query"), "visit": ToolUnavailableError("visit", "u", ["sim: down"])}[action.tool]
+        raise {
+            "search": ActionError("missing_argument", "need a query"),
+            "visit": ToolUnavailableError("visit", "u", ["sim: down"]),
+        }[action.tool]
 
     c = TestClient(_hot(_toolbox(call))[0])
     r = c.post("/tools/search", json={"arguments": {}})  # an agent mistake: the env's observation text
     assert r.status_code == 200 and r.json() == {"result": "Error: need a query"}
     r = c.post("/tools/visit", json={"arguments": {}})
-    assert r.status_code == 503 and r.json() == {"detail": "visit is unavailable for 'u': every backend failed (sim: down)"}
+    assert r.status_code == 503 and r.json() == {
+        "detail": "visit is unavailable for 'u': every backend failed (sim: down)"
+    }
 
 
 def test_a_full_pool_answers_503_with_retry_after():
@@ -143,7 +186,11 @@ def test_a_full_pool_answers_503_with_retry_after():
             return [extra, *await asyncio.gather(*held)]
 
     extra, *held = asyncio.run(main())
-    assert extra.status_code == 503 and extra.headers["retry-after"] == "1" and "4 tool calls in progress" in extra.json()["detail"]
+    assert (
+        extra.status_code == 503
+        and extra.headers["retry-after"] == "1"
+        and "4 tool calls in progress" in extra.json()["detail"]
+    )
     assert [r.json() for r in held] == [{"result": "done"}] * 4
 
 
@@ -157,10 +204,18 @@ def test_an_inline_executor_is_answered_on_the_event_loop_and_python_on_the_pool
     for inline in (True, False):
         toolbox = _toolbox(call)
         toolbox.executor.inline = inline
-        hot = HotRoutes(_Recorder(), toolbox=toolbox, pool=ToolPool(1), names=["search", "PythonInterpreter"],
-                        max_body_bytes=1000, token=None)
+        hot = HotRoutes(
+            _Recorder(),
+            toolbox=toolbox,
+            pool=ToolPool(1),
+            names=["search", "PythonInterpreter"],
+            max_body_bytes=1000,
+            token=None,
+        )
         c = TestClient(hot)
-        assert [c.post(f"/tools/{n}", json={"arguments": {}}).status_code for n in ("search", "PythonInterpreter")] == [200] * 2
+        assert [c.post(f"/tools/{n}", json={"arguments": {}}).status_code for n in ("search", "PythonInterpreter")] == [
+            200
+        ] * 2
         assert threads["PythonInterpreter"].startswith("sim-web-tool")  # a sandbox run never blocks the loop
         assert threads["search"].startswith("sim-web-tool") is not inline
     assert hot.inline_paths == set()
@@ -178,19 +233,32 @@ def test_request_checks_match_the_models():
 
 def test_warm_index_opens_the_local_index_only_and_runs_varied_bm25_searches():
     opened: list[str] = []
-    leads = [("Danube", "The Danube is the second-longest river in Europe after the Volga"), ("Alps", "The Alps are mountains")]
-    index = SimpleNamespace(search=lambda q, k, mode: opened.append(f"search {q!r} {k} {mode}"),
-                            titles=SimpleNamespace(lookup=lambda q: opened.append("titles")),
-                            passages=lambda pid: opened.append("columns"),
-                            store=SimpleNamespace(resolve=lambda t: opened.append("store"), first_passages=lambda n: leads[:n]))
+    leads = [
+        ("Danube", "The Danube is the second-longest river in Europe after the Volga"),
+        ("Alps", "The Alps are mountains"),
+    ]
+    index = SimpleNamespace(
+        search=lambda q, k, mode: opened.append(f"search {q!r} {k} {mode}"),
+        titles=SimpleNamespace(lookup=lambda q: opened.append("titles")),
+        passages=lambda pid: opened.append("columns"),
+        store=SimpleNamespace(resolve=lambda t: opened.append("store"), first_passages=lambda n: leads[:n]),
+    )
     sim = SimpleNamespace(index=index, search=lambda q, k: pytest.fail("the served mode's search was called"))
     remote = SimpleNamespace(search=lambda q, k: pytest.fail("a remote backend was called"))
     warm_index([remote, SimpleNamespace(sim=sim)])
     assert opened == ["search 'warm up' 1 bm25", "titles", "store", "columns"]
     opened.clear()
     warm_index([remote, SimpleNamespace(sim=sim)], searches=5)
-    assert opened[4:] == [f"search {q!r} 30 bm25" for q in ("The Danube is the second-longest river in Europe after the Volga",
-                                                              "Danube", "river in Europe", "The Alps are mountains", "Alps")]
+    assert opened[4:] == [
+        f"search {q!r} 30 bm25"
+        for q in (
+            "The Danube is the second-longest river in Europe after the Volga",
+            "Danube",
+            "river in Europe",
+            "The Alps are mountains",
+            "Alps",
+        )
+    ]
 
 
 def test_warm_queries_come_from_the_corpus(sample_index):
@@ -199,7 +267,11 @@ def test_warm_queries_come_from_the_corpus(sample_index):
 
     queries = warm_queries(WikiIndex.from_dir(sample_index).store, 300)
     assert len(queries) == 300 and all(q.strip() for q in queries)
-    assert len(set(queries)) > 250 and max(len(q.split()) for q in queries) == 25 and min(len(q.split()) for q in queries) <= 3
+    assert (
+        len(set(queries)) > 250
+        and max(len(q.split()) for q in queries) == 25
+        and min(len(q.split()) for q in queries) <= 3
+    )
 
 
 def test_worker_sockets_share_the_port_and_the_kernel_spreads_connections():

@@ -28,8 +28,13 @@ def _app(status: int) -> Any:
             return
         body = (await receive()).get("body", b"")
         reply = json.dumps({"got": json.loads(body)}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": reply})
 
     return app

@@ -13,17 +13,16 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-
 import pytest
 from fastapi.testclient import TestClient
-
 from live_server import running
+
+from sim_web.backends.remote import RemoteBackend
+from sim_web.backends.sim import SimBackend
+from sim_web.executor import ExecutorConfig, ToolExecutor
 from sim_web.protocol.actions import Action
 from sim_web.protocol.errors import BackendError
-from sim_web.executor import ExecutorConfig, ToolExecutor
-from sim_web.backends.remote import RemoteBackend
 from sim_web.serve.http import create_app
-from sim_web.backends.sim import SimBackend
 from sim_web.tools import Toolbox
 from wiki_index.search.index import WikiIndex
 
@@ -53,8 +52,11 @@ def test_health_tools_and_openapi(client, sample_index):
 
 
 def test_tool_text_is_byte_identical_to_the_env_toolbox(client, local_toolbox):
-    for name, args in [("search", {"query": ["Danube river", "Alps"]}), ("google_scholar", {"query": "algebra"}),
-                       ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": "length of the river"})]:
+    for name, args in [
+        ("search", {"query": ["Danube river", "Alps"]}),
+        ("google_scholar", {"query": "algebra"}),
+        ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": "length of the river"}),
+    ]:
         r = client.post(f"/tools/{name}", json={"arguments": args})
         assert r.status_code == 200
         assert r.json()["result"] == local_toolbox.call(Action(kind="tool_call", tool=name, arguments=args))
@@ -101,14 +103,18 @@ def test_agent_mistakes_get_the_env_observation_byte_for_byte(sample_index, fast
     from sim_web.protocol.formatting import format_tool_response
 
     env = WebResearchEnv(EnvConfig(index_dir=str(sample_index)))
-    served = TestClient(create_app(str(sample_index), enable_python=True, fast_routes=fast_routes),
-                        raise_server_exceptions=False)
+    served = TestClient(
+        create_app(str(sample_index), enable_python=True, fast_routes=fast_routes), raise_server_exceptions=False
+    )
     try:
         for tool, arguments, code in AGENT_MISTAKES:
             r = served.post(f"/tools/{tool}", json={"arguments": arguments, **({} if code is None else {"code": code})})
             assert r.status_code == 200, (tool, arguments, r.text)
             assert set(r.json()) == {"result"} and r.json()["result"].startswith("Error: "), r.text
-            assert format_tool_response(r.json()["result"]) == _env_observation(env, tool, arguments, code), (tool, arguments)
+            assert format_tool_response(r.json()["result"]) == _env_observation(env, tool, arguments, code), (
+                tool,
+                arguments,
+            )
     finally:
         env.close()
 
@@ -117,9 +123,15 @@ def test_agent_mistakes_get_the_env_observation_byte_for_byte(sample_index, fast
 def test_only_malformed_http_is_a_4xx_on_the_tool_route(sample_index, fast_routes):
     c = TestClient(create_app(str(sample_index), fast_routes=fast_routes), raise_server_exceptions=False)
     json_body = {"Content-Type": "application/json"}
-    cases = [(b"{not json", 422), (b'{"arguments": ["Danube"]}', 422), (b'{"arguments": "Danube"}', 422),
-             (b'{"arguments": null}', 422), (b"[1, 2]", 422), (b'{"arguments": {}, "extra": 1}', 422),
-             (b'{"arguments": {}, "code": 5}', 422)]
+    cases = [
+        (b"{not json", 422),
+        (b'{"arguments": ["Danube"]}', 422),
+        (b'{"arguments": "Danube"}', 422),
+        (b'{"arguments": null}', 422),
+        (b"[1, 2]", 422),
+        (b'{"arguments": {}, "extra": 1}', 422),
+        (b'{"arguments": {}, "code": 5}', 422),
+    ]
     for raw, status in cases:
         r = c.post("/tools/search", content=raw, headers=json_body)
         assert r.status_code == status and "detail" in r.json(), (raw, r.text)
@@ -159,8 +171,23 @@ def server(sample_index):
 
     port = _free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", str(sample_index), "--port", str(port),
-                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sim_web.cli",
+            "serve",
+            "--index",
+            str(sample_index),
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -177,9 +204,12 @@ def server(sample_index):
 
 def test_remote_backend_matches_the_local_one(server, sample_index, local_toolbox):
     remote = Toolbox(ToolExecutor([RemoteBackend(server)]))
-    for name, args in [("search", {"query": ["theory of relativity"]}), ("google_scholar", {"query": ["number theory"]}),
-                       ("visit", {"url": ["https://en.m.wikipedia.org/wiki/albert_Einstein#Life"], "goal": "birth"}),
-                       ("visit", {"url": ["https://example.com/x"], "goal": "g"})]:
+    for name, args in [
+        ("search", {"query": ["theory of relativity"]}),
+        ("google_scholar", {"query": ["number theory"]}),
+        ("visit", {"url": ["https://en.m.wikipedia.org/wiki/albert_Einstein#Life"], "goal": "birth"}),
+        ("visit", {"url": ["https://example.com/x"], "goal": "g"}),
+    ]:
         a = Action(kind="tool_call", tool=name, arguments=args)
         assert remote.call(a) == local_toolbox.call(a)  # replicas and local agree byte for byte
 
@@ -194,7 +224,10 @@ def test_remote_errors_are_classified_and_fall_back(server, sample_index):
         bad._post("/backend/search", {"query": ""})
     assert not e.value.retryable and "422" in str(e.value)
     dead.name = "dead"
-    ex = ToolExecutor([dead, SimBackend(WikiIndex.from_dir(sample_index))], ExecutorConfig(max_retries=1, backoff_base_s=0.01, jitter_s=0))
+    ex = ToolExecutor(
+        [dead, SimBackend(WikiIndex.from_dir(sample_index))],
+        ExecutorConfig(max_retries=1, backoff_base_s=0.01, jitter_s=0),
+    )
     assert ex.search("Danube", 3) and ex.stats.snapshot()["fallbacks"] == 1 and ex.stats.snapshot()["retries"] == 1
 
 
@@ -209,16 +242,27 @@ def test_python_is_off_over_http_unless_enabled(default_client):
 def test_bearer_token_guards_every_tool_and_backend_route(sample_index):
     token = f"tok-{uuid.uuid4().hex}"
     c = TestClient(create_app(str(sample_index), token=token), raise_server_exceptions=False)
-    routes = [("get", "/tools", None), ("post", "/tools/search", {"arguments": {"query": ["Danube"]}}),
-              ("post", "/backend/search", {"query": "Danube"}), ("post", "/backend/scholar", {"query": "Danube"}),
-              ("post", "/backend/visit", {"url": "https://en.wikipedia.org/wiki/Danube"})]
+    routes = [
+        ("get", "/tools", None),
+        ("post", "/tools/search", {"arguments": {"query": ["Danube"]}}),
+        ("post", "/backend/search", {"query": "Danube"}),
+        ("post", "/backend/scholar", {"query": "Danube"}),
+        ("post", "/backend/visit", {"url": "https://en.wikipedia.org/wiki/Danube"}),
+    ]
     for method, path, body in routes:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
-            r = getattr(c, method)(path, json=body, headers=headers) if body else getattr(c, method)(path, headers=headers)
+            r = (
+                getattr(c, method)(path, json=body, headers=headers)
+                if body
+                else getattr(c, method)(path, headers=headers)
+            )
             assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", (path, headers)
             assert token not in r.text
-        ok = (getattr(c, method)(path, json=body, headers={"Authorization": f"Bearer {token}"}) if body
-              else getattr(c, method)(path, headers={"Authorization": f"Bearer {token}"}))
+        ok = (
+            getattr(c, method)(path, json=body, headers={"Authorization": f"Bearer {token}"})
+            if body
+            else getattr(c, method)(path, headers={"Authorization": f"Bearer {token}"})
+        )
         assert ok.status_code == 200, (path, ok.text)
     assert c.get("/health").status_code == 200  # the health check stays open for load balancers
 
@@ -263,8 +307,12 @@ def test_health_answers_while_every_tool_thread_is_busy(sample_index):
 
     app = create_app(str(sample_index), enable_python=True, tool_threads=15, python_runner=sleeping_python)
     with running(app) as url, ThreadPoolExecutor(60) as clients:
-        calls = [clients.submit(httpx.post, f"{url}/tools/PythonInterpreter", json={"code": "import time; time.sleep(60)"},
-                                timeout=300) for _ in range(60)]
+        calls = [
+            clients.submit(
+                httpx.post, f"{url}/tools/PythonInterpreter", json={"code": "import time; time.sleep(60)"}, timeout=300
+            )
+            for _ in range(60)
+        ]
         try:
             deadline = time.monotonic() + 120
             while (h := httpx.get(f"{url}/health", timeout=30)).json()["tool_calls_in_progress"] < 60:
@@ -286,15 +334,24 @@ def test_body_limit_and_4xx_never_echo_the_input(sample_index, client):
     r = small.post("/tools/search", json={"arguments": {"query": [marker * 100]}})
     assert r.status_code == 413 and marker not in r.text and "1024" in r.json()["detail"]
     assert small.post("/tools/search", json={"arguments": {"query": ["Danube"]}}).status_code == 200
-    big = client.post("/tools/search", content=b'{"arguments": {}, "junk": "' + marker.encode() * 70_000 + b'"}',
-                      headers={"Content-Type": "application/json"})
+    big = client.post(
+        "/tools/search",
+        content=b'{"arguments": {}, "junk": "' + marker.encode() * 70_000 + b'"}',
+        headers={"Content-Type": "application/json"},
+    )
     assert big.status_code == 413 and marker not in big.text and len(big.content) < 300  # 2.2 MB over 1 MiB
-    for body in ({"arguments": {"query": ["x"]}, marker: marker * 100}, {"arguments": marker * 100},
-                 {"arguments": {"query": ["x"]}, "code": [marker]}):
+    for body in (
+        {"arguments": {"query": ["x"]}, marker: marker * 100},
+        {"arguments": marker * 100},
+        {"arguments": {"query": ["x"]}, "code": [marker]},
+    ):
         r = client.post("/tools/search", json=body)
         assert r.status_code == 422 and marker not in r.text and len(r.content) < 1000, r.text
-    for path, body in (("/backend/search", {"query": marker * 100}), ("/backend/visit", {"url": 5, "goal": marker}),
-                       ("/backend/search", {"query": "x", "k": marker})):
+    for path, body in (
+        ("/backend/search", {"query": marker * 100}),
+        ("/backend/visit", {"url": 5, "goal": marker}),
+        ("/backend/search", {"query": "x", "k": marker}),
+    ):
         r = client.post(path, json=body)
         assert r.status_code == 422 and marker not in r.text, r.text
     r = client.post(f"/tools/{marker}", json={"arguments": {}})
@@ -311,17 +368,24 @@ def test_streamed_body_over_the_limit_is_cut_off(sample_index):
         yield b'"]}}'
 
     with running(app) as url:
-        r = httpx.post(f"{url}/tools/search", content=chunks(), headers={"Content-Type": "application/json"}, timeout=60)
+        r = httpx.post(
+            f"{url}/tools/search", content=chunks(), headers={"Content-Type": "application/json"}, timeout=60
+        )
         assert r.status_code == 413 and "4096" in r.text
         assert httpx.get(f"{url}/health", timeout=30).status_code == 200
 
 
 def test_lone_surrogates_and_long_queries_over_http(client):
     json_body = {"Content-Type": "application/json"}
-    cases = [("/tools/visit", b'{"arguments": {"url": ["https://en.wikipedia.org/wiki/Danube\\udc80"], "goal": "g\\udc80"}}'),
-             ("/tools/search", b'{"arguments": {"query": ["Danube\\udc80"]}}'),
-             ("/backend/search", b'{"query": "Danube\\udc80"}'),
-             ("/backend/visit", b'{"url": "https://en.wikipedia.org/wiki/Danube\\udc80", "goal": "g\\ud800"}')]
+    cases = [
+        (
+            "/tools/visit",
+            b'{"arguments": {"url": ["https://en.wikipedia.org/wiki/Danube\\udc80"], "goal": "g\\udc80"}}',
+        ),
+        ("/tools/search", b'{"arguments": {"query": ["Danube\\udc80"]}}'),
+        ("/backend/search", b'{"query": "Danube\\udc80"}'),
+        ("/backend/visit", b'{"url": "https://en.wikipedia.org/wiki/Danube\\udc80", "goal": "g\\ud800"}'),
+    ]
     for path, raw in cases:  # \udc80 JSON escapes: a lone surrogate once parsed
         r = client.post(path, content=raw, headers=json_body)
         assert r.status_code == 200, (path, r.status_code, r.text[:300])

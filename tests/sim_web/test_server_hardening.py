@@ -47,9 +47,25 @@ def serving(index, log: Path, *flags: str, open_files: int | None = None) -> Ite
         if open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
-    proc = subprocess.Popen([sys.executable, "-m", "sim_web.cli", "serve", "--index", str(index), "--port", str(port),
-                             "--warm-searches", "0", *flags], stdout=subprocess.DEVNULL, stderr=log.open("wb"),
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=limit)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sim_web.cli",
+            "serve",
+            "--index",
+            str(index),
+            "--port",
+            str(port),
+            "--warm-searches",
+            "0",
+            *flags,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=limit,
+    )
     try:
         deadline = time.monotonic() + WAIT_S
         while True:
@@ -113,8 +129,11 @@ def test_header_deadline_keep_alive_and_cap_are_set_from_the_command_line(sample
     flags = ("--workers", "2", "--header-timeout", "3", "--keep-alive", "60", "--max-connections", "4")
     with serving(sample_index, tmp_path / "serve.log", *flags) as port:
         idle, half_line = _connect(port), _connect(port, b"GET /hea")
-        slow_body = _connect(port, b"POST /tools/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                   b"Content-Length: 100\r\n\r\n{\"arguments\": ")  # 14 of 100 bytes, then nothing
+        slow_body = _connect(
+            port,
+            b"POST /tools/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 100\r\n\r\n{"arguments": ',
+        )  # 14 of 100 bytes, then nothing
         kept, first = _connect(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), b""
         while b'"status":"ok"' not in first:
             chunk = kept.recv(65536)
@@ -182,8 +201,12 @@ def test_connection_limits_are_checked(capsys):
     for bad in ({"header_timeout_s": 0}, {"keep_alive_s": 0}, {"max_connections": 0}):
         with pytest.raises(ConfigError, match="max_connections >= 1"):
             ConnectionLimits(**bad)
-    for flag, value, expected in (("--header-timeout", "0", "seconds > 0"), ("--header-timeout", "nan", "seconds > 0"),
-                                  ("--max-connections", "0", "whole number >= 1"), ("--keep-alive", "-5", ">= 1")):
+    for flag, value, expected in (
+        ("--header-timeout", "0", "seconds > 0"),
+        ("--header-timeout", "nan", "seconds > 0"),
+        ("--max-connections", "0", "whole number >= 1"),
+        ("--keep-alive", "-5", ">= 1"),
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(["serve", flag, value, "--port", "1"])
         assert exit_.value.code == 2 and expected in capsys.readouterr().err
@@ -193,18 +216,31 @@ def test_connection_limits_are_checked(capsys):
 def test_agent_mistakes_are_the_env_text_and_4xx_never_echo_the_input(sample_index, fast_routes):
     marker = f"SECRET-ECHO-MARKER-{uuid.uuid4().hex}"
     client = TestClient(create_app(str(sample_index), fast_routes=fast_routes), raise_server_exceptions=False)
-    cases = [("search", {"query": {marker: 1}}, "'query' must be a non-empty list of strings, got a dict ("),
-             ("search", {"query": ["ok", {marker: [marker]}]}, "item a dict ("),
-             ("search", {"query": ["ok", "   "]}, "item a str ('   ') is not a non-empty string"),
-             ("google_scholar", {"query": [1, marker]}, "item a int (1) is not"),
-             ("visit", {"url": {marker: 1}, "goal": "g"}, "'url' must be a non-empty list of strings, got a dict ("),
-             ("visit", {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": [marker]}, "'goal' must be a string, got a list (")]
+    cases = [
+        ("search", {"query": {marker: 1}}, "'query' must be a non-empty list of strings, got a dict ("),
+        ("search", {"query": ["ok", {marker: [marker]}]}, "item a dict ("),
+        ("search", {"query": ["ok", "   "]}, "item a str ('   ') is not a non-empty string"),
+        ("google_scholar", {"query": [1, marker]}, "item a int (1) is not"),
+        ("visit", {"url": {marker: 1}, "goal": "g"}, "'url' must be a non-empty list of strings, got a dict ("),
+        (
+            "visit",
+            {"url": ["https://en.wikipedia.org/wiki/Danube"], "goal": [marker]},
+            "'goal' must be a string, got a list (",
+        ),
+    ]
     for tool, arguments, expected in cases:  # 200: the env's text, which shows the model what it sent
         r = client.post(f"/tools/{tool}", json={"arguments": arguments})
-        assert r.status_code == 200 and r.json()["result"].startswith("Error: ") and expected in r.json()["result"], r.text
-    for path, body in (("/backend/search", {"query": {marker: 1}}), ("/backend/visit", {"url": [marker], "goal": marker}),
-                       ("/tools/search", {"arguments": [marker]}), ("/tools/search", {"arguments": {}, marker: marker}),
-                       ("/backend/search", {"queries": ["ok", {marker: 1}]}), ("/retrieve", {"queries": [marker, 5]})):
+        assert r.status_code == 200 and r.json()["result"].startswith("Error: ") and expected in r.json()["result"], (
+            r.text
+        )
+    for path, body in (
+        ("/backend/search", {"query": {marker: 1}}),
+        ("/backend/visit", {"url": [marker], "goal": marker}),
+        ("/tools/search", {"arguments": [marker]}),
+        ("/tools/search", {"arguments": {}, marker: marker}),
+        ("/backend/search", {"queries": ["ok", {marker: 1}]}),
+        ("/retrieve", {"queries": [marker, 5]}),
+    ):
         r = client.post(path, json=body)
         assert r.status_code == 422 and marker not in r.text, r.text
 

@@ -6,8 +6,12 @@ from wiki_index.search.index import WikiIndex
 
 def test_navigational_queries_put_the_named_page_first(sample_index):
     b = SimBackend(WikiIndex.from_dir(sample_index))
-    for query, title in [("Religion", "Religion"), ("paris", "Paris"), ("Albert Einstein", "Albert Einstein"),
-                         ("Anarchism", "Anarchism")]:
+    for query, title in [
+        ("Religion", "Religion"),
+        ("paris", "Paris"),
+        ("Albert Einstein", "Albert Einstein"),
+        ("Anarchism", "Anarchism"),
+    ]:
         res = b.search(query, 10)
         assert res[0].title == title and res[0].link.startswith("https://en.wikipedia.org/wiki/")
         assert len({r.title for r in res}) == len(res)  # one result per page
@@ -39,11 +43,18 @@ from tests.sim_web.real_mocks import KEY, jina, serper, sim_backend  # noqa: E40
 
 SEARCH_HEAD = re.compile(r"A Google search for '(?P<q>.+)' found (?P<n>\d+) results:\n\n## Web Results\n")
 SCHOLAR_HEAD = re.compile(r"A Google scholar for '(?P<q>.+)' found (?P<n>\d+) results:\n\n## Scholar Results\n")
-SEARCH_ITEM = re.compile(r"(?P<i>\d+)\. \[[^\n]*\]\(https?://\S+\)(\nDate published: [^\n]+)?(\nSource: [^\n]+)?\n(\n[^\n]+)?")
-SCHOLAR_ITEM = re.compile(r"(?P<i>\d+)\. \[[^\n]*\]\((pdfUrl: \S+|no available link)\)(\npublicationInfo: [^\n]+)?"
-                          r"(\nDate published: [^\n]+)?(\ncitedBy: \d+)?\n(\n[^\n]+)?")
-VISIT = re.compile(r"The useful information in (?P<url>\S+) for user goal (?P<goal>.+) as follows: \n\n"
-                   r"Evidence in page: \n(?P<evidence>.+)\n\nSummary: \n(?P<summary>.+)", re.DOTALL)
+SEARCH_ITEM = re.compile(
+    r"(?P<i>\d+)\. \[[^\n]*\]\(https?://\S+\)(\nDate published: [^\n]+)?(\nSource: [^\n]+)?\n(\n[^\n]+)?"
+)
+SCHOLAR_ITEM = re.compile(
+    r"(?P<i>\d+)\. \[[^\n]*\]\((pdfUrl: \S+|no available link)\)(\npublicationInfo: [^\n]+)?"
+    r"(\nDate published: [^\n]+)?(\ncitedBy: \d+)?\n(\n[^\n]+)?"
+)
+VISIT = re.compile(
+    r"The useful information in (?P<url>\S+) for user goal (?P<goal>.+) as follows: \n\n"
+    r"Evidence in page: \n(?P<evidence>.+)\n\nSummary: \n(?P<summary>.+)",
+    re.DOTALL,
+)
 
 
 @pytest.fixture(params=["sim", "real"])
@@ -58,14 +69,17 @@ def toolbox(request, sim_backend):
         backends = [sim_backend]
     else:
         s, j = request.getfixturevalue("serper"), request.getfixturevalue("jina")
-        backends = [SerperBackend(KEY, SerperConfig(base_url=s.base_url)), JinaBackend(KEY, JinaConfig(base_url=j.base_url))]
+        backends = [
+            SerperBackend(KEY, SerperConfig(base_url=s.base_url)),
+            JinaBackend(KEY, JinaConfig(base_url=j.base_url)),
+        ]
     return Toolbox(ToolExecutor(backends, ExecutorConfig(max_retries=0)), max_chars=100_000)
 
 
 def _items(text: str, head: re.Pattern[str], item: re.Pattern[str], query: str) -> int:
     m = head.match(text)
     assert m and m["q"] == query, text[:200]
-    joined = re.split(r"\n\n(?=\d+\. \[)", text[m.end():])
+    joined = re.split(r"\n\n(?=\d+\. \[)", text[m.end() :])
     assert all(item.fullmatch(p) for p in joined), joined
     assert [int(item.fullmatch(p)["i"]) for p in joined] == list(range(1, int(m["n"]) + 1))
     return int(m["n"])
@@ -84,7 +98,9 @@ def test_scholar_observations_follow_the_tongyi_grammar(toolbox) -> None:
 
 def test_visit_observations_follow_the_tongyi_grammar(toolbox) -> None:
     url = "https://en.wikipedia.org/wiki/Albert_Einstein"
-    pages = toolbox.visit(url=[url, "https://example.invalid/nothing"], goal="theory of relativity").split("\n=======\n")
+    pages = toolbox.visit(url=[url, "https://example.invalid/nothing"], goal="theory of relativity").split(
+        "\n=======\n"
+    )
     m = VISIT.fullmatch(pages[0].strip())
     assert m and (m["url"], m["goal"]) == (url, "theory of relativity") and "relativity" in m["evidence"].lower()
     assert m["summary"].startswith("Albert Einstein: ")

@@ -5,7 +5,7 @@ from sim_web.env.spaces import TextSpace
 
 def test_text_space_accepts_real_text():
     sp = TextSpace(100)
-    assert sp.contains("Zürich 中文 <tool_call>{\"a\": 1}</tool_call>\n")
+    assert sp.contains('Zürich 中文 <tool_call>{"a": 1}</tool_call>\n')
     assert sp.contains("")
     assert not sp.contains("x" * 101)
     assert not sp.contains(b"bytes")

@@ -18,7 +18,7 @@ from sim_web.serve.http import create_app
 
 
 def call(name: str, **arguments) -> str:
-    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
 def _executed(info: dict) -> int:
@@ -101,7 +101,9 @@ def test_the_call_cap_is_configurable_and_validated(sample_index):
 def test_the_server_bounds_the_goal_on_both_visit_routes(sample_index):
     client = TestClient(create_app(str(sample_index)), raise_server_exceptions=False)
     long_goal = "x " * MAX_GOAL_CHARS
-    r = client.post("/tools/visit", json={"arguments": {"url": ["https://en.wikipedia.org/wiki/Paris"], "goal": long_goal}})
+    r = client.post(
+        "/tools/visit", json={"arguments": {"url": ["https://en.wikipedia.org/wiki/Paris"], "goal": long_goal}}
+    )
     assert f"the limit is {MAX_GOAL_CHARS}" in r.text
     r = client.post("/backend/visit", json={"url": "https://en.wikipedia.org/wiki/Paris", "goal": long_goal})
     assert r.status_code == 422

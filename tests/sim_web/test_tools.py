@@ -17,7 +17,7 @@ from wiki_index.errors import ConfigError
 
 # Upstream's inference/prompt.py SYSTEM_PROMPT with the parse_file line removed (we do not offer
 # that tool), followed by react_agent.py's date suffix.
-UPSTREAM_PROMPT = '''You are a deep research assistant. Your core function is to conduct thorough, multi-source investigations into any topic. You must handle both broad, open-domain inquiries and queries within specialized academic fields. For every request, synthesize information from credible, diverse sources to deliver a comprehensive, accurate, and objective response. When you have gathered sufficient information and are ready to provide the definitive response, you must enclose the entire final answer within <answer></answer> tags.
+UPSTREAM_PROMPT = """You are a deep research assistant. Your core function is to conduct thorough, multi-source investigations into any topic. You must handle both broad, open-domain inquiries and queries within specialized academic fields. For every request, synthesize information from credible, diverse sources to deliver a comprehensive, accurate, and objective response. When you have gathered sufficient information and are ready to provide the definitive response, you must enclose the entire final answer within <answer></answer> tags.
 
 # Tools
 
@@ -50,7 +50,7 @@ For each function call, return a json object with function name and arguments wi
 {"name": <function-name>, "arguments": <args-json-object>}
 </tool_call>
 
-Current date: 2025-01-01'''
+Current date: 2025-01-01"""
 
 
 class Wiki:
@@ -61,11 +61,15 @@ class Wiki:
 
     def search(self, query: str, k: int = 10) -> list[SearchResult]:
         hits = [t for t in self.pages if t.lower() in query.lower()]
-        return [SearchResult(title=t, link=f"https://en.wikipedia.org/wiki/{t}", snippet=self.pages[t]) for t in hits][:k]
+        return [SearchResult(title=t, link=f"https://en.wikipedia.org/wiki/{t}", snippet=self.pages[t]) for t in hits][
+            :k
+        ]
 
     def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
-        return [ScholarResult(title=r.title, link=r.link, publication_info="Wikipedia", snippet=r.snippet)
-                for r in self.search(query, k)]
+        return [
+            ScholarResult(title=r.title, link=r.link, publication_info="Wikipedia", snippet=r.snippet)
+            for r in self.search(query, k)
+        ]
 
     def visit(self, url: str, goal: str) -> VisitResult:
         title = url.rsplit("/", 1)[-1]
@@ -170,7 +174,11 @@ def test_schemas_come_from_the_typed_methods() -> None:
             assert ours["parameters"]["properties"][name]["description"] == prop["description"]
     py = get_json_schema(ToolMethods.PythonInterpreter)["function"]  # what TRL sees: code as an argument
     assert py["parameters"]["required"] == ["code"]
-    assert tool_schema("PythonInterpreter")["function"]["parameters"] == {"type": "object", "properties": {}, "required": []}
+    assert tool_schema("PythonInterpreter")["function"]["parameters"] == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+    }
     assert all("return" not in tool_schema(t)["function"] for t in TOOL_NAMES)
     with pytest.raises(ConfigError, match="unknown tool"):
         tool_schema("browse")
@@ -179,26 +187,36 @@ def test_schemas_come_from_the_typed_methods() -> None:
 def test_search_end_to_end_exact_text() -> None:
     tb = box()
     out = run(tb, '<tool_call>{"name": "search", "arguments": {"query": ["Paris facts", "nothing here"]}}</tool_call>')
-    assert out == ("A Google search for 'Paris facts' found 1 results:\n\n## Web Results\n"
-                   "1. [Paris](https://en.wikipedia.org/wiki/Paris)\n\nParis is the capital of France."
-                   "\n=======\n"
-                   "No results found for 'nothing here'. Try with a more general query.")
-    assert tb.search(query="Paris facts").startswith("A Google search for 'Paris facts' found 1 results")  # a plain string too
+    assert out == (
+        "A Google search for 'Paris facts' found 1 results:\n\n## Web Results\n"
+        "1. [Paris](https://en.wikipedia.org/wiki/Paris)\n\nParis is the capital of France."
+        "\n=======\n"
+        "No results found for 'nothing here'. Try with a more general query."
+    )
+    assert tb.search(query="Paris facts").startswith(
+        "A Google search for 'Paris facts' found 1 results"
+    )  # a plain string too
 
 
 def test_scholar_and_visit_end_to_end() -> None:
     tb = box()
     assert run(tb, '<tool_call>{"name": "google_scholar", "arguments": {"query": "Lyon"}}</tool_call>') == (
         "A Google scholar for 'Lyon' found 1 results:\n\n## Scholar Results\n"
-        "1. [Lyon](no available link)\npublicationInfo: Wikipedia\n\nLyon is a city in France.")
-    out = run(tb, '<tool_call>{"name": "visit", "arguments": {"url": ["https://en.wikipedia.org/wiki/Paris", '
-                  '"https://en.wikipedia.org/wiki/Atlantis"], "goal": "capital"}}</tool_call>')
-    assert out == ("The useful information in https://en.wikipedia.org/wiki/Paris for user goal capital as follows: \n\n"
-                   "Evidence in page: \nParis is the capital of France.\n\nSummary: \nParis: capital\n\n"
-                   "\n=======\n"
-                   "The useful information in https://en.wikipedia.org/wiki/Atlantis for user goal capital as follows: \n\n"
-                   "Evidence in page: \nThe provided webpage content could not be accessed. Please check the URL or file format.\n\n"
-                   "Summary: \nThe webpage content could not be processed, and therefore, no information is available.")
+        "1. [Lyon](no available link)\npublicationInfo: Wikipedia\n\nLyon is a city in France."
+    )
+    out = run(
+        tb,
+        '<tool_call>{"name": "visit", "arguments": {"url": ["https://en.wikipedia.org/wiki/Paris", '
+        '"https://en.wikipedia.org/wiki/Atlantis"], "goal": "capital"}}</tool_call>',
+    )
+    assert out == (
+        "The useful information in https://en.wikipedia.org/wiki/Paris for user goal capital as follows: \n\n"
+        "Evidence in page: \nParis is the capital of France.\n\nSummary: \nParis: capital\n\n"
+        "\n=======\n"
+        "The useful information in https://en.wikipedia.org/wiki/Atlantis for user goal capital as follows: \n\n"
+        "Evidence in page: \nThe provided webpage content could not be accessed. Please check the URL or file format.\n\n"
+        "Summary: \nThe webpage content could not be processed, and therefore, no information is available."
+    )
 
 
 def test_degradation_when_every_backend_fails() -> None:
@@ -208,14 +226,20 @@ def test_degradation_when_every_backend_fails() -> None:
     assert first.startswith("A Google search for 'Paris' found 1 results")  # the query that worked is kept
     assert second == "Google search Timeout, return None, Please try again later."
     assert run(tb, '<tool_call>{"name": "google_scholar", "arguments": {"query": ["x"]}}</tool_call>') == (
-        "Google Scholar Timeout, return None, Please try again later.")
-    assert "could not be accessed" in run(tb, '<tool_call>{"name": "visit", "arguments": {"url": "https://a/Paris", "goal": "g"}}</tool_call>')
+        "Google Scholar Timeout, return None, Please try again later."
+    )
+    assert "could not be accessed" in run(
+        tb, '<tool_call>{"name": "visit", "arguments": {"url": "https://a/Paris", "goal": "g"}}</tool_call>'
+    )
     assert tb.executor.stats.snapshot()["failures"] == 3
 
 
 def test_python_runner_and_its_failures() -> None:
     tb = box()
-    assert run(tb, '<tool_call>{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(1)\n</code>\n</tool_call>') == "stdout:\n8\n"
+    assert (
+        run(tb, '<tool_call>{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(1)\n</code>\n</tool_call>')
+        == "stdout:\n8\n"
+    )
     assert tb.PythonInterpreter(code="x=1") == "stdout:\n3\n"
 
     def broken(code: str) -> str:
@@ -249,9 +273,11 @@ def test_long_responses_are_truncated_with_a_marker() -> None:
 
 def test_multiple_calls_become_separate_response_blocks() -> None:
     tb = box()
-    act = parse_action('<tool_call>{"name": "search", "arguments": {"query": ["Paris"]}}</tool_call>'
-                       '<tool_call>{"name": "PythonInterpreter", "arguments": {}}<code>1</code></tool_call>',
-                       allow_multiple=True)
+    act = parse_action(
+        '<tool_call>{"name": "search", "arguments": {"query": ["Paris"]}}</tool_call>'
+        '<tool_call>{"name": "PythonInterpreter", "arguments": {}}<code>1</code></tool_call>',
+        allow_multiple=True,
+    )
     wrapped = format_tool_response(tb.call(act))
     blocks = wrapped.split("\n</tool_response>\n<tool_response>\n")
     assert len(blocks) == 2 and blocks[0].startswith("<tool_response>\nA Google search for 'Paris'")
@@ -270,7 +296,9 @@ def test_toolbox_config_errors() -> None:
 @pytest.mark.needs_sandbox
 def test_default_python_runner_is_the_sandbox() -> None:
     tb = Toolbox(ToolExecutor([Wiki()], ExecutorConfig()))  # no runner given: sim_web.tools.python.sandbox.run_python
-    act = parse_action('<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(sum(range(101)))\n</code>\n</tool_call>')
+    act = parse_action(
+        '<tool_call>\n{"name": "PythonInterpreter", "arguments": {}}\n<code>\nprint(sum(range(101)))\n</code>\n</tool_call>'
+    )
     assert tb.call(act) == "stdout:\n5050\n"
 
 

@@ -15,8 +15,8 @@ import os
 import pytest
 
 from sim_web.env import EnvConfig, WebResearchEnv
-from sim_web.env.tasks import Task
 from sim_web.env.rewards import RewardConfig
+from sim_web.env.tasks import Task
 from sim_web.serve.trl import WebResearchToolEnv, answer_reward, tasks_dataset, with_tool_template
 
 
@@ -28,7 +28,9 @@ def tool_env(sample_index):
 def test_tools_schemas_and_reward(tool_env):
     from transformers.utils import get_json_schema
 
-    public = sorted(n for n, _ in inspect.getmembers(type(tool_env), predicate=inspect.isfunction) if not n.startswith("_"))
+    public = sorted(
+        n for n, _ in inspect.getmembers(type(tool_env), predicate=inspect.isfunction) if not n.startswith("_")
+    )
     assert public == ["PythonInterpreter", "answer", "get_reward", "google_scholar", "reset", "search", "visit"]
     for name in ("search", "visit", "google_scholar", "PythonInterpreter", "answer"):
         schema = get_json_schema(getattr(tool_env, name))  # what TRL does with each tool method
@@ -47,8 +49,12 @@ def test_tools_schemas_and_reward(tool_env):
 def test_answer_reward_reads_the_answer_the_env_scores(sample_index):
     task = Task("capital", "What is the capital of France?", "Paris")
     env = WebResearchEnv(EnvConfig(index_dir=str(sample_index)), tasks=[task])
-    turns = ["<answer>Paris</answer> on second thought <answer>Lyon</answer>", "<think><answer>Lyon</answer></think>"
-             "<answer>Paris</answer>", "<answer>Paris</answer><tool_response><answer>Lyon</answer>", "<answer>Paris"]
+    turns = [
+        "<answer>Paris</answer> on second thought <answer>Lyon</answer>",
+        "<think><answer>Lyon</answer></think><answer>Paris</answer>",
+        "<answer>Paris</answer><tool_response><answer>Lyon</answer>",
+        "<answer>Paris",
+    ]
     for turn in turns:
         env.reset(options={"task": task})
         _, env_reward, *_ = env.step(turn)
@@ -58,10 +64,19 @@ def test_answer_reward_reads_the_answer_the_env_scores(sample_index):
 
 
 def test_answer_reward_is_pure_and_reads_the_last_assistant_message():
-    completions = ["<think>a</think><answer>The Paris</answer>", "no tag", [{"role": "assistant", "content": "<answer>x</answer>"},
-                   {"role": "tool", "content": "..."}, {"role": "assistant", "content": "<answer>Lyon</answer>"}]]
+    completions = [
+        "<think>a</think><answer>The Paris</answer>",
+        "no tag",
+        [
+            {"role": "assistant", "content": "<answer>x</answer>"},
+            {"role": "tool", "content": "..."},
+            {"role": "assistant", "content": "<answer>Lyon</answer>"},
+        ],
+    ]
     assert answer_reward(completions, answer=["Paris", "Paris", "Lyon"]) == [1.0, 0.0, 1.0]
-    assert answer_reward(["<answer>Paris France</answer>"], answer=["Paris"], config=RewardConfig(kind="f1")) == [pytest.approx(2 / 3)]
+    assert answer_reward(["<answer>Paris France</answer>"], answer=["Paris"], config=RewardConfig(kind="f1")) == [
+        pytest.approx(2 / 3)
+    ]
     assert answer_reward(["<answer>PRC</answer>"], answer=["China"], aliases=[["PRC"]]) == [1.0]
 
 
@@ -84,8 +99,17 @@ def _tiny_qwen3_and_tokenizer(template: str = "qwen3"):
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
     from trl.chat_template_utils import qwen3_chat_template
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>",
-                "<tool_response>", "</tool_response>"]
+    specials = [
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<tool_call>",
+        "</tool_call>",
+        "<think>",
+        "</think>",
+        "<tool_response>",
+        "</tool_response>",
+    ]
     chars = sorted({chr(c) for c in range(32, 127)} | {"\n"})
     tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(specials + chars + ["<unk>"])}, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Split("", "isolated")  # one token per character
@@ -109,11 +133,20 @@ def _tiny_qwen3_and_tokenizer(template: str = "qwen3"):
             width = max(map(len, rows))
             out = torch.full((len(rows), width), tok.pad_token_id, dtype=input_ids.dtype)
             for i, r in enumerate(rows):
-                out[i, :len(r)] = torch.tensor(r)
+                out[i, : len(r)] = torch.tensor(r)
             return torch.cat([input_ids, out], dim=1)
 
-    cfg = Qwen3Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=1, head_dim=16, max_position_embeddings=8192, tie_word_embeddings=True)
+    cfg = Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     return ScriptedQwen3(cfg), tok
 
@@ -126,20 +159,47 @@ def test_grpo_trainer_runs_multi_turn_rollouts_on_the_env(sample_index, tmp_path
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model, tok = _tiny_qwen3_and_tokenizer(template)
-    row = {"prompt": [{"role": "user", "content": "What is the capital of France?"}], "question": "What is the capital of France?",
-           "answer": "Paris", "aliases": ["Paris, France"]}
+    row = {
+        "prompt": [{"role": "user", "content": "What is the capital of France?"}],
+        "question": "What is the capital of France?",
+        "answer": "Paris",
+        "aliases": ["Paris, France"],
+    }
     made = []
 
     def factory() -> WebResearchToolEnv:
         made.append(WebResearchToolEnv(EnvConfig(index_dir=str(sample_index), max_response_chars=400)))
         return made[-1]
 
-    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
-                      max_completion_length=1500, report_to="none", use_cpu=True, save_strategy="no", logging_steps=1,
-                      loss_type="dapo", mask_truncated_completions=True, beta=0.0, seed=0)
-    trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=datasets.Dataset.from_list([row] * 4),
-                          environment_factory=factory)
-    assert sorted(t.__name__ for t in trainer.tools) == ["PythonInterpreter", "answer", "google_scholar", "search", "visit"]
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=1500,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        loss_type="dapo",
+        mask_truncated_completions=True,
+        beta=0.0,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tok,
+        args=args,
+        train_dataset=datasets.Dataset.from_list([row] * 4),
+        environment_factory=factory,
+    )
+    assert sorted(t.__name__ for t in trainer.tools) == [
+        "PythonInterpreter",
+        "answer",
+        "google_scholar",
+        "search",
+        "visit",
+    ]
     trainer.train()
     logs = trainer.state.log_history[0]
     assert logs["tools/call_frequency"] > 0 and logs["tools/failure_frequency"] == 0

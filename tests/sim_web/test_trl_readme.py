@@ -60,14 +60,24 @@ def test_the_template_speaks_the_env_format(tiny, sample_index):
 
     tok = with_tool_template(tiny[1])
     env = WebResearchToolEnv(EnvConfig(index_dir=str(sample_index)))
-    msgs = [{"role": "user", "content": "Q?"},
-            {"role": "assistant", "content": "", "tool_calls": [_call("search", query=["Paris"]), _call("visit", url=["u"], goal="g")]},
-            {"role": "tool", "name": "search", "content": "R1"}, {"role": "tool", "name": "visit", "content": "R2"}]
+    msgs = [
+        {"role": "user", "content": "Q?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [_call("search", query=["Paris"]), _call("visit", url=["u"], goal="g")],
+        },
+        {"role": "tool", "name": "search", "content": "R1"},
+        {"role": "tool", "name": "visit", "content": "R2"},
+    ]
     text = tok.apply_chat_template(msgs, tools=[env.search, env.visit], tokenize=False, add_generation_prompt=True)
     assert text.count('{"type": "function", "function": {"name": "search"') == 1 and "<tools>" in text
     turn = text.split("<|im_start|>assistant\n")[1].split("<|im_end|>")[0]
     action = parse_action(turn, allow_multiple=True)  # the env reads the rendered calls as the same calls
-    assert [(c.tool, c.arguments) for c in action.calls] == [("search", {"query": ["Paris"]}), ("visit", {"url": ["u"], "goal": "g"})]
+    assert [(c.tool, c.arguments) for c in action.calls] == [
+        ("search", {"query": ["Paris"]}),
+        ("visit", {"url": ["u"], "goal": "g"}),
+    ]
     assert "<|im_start|>user\n<tool_response>\nR1" + MULTI_RESPONSE_JOINER + "R2\n</tool_response><|im_end|>\n" in text
     assert text.endswith("<|im_start|>assistant\n")
     system = tok.apply_chat_template([{"role": "system", "content": "S"}, msgs[0]], tokenize=False)
@@ -78,11 +88,15 @@ def test_the_response_parser_reads_the_calls_back(tiny):
     from trl.chat_template_utils import parse_response
 
     tok = with_tool_template(tiny[1])
-    prefix = tok.apply_chat_template([{"role": "user", "content": "Q?"}], add_generation_prompt=True, tokenize=True,
-                                     return_dict=False)
+    prefix = tok.apply_chat_template(
+        [{"role": "user", "content": "Q?"}], add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     done = 'Looking.\n<tool_call>\n{"name": "answer", "arguments": {"answer": "Paris"}}\n</tool_call><|im_end|>'
     assert parse_response(tok, tok.encode(done), prefix=prefix) == {
-        "role": "assistant", "content": "Looking.", "tool_calls": [_call("answer", answer="Paris")]}
+        "role": "assistant",
+        "content": "Looking.",
+        "tool_calls": [_call("answer", answer="Paris")],
+    }
     broken = '<tool_call>\n{"name": oops</tool_call><|im_end|>'  # TRL falls back to plain text, no tool run
     assert "tool_calls" not in parse_response(tok, tok.encode(broken), prefix=prefix)
 
@@ -91,8 +105,9 @@ def test_non_chatml_tokenizers_are_refused_with_the_fix():
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
-    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<s>": 0, "<unk>": 1}, unk_token="<unk>")),
-                                  eos_token="<s>")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel({"<s>": 0, "<unk>": 1}, unk_token="<unk>")), eos_token="<s>"
+    )
     with pytest.raises(ConfigError, match="ChatML"):
         with_tool_template(tok)
 
@@ -104,11 +119,29 @@ def test_grpo_trainer_accepts_the_in_memory_tiny_model(tiny, sample_index, tmp_p
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tok = tiny
     ds = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": "Q?"}], "answer": "Paris"}] * 2)
-    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2, bf16=False,
-                      report_to="none", save_strategy="no")
-    trainer = GRPOTrainer(model=model, processing_class=with_tool_template(tok), args=args, train_dataset=ds,
-                          environment_factory=lambda: WebResearchToolEnv(EnvConfig(index_dir=str(sample_index))))
-    assert sorted(t.__name__ for t in trainer.tools) == ["PythonInterpreter", "answer", "google_scholar", "search", "visit"]
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=with_tool_template(tok),
+        args=args,
+        train_dataset=ds,
+        environment_factory=lambda: WebResearchToolEnv(EnvConfig(index_dir=str(sample_index))),
+    )
+    assert sorted(t.__name__ for t in trainer.tools) == [
+        "PythonInterpreter",
+        "answer",
+        "google_scholar",
+        "search",
+        "visit",
+    ]
     assert trainer.chat_template is None  # prefix-preserving: TRL keeps the template as is
 
 
@@ -131,11 +164,23 @@ def test_the_readme_trl_snippet_runs_as_written(sample_index, tmp_path):
         link.symlink_to(smollm2_path(), target_is_directory=True)
     (tmp_path / "snippet.py").write_text(readme_trl_snippet(), encoding="utf-8")
     (tmp_path / "runner.py").write_text(RUNNER, encoding="utf-8")
-    env = {**os.environ, "SIM_WEB_HOME": str(home), "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1",
-           "PYTHONPATH": str(README.parent)}
-    proc = subprocess.run([sys.executable, "runner.py", "snippet.py"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=900)
+    env = {
+        **os.environ,
+        "SIM_WEB_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "TRL_EXPERIMENTAL_SILENCE": "1",
+        "PYTHONPATH": str(README.parent),
+    }
+    proc = subprocess.run(
+        [sys.executable, "runner.py", "snippet.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.split("RESULT ", 1)[1])
-    assert result["step"] == 1 and result["tools"] == ["PythonInterpreter", "answer", "google_scholar", "search", "visit"]
+    assert result["step"] == 1 and result["tools"] == [
+        "PythonInterpreter",
+        "answer",
+        "google_scholar",
+        "search",
+        "visit",
+    ]
     assert result["logs"]["num_tokens"] > 0 and "rewards/WebResearchToolEnv/mean" in result["logs"]

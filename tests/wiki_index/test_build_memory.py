@@ -9,20 +9,22 @@ from typing import Any
 import numpy as np
 import pytest
 
+from wiki_index.errors import IndexMismatchError
 from wiki_index.store import columns
 from wiki_index.store.columns import PassageColumns, write_columns
-from wiki_index.errors import IndexMismatchError
 from wiki_index.store.store import Store, StoreWriter, memory_limit
 from wiki_index.types import Page, Passage, Section
 
 
 def _passages(n: int) -> list[Passage]:
-    return [Passage(f"p{i}-{i % 3}", i // 3, f"Title é{i // 3}", f"text {i} ünï", f"sec{i % 2}", i % 3) for i in range(n)]
+    return [
+        Passage(f"p{i}-{i % 3}", i // 3, f"Title é{i // 3}", f"text {i} ünï", f"sec{i % 2}", i % 3) for i in range(n)
+    ]
 
 
 def _batches(ps: list[Passage], size: int = 4) -> Iterator[list[Passage]]:
     for i in range(0, len(ps), size):
-        yield ps[i:i + size]
+        yield ps[i : i + size]
 
 
 def test_streamed_columns_map_each_lucene_doc_to_its_passage(tmp_path) -> None:
@@ -33,7 +35,9 @@ def test_streamed_columns_map_each_lucene_doc_to_its_passage(tmp_path) -> None:
     assert len(cols) == 23
     assert cols.passages(list(range(23))) == [ps[i] for i in order]
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["meta.json", "row_of_doc.npy", "page_id.npy", "ordinal.npy"] + [f"{s}{x}" for s in columns.STRINGS for x in (".bin", ".off.npy")])
+        ["meta.json", "row_of_doc.npy", "page_id.npy", "ordinal.npy"]
+        + [f"{s}{x}" for s in columns.STRINGS for x in (".bin", ".off.npy")]
+    )
 
 
 def test_a_hash_collision_falls_back_to_matching_the_ids_themselves(tmp_path, monkeypatch, caplog) -> None:
@@ -85,7 +89,9 @@ def test_store_writer_ingests_and_finalizes_under_its_memory_limit_with_no_in_me
     counts = writer.finalize()
     assert counts["pages"] == 3 and counts["passages"] == 3
     assert seen[-1] == f"closed under {limit}"  # finalize never lifts the limit: its joins and sorts spill
-    assert not [s for s in seen if "INDEX" in s.upper() or "RESET" in s.upper()]  # an ART index is built whole in memory
+    assert not [
+        s for s in seen if "INDEX" in s.upper() or "RESET" in s.upper()
+    ]  # an ART index is built whole in memory
     store = Store(tmp_path / "s.duckdb", memory_limit="32MB")
     assert "MiB" in memory_limit(store._con)
     assert [p.docid for b in store.iter_passages(2) for p in b] == ["0-0", "1-0", "2-0"]
@@ -145,8 +151,8 @@ def test_lucene_indexing_buffer_is_capped(tmp_path) -> None:
 
 
 def test_jvm_heap_comes_from_the_environment_and_a_bad_size_is_named(monkeypatch) -> None:
-    from wiki_index.search._java import HEAP_ENV, heap_option
     from wiki_index.errors import ConfigError
+    from wiki_index.search._java import HEAP_ENV, heap_option
 
     monkeypatch.delenv(HEAP_ENV, raising=False)
     assert heap_option() == "-Xmx1g"
@@ -156,4 +162,6 @@ def test_jvm_heap_comes_from_the_environment_and_a_bad_size_is_named(monkeypatch
         monkeypatch.setenv(HEAP_ENV, bad)
         with pytest.raises(ConfigError) as err:
             heap_option()
-        assert "$WIKI_INDEX_JVM_HEAP must be a JVM heap size such as 512m" in str(err.value) and repr(bad) in str(err.value)
+        assert "$WIKI_INDEX_JVM_HEAP must be a JVM heap size such as 512m" in str(err.value) and repr(bad) in str(
+            err.value
+        )

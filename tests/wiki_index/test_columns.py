@@ -26,7 +26,13 @@ def _java_adjust(scores: list[float]) -> list[float]:
 
 
 def test_adjust_ties_matches_anserini_rounding_and_tie_breaking() -> None:
-    cases = [[], [3.5], [23.439316, 22.087432, 22.087432, 22.087432, 21.602508], [5.00001, 5.00002, 4.9], [1.23456789] * 4]
+    cases = [
+        [],
+        [3.5],
+        [23.439316, 22.087432, 22.087432, 22.087432, 21.602508],
+        [5.00001, 5.00002, 4.9],
+        [1.23456789] * 4,
+    ]
     for scores in cases:
         assert adjust_ties(scores) == _java_adjust(scores)
 

@@ -18,7 +18,8 @@ import pytest
 
 faiss = pytest.importorskip("faiss")
 
-from wiki_index.search.dense import (
+from wiki_index.errors import ConfigError  # noqa: E402 (after the importorskip)
+from wiki_index.search.dense import (  # noqa: E402
     DenseConfig,
     DenseSearcher,
     LineTable,
@@ -29,7 +30,6 @@ from wiki_index.search.dense import (
     memory_estimate,
     train_size,
 )
-from wiki_index.errors import ConfigError
 
 N, DIM, K = 3_000, 384, 10
 
@@ -97,9 +97,16 @@ def test_ivfpq_recall_and_nprobe_matters(data, truth, ivfpq):
     assert one < _recall(apply_search_params(index, replace(cfg, nprobe=ivf.nlist)), q, truth)
 
 
-@pytest.mark.parametrize("cfg", [DenseConfig(index_type="flat"), DenseConfig(index_type="hnsw"),
-                                 DenseConfig(index_type="hnsw", hnsw_m=8), DenseConfig(index_type="ivfpq", pq_m=8, ivf_nlist=16)],
-                         ids=lambda c: f"{c.index_type}-m{c.hnsw_m if c.index_type == 'hnsw' else c.pq_m}")
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        DenseConfig(index_type="flat"),
+        DenseConfig(index_type="hnsw"),
+        DenseConfig(index_type="hnsw", hnsw_m=8),
+        DenseConfig(index_type="ivfpq", pq_m=8, ivf_nlist=16),
+    ],
+    ids=lambda c: f"{c.index_type}-m{c.hnsw_m if c.index_type == 'hnsw' else c.pq_m}",
+)
 def test_memory_estimate_matches_the_serialized_size(data, cfg):
     x = _unit(data[0][:, :64])  # 64 dimensions keep the extra PQ training short
     size = len(faiss.serialize_index(index_vectors(x, cfg)))
@@ -161,7 +168,6 @@ def test_line_table_reads_lines_by_number(tmp_path):
     assert len(LineTable(tmp_path / "empty.txt")) == 0
 
 
-
 class _FakeST:
     """Stands in for ``SentenceTransformer``: records how the encoder asked for the model."""
 
@@ -206,4 +212,7 @@ def test_encoder_uses_a_gpu_in_float16_and_names_it(fake_st, monkeypatch, caplog
     with caplog.at_level("INFO", logger="wiki_index.search.dense"):
         enc = dense.Encoder(DenseConfig())
     assert (enc.device, enc.dtype, enc.where) == ("cuda", "float16", "cuda:0 (Test GPU)")
-    assert fake_st == [{"device": "cuda", "torch_dtype": torch.float16}] and "on cuda:0 (Test GPU) (float16)" in caplog.text
+    assert (
+        fake_st == [{"device": "cuda", "torch_dtype": torch.float16}]
+        and "on cuda:0 (Test GPU) (float16)" in caplog.text
+    )

@@ -111,7 +111,9 @@ def test_cli_build_search_info_end_to_end(vital_leads, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "index ready" in r.stdout and "skipped 1" in r.stdout
     first = sorted(data.values(), key=lambda rec: rec["title"])[0]["title"]
-    r = subprocess.run([*cli, "search", str(out), first, "-k", "3", "--json"], capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [*cli, "search", str(out), first, "-k", "3", "--json"], capture_output=True, text=True, check=True
+    )
     got = json.loads(r.stdout)
     assert got[0]["title"] == first and got[0]["url"].startswith("https://en.wikipedia.org/wiki/")
     r = subprocess.run([*cli, "info", str(out), "--json"], capture_output=True, text=True, check=True)
@@ -129,7 +131,19 @@ def test_cli_build_passes_the_faiss_knobs_to_the_dense_config(monkeypatch, tmp_p
     seen = []
     monkeypatch.setattr(build, "build_index", lambda source, out, cfg: seen.append(cfg.dense_config) or out)
     monkeypatch.setattr(cli, "_info", lambda args: 0)
-    argv = ["build", "--out", str(tmp_path), "--index-type", "ivfpq", "--pq-m", "96", "--nprobe", "64", "--hnsw-ef-search", "200"]
+    argv = [
+        "build",
+        "--out",
+        str(tmp_path),
+        "--index-type",
+        "ivfpq",
+        "--pq-m",
+        "96",
+        "--nprobe",
+        "64",
+        "--hnsw-ef-search",
+        "200",
+    ]
     assert cli.main(argv) == 0
     got = seen[0]
     assert (got.index_type, got.pq_m, got.nprobe, got.hnsw_ef_search, got.hnsw_m) == ("ivfpq", 96, 64, 200, 32)
@@ -160,10 +174,21 @@ def test_title_lookup_agrees_with_the_store_and_is_cached(sample_index, tmp_path
     tl = TitleLookup(st, cache)
     assert cache.is_file() and len(tl) >= st.counts()["pages"]
     redirect, target = min(st.redirect_targets())
-    cases = ["Albert Einstein", "albert einstein", "ALBERT EINSTEIN", "Albert_Einstein", redirect, "no such page at all",
-             "", "x" * 300, "Einstein theory of relativity"]
+    cases = [
+        "Albert Einstein",
+        "albert einstein",
+        "ALBERT EINSTEIN",
+        "Albert_Einstein",
+        redirect,
+        "no such page at all",
+        "",
+        "x" * 300,
+        "Einstein theory of relativity",
+    ]
     for text in cases:
-        assert tl.lookup(text) == (st.resolve(text) if text.lower() != "albert einstein" else st.resolve("Albert Einstein")), text
+        assert tl.lookup(text) == (
+            st.resolve(text) if text.lower() != "albert einstein" else st.resolve("Albert Einstein")
+        ), text
     assert tl.lookup(redirect) == target and tl.lookup("x" * 300) is None
     again = TitleLookup(st, cache)  # read back from the cache file
     assert (again.keys == tl.keys).all() and (again.ids == tl.ids).all()

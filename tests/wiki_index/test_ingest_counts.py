@@ -23,20 +23,27 @@ EXPORT_NS = "http://www.mediawiki.org/xml/export-0.10/"
 
 def _page(i: int, *, ns: str = "0", page_id: str | None = None, xmlns: str | None = None) -> str:
     attr = f' xmlns="{xmlns}"' if xmlns else ""
-    return (f"<page{attr}><title>Page {i}</title><ns>{ns}</ns><id>{page_id or i}</id><revision><id>{1000 + i}</id>"
-            f"<text>Page {i} is a test page about [[Page {i + 1}]], number {i} of the hand-made dump.</text>"
-            "</revision></page>")
+    return (
+        f"<page{attr}><title>Page {i}</title><ns>{ns}</ns><id>{page_id or i}</id><revision><id>{1000 + i}</id>"
+        f"<text>Page {i} is a test page about [[Page {i + 1}]], number {i} of the hand-made dump.</text>"
+        "</revision></page>"
+    )
 
 
 def _dump(tmp_path, pages: list[str], name: str = "hand.xml", namespaces: str = '<namespace key="0" />'):
     path = tmp_path / name
-    path.write_text(f'<mediawiki xmlns="{EXPORT_NS}" version="0.10"><siteinfo><sitename>Test</sitename>'
-                    f"<namespaces>{namespaces}</namespaces></siteinfo>" + "".join(pages) + "</mediawiki>", encoding="utf-8")
+    path.write_text(
+        f'<mediawiki xmlns="{EXPORT_NS}" version="0.10"><siteinfo><sitename>Test</sitename>'
+        f"<namespaces>{namespaces}</namespaces></siteinfo>" + "".join(pages) + "</mediawiki>",
+        encoding="utf-8",
+    )
     return path
 
 
 def _reconciles(stats) -> bool:
-    return stats.read == stats.kept + stats.redirects + stats.skipped and stats.skipped == sum(stats.skipped_reasons.values())
+    return stats.read == stats.kept + stats.redirects + stats.skipped and stats.skipped == sum(
+        stats.skipped_reasons.values()
+    )
 
 
 def test_pages_in_a_foreign_xml_namespace_are_counted_skips(tmp_path, caplog):
@@ -46,15 +53,27 @@ def test_pages_in_a_foreign_xml_namespace_are_counted_skips(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         titles = [r.title for r in src.records()]
     assert titles == [f"Page {i}" for i in range(1, 21) if i not in (4, 13)]
-    assert src.stats.as_dict() == {"read": 20, "kept": 18, "redirects": 0, "skipped": 2,
-                                   "skipped_reasons": {"xml_namespace": 2}}
+    assert src.stats.as_dict() == {
+        "read": 20,
+        "kept": 18,
+        "redirects": 0,
+        "skipped": 2,
+        "skipped_reasons": {"xml_namespace": 2},
+    }
     assert _reconciles(src.stats)
     assert "'Page 4' (xml_namespace)" in caplog.text and foreign in caplog.text
 
 
 def test_bad_ids_and_namespaces_are_counted_skips_and_the_read_goes_on(tmp_path, caplog):
-    pages = [_page(1), _page(2, page_id="abc"), _page(3, page_id=str(10**30)), _page(4, ns="main"),
-             _page(5, page_id="-7"), _page(6, ns="4"), _page(7, page_id=str(2**63 - 1))]
+    pages = [
+        _page(1),
+        _page(2, page_id="abc"),
+        _page(3, page_id=str(10**30)),
+        _page(4, ns="main"),
+        _page(5, page_id="-7"),
+        _page(6, ns="4"),
+        _page(7, page_id=str(2**63 - 1)),
+    ]
     bad_key = '<namespace key="0" /><namespace key="x">Broken</namespace><namespace key="4">Wikipedia</namespace>'
     src = DumpSource(_dump(tmp_path, pages, namespaces=bad_key))
     with caplog.at_level(logging.WARNING):
@@ -66,12 +85,14 @@ def test_bad_ids_and_namespaces_are_counted_skips_and_the_read_goes_on(tmp_path,
 
 
 def test_jsonl_page_id_out_of_range_is_a_bad_line(tmp_path, caplog):
-    rows = [{"id": "a", "title": "A", "text": "First."},
-            {"id": "b", "title": "B", "text": "Second.", "page_id": 10**30},
-            {"id": "c", "title": "C", "text": "Third.", "wikipedia_id": str(2**63 - 2)},
-            {"id": "d", "title": "D", "text": "Fourth."},
-            {"id": "e", "title": "E", "text": "Fifth.", "wiki_id": "9" * 5000},  # past int()'s digit limit
-            {"id": "f", "title": "F", "text": "Sixth.", "page_id": "\u00b2"}]  # isdigit() but not a number: not an id
+    rows = [
+        {"id": "a", "title": "A", "text": "First."},
+        {"id": "b", "title": "B", "text": "Second.", "page_id": 10**30},
+        {"id": "c", "title": "C", "text": "Third.", "wikipedia_id": str(2**63 - 2)},
+        {"id": "d", "title": "D", "text": "Fourth."},
+        {"id": "e", "title": "E", "text": "Fifth.", "wiki_id": "9" * 5000},  # past int()'s digit limit
+        {"id": "f", "title": "F", "text": "Sixth.", "page_id": "\u00b2"},
+    ]  # isdigit() but not a number: not an id
     path = tmp_path / "c.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     src = JsonlSource(path)
@@ -114,7 +135,9 @@ def test_remove_stale_builds_keeps_live_and_locked_ones(tmp_path):
         finally:
             os.close(fd)
         assert not stale.exists() and not other.exists()
-        assert running.is_dir() and mine.is_dir() and index.is_dir() and (tmp_path / f".notes.building-{dead}").is_file()
+        assert (
+            running.is_dir() and mine.is_dir() and index.is_dir() and (tmp_path / f".notes.building-{dead}").is_file()
+        )
         assert remove_stale_builds(tmp_path) == [locked]  # its lock is free now
         assert remove_stale_builds(tmp_path / "missing") == []
     finally:
@@ -131,8 +154,13 @@ def test_build_keeps_going_records_skip_reasons_and_clears_a_killed_build(tmp_pa
     (leftover / "store.duckdb").write_bytes(b"half a store")
     built = build_index(dump, out, BuildConfig(dense=False, threads=1))
     stats = read_manifest(built)["stats"]
-    assert stats == {"read": 10, "kept": 8, "redirects": 0, "skipped": 2,
-                     "skipped_reasons": {"bad_id": 1, "xml_namespace": 1}}
+    assert stats == {
+        "read": 10,
+        "kept": 8,
+        "redirects": 0,
+        "skipped": 2,
+        "skipped_reasons": {"bad_id": 1, "xml_namespace": 1},
+    }
     assert not leftover.exists() and sorted(p.name for p in out.parent.iterdir()) == ["hand"]
     assert not (built / ".build.lock").exists()
     store = Store(built / "store.duckdb")

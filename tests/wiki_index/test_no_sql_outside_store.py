@@ -35,7 +35,8 @@ PENDING: dict[str, str] = {}  # files allowed to keep SQL for now, each with the
 
 _SQL = re.compile(
     r"\bSELECT\b[\s\S]+?\bFROM\b|^\s*SELECT\s|\bINSERT\s+INTO\b|\bDELETE\s+FROM\b|\bUPDATE\s+\w+\s+SET\b"
-    r"|\b(?:CREATE|DROP|ALTER)\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW)\b|\bJOIN\s+\w+[\s\S]+?\bON\b")
+    r"|\b(?:CREATE|DROP|ALTER)\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW)\b|\bJOIN\s+\w+[\s\S]+?\bON\b"
+)
 _SQL_CALLS = frozenset({"query", "execute", "executemany", "sql"})
 _SKIP_DIRS = frozenset({"node_modules", "build", "dist", "__pycache__"})
 
@@ -74,11 +75,24 @@ def _python_files() -> list[Path]:
 
 
 def test_the_detector_sees_sql_and_only_sql():
-    positives = ['con.execute("select 1")', 'q = "SELECT a FROM t"', 's.query(f"UPDATE {t} SET x = 1")',
-                 'X = ("SELECT p.id, "\n     "s.text FROM pages p")', 'Y = _SQL + " WHERE x = ?"\nZ = "SELECT x, y"',
-                 'c.execute("CREATE UNIQUE INDEX i ON t(x)")', 'A = "a JOIN b ON a.x = b.x"', 'B = "INSERT INTO t VALUES (1)"']
-    negatives = ['"""Select the pages from the store."""', 'self._execute(tool, args)', 'x = "select the best from these"',
-                 'ex.search(req.query, req.k)', 'parse_qs(parts.query)', 'log.info("joined %s on %s", a, b)']
+    positives = [
+        'con.execute("select 1")',
+        'q = "SELECT a FROM t"',
+        's.query(f"UPDATE {t} SET x = 1")',
+        'X = ("SELECT p.id, "\n     "s.text FROM pages p")',
+        'Y = _SQL + " WHERE x = ?"\nZ = "SELECT x, y"',
+        'c.execute("CREATE UNIQUE INDEX i ON t(x)")',
+        'A = "a JOIN b ON a.x = b.x"',
+        'B = "INSERT INTO t VALUES (1)"',
+    ]
+    negatives = [
+        '"""Select the pages from the store."""',
+        "self._execute(tool, args)",
+        'x = "select the best from these"',
+        "ex.search(req.query, req.k)",
+        "parse_qs(parts.query)",
+        'log.info("joined %s on %s", a, b)',
+    ]
     for src in positives:
         assert sql_in_source(src), src
     for src in negatives:
@@ -96,13 +110,18 @@ def test_no_sql_outside_the_store_module():
         if rel in ALLOWED or rel in PENDING:
             continue
         offenders += [f"{rel}:{line}: {text}" for line, text in sql_in_source(path.read_text(encoding="utf-8"))]
-    assert not offenders, ("SQL outside wiki_index/store/store.py; add a named, typed Store method there and call it:\n  "
-                           + "\n  ".join(offenders))
+    assert not offenders, (
+        "SQL outside wiki_index/store/store.py; add a named, typed Store method there and call it:\n  "
+        + "\n  ".join(offenders)
+    )
 
 
 def test_allowed_and_pending_files_are_current():
-    assert sql_in_source((ROOT / "wiki_index/store/store.py").read_text(encoding="utf-8"))  # the detector works on the real thing
+    assert sql_in_source(
+        (ROOT / "wiki_index/store/store.py").read_text(encoding="utf-8")
+    )  # the detector works on the real thing
     for rel in PENDING:
         path = ROOT / rel
         assert path.is_file() and sql_in_source(path.read_text(encoding="utf-8")), (
-            f"{rel} no longer holds SQL (or is gone): remove it from PENDING in {Path(__file__).name}")
+            f"{rel} no longer holds SQL (or is gone): remove it from PENDING in {Path(__file__).name}"
+        )

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from wiki_index.errors import CorpusError
+from wiki_index.parse.wikitext import ParseConfig
 from wiki_index.sources import open_source
 from wiki_index.sources.base import CorpusSource, Redirect
 from wiki_index.sources.dump import DumpSource
@@ -21,7 +22,6 @@ from wiki_index.sources.jsonl import JsonlSource
 from wiki_index.sources.mentions import MentionLinker
 from wiki_index.sources.sample import LEAD_ID_BASE, SampleSource
 from wiki_index.types import Page
-from wiki_index.parse.wikitext import ParseConfig
 
 
 def _split(records):
@@ -44,8 +44,13 @@ def test_dump_counts(dump_records, gensim_dump):
     assert isinstance(src, DumpSource) and isinstance(src, CorpusSource)
     # 206 <page>s: 106 articles, 100 redirects of which one is in namespace 4 (Wikipedia:)
     assert (len(pages), len(redirects)) == (106, 99)
-    assert src.stats.as_dict() == {"read": 206, "kept": 106, "redirects": 99, "skipped": 1,
-                                   "skipped_reasons": {"namespace": 1}}
+    assert src.stats.as_dict() == {
+        "read": 206,
+        "kept": 106,
+        "redirects": 99,
+        "skipped": 1,
+        "skipped_reasons": {"namespace": 1},
+    }
     assert src.name == "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened"
     assert not [p for p in pages if p.title.startswith("Wikipedia:")]
     desc = src.describe()
@@ -104,12 +109,15 @@ def test_truncated_bz2(tmp_path, gensim_dump):
     assert f"after {len(got) + 1} pages" in msg or f"after {len(got)} pages" in msg
 
 
-@pytest.mark.parametrize("name,content", [
-    ("notxml.xml", b"this is not XML at all\n"),
-    ("garbage.xml.bz2", bytes(range(256)) * 40),
-    ("html.xml", b"<html><body>hello</body></html>"),
-    ("empty.xml", b""),
-])
+@pytest.mark.parametrize(
+    "name,content",
+    [
+        ("notxml.xml", b"this is not XML at all\n"),
+        ("garbage.xml.bz2", bytes(range(256)) * 40),
+        ("html.xml", b"<html><body>hello</body></html>"),
+        ("empty.xml", b""),
+    ],
+)
 def test_bad_dump_files(tmp_path, name, content):
     path = tmp_path / name
     path.write_bytes(content)
@@ -133,9 +141,11 @@ DPR = [
     {"id": "2", "contents": '"Aaron"\nKnowledge of Aaron comes exclusively from religious texts.'},
     {"id": "3", "contents": '"Moses"\nMoses is considered the most important prophet in Judaism.'},
 ]
-TITLED = [{"id": "d1", "title": "Aaron", "text": "First.", "page_id": 7},
-          {"id": "d2", "title": "Aaron", "text": "Second."},
-          {"id": "d3", "title": "Moses", "text": "Third."}]
+TITLED = [
+    {"id": "d1", "title": "Aaron", "text": "First.", "page_id": 7},
+    {"id": "d2", "title": "Aaron", "text": "Second."},
+    {"id": "d3", "title": "Moses", "text": "Third."},
+]
 
 
 def _write(path, rows, gz=False):
@@ -153,7 +163,10 @@ def test_jsonl_dpr_format(tmp_path, gz):
     assert [(p.title, p.page_id, p.source) for p in pages] == [("Aaron", 1, "jsonl"), ("Moses", 2, "jsonl")]
     aaron = pages[0]
     assert [(q.docid, q.ordinal, q.page_id) for q in aaron.passages] == [("1", 0, 1), ("2", 1, 1)]
-    assert aaron.text == "Aaron is a prophet, high priest, and the brother of Moses. Knowledge of Aaron comes exclusively from religious texts."
+    assert (
+        aaron.text
+        == "Aaron is a prophet, high priest, and the brother of Moses. Knowledge of Aaron comes exclusively from religious texts."
+    )
     assert aaron.passages[0].contents == "Aaron\nAaron is a prophet, high priest, and the brother of Moses."
     assert src.stats.as_dict() == {"read": 3, "kept": 2, "redirects": 0, "skipped": 0, "skipped_reasons": {}}
     assert src.describe()["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -162,7 +175,9 @@ def test_jsonl_dpr_format(tmp_path, gz):
 def test_jsonl_title_text_format_with_page_ids(tmp_path):
     pages = list(open_source(_write(tmp_path / "c.json.gz", TITLED, gz=True)).records())
     assert [(p.title, p.page_id, [q.docid for q in p.passages]) for p in pages] == [
-        ("Aaron", 7, ["d1", "d2"]), ("Moses", 8, ["d3"])]
+        ("Aaron", 7, ["d1", "d2"]),
+        ("Moses", 8, ["d3"]),
+    ]
 
 
 def test_jsonl_bad_lines_are_skipped_and_counted(tmp_path, caplog):
@@ -251,7 +266,8 @@ def test_sample_lead_pages(sample, vital_leads):
 
 
 def test_bench_ingest_quick_runs():
-    out = subprocess.run([sys.executable, "-m", "benchmarks.bench_ingest", "--quick"], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_ingest", "--quick"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "ours / wikiextractor" in out.stdout and "peak RSS MB" in out.stdout

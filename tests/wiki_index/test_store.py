@@ -1,7 +1,7 @@
 import pytest
 
-from wiki_index.parse.chunking import ChunkConfig, chunk_page
 from wiki_index.errors import ConfigError, IndexNotFoundError
+from wiki_index.parse.chunking import ChunkConfig, chunk_page
 from wiki_index.store.store import Store, StoreWriter
 from wiki_index.types import Page, Passage, Section
 
@@ -32,8 +32,16 @@ def test_chunking_merges_short_tail_and_keeps_prechunked():
 
 def test_store_round_trip_with_redirect_chains(tmp_path):
     w = StoreWriter(tmp_path / "s.duckdb")
-    a = Page(1, "Alpha", "Alpha links Beta.", sections=(Section("", 0, "Alpha links Beta."),),
-             links=("Beta", "B", "Missing page"), categories=("Letters",), infobox={"born": "1900"}, infobox_type="Infobox person")
+    a = Page(
+        1,
+        "Alpha",
+        "Alpha links Beta.",
+        sections=(Section("", 0, "Alpha links Beta."),),
+        links=("Beta", "B", "Missing page"),
+        categories=("Letters",),
+        infobox={"born": "1900"},
+        infobox_type="Infobox person",
+    )
     b = Page(2, "Beta", "Beta is second.", links=("Alpha",), description="second letter")
     assert w.add_page(a, chunk_page(a)) and w.add_page(b, chunk_page(b))
     assert not w.add_page(a, [])  # duplicate title: refused and counted

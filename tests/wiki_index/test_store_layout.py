@@ -17,13 +17,24 @@ from wiki_index.types import Page, Section
 
 def _page(pid: int, title: str, links: tuple[str, ...] = ()) -> Page:
     text = f"{title} is page {pid}."
-    return Page(pid, title, text, sections=(Section("", 0, text), Section("More", 2, f"More on {title}.")),
-                links=links, categories=(f"Cat {pid}",), infobox={"id": str(pid)})
+    return Page(
+        pid,
+        title,
+        text,
+        sections=(Section("", 0, text), Section("More", 2, f"More on {title}.")),
+        links=links,
+        categories=(f"Cat {pid}",),
+        infobox={"id": str(pid)},
+    )
 
 
 def test_pages_given_out_of_id_order_are_stored_in_id_order(tmp_path) -> None:
     w = StoreWriter(tmp_path / "s.duckdb", batch_rows=2)  # several flushes
-    for pid, title, links in [(30, "Gamma", ("Alpha",)), (10, "Alpha", ("Beta", "Gamma")), (20, "Beta", ("Alpha", "Z"))]:
+    for pid, title, links in [
+        (30, "Gamma", ("Alpha",)),
+        (10, "Alpha", ("Beta", "Gamma")),
+        (20, "Beta", ("Alpha", "Z")),
+    ]:
         assert w.add_page(_page(pid, title, links), chunk_page(_page(pid, title, links)))
     w.add_redirect("Z", "Gamma")
     w.finalize()
@@ -40,7 +51,14 @@ def test_pages_given_out_of_id_order_are_stored_in_id_order(tmp_path) -> None:
 def test_long_chains_are_followed_and_a_redirect_loop_resolves_to_nothing(tmp_path) -> None:
     w = StoreWriter(tmp_path / "s.duckdb")
     w.add_page(_page(1, "Target"), [])
-    for a, b in [("R1", "R2"), ("R2", "R3"), ("R3", "R4"), ("R4", "Target"), ("Loop A", "Loop B"), ("Loop B", "Loop A")]:
+    for a, b in [
+        ("R1", "R2"),
+        ("R2", "R3"),
+        ("R3", "R4"),
+        ("R4", "Target"),
+        ("Loop A", "Loop B"),
+        ("Loop B", "Loop A"),
+    ]:
         w.add_redirect(a, b)
     counts = w.finalize()
     s = Store(tmp_path / "s.duckdb")

@@ -12,12 +12,28 @@ from wiki_index.types import Page, Section
 @pytest.fixture()
 def small(tmp_path) -> Store:
     w = StoreWriter(tmp_path / "s.duckdb")
-    alpha = Page(1, "Alpha", "Alpha links Beta twice and itself.",
-                 sections=(Section("", 0, "Alpha is the first letter of a famous alphabet."), Section("Use", 2, "Alpha links Beta.")),
-                 links=("Beta", "Alpha", "B", "Gamma", "Nowhere"), categories=("Greek letters", "Vowels"),
-                 infobox={"born": "800 BC", "shape": "triangle"}, description="First Letter")
-    beta = Page(2, "Beta", "Beta is second.", sections=(Section("", 0, "Beta is second."),), links=("Alpha",),
-                categories=("Greek letters",), url="https://example.org/beta")
+    alpha = Page(
+        1,
+        "Alpha",
+        "Alpha links Beta twice and itself.",
+        sections=(
+            Section("", 0, "Alpha is the first letter of a famous alphabet."),
+            Section("Use", 2, "Alpha links Beta."),
+        ),
+        links=("Beta", "Alpha", "B", "Gamma", "Nowhere"),
+        categories=("Greek letters", "Vowels"),
+        infobox={"born": "800 BC", "shape": "triangle"},
+        description="First Letter",
+    )
+    beta = Page(
+        2,
+        "Beta",
+        "Beta is second.",
+        sections=(Section("", 0, "Beta is second."),),
+        links=("Alpha",),
+        categories=("Greek letters",),
+        url="https://example.org/beta",
+    )
     gamma = Page(5, "Gamma", "Gamma has no lead section.", links=("Beta",))
     for p in (alpha, beta, gamma):
         assert w.add_page(p, chunk_page(p))
@@ -33,9 +49,18 @@ def test_page_level_reads(small):
     assert small.page_count() == 3 and small.page_ids() == [1, 2, 5]
     assert small.url(2) == "https://example.org/beta" and small.url(1) == "https://en.wikipedia.org/wiki/Alpha"
     assert small.url(99) is None
-    assert small.page_leads() == [(1, "Alpha", "Alpha is the first letter of a famous alphabet."), (2, "Beta", "Beta is second.")]
-    alpha = PageInfo(1, "Alpha", "First Letter", "", len("Alpha links Beta twice and itself."),
-                     "Alpha is the first letter of a famous alphabet.")
+    assert small.page_leads() == [
+        (1, "Alpha", "Alpha is the first letter of a famous alphabet."),
+        (2, "Beta", "Beta is second."),
+    ]
+    alpha = PageInfo(
+        1,
+        "Alpha",
+        "First Letter",
+        "",
+        len("Alpha links Beta twice and itself."),
+        "Alpha is the first letter of a famous alphabet.",
+    )
     assert small.page_info(1) == alpha and small.page_info(99) is None
     assert small.page_info(5).lead == "" and small.page_info(5).description == ""
     assert sorted(small.page_infos()) == [alpha, small.page_info(2), small.page_info(5)]
@@ -73,7 +98,9 @@ def test_iter_passages_streams_in_page_order(small):
     assert flat == [p for pid in small.page_ids() for p in small.passages(pid)]
     it = small.iter_passages(batch=1)  # its own cursor: other reads in between do not disturb it
     first = next(it)
-    assert small.page(2).title == "Beta" and [p.docid for p in first + [p for b in it for p in b]] == [p.docid for p in flat]
+    assert small.page(2).title == "Beta" and [p.docid for p in first + [p for b in it for p in b]] == [
+        p.docid for p in flat
+    ]
 
 
 def test_reads_agree_with_each_other_on_the_sample(sample_index):

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from wiki_index.parse.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
 from wiki_index.sources.base import time_limit
 from wiki_index.sources.dump import RawPage, Skip, process_page
-from wiki_index.parse.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
 
 MARKUP = ("<ref", "</ref", "{{", "}}", "[[", "]]", "cite journal", "thumb|", "<!--", "'''")
 
@@ -146,8 +146,11 @@ def test_crafted_page():
 
 def test_localised_namespaces_from_siteinfo():
     ns = Namespaces.from_siteinfo({6: "Datei", 14: "Kategorie", 10: "Vorlage"})
-    p = parse_wikitext("X", "Text [[Datei:a.png|thumb|cap]] [[Vorlage:Foo]] [[Berlin]].\n[[Kategorie:Städte]]",
-                       ParseConfig(namespaces=ns))
+    p = parse_wikitext(
+        "X",
+        "Text [[Datei:a.png|thumb|cap]] [[Vorlage:Foo]] [[Berlin]].\n[[Kategorie:Städte]]",
+        ParseConfig(namespaces=ns),
+    )
     assert p.categories == ("Städte",)
     assert p.links == ("Berlin",)
     assert "cap" not in p.text
@@ -189,8 +192,17 @@ def test_time_limit_restores_an_outer_timer():
         signal.signal(signal.SIGALRM, old)
 
 
-@pytest.mark.parametrize("text", ["{{" * 100_000, "[[" * 100_000, "<ref>" * 100_000, "<!--" * 100_000,
-                                  "a|}" * 100_000, "{{a|" * 30_000 + "}}" * 30_000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{" * 100_000,
+        "[[" * 100_000,
+        "<ref>" * 100_000,
+        "<!--" * 100_000,
+        "a|}" * 100_000,
+        "{{a|" * 30_000 + "}}" * 30_000,
+    ],
+)
 def test_unbalanced_markup_is_linear(text):
     cpu0 = time.process_time()  # CPU time, so a busy machine does not fail it
     parse_wikitext("X", text, ParseConfig(time_limit_s=30))

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 
-TAG_RE = re.compile(r"<(/?)(ref|references|gallery|timeline|imagemap|math|chem|ce|score|graph|mapframe|maplink|"
-                    r"templatedata|templatestyles|hiero|inputbox|categorytree|syntaxhighlight|source)\b"
-                    r"([^<>]{0,2000}?)(/?)>", re.I)
+TAG_RE = re.compile(
+    r"<(/?)(ref|references|gallery|timeline|imagemap|math|chem|ce|score|graph|mapframe|maplink|"
+    r"templatedata|templatestyles|hiero|inputbox|categorytree|syntaxhighlight|source)\b"
+    r"([^<>]{0,2000}?)(/?)>",
+    re.I,
+)
 NOWIKI_RE = re.compile(r"<nowiki\s*>(.*?)</nowiki\s*>|<nowiki\s*/>", re.I | re.S)
 BRACE_RE = re.compile(r"\{[{|]|\}\}|\|(?=\})")  # {{ }} and table {| |} tokens
 PUNCT_LINE = re.compile(r"^[\W_]*$")
@@ -28,12 +31,18 @@ TIDY = [  # (triggers, pattern, replacement): runs only when a trigger substring
     (("  ",), re.compile(r" {2,}"), " "),
 ]
 # inline templates that render text (see wikitext._template_text); every other template is dropped
-FIRST_ARG = frozenset("nowrap nobr small smaller big larger em strong nobold noitalic sc smallcaps serif abbr var "
-                      "mvar marriage keypress".split())
-DATES = frozenset("birth date|death date|start date|end date|birth date and age|death date and age|birth year and age|"
-                  "death year and age|start date and age|end date and age|dob|dts|film date|release date|date".split("|"))
-LISTS = frozenset("plainlist|plain list|flatlist|flat list|ubl|unbulleted list|hlist|bulleted list|collapsible list|"
-                  "ordered list|cslist|bulleted".split("|"))
+FIRST_ARG = frozenset(
+    "nowrap nobr small smaller big larger em strong nobold noitalic sc smallcaps serif abbr var "
+    "mvar marriage keypress".split()
+)
+DATES = frozenset(
+    "birth date|death date|start date|end date|birth date and age|death date and age|birth year and age|"
+    "death year and age|start date and age|end date and age|dob|dts|film date|release date|date".split("|")
+)
+LISTS = frozenset(
+    "plainlist|plain list|flatlist|flat list|ubl|unbulleted list|hlist|bulleted list|collapsible list|"
+    "ordered list|cslist|bulleted".split("|")
+)
 OTHER_KEPT = frozenset(["lang", "convert", "cvt", "circa", "c.", "!", "transl", "transliteration"])
 
 
@@ -58,7 +67,7 @@ def strip_comments_and_tags(s: str) -> str:
     out, pos, i = [], 0, 0
     while i < len(toks):
         m = toks[i]
-        out.append(s[pos:m.start()])
+        out.append(s[pos : m.start()])
         j = nxt_close[i] if not (m.group(1) or m.group(4)) else -1  # an unclosed element: drop the tag only
         pos, i = (toks[j].end(), j + 1) if j >= 0 else (m.end(), i + 1)
     return "".join(out) + s[pos:]
@@ -77,7 +86,7 @@ def brace_spans(s: str) -> list[tuple[int, int]]:
             j = start - 1
             while j >= 0 and s[j] in " \t:":
                 j -= 1
-            if j >= 0 and s[j] != "\n" or (kind == 4 and ":" in s[j + 1:start]):
+            if j >= 0 and s[j] != "\n" or (kind == 4 and ":" in s[j + 1 : start]):
                 continue
         if kind in (1, 3):
             stack.append((kind, start))
@@ -99,7 +108,9 @@ def norm_name(raw: str) -> str:
 
 
 def kept(low: str) -> bool:
-    return low in FIRST_ARG or low in DATES or low in LISTS or low in OTHER_KEPT or low.startswith(("lang-", "formatnum:"))
+    return (
+        low in FIRST_ARG or low in DATES or low in LISTS or low in OTHER_KEPT or low.startswith(("lang-", "formatnum:"))
+    )
 
 
 def strip_templates(s: str, found: dict[str, str] | None) -> str:

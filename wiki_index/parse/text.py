@@ -4,7 +4,28 @@ from __future__ import annotations
 
 import re
 
-_ABBREV = {"mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "inc", "ltd", "co", "no", "mt", "ft", "gen", "col", "u.s", "c", "ca"}
+_ABBREV = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "st",
+    "jr",
+    "sr",
+    "vs",
+    "etc",
+    "inc",
+    "ltd",
+    "co",
+    "no",
+    "mt",
+    "ft",
+    "gen",
+    "col",
+    "u.s",
+    "c",
+    "ca",
+}
 _SENT_END = re.compile(r"([.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -26,7 +47,7 @@ def split_sentences(text: str) -> list[str]:
         last = prev[-1].lower() if prev else ""
         if m.group(1) == "." and (last in _ABBREV or (len(last) == 1 and last.isalpha())):
             continue
-        piece = text[start:m.end()].strip()
+        piece = text[start : m.end()].strip()
         if piece:
             out.append(piece)
         start = m.end()

@@ -19,9 +19,9 @@ from __future__ import annotations
 import html
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterator
 
 import mwparserfromhell as mwp
 from mwparserfromhell import nodes as N
@@ -30,23 +30,28 @@ from wiki_index.errors import WikiIndexError
 from wiki_index.parse.prepass import DATES, FIRST_ARG, LISTS, norm_name, strip_comments_and_tags, strip_templates, tidy
 from wiki_index.types import Page, Section, normalize_title
 
-_OTHER_NS = frozenset((
-    "media|special|talk|user|user talk|wikipedia|wikipedia talk|wp|wt|project|project talk|file talk|image talk|"
-    "mediawiki|mediawiki talk|template|template talk|help|help talk|category talk|portal|portal talk|book|book talk|"
-    "draft|draft talk|education program|education program talk|timedtext|timedtext talk|module|module talk|gadget|"
-    "gadget talk|gadget definition|gadget definition talk|topic|wikt|wiktionary|w|q|wikiquote|s|wikisource|b|"
-    "wikibooks|n|wikinews|v|wikiversity|voy|wikivoyage|c|commons|m|meta|metawikimedia|species|wikispecies|d|"
-    "wikidata|mw|mediawikiwiki|foundation|wmf|phab|doi|incubator|outreach").split("|"))
+_OTHER_NS = frozenset(
+    (
+        "media|special|talk|user|user talk|wikipedia|wikipedia talk|wp|wt|project|project talk|file talk|image talk|"
+        "mediawiki|mediawiki talk|template|template talk|help|help talk|category talk|portal|portal talk|book|book talk|"
+        "draft|draft talk|education program|education program talk|timedtext|timedtext talk|module|module talk|gadget|"
+        "gadget talk|gadget definition|gadget definition talk|topic|wikt|wiktionary|w|q|wikiquote|s|wikisource|b|"
+        "wikibooks|n|wikinews|v|wikiversity|voy|wikivoyage|c|commons|m|meta|metawikimedia|species|wikispecies|d|"
+        "wikidata|mw|mediawikiwiki|foundation|wmf|phab|doi|incubator|outreach"
+    ).split("|")
+)
 DROP_SECTIONS = frozenset(
     "references|external links|further reading|notes|footnotes|citations|sources|bibliography|notes and references|"
     "references and notes|works cited|general references|general and cited references|cited sources|"
-    "explanatory notes".split("|"))
+    "explanatory notes".split("|")
+)
 _LINK_RE = re.compile(r"\[\[|\]\]")
 _SIMPLE_LINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 _PREFIXED_LINK_RE = re.compile(r"\[\[[ \t]*([^\[\]|:\n]{1,40}?)[ \t]*:")
 _EXT_LINK_RE = re.compile(
     r"\[(?:[a-zA-Z][a-zA-Z+.-]*:)?//[^\s\[\]]*(?:[ \t]+([^\[\]\n]*))?\]"  # [url label] -> label
-    r"|(?<![\w/\[])(?:https?|ftp)://[^\s<>\[\]\"]*[^\s<>\[\]\".,;:!?)']")  # a bare URL, without trailing punctuation
+    r"|(?<![\w/\[])(?:https?|ftp)://[^\s<>\[\]\"]*[^\s<>\[\]\".,;:!?)']"
+)  # a bare URL, without trailing punctuation
 _LANG_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$|^simple$")
 _BAD_TITLE = re.compile(r"[<>\[\]{}|\n]")
 _HEADING_RE = re.compile(r"^(={1,6})(.+?)(={1,6})[ \t]*$", re.M)
@@ -86,12 +91,14 @@ class Namespaces:
     other: frozenset[str] = _OTHER_NS
 
     @classmethod
-    def from_siteinfo(cls, names: dict[int, str]) -> "Namespaces":
+    def from_siteinfo(cls, names: dict[int, str]) -> Namespaces:
         """Extend the English defaults with a dump's ``<namespaces>`` (key -> localised name)."""
         low = {k: v.strip().lower() for k, v in names.items() if v.strip()}
-        return cls(file=cls.file | {low[k] for k in (6, -2) if k in low},
-                   category=cls.category | ({low[14]} if 14 in low else set()),
-                   other=cls.other | {v for k, v in low.items() if k not in (0, 6, -2, 14)})
+        return cls(
+            file=cls.file | {low[k] for k in (6, -2) if k in low},
+            category=cls.category | ({low[14]} if 14 in low else set()),
+            other=cls.other | {v for k, v in low.items() if k not in (0, 6, -2, 14)},
+        )
 
 
 @dataclass(frozen=True)
@@ -129,9 +136,18 @@ class ParsedPage:
 
     def to_page(self, page_id: int, title: str, source: str = "dump") -> Page:
         """Build the :class:`Page` record for this parse."""
-        return Page(page_id=page_id, title=title, text=self.text, sections=self.sections, links=self.links,
-                    categories=self.categories, infobox=self.infobox, infobox_type=self.infobox_type,
-                    description=self.description, source=source)
+        return Page(
+            page_id=page_id,
+            title=title,
+            text=self.text,
+            sections=self.sections,
+            links=self.links,
+            categories=self.categories,
+            infobox=self.infobox,
+            infobox_type=self.infobox_type,
+            description=self.description,
+            source=source,
+        )
 
 
 class _Ctx:
@@ -188,7 +204,7 @@ def _drop_files(s: str, ctx: _Ctx) -> str:
         for t in _LINK_RE.finditer(s, m.start()):
             depth += 1 if t.group() == "[[" else -1
             if depth == 0:
-                out.append(s[pos:m.start()])
+                out.append(s[pos : m.start()])
                 pos = t.end()
                 break
     return "".join(out) + s[pos:] if out else s
@@ -291,12 +307,12 @@ def _sections(s: str, ctx: _Ctx) -> Iterator[Section]:
     for k in range(len(heads) + 1):
         ctx.check()
         if k == 0:
-            title, level, body = "", 0, s[:heads[0][0] if heads else len(s)]
+            title, level, body = "", 0, s[: heads[0][0] if heads else len(s)]
         else:
             _, end, left, raw, right = heads[k - 1]
             level = min(left, right)  # "==a===" is a level-2 heading "a="
             title = " ".join(_clean_fragment("=" * (left - level) + raw + "=" * (right - level), ctx).split())
-            body = s[end:heads[k][0] if k < len(heads) else len(s)]
+            body = s[end : heads[k][0] if k < len(heads) else len(s)]
             if dropping is not None and level <= dropping:
                 dropping = None
             if dropping is None and title.lower() in ctx.cfg.drop_sections:

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from wiki_index.search import _java
 from wiki_index.errors import IndexNotFoundError
+from wiki_index.search import _java
 from wiki_index.types import Hit, Passage
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,9 @@ def _cap_ram_buffer(indexer: Any) -> None:
         writer = cast("org.apache.lucene.index.IndexWriter", fields.readField(indexer, "writer", True))
         writer.getConfig().setRAMBufferSizeMB(RAM_BUFFER_MB)
     except Exception as e:  # noqa: BLE001 - any reflection failure only costs memory
-        log.warning("could not cap Lucene's indexing buffer at %.0f MB (%s); the build uses Anserini's 2 GB", RAM_BUFFER_MB, e)
+        log.warning(
+            "could not cap Lucene's indexing buffer at %.0f MB (%s); the build uses Anserini's 2 GB", RAM_BUFFER_MB, e
+        )
 
 
 class BM25Writer:
@@ -95,8 +97,19 @@ class BM25Writer:
 
     def __init__(self, index_dir: str | Path, threads: int = 2, batch: int = 5_000, title_field: bool = False) -> None:
         JIndexer = _java.autoclass("io.anserini.index.SimpleIndexer")
-        args = ["-index", str(index_dir), "-storeRaw", "-storePositions", "-storeDocvectors",
-                "-threads", str(threads), "-input", "", "-collection", "JsonCollection"]
+        args = [
+            "-index",
+            str(index_dir),
+            "-storeRaw",
+            "-storePositions",
+            "-storeDocvectors",
+            "-threads",
+            str(threads),
+            "-input",
+            "",
+            "-collection",
+            "JsonCollection",
+        ]
         if title_field:
             args += ["-fields", "title"]
         self._title_field = title_field
@@ -175,11 +188,16 @@ class BM25Searcher:
 
             A = _java.autoclass
             reader = A("org.apache.lucene.index.DirectoryReader").open(
-                A("org.apache.lucene.store.FSDirectory").open(A("java.io.File")(str(self.path)).toPath()))
+                A("org.apache.lucene.store.FSDirectory").open(A("java.io.File")(str(self.path)).toPath())
+            )
             searcher = A("org.apache.lucene.search.IndexSearcher")(cast("org.apache.lucene.index.IndexReader", reader))
-            searcher.setSimilarity(A("org.apache.lucene.search.similarities.BM25Similarity")(float(self.k1), float(self.b)))
+            searcher.setSimilarity(
+                A("org.apache.lucene.search.similarities.BM25Similarity")(float(self.k1), float(self.b))
+            )
             field = A("org.apache.lucene.search.SortField")
-            sort = A("org.apache.lucene.search.Sort")(field.FIELD_SCORE, field("id", A("org.apache.lucene.search.SortField$Type").STRING_VAL))
+            sort = A("org.apache.lucene.search.Sort")(
+                field.FIELD_SCORE, field("id", A("org.apache.lucene.search.SortField$Type").STRING_VAL)
+            )
             analyzer = A("io.anserini.index.IndexCollection").DEFAULT_ANALYZER
             self._lucene = (reader, searcher, sort, analyzer, A("io.anserini.search.query.BagOfWordsQueryGenerator")())
         return self._lucene
@@ -194,7 +212,11 @@ class BM25Searcher:
             return []
         _, searcher, sort, analyzer, generator = self._direct()
         with _java.jvm_lock:
-            q = generator.buildQuery(self._fields, analyzer, query) if self._fields else generator.buildQuery("contents", analyzer, query)
+            q = (
+                generator.buildQuery(self._fields, analyzer, query)
+                if self._fields
+                else generator.buildQuery("contents", analyzer, query)
+            )
             top = searcher.search(q, int(k), sort, True)
             hits = [(sd.doc, sd.score) for sd in top.scoreDocs]
         return list(zip([d for d, _ in hits], adjust_ties([s for _, s in hits])))
@@ -218,7 +240,11 @@ class BM25Searcher:
                 values, n = doc_values.getBinary(leaf, "id"), leaf.maxDoc()
             for start in range(0, n, batch):
                 with _java.jvm_lock:
-                    ids = [values.binaryValue().utf8ToString() for i in range(start, min(n, start + batch)) if values.advanceExact(i)]
+                    ids = [
+                        values.binaryValue().utf8ToString()
+                        for i in range(start, min(n, start + batch))
+                        if values.advanceExact(i)
+                    ]
                 yield ids  # outside the lock: other threads may search while the caller works
 
     def _raw_search(self, query: str, k: int) -> Any:
@@ -252,8 +278,11 @@ class BM25Searcher:
             for q, i in live:
                 jq.add(q)
                 jid.add(i)
-            res = self._s.batch_search_fields(jq, jid, int(k), int(threads), self._fields) if self._fields else \
-                self._s.batch_search(jq, jid, int(k), int(threads))
+            res = (
+                self._s.batch_search_fields(jq, jid, int(k), int(threads), self._fields)
+                if self._fields
+                else self._s.batch_search(jq, jid, int(k), int(threads))
+            )
             for entry in res.entrySet().toArray():
                 out[int(entry.getKey())] = [Hit(h.docid, float(h.score)) for h in entry.getValue()]
         return out

@@ -84,10 +84,15 @@ class DenseConfig:
             raise ConfigError("DenseConfig.max_seq_length must be >= 8 and batch_size >= 1")
         if self.dtype not in DTYPES:
             raise ConfigError(f"DenseConfig.dtype must be one of {DTYPES}, got {self.dtype!r}")
-        small = {k: getattr(self, k) for k in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "pq_m", "nprobe")
-                 if getattr(self, k) < 1}
+        small = {
+            k: getattr(self, k)
+            for k in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "pq_m", "nprobe")
+            if getattr(self, k) < 1
+        }
         if small or self.ivf_nlist < 0:
-            raise ConfigError(f"DenseConfig: {small or {'ivf_nlist': self.ivf_nlist}} must be >= 1 (ivf_nlist >= 0, 0 = auto)")
+            raise ConfigError(
+                f"DenseConfig: {small or {'ivf_nlist': self.ivf_nlist}} must be >= 1 (ivf_nlist >= 0, 0 = auto)"
+            )
 
     def resolved_dtype(self, device: str = "cpu") -> str:
         """The dtype ``auto`` stands for when encoding on ``device`` (``cpu``, ``cuda``, ``cuda:1``, ...)."""
@@ -159,10 +164,13 @@ class Encoder:
         kwargs = {"torch_dtype": torch_dtype} if torch_dtype is not None else {}
         self.model = SentenceTransformer(cfg.model or default_model_path(), device=self.device, model_kwargs=kwargs)
         self.model.max_seq_length = cfg.max_seq_length
-        dim_of: Callable[[], Any] = (getattr(self.model, "get_embedding_dimension", None)
-                                     or self.model.get_sentence_embedding_dimension)
+        dim_of: Callable[[], Any] = (
+            getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        )
         self.dim = int(dim_of())
-        log.info("encoder: %s on %s (%s), batch %d", cfg.model or "all-MiniLM-L6-v2", self.where, self.dtype, cfg.batch_size)
+        log.info(
+            "encoder: %s on %s (%s), batch %d", cfg.model or "all-MiniLM-L6-v2", self.where, self.dtype, cfg.batch_size
+        )
 
     @property
     def where(self) -> str:
@@ -176,8 +184,13 @@ class Encoder:
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
         """L2-normalised float32 embeddings, one row per text."""
-        emb = self.model.encode(texts, batch_size=self.cfg.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=progress)
+        emb = self.model.encode(
+            texts,
+            batch_size=self.cfg.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=progress,
+        )
         return np.ascontiguousarray(emb, dtype=np.float32)
 
 
@@ -198,15 +211,24 @@ def build_dense(out_dir: Path, batches: Iterator[list[Passage]], n: int, cfg: De
 
     enc = Encoder(cfg)
     est = memory_estimate(n, enc.dim, cfg)
-    log.warning("dense index: %d passages x %d dims, %s, estimated %.1f MiB in memory; encoding on %s (%s)",
-                n, enc.dim, cfg.index_type, est / 2**20, enc.where, enc.dtype)
+    log.warning(
+        "dense index: %d passages x %d dims, %s, estimated %.1f MiB in memory; encoding on %s (%s)",
+        n,
+        enc.dim,
+        cfg.index_type,
+        est / 2**20,
+        enc.where,
+        enc.dtype,
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     emb = np.lib.format.open_memmap(out_dir / "embeddings.npy", mode="w+", dtype=np.float32, shape=(max(n, 1), enc.dim))
     row = 0
-    with open(out_dir / "docids.txt", "w", encoding="utf-8") as ids, \
-            tqdm(total=n, desc=f"encode on {enc.device}", unit="psg", smoothing=0.1) as bar:
+    with (
+        open(out_dir / "docids.txt", "w", encoding="utf-8") as ids,
+        tqdm(total=n, desc=f"encode on {enc.device}", unit="psg", smoothing=0.1) as bar,
+    ):
         for batch in batches:
-            emb[row:row + len(batch)] = _encode_with_progress(enc, [p.contents for p in batch], bar)
+            emb[row : row + len(batch)] = _encode_with_progress(enc, [p.contents for p in batch], bar)
             row += len(batch)
             ids.writelines(p.docid + "\n" for p in batch)
     if row != n:
@@ -231,11 +253,13 @@ def index_vectors(emb: np.ndarray, cfg: DenseConfig) -> Any:
     index = _make_index(dim, n, cfg)
     if not index.is_trained:
         if n < 256:
-            raise ConfigError(f"an ivfpq index needs at least 256 vectors to train its codebooks, got {n}; use index_type='flat'")
+            raise ConfigError(
+                f"an ivfpq index needs at least 256 vectors to train its codebooks, got {n}; use index_type='flat'"
+            )
         rows = np.linspace(0, n - 1, train_size(n, cfg)).astype(np.int64)
         index.train(np.ascontiguousarray(emb[rows], dtype=np.float32))
     for start in range(0, n, ADD_CHUNK):
-        index.add(np.ascontiguousarray(emb[start:start + ADD_CHUNK], dtype=np.float32))
+        index.add(np.ascontiguousarray(emb[start : start + ADD_CHUNK], dtype=np.float32))
     return apply_search_params(index, cfg)
 
 
@@ -260,7 +284,7 @@ def _encode_with_progress(enc: Encoder, texts: list[str], bar: Any) -> np.ndarra
     order = np.argsort([-len(t) for t in texts])
     step = enc.cfg.batch_size
     for start in range(0, len(texts), step):
-        rows = order[start:start + step]
+        rows = order[start : start + step]
         out[rows] = enc.encode([texts[i] for i in rows])
         bar.update(len(rows))
     return out
@@ -278,7 +302,9 @@ def _make_index(dim: int, n: int, cfg: DenseConfig) -> Any:
         return index
     if dim % cfg.pq_m:
         divisors = [d for d in (16, 24, 32, 48, 64, 96, 128, 192) if dim % d == 0]
-        raise ConfigError(f"DenseConfig.pq_m={cfg.pq_m} must divide the embedding dimension {dim}; try one of {divisors}")
+        raise ConfigError(
+            f"DenseConfig.pq_m={cfg.pq_m} must divide the embedding dimension {dim}; try one of {divisors}"
+        )
     quantizer = faiss.IndexFlatIP(dim)
     return faiss.IndexIVFPQ(quantizer, dim, ivf_cells(n, cfg), cfg.pq_m, 8, faiss.METRIC_INNER_PRODUCT)
 
@@ -301,7 +327,7 @@ class LineTable:
     def __getitem__(self, j: int) -> str:
         j = j + len(self) if j < 0 else j
         start = int(self._ends[j - 1]) + 1 if j > 0 else 0
-        return bytes(self._buf[start:int(self._ends[j])]).decode("utf-8")
+        return bytes(self._buf[start : int(self._ends[j])]).decode("utf-8")
 
 
 class DenseSearcher:
@@ -345,7 +371,9 @@ class DenseSearcher:
             return out
         return self.search_vectors(self.encoder.encode([queries[i] for i in live]), k, into=(out, live))
 
-    def search_vectors(self, vecs: np.ndarray, k: int, into: tuple[list[list[Hit]], list[int]] | None = None) -> list[list[Hit]]:
+    def search_vectors(
+        self, vecs: np.ndarray, k: int, into: tuple[list[list[Hit]], list[int]] | None = None
+    ) -> list[list[Hit]]:
         """Search pre-encoded query vectors (rows of ``vecs``)."""
         scores, idx = self.index.search(vecs, int(k))
         out, slots = into if into else ([[] for _ in range(len(vecs))], list(range(len(vecs))))

@@ -44,11 +44,20 @@ class HybridSearcher:
             ``benchmarks/bench_hard_retrieval.py``.
     """
 
-    def __init__(self, sparse: Searcher, dense: Searcher, depth: int = 50, rrf_k: int = 60,
-                 sparse_weight: float = 1.0, dense_weight: float = 1.0) -> None:
+    def __init__(
+        self,
+        sparse: Searcher,
+        dense: Searcher,
+        depth: int = 50,
+        rrf_k: int = 60,
+        sparse_weight: float = 1.0,
+        dense_weight: float = 1.0,
+    ) -> None:
         if depth < 1 or rrf_k < 0 or sparse_weight < 0 or dense_weight < 0:
-            raise ConfigError(f"HybridSearcher needs depth >= 1, rrf_k >= 0 and weights >= 0, got depth={depth}, "
-                              f"rrf_k={rrf_k}, sparse_weight={sparse_weight}, dense_weight={dense_weight}")
+            raise ConfigError(
+                f"HybridSearcher needs depth >= 1, rrf_k >= 0 and weights >= 0, got depth={depth}, "
+                f"rrf_k={rrf_k}, sparse_weight={sparse_weight}, dense_weight={dense_weight}"
+            )
         self.sparse, self.dense, self.depth, self.rrf_k = sparse, dense, depth, rrf_k
         self.sparse_weight, self.dense_weight = sparse_weight, dense_weight
 

@@ -92,7 +92,9 @@ class WikiIndex:
         from wiki_index.store.titles import TitleLookup
 
         m = self.manifest
-        return TitleLookup(self.store, sim_web_home() / "cache" / f"titles-{m['content_sha256'][:16]}-{m['counts']['redirects']}.npz")
+        return TitleLookup(
+            self.store, sim_web_home() / "cache" / f"titles-{m['content_sha256'][:16]}-{m['counts']['redirects']}.npz"
+        )
 
     @property
     def columns(self) -> Any:
@@ -100,9 +102,9 @@ class WikiIndex:
         return self._part("columns", self._make_columns)
 
     def _make_columns(self) -> Any:
+        from wiki_index.settings import sim_web_home
         from wiki_index.store.columns import PassageColumns, lucene_commit
         from wiki_index.store.derived import write_index_columns
-        from wiki_index.settings import sim_web_home
 
         sha, commit = self.manifest["content_sha256"], lucene_commit(self.path / "bm25")
         own, cached = self.path / "columns", sim_web_home() / "cache" / f"columns-{sha[:16]}-{commit}"
@@ -112,7 +114,9 @@ class WikiIndex:
         target = own if os.access(self.path, os.W_OK) else cached
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(target, ignore_errors=True)  # stale columns (another build of the index)
-        return PassageColumns(write_index_columns(self.path, self.store, self.bm25, sha, target, int(self.manifest["bm25"]["count"])))
+        return PassageColumns(
+            write_index_columns(self.path, self.store, self.bm25, sha, target, int(self.manifest["bm25"]["count"]))
+        )
 
     @property
     def hybrid(self) -> Any:
@@ -141,4 +145,3 @@ class WikiIndex:
         hits = self.searcher(mode).search(query, k)
         by_id = {p.docid: p for p in self.store.passages_by_id([h.docid for h in hits])}
         return [(h, by_id[h.docid]) for h in hits if h.docid in by_id]
-

@@ -47,10 +47,20 @@ def open_source(spec: str | os.PathLike, *, workers: int = 1) -> CorpusSource:
             f"unknown corpus {str(spec)!r}: expected {SAMPLE_NAME!r}, a MediaWiki XML dump "
             f"({', '.join('*' + s for s in DUMP_SUFFIXES)}) or a JSONL corpus "
             f"({', '.join('*' + s for s in JSONL_SUFFIXES)}); found a file name ending in "
-            f"{''.join(path.suffixes) or 'no suffix'!r}. Rename the file or convert it to one of these formats.")
+            f"{''.join(path.suffixes) or 'no suffix'!r}. Rename the file or convert it to one of these formats."
+        )
     if not path.is_file():
         raise CorpusError(f"corpus file {str(path)!r} does not exist (or is not a file); check the path")
     return READERS[kind](path, workers=workers) if kind == "dump" else READERS[kind](path)
 
 
-__all__ = ["READERS", "CorpusSource", "DumpSource", "JsonlSource", "Redirect", "SampleSource", "SourceStats", "open_source"]
+__all__ = [
+    "READERS",
+    "CorpusSource",
+    "DumpSource",
+    "JsonlSource",
+    "Redirect",
+    "SampleSource",
+    "SourceStats",
+    "open_source",
+]

@@ -6,10 +6,11 @@ import hashlib
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from wiki_index.types import Page
 
@@ -47,8 +48,13 @@ class SourceStats:
 
     def as_dict(self) -> dict:
         """A JSON-ready copy (reasons sorted by name)."""
-        return {"read": self.read, "kept": self.kept, "redirects": self.redirects, "skipped": self.skipped,
-                "skipped_reasons": dict(sorted(self.skipped_reasons.items()))}
+        return {
+            "read": self.read,
+            "kept": self.kept,
+            "redirects": self.redirects,
+            "skipped": self.skipped,
+            "skipped_reasons": dict(sorted(self.skipped_reasons.items())),
+        }
 
 
 @runtime_checkable

@@ -21,14 +21,15 @@ import sys
 import threading
 import xml.etree.ElementTree as ET
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from wiki_index.errors import ConfigError, CorpusError
+from wiki_index.parse.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
 from wiki_index.sources.base import HashingReader, Redirect, SourceStats, file_sha256, strip_suffixes, time_limit
 from wiki_index.types import Page, normalize_title
-from wiki_index.parse.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class _Prefetch:
                     break
                 self._buf, self._pos = item, 0
             take = len(self._buf) - self._pos if n < 0 else min(n, len(self._buf) - self._pos)
-            parts.append(self._buf[self._pos:self._pos + take])
+            parts.append(self._buf[self._pos : self._pos + take])
             self._pos += take
             n = n - take if n > 0 else n
         return b"".join(parts)
@@ -191,8 +192,10 @@ class _XmlPages:
         _, root = next(ctx)
         q, _, local = root.tag.rpartition("}")
         if local != "mediawiki":
-            raise CorpusError(f"{self.path}: expected a MediaWiki XML export (root element <mediawiki>), "
-                              f"found <{local}>; export pages with Special:Export or use a pages-articles dump")
+            raise CorpusError(
+                f"{self.path}: expected a MediaWiki XML export (root element <mediawiki>), "
+                f"found <{local}>; export pages with Special:Export or use a pages-articles dump"
+            )
         q = q + "}" if q else ""
         page_tag, siteinfo_tag = q + "page", q + "siteinfo"
         depth = 1  # inside <mediawiki>
@@ -211,7 +214,11 @@ class _XmlPages:
                 for ns in elem.iter(q + "namespace"):
                     key = _integer(ns.get("key", "0"))
                     if key is None:  # one unusable name costs nothing but its prefix being recognised
-                        log.warning("%s: ignored <namespace key=%r> in <siteinfo> (expected an integer key)", self.path.name, ns.get("key"))
+                        log.warning(
+                            "%s: ignored <namespace key=%r> in <siteinfo> (expected an integer key)",
+                            self.path.name,
+                            ns.get("key"),
+                        )
                         continue
                     self.namespaces[key] = ns.text or ""
                 root.clear()
@@ -222,19 +229,33 @@ def _raw_page(elem: ET.Element, q: str) -> RawPage:
     own_q = elem.tag[: elem.tag.rfind("}") + 1]
     title = elem.findtext(own_q + "title") or ""
     if own_q != q:
-        return RawPage(title, 0, 0, None, "", "xml_namespace",
-                       f"<page> in XML namespace {own_q[1:-1] or 'none'!r}, expected {q[1:-1] or 'none'!r} as the "
-                       "rest of the export; re-export the page with the same MediaWiki version")
+        return RawPage(
+            title,
+            0,
+            0,
+            None,
+            "",
+            "xml_namespace",
+            f"<page> in XML namespace {own_q[1:-1] or 'none'!r}, expected {q[1:-1] or 'none'!r} as the "
+            "rest of the export; re-export the page with the same MediaWiki version",
+        )
     ns_text, id_text = elem.findtext(q + "ns") or "0", elem.findtext(q + "id") or "0"
     ns, page_id = _integer(ns_text), _integer(id_text)
     if ns is None:
         return RawPage(title, 0, 0, None, "", "bad_ns", f"<ns> is {ns_text[:40]!r}, expected an integer")
     if page_id is None or not 0 <= page_id <= _MAX_PAGE_ID:
-        return RawPage(title, ns, 0, None, "", "bad_id", f"<id> is {id_text[:40]!r}, expected an integer from 0 to 2^63-1")
+        return RawPage(
+            title, ns, 0, None, "", "bad_id", f"<id> is {id_text[:40]!r}, expected an integer from 0 to 2^63-1"
+        )
     revs = elem.findall(q + "revision")
     red = elem.find(q + "redirect")
-    return RawPage(title, ns, page_id, None if red is None else red.get("title", ""),
-                   (revs[-1].findtext(q + "text") or "") if revs else "")
+    return RawPage(
+        title,
+        ns,
+        page_id,
+        None if red is None else red.get("title", ""),
+        (revs[-1].findtext(q + "text") or "") if revs else "",
+    )
 
 
 def _integer(text: str) -> int | None:
@@ -333,8 +354,12 @@ class DumpSource:
         """Manifest entry: kind, absolute path, size and sha256 (computed while streaming when possible)."""
         if self._sha256 is None:
             self._sha256 = file_sha256(self.path)
-        return {"kind": "dump", "path": str(self.path.resolve()), "bytes": self.path.stat().st_size,
-                "sha256": self._sha256}
+        return {
+            "kind": "dump",
+            "path": str(self.path.resolve()),
+            "bytes": self.path.stat().st_size,
+            "sha256": self._sha256,
+        }
 
 
 def _batches(raws: Iterator[RawPage], size: int, max_chars: int = 8_000_000) -> Iterator[list[RawPage]]:
@@ -355,5 +380,7 @@ def _get(item: tuple, timeout: float) -> list:
     try:
         return result.get(timeout)
     except mp.TimeoutError:
-        raise CorpusError(f"a parser worker did not answer within {timeout:.0f}s on the batch starting at page "
-                          f"{first_title!r} (it may have crashed); rerun with workers=1 to find the page") from None
+        raise CorpusError(
+            f"a parser worker did not answer within {timeout:.0f}s on the batch starting at page "
+            f"{first_title!r} (it may have crashed); rerun with workers=1 to find the page"
+        ) from None

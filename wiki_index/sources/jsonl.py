@@ -21,9 +21,9 @@ import gzip
 import json
 import logging
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from wiki_index.errors import CorpusError
 from wiki_index.sources.base import HashingReader, Redirect, SourceStats, file_sha256, strip_suffixes
@@ -103,8 +103,12 @@ class JsonlSource:
                 if not passages:
                     key = page_id if page_id is not None else next_id
                     if key > _MAX_PAGE_ID:  # numbering on from an id at the very top of the range
-                        self._bad("bad_page_id", lineno, f"the page has no page id and the next free one, {key}, does not "
-                                                         "fit a DuckDB BIGINT; give it a page_id")
+                        self._bad(
+                            "bad_page_id",
+                            lineno,
+                            f"the page has no page id and the next free one, {key}, does not "
+                            "fit a DuckDB BIGINT; give it a page_id",
+                        )
                         continue
                     title, next_id = rec_title, max(next_id, key) + 1
                 passages.append(Passage(docid or f"{key}-{len(passages)}", key, title, text, "", len(passages)))
@@ -112,13 +116,17 @@ class JsonlSource:
                 yield self._page(key, title, passages)
             self._sha256 = reader.drain()
         except (EOFError, OSError, zlib.error) as e:
-            raise CorpusError(f"{self.path}: cannot read past line {lineno} ({type(e).__name__}: {e}); "
-                              "the file is truncated or not gzip/UTF-8 JSONL. Re-create or re-download it.") from None
+            raise CorpusError(
+                f"{self.path}: cannot read past line {lineno} ({type(e).__name__}: {e}); "
+                "the file is truncated or not gzip/UTF-8 JSONL. Re-create or re-download it."
+            ) from None
         finally:
             reader.close()
         if self.stats.read == 0:
-            raise CorpusError(f"{self.path}: the JSONL corpus is empty; expected one JSON object per line "
-                              '({"id", "contents"} or {"id", "title", "text"})')
+            raise CorpusError(
+                f"{self.path}: the JSONL corpus is empty; expected one JSON object per line "
+                '({"id", "contents"} or {"id", "title", "text"})'
+            )
 
     def _record(self, line: bytes, lineno: int) -> tuple[str, str, str | None, int | None] | None:
         """Decode one line to ``(title, text, docid, page_id)``; ``None`` (counted) when unusable."""
@@ -130,24 +138,34 @@ class JsonlSource:
             return self._bad("bad_json", lineno, f"expected a JSON object, found {type(rec).__name__}")
         tt = _title_text(rec)
         if tt is None:
-            return self._bad("missing_field", lineno, f'expected "contents" or "title"+"text", found keys {sorted(rec)}')
+            return self._bad(
+                "missing_field", lineno, f'expected "contents" or "title"+"text", found keys {sorted(rec)}'
+            )
         title, text = normalize_title(tt[0]), " ".join(tt[1].split())
         if not title or not text:
             return self._bad("empty", lineno, "empty title or text")
         docid = rec.get("id", rec.get("_id"))
-        field = next((f for f in _PAGE_ID_FIELDS if isinstance(rec.get(f), int) or str(rec.get(f, "")).isdecimal()), None)
+        field = next(
+            (f for f in _PAGE_ID_FIELDS if isinstance(rec.get(f), int) or str(rec.get(f, "")).isdecimal()), None
+        )
         pid = None
         if field is not None:
             value = rec[field]
             pid = value if isinstance(value, int) else int(value) if len(value) <= 20 else _MAX_PAGE_ID + 1
             if not _MIN_PAGE_ID <= pid <= _MAX_PAGE_ID:
-                return self._bad("bad_page_id", lineno, f"{field} {str(value)[:40]} is out of range; expected an integer "
-                                                        f"that fits a DuckDB BIGINT, at most {_MAX_PAGE_ID}")
+                return self._bad(
+                    "bad_page_id",
+                    lineno,
+                    f"{field} {str(value)[:40]} is out of range; expected an integer "
+                    f"that fits a DuckDB BIGINT, at most {_MAX_PAGE_ID}",
+                )
         return title, text, None if docid is None else str(docid), pid
 
     def _bad(self, reason: str, lineno: int, detail: str) -> None:
         if self.strict:
-            raise CorpusError(f"{self.path}:{lineno}: {detail}; fix the line or open the corpus with strict=False to skip it")
+            raise CorpusError(
+                f"{self.path}:{lineno}: {detail}; fix the line or open the corpus with strict=False to skip it"
+            )
         self.stats.skip(reason)
         if self._logged < _MAX_LOGGED:
             self._logged += 1
@@ -157,15 +175,25 @@ class JsonlSource:
     def _page(self, page_id: int, title: str, passages: list[Passage]) -> Page:
         text = " ".join(p.text for p in passages)
         self.stats.kept += 1
-        return Page(page_id=page_id, title=title, text=text, sections=(Section("", 0, text),), source="jsonl",
-                    passages=tuple(passages))
+        return Page(
+            page_id=page_id,
+            title=title,
+            text=text,
+            sections=(Section("", 0, text),),
+            source="jsonl",
+            passages=tuple(passages),
+        )
 
     def describe(self) -> dict:
         """Manifest entry: kind, absolute path, size and sha256."""
         if self._sha256 is None:
             self._sha256 = file_sha256(self.path)
-        return {"kind": "jsonl", "path": str(self.path.resolve()), "bytes": self.path.stat().st_size,
-                "sha256": self._sha256}
+        return {
+            "kind": "jsonl",
+            "path": str(self.path.resolve()),
+            "bytes": self.path.stat().st_size,
+            "sha256": self._sha256,
+        }
 
 
 def _lines(stream) -> Iterator[bytes]:

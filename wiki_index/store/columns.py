@@ -98,8 +98,17 @@ class PassageColumns:
 
     def _rows(self, rows: np.ndarray) -> list[Passage]:
         s = self._str
-        return list(map(Passage, s["docid"].get(rows), self._page_id[rows].tolist(), s["title"].get(rows),
-                        s["text"].get(rows), s["section"].get(rows), self._ordinal[rows].tolist()))
+        return list(
+            map(
+                Passage,
+                s["docid"].get(rows),
+                self._page_id[rows].tolist(),
+                s["title"].get(rows),
+                s["text"].get(rows),
+                s["section"].get(rows),
+                self._ordinal[rows].tolist(),
+            )
+        )
 
     def matches(self, content_sha256: str, commit: str) -> bool:
         """Whether these columns belong to the index with this content hash and Lucene commit."""
@@ -113,7 +122,9 @@ def lucene_commit(bm25_dir: Path) -> str:
     return names[-1] if names else ""
 
 
-def write_columns(out: Path, batches: Iterable[list[Passage]], lucene_ids: Iterable[str], content_sha256: str, commit: str) -> Path:
+def write_columns(
+    out: Path, batches: Iterable[list[Passage]], lucene_ids: Iterable[str], content_sha256: str, commit: str
+) -> Path:
     """Write the columns of a store's passages, mapped to Lucene document numbers.
 
     Memory stays bounded by a batch plus 40 bytes per passage (the id hashes that match store rows
@@ -268,8 +279,10 @@ def _match(store: np.ndarray, lucene: np.ndarray) -> np.ndarray:
 
 
 def _mismatch(n_store: int, n_lucene: int) -> IndexMismatchError:
-    return IndexMismatchError(f"the store holds {n_store} passages and Lucene {n_lucene} documents, "
-                              "not the same ids; rebuild the index with `wiki-index build`")
+    return IndexMismatchError(
+        f"the store holds {n_store} passages and Lucene {n_lucene} documents, "
+        "not the same ids; rebuild the index with `wiki-index build`"
+    )
 
 
 def _same_ids(tmp: Path, rows: np.ndarray, chunk: int = 65_536) -> bool:

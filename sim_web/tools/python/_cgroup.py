@@ -94,7 +94,7 @@ def _sweep(root: str) -> None:
     except OSError:
         return
     for entry in entries:
-        owner = entry.name[len(PREFIX):].split("-")[0]
+        owner = entry.name[len(PREFIX) :].split("-")[0]
         if entry.name.startswith(PREFIX) and owner.isdigit() and not Path("/proc", owner).exists():
             log.info("removing the stale sandbox cgroup %s (owner %s is gone)", entry.path, owner)
             _kill_and_remove(entry.path)
@@ -119,8 +119,11 @@ class CallCgroup:
                 self._make(os.path.join(roots.pids, name), {"pids.max": str(max_tasks)})
             if roots.memory:
                 limit = str(memory_mb * 1024 * 1024)
-                files = ({"memory.max": limit, "memory.swap.max": "0"} if roots.memory_v2 else
-                         {"memory.limit_in_bytes": limit, "memory.memsw.limit_in_bytes": limit})
+                files = (
+                    {"memory.max": limit, "memory.swap.max": "0"}
+                    if roots.memory_v2
+                    else {"memory.limit_in_bytes": limit, "memory.memsw.limit_in_bytes": limit}
+                )
                 self.memory_dir = self._make(os.path.join(roots.memory, name), files)
         except OSError:
             self.close()
@@ -204,5 +207,5 @@ def starter_argv(procs_files: list[str]) -> list[str]:
         ``["/bin/sh", "-c", script, "sh", *procs_files, "--"]``; append the command to run.
         The starter exits 125 when it cannot join a cgroup, before anything runs.
     """
-    script = ('while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"')
+    script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
     return ["/bin/sh", "-c", script, "sh", *procs_files, "--"]

@@ -51,9 +51,7 @@ class Capture:
         return self.data.decode("utf-8", errors="replace")
 
 
-def collect(
-    proc: subprocess.Popen[bytes], max_output_chars: int, deadline: float
-) -> tuple[Capture, Capture, bool]:
+def collect(proc: subprocess.Popen[bytes], max_output_chars: int, deadline: float) -> tuple[Capture, Capture, bool]:
     """Read both pipes incrementally until EOF, the ``deadline`` (monotonic) or a flood.
 
     Args:
@@ -144,16 +142,23 @@ def _cut(text: str, keep: int, capture: Capture) -> str:
     if capture.chars <= keep and not capture.stopped:
         return text
     if capture.stopped:
-        note = (f"showing the first {keep} of more than {capture.chars} characters; the program "
-                "was stopped because its output exceeded the limit")
+        note = (
+            f"showing the first {keep} of more than {capture.chars} characters; the program "
+            "was stopped because its output exceeded the limit"
+        )
     else:
         note = f"showing the first {keep} of {capture.chars} characters"
     return f"{text[:keep]}\n...[output truncated: {note}]"
 
 
 def format_observation(
-    out: Capture, err: Capture, timed_out: bool, returncode: int | None, in_namespace: bool,
-    max_output_chars: int, oom_note: str | None = None,
+    out: Capture,
+    err: Capture,
+    timed_out: bool,
+    returncode: int | None,
+    in_namespace: bool,
+    max_output_chars: int,
+    oom_note: str | None = None,
 ) -> str:
     """Assemble the observation like Tongyi's tool does, plus our truncation markers.
 

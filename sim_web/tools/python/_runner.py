@@ -113,10 +113,21 @@ def _install_write_guard(roots):
         return guarded
 
     for name, positions in (
-        ("remove", (0,)), ("unlink", (0,)), ("rmdir", (0,)), ("mkdir", (0,)),
-        ("rename", (0, 1)), ("replace", (0, 1)), ("symlink", (1,)), ("link", (0, 1)),
-        ("chmod", (0,)), ("chown", (0,)), ("lchown", (0,)), ("truncate", (0,)),
-        ("utime", (0,)), ("mkfifo", (0,)), ("mknod", (0,)),
+        ("remove", (0,)),
+        ("unlink", (0,)),
+        ("rmdir", (0,)),
+        ("mkdir", (0,)),
+        ("rename", (0, 1)),
+        ("replace", (0, 1)),
+        ("symlink", (1,)),
+        ("link", (0, 1)),
+        ("chmod", (0,)),
+        ("chown", (0,)),
+        ("lchown", (0,)),
+        ("truncate", (0,)),
+        ("utime", (0,)),
+        ("mkfifo", (0,)),
+        ("mknod", (0,)),
     ):
         if hasattr(os, name):
             setattr(os, name, path_guard(getattr(os, name), positions))
@@ -169,8 +180,7 @@ def _install_process_guard(max_processes, root):
             if used >= max_processes:
                 raise BlockingIOError(
                     errno.EAGAIN,
-                    "Resource temporarily unavailable: this sandbox allows at most "
-                    f"{max_processes} child processes",
+                    f"Resource temporarily unavailable: this sandbox allows at most {max_processes} child processes",
                 )
             counter[:8] = (used + 1).to_bytes(8, "little")
         finally:

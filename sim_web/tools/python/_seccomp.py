@@ -30,43 +30,140 @@ from functools import cache
 #: The calls the sandbox denies (``EPERM``), like Docker's default profile.
 DENIED = (
     # kernel keyrings: shared across namespaces, a channel between sandboxes
-    "add_key", "keyctl", "request_key",
+    "add_key",
+    "keyctl",
+    "request_key",
     # kernel attack surface that ordinary Python never needs
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
     # other processes' memory
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
     # namespaces and mounts (bubblewrap has set them up already)
-    "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
-    "fsmount", "fspick", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "open_by_handle_at",
+    "name_to_handle_at",
     # the machine itself
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
-    "reboot", "acct", "quotactl", "syslog", "fanotify_init", "iopl", "ioperm",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "acct",
+    "quotactl",
+    "syslog",
+    "fanotify_init",
+    "iopl",
+    "ioperm",
 )
 
 #: Syscall numbers of the denied calls (x86_64: ``asm/unistd_64.h``; aarch64: ``asm-generic/unistd.h``).
 SYSCALLS: dict[str, dict[str, int]] = {
     "x86_64": {
-        "add_key": 248, "keyctl": 250, "request_key": 249,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 321,
-        "perf_event_open": 298, "userfaultfd": 323,
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438,
-        "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "open_tree": 428,
-        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
-        "open_by_handle_at": 304, "name_to_handle_at": 303,
-        "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
-        "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179, "syslog": 103,
-        "fanotify_init": 300, "iopl": 172, "ioperm": 173,
+        "add_key": 248,
+        "keyctl": 250,
+        "request_key": 249,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
+        "bpf": 321,
+        "perf_event_open": 298,
+        "userfaultfd": 323,
+        "ptrace": 101,
+        "process_vm_readv": 310,
+        "process_vm_writev": 311,
+        "kcmp": 312,
+        "pidfd_getfd": 438,
+        "unshare": 272,
+        "setns": 308,
+        "mount": 165,
+        "umount2": 166,
+        "pivot_root": 155,
+        "open_tree": 428,
+        "move_mount": 429,
+        "fsopen": 430,
+        "fsconfig": 431,
+        "fsmount": 432,
+        "fspick": 433,
+        "mount_setattr": 442,
+        "open_by_handle_at": 304,
+        "name_to_handle_at": 303,
+        "kexec_load": 246,
+        "kexec_file_load": 320,
+        "init_module": 175,
+        "finit_module": 313,
+        "delete_module": 176,
+        "swapon": 167,
+        "swapoff": 168,
+        "reboot": 169,
+        "acct": 163,
+        "quotactl": 179,
+        "syslog": 103,
+        "fanotify_init": 300,
+        "iopl": 172,
+        "ioperm": 173,
     },
     "aarch64": {
-        "add_key": 217, "keyctl": 219, "request_key": 218,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 280,
-        "perf_event_open": 241, "userfaultfd": 282,
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438,
-        "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "open_tree": 428,
-        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
-        "open_by_handle_at": 265, "name_to_handle_at": 264,
-        "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
-        "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "quotactl": 60, "syslog": 116,
+        "add_key": 217,
+        "keyctl": 219,
+        "request_key": 218,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
+        "bpf": 280,
+        "perf_event_open": 241,
+        "userfaultfd": 282,
+        "ptrace": 117,
+        "process_vm_readv": 270,
+        "process_vm_writev": 271,
+        "kcmp": 272,
+        "pidfd_getfd": 438,
+        "unshare": 97,
+        "setns": 268,
+        "mount": 40,
+        "umount2": 39,
+        "pivot_root": 41,
+        "open_tree": 428,
+        "move_mount": 429,
+        "fsopen": 430,
+        "fsconfig": 431,
+        "fsmount": 432,
+        "fspick": 433,
+        "mount_setattr": 442,
+        "open_by_handle_at": 265,
+        "name_to_handle_at": 264,
+        "kexec_load": 104,
+        "kexec_file_load": 294,
+        "init_module": 105,
+        "finit_module": 273,
+        "delete_module": 106,
+        "swapon": 224,
+        "swapoff": 225,
+        "reboot": 142,
+        "acct": 89,
+        "quotactl": 60,
+        "syslog": 116,
         "fanotify_init": 262,  # no iopl / ioperm on aarch64
     },
 }
@@ -105,16 +202,20 @@ def seccomp_problem(machine: str | None = None) -> str | None:
     name = machine_name(machine)
     if name in SYSCALLS:
         return None
-    return (f"the PythonInterpreter sandbox has no seccomp syscall table for this machine ({name!r}; known: "
-            f"{', '.join(SYSCALLS)}), and it does not run without its filter: add the machine's numbers of "
-            f"DENIED to SYSCALLS and its AUDIT_ARCH in {__name__}, or, for trusted code only, use "
-            "PythonConfig(isolation='best-effort') / SIM_WEB_PYTHON_SANDBOX=best-effort")
+    return (
+        f"the PythonInterpreter sandbox has no seccomp syscall table for this machine ({name!r}; known: "
+        f"{', '.join(SYSCALLS)}), and it does not run without its filter: add the machine's numbers of "
+        f"DENIED to SYSCALLS and its AUDIT_ARCH in {__name__}, or, for trusted code only, use "
+        "PythonConfig(isolation='best-effort') / SIM_WEB_PYTHON_SANDBOX=best-effort"
+    )
 
 
 def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     if not (0 <= jt < 256 and 0 <= jf < 256):
-        raise ValueError(f"a BPF jump offset must fit in a byte (0..255), got jt={jt} jf={jf}; "
-                         "the denied list is too long for a linear filter")
+        raise ValueError(
+            f"a BPF jump offset must fit in a byte (0..255), got jt={jt} jf={jf}; "
+            "the denied list is too long for a linear filter"
+        )
     return _INSTRUCTION.pack(code, jt, jf, k)
 
 
@@ -139,8 +240,12 @@ def filter_program(machine: str | None = None) -> bytes:
         raise ValueError(problem)
     name = machine_name(machine)
     numbers = sorted({SYSCALLS[name][call] for call in DENIED if call in SYSCALLS[name]})
-    head = [_op(_LD_W_ABS, _OFFSET_ARCH), _op(_JEQ_K, AUDIT_ARCH[name], jt=1), _op(_RET_K, RET_EPERM),
-            _op(_LD_W_ABS, _OFFSET_NR)]
+    head = [
+        _op(_LD_W_ABS, _OFFSET_ARCH),
+        _op(_JEQ_K, AUDIT_ARCH[name], jt=1),
+        _op(_RET_K, RET_EPERM),
+        _op(_LD_W_ABS, _OFFSET_NR),
+    ]
     checks = [X32_SYSCALL_BIT] if name == "x86_64" else []
     body = []
     for index, number in enumerate(checks + numbers):

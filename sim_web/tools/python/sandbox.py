@@ -57,8 +57,15 @@ from sim_web.tools.python._output import (
     kill_group,
 )
 
-__all__ = ["ERROR_PREFIX", "ISOLATION_ENV", "NO_OUTPUT_TEXT", "TIMEOUT_TEXT", "PythonConfig", "run_python",
-           "sandbox_problem"]
+__all__ = [
+    "ERROR_PREFIX",
+    "ISOLATION_ENV",
+    "NO_OUTPUT_TEXT",
+    "TIMEOUT_TEXT",
+    "PythonConfig",
+    "run_python",
+    "sandbox_problem",
+]
 
 logger = logging.getLogger(__name__)
 ISOLATION_ENV = "SIM_WEB_PYTHON_SANDBOX"  #: "bwrap" (the default) or "best-effort" (trusted code only)
@@ -86,16 +93,25 @@ class PythonConfig:
 
     timeout_s: float = _opt(10.0, "Wall-clock limit of one run, seconds.")
     cpu_s: int = _opt(10, "CPU-time limit per process (RLIMIT_CPU), seconds.")
-    memory_mb: int = _opt(1024, "Memory budget, MiB: of the whole call with a memory cgroup, else per process "
-                                "(RLIMIT_AS; then the call's bound is max_processes x memory_mb).")
+    memory_mb: int = _opt(
+        1024,
+        "Memory budget, MiB: of the whole call with a memory cgroup, else per process "
+        "(RLIMIT_AS; then the call's bound is max_processes x memory_mb).",
+    )
     max_output_chars: int = _opt(10_000, "Most characters of stdout + stderr returned.")
     max_processes: int = _opt(64, "Most processes it may create (kernel caps count threads too).")
     allow_network: bool = _opt(False, "Allow the network (the host's network namespace, no guard).")
     max_file_mb: int = _opt(256, "Largest file it may write (RLIMIT_FSIZE), MiB.")
     disk_mb: int = _opt(256, "Size of each private tmpfs of the bwrap sandbox (/sandbox, /tmp, /dev/shm), MiB.")
-    isolation: str = field(default_factory=_default_isolation, metadata={"help": (
-        "'bwrap' (default; refuses to run without bubblewrap) or 'best-effort' (process-level guards only: "
-        f"for trusted code). The default comes from ${ISOLATION_ENV} when set.")})
+    isolation: str = field(
+        default_factory=_default_isolation,
+        metadata={
+            "help": (
+                "'bwrap' (default; refuses to run without bubblewrap) or 'best-effort' (process-level guards only: "
+                f"for trusted code). The default comes from ${ISOLATION_ENV} when set."
+            )
+        },
+    )
     use_namespaces: bool = _opt(True, "best-effort mode: use network/PID namespaces (unshare) when available.")
     use_cgroup: bool = _opt(True, "Use per-call pids and memory cgroups when they can be created.")
     hash_seed: int = _opt(0, "PYTHONHASHSEED of the child, so set order is reproducible.")
@@ -115,16 +131,22 @@ class PythonConfig:
                     f"use e.g. the default {f.default!r} ({f.metadata['help']})"
                 )
         if self.memory_mb < 64:
-            raise ValueError(f"PythonConfig.memory_mb={self.memory_mb} is too small to start "
-                             "Python; use at least 64 (the default is 1024)")
+            raise ValueError(
+                f"PythonConfig.memory_mb={self.memory_mb} is too small to start "
+                "Python; use at least 64 (the default is 1024)"
+            )
         if self.hash_seed > 4_294_967_295:
             raise ValueError(f"PythonConfig.hash_seed must be <= 2**32-1, got {self.hash_seed}")
         if not os.access(self.python, os.X_OK):
-            raise ValueError(f"PythonConfig.python={self.python!r} is not an executable file; "
-                             "point it at a Python 3.11+ interpreter (default: sys.executable)")
+            raise ValueError(
+                f"PythonConfig.python={self.python!r} is not an executable file; "
+                "point it at a Python 3.11+ interpreter (default: sys.executable)"
+            )
         if self.isolation not in ISOLATIONS:
-            raise ValueError(f"PythonConfig.isolation must be one of {ISOLATIONS}, got {self.isolation!r}; "
-                             f"check ${ISOLATION_ENV} (unset it for the default 'bwrap')")
+            raise ValueError(
+                f"PythonConfig.isolation must be one of {ISOLATIONS}, got {self.isolation!r}; "
+                f"check ${ISOLATION_ENV} (unset it for the default 'bwrap')"
+            )
 
 
 def sandbox_problem(config: PythonConfig | None = None) -> str | None:
@@ -188,9 +210,11 @@ def _make_cgroup(config: PythonConfig, own_tasks: int) -> CallCgroup | None:
         except OSError as exc:
             logger.warning("no per-call cgroup for this call (%s); using the other limits", exc)
     if cgroup is None or not cgroup.limits_memory:
-        _warn_once(f"PythonInterpreter: no memory cgroup can be created here, so memory_mb={config.memory_mb} "
-                   f"caps each process (RLIMIT_AS) and a call may use up to max_processes x memory_mb = "
-                   f"{config.max_processes * config.memory_mb} MiB")
+        _warn_once(
+            f"PythonInterpreter: no memory cgroup can be created here, so memory_mb={config.memory_mb} "
+            f"caps each process (RLIMIT_AS) and a call may use up to max_processes x memory_mb = "
+            f"{config.max_processes * config.memory_mb} MiB"
+        )
     return cgroup
 
 
@@ -260,12 +284,26 @@ def _run_bwrap(code: str, config: PythonConfig, cgroup: CallCgroup | None) -> st
         source.write(code.encode("utf-8", "surrogatepass"))
         source.flush()
         source.seek(0)
-        argv = _bwrap.bwrap_argv(_bwrap.bwrap_path(), config.python, code_fd=source.fileno(), seccomp_fd=seccomp_fd,
-                                 allow_network=config.allow_network, disk_mb=config.disk_mb, env=env,
-                                 runner_args=runner_args)
+        argv = _bwrap.bwrap_argv(
+            _bwrap.bwrap_path(),
+            config.python,
+            code_fd=source.fileno(),
+            seccomp_fd=seccomp_fd,
+            allow_network=config.allow_network,
+            disk_mb=config.disk_mb,
+            env=env,
+            runner_args=runner_args,
+        )
         # bwrap's init reports a killed program as 128 + signal, like the best-effort PID 1
-        return _execute(argv, config, cgroup, cwd="/", env={"PATH": "/usr/bin:/bin"},
-                        pass_fds=(source.fileno(), seccomp_fd), in_namespace=True)
+        return _execute(
+            argv,
+            config,
+            cgroup,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            pass_fds=(source.fileno(), seccomp_fd),
+            in_namespace=True,
+        )
 
 
 def _run_best_effort(code: str, config: PythonConfig, cgroup: CallCgroup | None, prefix: tuple[str, ...]) -> str:
@@ -275,27 +313,51 @@ def _run_best_effort(code: str, config: PythonConfig, cgroup: CallCgroup | None,
             handle.write(code)
         runner_args = _settings(config, workdir, [workdir], in_namespace=bool(prefix))
         argv = [*prefix, config.python, "-s", "-S", "-P", "-B", _RUNNER, *runner_args]
-        return _execute(argv, config, cgroup, cwd=workdir, env=_child_env(workdir, workdir, config.python, config),
-                        pass_fds=(), in_namespace=bool(prefix))
+        return _execute(
+            argv,
+            config,
+            cgroup,
+            cwd=workdir,
+            env=_child_env(workdir, workdir, config.python, config),
+            pass_fds=(),
+            in_namespace=bool(prefix),
+        )
     finally:
         _best_effort.remove_tree(workdir)
 
 
-def _execute(argv: list[str], config: PythonConfig, cgroup: CallCgroup | None, *, cwd: str,
-             env: dict[str, str], pass_fds: tuple[int, ...], in_namespace: bool) -> str:
+def _execute(
+    argv: list[str],
+    config: PythonConfig,
+    cgroup: CallCgroup | None,
+    *,
+    cwd: str,
+    env: dict[str, str],
+    pass_fds: tuple[int, ...],
+    in_namespace: bool,
+) -> str:
     """Start ``argv`` (inside the call's cgroups), collect its output, kill what is left, format."""
     if cgroup is not None and cgroup.dirs:
         argv = [*starter_argv(cgroup.procs_files), *argv]
     deadline = time.monotonic() + config.timeout_s
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        pass_fds=pass_fds,
+    )
     try:
         out, err, timed_out = collect(proc, config.max_output_chars, deadline)
     finally:
         kill_group(proc)
     oom_note = None
     if cgroup is not None and cgroup.oom_killed():
-        oom_note = (f"MemoryError: the program used more than its memory budget of {config.memory_mb} MiB "
-                    "(all its processes together) and was killed.")
-    return format_observation(out, err, timed_out, proc.returncode, in_namespace, config.max_output_chars,
-                              oom_note)
+        oom_note = (
+            f"MemoryError: the program used more than its memory budget of {config.memory_mb} MiB "
+            "(all its processes together) and was killed."
+        )
+    return format_observation(out, err, timed_out, proc.returncode, in_namespace, config.max_output_chars, oom_note)
