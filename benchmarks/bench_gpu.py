@@ -70,8 +70,9 @@ def split_line(tot: dict[str, float]) -> str:
 
 def gpu_recipe(args: argparse.Namespace, index: Path, out: str) -> Any:
     """The ``single-gpu`` recipe cut down to ``args``' few small steps (no feedback loop, no pre-filter)."""
+    from sim_web.protocol import NO_PYTHON_TOOLS
     from sim_web.tools.python.sandbox import sandbox_problem
-    from training.grpo.config import NO_PYTHON_TOOLS, load_recipe
+    from training.grpo.config import load_recipe
 
     tasks = "cpu-learn" if (index / "tasks" / "cpu-learn.jsonl").is_file() else None
     if tasks is None:
@@ -85,22 +86,24 @@ def gpu_recipe(args: argparse.Namespace, index: Path, out: str) -> Any:
         tools = NO_PYTHON_TOOLS
     return load_recipe(
         "single-gpu",
-        model=args.model,
-        index_dir=str(index),
-        tasks=tasks,
-        tools=tools,
-        max_steps=args.steps,
-        num_generations=args.group,
-        prompts_per_step=args.prompts,
-        max_turns=args.turns,
-        max_turn_tokens=args.turn_tokens,
-        max_completion_length=args.budget,
-        loop=False,
-        dupo_prefilter_k=0,
-        save_steps=10_000,
-        output_dir=out,
-        resume=False,
-        threads=None,
+        {
+            "model": args.model,
+            "index_dir": str(index),
+            "tasks": tasks,
+            "env.tools": tools,
+            "env.max_turns": args.turns,
+            "rollout.max_turn_tokens": args.turn_tokens,
+            "trainer.max_steps": args.steps,
+            "trainer.num_generations": args.group,
+            "trainer.prompts_per_step": args.prompts,
+            "trainer.max_completion_length": args.budget,
+            "trainer.save_steps": 10_000,
+            "loop.enabled": False,
+            "prefilter.k": 0,
+            "output_dir": out,
+            "resume": False,
+            "threads": None,
+        },
     )
 
 
@@ -124,8 +127,8 @@ def run_grpo(args: argparse.Namespace, index: Path) -> dict[str, Any]:
         recipe = gpu_recipe(args, index, out)
         use_vllm, _ = recipe.generation()
         print(
-            f"GRPO: {recipe.model}, bf16, G={recipe.num_generations}, {recipe.prompts_per_step} tasks/step, "
-            f"{recipe.max_steps} steps, generation with {'vLLM (colocated)' if use_vllm else 'transformers'}",
+            f"GRPO: {recipe.model}, bf16, G={recipe.trainer.num_generations}, {recipe.trainer.prompts_per_step} tasks/step, "
+            f"{recipe.trainer.max_steps} steps, generation with {'vLLM (colocated)' if use_vllm else 'transformers'}",
             flush=True,
         )
         torch.cuda.reset_peak_memory_stats()

@@ -28,9 +28,15 @@ def test_the_recipe_is_single_gpu_cut_to_a_few_small_steps(tmp_path, monkeypatch
     monkeypatch.setattr(bench_gpu, "ensure_sailorfog", lambda index: None)  # synthesis is `sim-web synth`'s to test
     args = argparse.Namespace(model="smollm2", steps=3, group=4, prompts=2, turns=4, turn_tokens=128, budget=2048)
     r = bench_gpu.gpu_recipe(args, tmp_path, str(tmp_path / "out"))  # no cpu-learn tier there: the default task set
-    assert (r.name, r.model, r.bf16, r.use_vllm, r.tasks) == ("single-gpu", "smollm2", True, True, None)
-    assert (r.max_steps, r.num_generations, r.prompts_per_step, r.max_turns, r.max_turn_tokens) == (3, 4, 2, 4, 128)
-    assert not r.loop and r.dupo_prefilter_k == 0 and "PythonInterpreter" not in r.tools
+    assert (r.name, r.model, r.trainer.bf16, r.trainer.use_vllm, r.tasks) == ("single-gpu", "smollm2", True, True, None)
+    assert (
+        r.trainer.max_steps,
+        r.trainer.num_generations,
+        r.trainer.prompts_per_step,
+        r.env.max_turns,
+        r.rollout.max_turn_tokens,
+    ) == (3, 4, 2, 4, 128)
+    assert not r.loop.enabled and r.prefilter.k == 0 and "PythonInterpreter" not in r.tools
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "cpu-learn.jsonl").write_text("")
     assert bench_gpu.gpu_recipe(args, tmp_path, str(tmp_path / "out")).tasks == "cpu-learn"

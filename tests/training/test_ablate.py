@@ -22,10 +22,15 @@ def test_every_variant_differs_from_the_baseline_in_exactly_one_switch():
     flipped = {}
     for v in GRID[1:]:
         diff = {k for k in BASELINE if v.fields()[k] != BASELINE[k]}
-        assert diff == {v.switch}, v.name
-        flipped.setdefault(v.switch, set()).add(v.fields()[v.switch])
-    assert flipped == {"advantage": {"grpo", "loo_std"}, "truncation": {"keep_all", "drop_all_truncated"}, "dupo": {True},
-                       "loop": {True}}
+        assert len(diff) == 1 and diff.pop().split(".")[-1] in (v.switch, "enabled"), v.name
+        [key] = v.overrides
+        flipped.setdefault(key, set()).add(v.fields()[key])
+    assert flipped == {
+        "trainer.advantage": {"grpo", "loo_std"},
+        "trainer.truncation": {"keep_all", "drop_all_truncated"},
+        "trainer.dupo": {True},
+        "loop.enabled": {True},
+    }
     assert [v.name for v in select(["dupo", "base", "dupo"])] == ["base", "dupo"]
     with pytest.raises(ConfigError, match="known: base"):
         variant("nope")
@@ -36,23 +41,38 @@ def test_every_variant_differs_from_the_baseline_in_exactly_one_switch():
 def test_runs_share_seed_tasks_and_rollouts_and_differ_in_their_switch(tmp_path):
     cfg = AblateConfig(quick=True, out=str(tmp_path), overrides={"n_tasks": 4, "seed": 3})
     recipes = {v.name: recipe_of(cfg, v) for v in GRID}
-    assert {(r.seed, r.n_tasks, r.max_steps, r.per_device_batch, r.model) for r in recipes.values()} == {(3, 4, 2, 4, "tiny")}
-    assert recipes["adv-grpo"].advantage == "grpo" and recipes["base"].advantage == "loo"
-    assert recipes["loop"].loop and not recipes["dupo"].loop and recipes["dupo"].dupo
+    assert {(r.seed, r.n_tasks, r.trainer.max_steps, r.per_device_batch, r.model) for r in recipes.values()} == {
+        (3, 4, 2, 4, "tiny")
+    }
+    assert recipes["adv-grpo"].trainer.advantage == "grpo" and recipes["base"].trainer.advantage == "loo"
+    assert recipes["loop"].loop.enabled and not recipes["dupo"].loop.enabled and recipes["dupo"].trainer.dupo
+    assert recipes["loop"].loop.every == 1 and recipes["base"].loop.every == 10 and recipes["base"].name == "base"
     assert recipes["base"].output_dir == str(tmp_path / "base" / "train")
-    assert recipe_of(AblateConfig(overrides={"model": "tiny", "use_vllm": False, "bf16": False}), GRID[0]).max_steps == 50
+    short = recipe_of(
+        AblateConfig(overrides={"model": "tiny", "trainer.use_vllm": False, "trainer.bf16": False}), GRID[0]
+    )
+    assert (short.trainer.max_steps, short.trainer.save_steps) == (50, 10)
+    assert (
+        recipe_of(AblateConfig(overrides={"model": "tiny", "trainer.max_steps": 70}), GRID[0]).trainer.max_steps == 70
+    )
     assert not cfg.subprocesses and AblateConfig().subprocesses and AblateConfig(quick=True, isolate=True).subprocesses
 
 
 def test_the_prefilter_verdict_is_paid_once_per_grid_and_only_shared_between_matching_runs(tmp_path):
     cfg = AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny"})
     base, grpo = recipe_of(cfg, variant("base")), recipe_of(cfg, variant("adv-grpo"))
-    other = recipe_of(AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny", "seed": 7}),
-                      variant("trunc-keep_all"))
+    other = recipe_of(
+        AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny", "seed": 7}),
+        variant("trunc-keep_all"),
+    )
     shared = share_prefilter(cfg, base)
-    assert shared == share_prefilter(cfg, grpo) != share_prefilter(cfg, other)  # the switches are not in the key, the seed is
-    assert shared == share_prefilter(cfg, dataclasses.replace(grpo, prefilter_verdict=str(shared)))
-    assert share_prefilter(cfg, dataclasses.replace(base, dupo_prefilter_k=0)) is None
+    assert (
+        shared == share_prefilter(cfg, grpo) != share_prefilter(cfg, other)
+    )  # the switches are not in the key, the seed is
+    assert not shared.parent.exists()  # computing the path creates nothing
+    verdict = dataclasses.replace(grpo.prefilter, verdict=str(shared))
+    assert shared == share_prefilter(cfg, dataclasses.replace(grpo, prefilter=verdict))
+    assert share_prefilter(cfg, dataclasses.replace(base, prefilter=dataclasses.replace(base.prefilter, k=0))) is None
 
 
 def test_a_run_reuses_a_saved_prefilter_verdict(tmp_path):
@@ -64,8 +84,10 @@ def test_a_run_reuses_a_saved_prefilter_verdict(tmp_path):
 
     verdict = tmp_path / "shared.json"
     verdict.write_text(json.dumps({"dropped": ["t1"]}), encoding="utf-8")
-    recipe = recipe_of(AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny"}), variant("base"))
-    recipe = dataclasses.replace(recipe, prefilter_verdict=str(verdict))
+    recipe = recipe_of(
+        AblateConfig(recipe="cpu-learn", out=str(tmp_path), overrides={"model": "tiny"}), variant("base")
+    )
+    recipe = dataclasses.replace(recipe, prefilter=dataclasses.replace(recipe.prefilter, verdict=str(verdict)))
     out = tmp_path / "run"
     out.mkdir()
     kept = _prefilter(recipe, None, None, [Task("t0"), Task("t1")], out)  # no trainer needed: nothing is played
@@ -77,13 +99,28 @@ def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, sy
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     out = tmp_path / "grid"
-    cmd = [sys.executable, "-m", "sim_web.cli", "ablate", "--quick", "--configs", "base,dupo", "--out", str(out),
-           "--set", f"index_dir={sample_index}", "--set", f"tasks={tasks}", "--set", "n_tasks=4"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sim_web.cli",
+        "ablate",
+        "--quick",
+        "--configs",
+        "base,dupo",
+        "--out",
+        str(out),
+        "--set",
+        f"index_dir={sample_index}",
+        "--set",
+        f"tasks={tasks}",
+        "--set",
+        "n_tasks=4",
+    ]
     env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"}
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()
-    lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith("config ")):]
+    lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith("config ")) :]
     assert lines[0].split() == ["config", "switch", "reward", "pass@1", "answered", "dropped", "tokens", "wall", "s"]
     assert [ln.split()[0] for ln in lines[2:4]] == ["base", "dupo"]
     assert "the numbers mean nothing" in res.stdout
@@ -101,7 +138,9 @@ def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, sy
     assert (out / "rewards.png").stat().st_size > 0
     assert "| base | - |" in (out / "results.md").read_text()
 
-    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)  # resumable: nothing reruns
+    again = subprocess.run(
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )  # resumable: nothing reruns
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resumed: base, dupo already finished" in again.stdout
     assert json.loads((out / "results.json").read_text())["results"] == report["results"]
@@ -114,8 +153,14 @@ def test_isolate_runs_each_configuration_in_its_own_process(sample_index, synth_
     records, _ = synth_run
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    cfg = AblateConfig(quick=True, isolate=True, configs=("adv-grpo",), out=str(tmp_path / "grid"), eval_n=0,
-                       overrides={"index_dir": str(sample_index), "tasks": str(tasks), "n_tasks": 4})
+    cfg = AblateConfig(
+        quick=True,
+        isolate=True,
+        configs=("adv-grpo",),
+        out=str(tmp_path / "grid"),
+        eval_n=0,
+        overrides={"index_dir": str(sample_index), "tasks": str(tasks), "n_tasks": 4},
+    )
     [row] = run_grid(cfg)
     assert row["name"] == "adv-grpo" and row["steps"] == 2 and not row["skipped"] and row["heldout_pass1"] is None
     assert "training with tools" in (tmp_path / "grid" / "adv-grpo" / "run.log").read_text()

@@ -27,7 +27,7 @@ def test_g4_grpo_and_leave_one_out():
 
 def test_g4_loo_divided_by_group_std():
     r = torch.tensor([1.0, 0.0, 0.0, 0.0])
-    std = math.sqrt(((0.75 ** 2) + 3 * 0.25 ** 2) / 3)  # unbiased: 0.5
+    std = math.sqrt(((0.75**2) + 3 * 0.25**2) / 3)  # unbiased: 0.5
     assert std == pytest.approx(0.5)
     close(group_std(r, 4), [0.5] * 4)
     close(group_advantages(r, 4, "loo_std"), [1.0 / (0.5 + 1e-4)] + [(-1 / 3) / (0.5 + 1e-4)] * 3)
@@ -37,7 +37,7 @@ def test_g5_with_graded_rewards():
     r = torch.tensor([1.0, 0.5, 0.0, 0.0, 0.0])  # sum 1.5
     close(group_advantages(r, 5, "grpo"), [0.7, 0.2, -0.3, -0.3, -0.3])
     close(group_advantages(r, 5, "loo"), [1 - 0.5 / 4, 0.5 - 1.0 / 4, -1.5 / 4, -1.5 / 4, -1.5 / 4])
-    var = (0.7 ** 2 + 0.2 ** 2 + 3 * 0.3 ** 2) / 4
+    var = (0.7**2 + 0.2**2 + 3 * 0.3**2) / 4
     sd = math.sqrt(var) + 1e-4
     close(group_advantages(r, 5, "loo_std"), [0.875 / sd, 0.25 / sd, -0.375 / sd, -0.375 / sd, -0.375 / sd])
 
@@ -76,5 +76,5 @@ def test_bad_inputs_are_clear_errors():
         group_advantages(torch.zeros(4), 4, "rloo")
     with pytest.raises(ConfigError, match="groups of 3"):
         group_advantages(torch.zeros(4), 3, "loo")
-    with pytest.raises(ConfigError, match="truncation rule"):
+    with pytest.raises(ConfigError, match="drop_mask.truncation must be one of"):
         drop_mask(torch.zeros(2), torch.zeros(2, dtype=torch.bool), "drop")

@@ -1,8 +1,11 @@
-"""GRPO recipes: every file loads, overrides apply, mistakes are errors that name the fix, the CLI is registered."""
+"""GRPO recipes: every file loads as written (nested), overrides apply by dotted path, mistakes are errors that name the
+fix, the CLI is registered."""
+
+import dataclasses
 
 import pytest
 
-from training.grpo.config import CONFIG_DIR, GRPORecipe, load_recipe, parse_value
+from training.grpo.config import CONFIG_DIR, GRPORecipe, load_recipe, parse_overrides, parse_value, recipe_names
 from wiki_index.errors import ConfigError
 
 RECIPES = ("cpu-smoke", "single-gpu", "multi-gpu")
@@ -12,12 +15,52 @@ RECIPES = ("cpu-smoke", "single-gpu", "multi-gpu")
 def test_every_recipe_loads_and_the_gpu_recipes_use_the_python_interpreter(name):
     r = load_recipe(name)
     assert r.name == name and ("PythonInterpreter" in r.tools) == (name != "cpu-smoke")
-    assert (r.advantage, r.truncation, r.loss_type) == ("loo", "drop_truncated_negatives", "dapo")
-    assert r.use_vllm == (name != "cpu-smoke") and r.max_completion_length >= r.max_turn_tokens
+    assert (r.trainer.advantage, r.trainer.truncation, r.trainer.loss_type) == (
+        "loo",
+        "drop_truncated_negatives",
+        "dapo",
+    )
+    assert r.trainer.use_vllm == (name != "cpu-smoke") and r.trainer.max_completion_length >= r.rollout.max_turn_tokens
     assert "bubblewrap" in (CONFIG_DIR / f"{name}.yaml").read_text()
 
 
-def test_multi_gpu_recipe_documents_the_server_mode_hang():
+def test_shipped_recipes_keep_their_values_and_tool_order():
+    smoke, learn, single = load_recipe("cpu-smoke"), load_recipe("cpu-learn"), load_recipe("single-gpu")
+    assert smoke.tools == ("search", "visit", "google_scholar") and learn.tools == ("search", "visit")
+    assert single.tools == ("search", "visit", "google_scholar", "PythonInterpreter")  # the system prompt's order
+    assert (
+        smoke.env.max_turns,
+        smoke.env.max_obs_chars,
+        smoke.rollout.max_turn_tokens,
+        smoke.trainer.learning_rate,
+    ) == (2, 4000, 24, 1e-3)
+    assert (learn.env.prompt, learn.env.search_results, learn.env.sim.snippet_chars, learn.prefilter.k) == (
+        "compact",
+        5,
+        160,
+        2,
+    )
+    assert (single.loop.enabled, single.loop.tiers, single.loop.min_rollouts, single.loop.every) == (
+        True,
+        ("lookup", "bridge", "sailorfog"),
+        8,
+        10,
+    )
+    assert recipe_names() == ["cpu-learn", "cpu-smoke", "multi-gpu", "single-gpu"]
+
+
+def test_derived_section_fields_follow_the_run():
+    r = load_recipe("cpu-learn", {"seed": 3, "solved_reward": 0.5})
+    assert (r.rollout.seed, r.rollout.batch_size, r.loop.solved_reward) == (3, 16, 0.5)
+    r2 = dataclasses.replace(r, seed=7)
+    assert r2.rollout.seed == 7
+    with pytest.raises(ConfigError, match="rollout.seed is not set in a recipe: it follows seed"):
+        load_recipe("cpu-smoke", {"rollout.seed": 1})
+    with pytest.raises(ConfigError, match="set them at the top level"):
+        GRPORecipe(env=dataclasses.replace(GRPORecipe().env, split="test"))
+
+
+def test_the_multi_gpu_recipe_documents_the_server_mode_hang():
     text = (CONFIG_DIR / "multi-gpu.yaml").read_text()
     assert "accelerate launch" in text and "trl#6673" in text and "colocate" in text
     assert (CONFIG_DIR / "accelerate-multi-gpu.yaml").is_file()
@@ -25,69 +68,154 @@ def test_multi_gpu_recipe_documents_the_server_mode_hang():
 
 def test_overrides_and_trl_arguments(tmp_path):
     pytest.importorskip("trl")
-    r = load_recipe("cpu-smoke", max_steps=5, advantage="loo_std", output_dir=str(tmp_path), tools=["search", "visit"])
-    assert (r.max_steps, r.advantage, r.tools) == (5, "loo_std", ("search", "visit"))
+    over = {
+        **parse_overrides(["trainer.max_steps=5", "trainer.advantage=loo_std", "env.tools=search,visit"]),
+        "output_dir": str(tmp_path),
+    }
+    r = load_recipe("cpu-smoke", over)
+    assert (r.trainer.max_steps, r.trainer.advantage, r.tools) == (5, "loo_std", ("search", "visit"))
+    assert load_recipe("cpu-smoke", {"trainer": {"max_steps": 4}}).trainer.max_steps == 4  # a section's mapping
     args = r.grpo_config()
-    assert (args.advantage, args.truncation, args.num_generations, args.per_device_train_batch_size) == ("loo_std", r.truncation, 2, 4)
-    assert (args.loss_type, args.scale_rewards, args.mask_truncated_completions, args.num_iterations) == ("dapo", "none", False, 1)
+    assert (args.advantage, args.truncation, args.num_generations, args.per_device_train_batch_size) == (
+        "loo_std",
+        r.trainer.truncation,
+        2,
+        4,
+    )
+    assert (args.loss_type, args.scale_rewards, args.mask_truncated_completions, args.num_iterations) == (
+        "dapo",
+        "none",
+        False,
+        1,
+    )
     assert args.steps_per_generation == args.gradient_accumulation_steps and args.epsilon_high == 0.28
+    assert args.output_dir == str(tmp_path) and args.max_steps == 5
+
+
+def test_set_values_take_the_fields_type():
+    r = load_recipe(
+        "cpu-smoke",
+        {
+            "trainer.learning_rate": parse_value("1e-4"),
+            "model": parse_value("123"),
+            "n_tasks": parse_value("null"),
+            "trainer.bf16": "true",
+            "env.max_turns": "3",
+        },
+    )
+    assert (r.trainer.learning_rate, r.model, r.n_tasks, r.trainer.bf16, r.env.max_turns) == (
+        1e-4,
+        "123",
+        None,
+        True,
+        3,
+    )
+    assert isinstance(r.trainer.learning_rate, float)
+    with pytest.raises(ConfigError, match="trainer.max_steps expects int, got 'many'"):
+        load_recipe("cpu-smoke", {"trainer.max_steps": "many"})
 
 
 def test_mistakes_name_the_fix():
-    with pytest.raises(ConfigError, match="non-empty subset of"):
-        GRPORecipe(tools=("search", "python"))
-    assert load_recipe("cpu-smoke", tools=parse_value("search,visit")).tools == ("search", "visit")  # --set tools=search,visit
-    with pytest.raises(ConfigError, match="unknown GRPO recipe fields \\['max_step'\\]"):
-        load_recipe("cpu-smoke", max_step=3)
+    with pytest.raises(ConfigError, match="EnvConfig.tools must be a non-empty subset of"):
+        load_recipe("cpu-smoke", {"env.tools": "search,python"})
+    with pytest.raises(
+        ConfigError, match="unknown key 'trainer.max_step' in section 'trainer'; valid keys: num_generations, "
+    ):
+        load_recipe("cpu-smoke", {"trainer.max_step": 3})
+    with pytest.raises(
+        ConfigError, match="unknown key 'max_steps' in the recipe's top level \\(did you mean trainer.max_steps\\?\\)"
+    ):
+        load_recipe("cpu-smoke", {"max_steps": 3})
+    with pytest.raises(ConfigError, match="loop is a section: set its keys .*e.g. loop.enabled="):
+        load_recipe("cpu-smoke", {"loop": True})
     with pytest.raises(ConfigError, match="one of \\['cpu-learn', 'cpu-smoke', 'multi-gpu', 'single-gpu'\\]"):
         load_recipe("gpu")
-    with pytest.raises(ConfigError, match="raise it or lower max_turn_tokens"):
-        GRPORecipe(max_completion_length=100, max_turn_tokens=512)
+    with pytest.raises(ConfigError, match="raise it or lower rollout.max_turn_tokens"):
+        load_recipe("cpu-smoke", {"trainer.max_completion_length": 100, "rollout.max_turn_tokens": 512})
     with pytest.raises(ConfigError, match="num_generations must be >= 2"):
-        GRPORecipe(num_generations=1)
+        load_recipe("cpu-smoke", {"trainer.num_generations": 1})
+    with pytest.raises(ConfigError, match="trainer.advantage must be one of"):
+        load_recipe("cpu-smoke", {"trainer.advantage": "rloo"})
+    with pytest.raises(ConfigError, match="loop.tiers must be a non-empty subset"):
+        load_recipe("cpu-smoke", {"loop.tiers": "hard"})
     with pytest.raises(ConfigError, match="not 'tiny', 'smollm2' or a model folder"):
         GRPORecipe(model="/no/such/model").model_path()
 
 
+def test_a_recipe_file_with_an_unknown_key_names_its_section(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("model: tiny\nenv:\n  max_turn: 3\n")
+    with pytest.raises(
+        ConfigError, match="recipe '.*mine.yaml': unknown key 'env.max_turn' in section 'env'; valid keys: .*max_turns"
+    ):
+        load_recipe(str(path))
+    path.write_text("model: tiny\nenv:\n  max_turns: 3\n")
+    assert load_recipe(str(path)).env.max_turns == 3 and load_recipe(str(path)).name == "mine"
+
+
 def test_prompt_style_and_search_budgets_reach_the_env_config(sample_index):
-    r = load_recipe("cpu-smoke", prompt="compact", search_results=parse_value("3"), snippet_chars=120)
+    r = load_recipe(
+        "cpu-smoke", {"env.prompt": "compact", "env.search_results": parse_value("3"), "env.sim.snippet_chars": 120}
+    )
     env = r.env_config(str(sample_index))
-    assert (env.prompt, env.search_results, env.sim.snippet_chars, env.tools) == ("compact", 3, 120, r.tools)
-    assert (env.max_turns, env.max_obs_chars, env.max_response_chars, env.reward.kind) == (r.max_turns, r.max_obs_chars,
-                                                                                          r.max_response_chars, r.reward)
+    assert (env.prompt, env.search_results, env.sim.snippet_chars, env.tools, env.index_dir) == (
+        "compact",
+        3,
+        120,
+        r.tools,
+        str(sample_index),
+    )
+    assert (env.max_turns, env.max_obs_chars, env.max_response_chars, env.reward.kind) == (2, 4000, 400, "em")
     default = GRPORecipe().env_config(str(sample_index))
-    assert (default.prompt, default.search_results, default.sim.snippet_chars) == ("tongyi", 10, 240)
+    assert (default.prompt, default.search_results, default.sim.snippet_chars, default.max_turns) == (
+        "tongyi",
+        10,
+        240,
+        8,
+    )
     with pytest.raises(ConfigError, match="prompt must be one of \\('tongyi', 'compact'\\), got 'small'"):
-        GRPORecipe(prompt="small")
-    with pytest.raises(ConfigError, match="search_results >= 1 and snippet_chars >= 1"):
-        GRPORecipe(snippet_chars=0)
+        load_recipe("cpu-smoke", {"env.prompt": "small"})
+    with pytest.raises(ConfigError, match="env.sim.snippet_chars must be >= 1"):
+        load_recipe("cpu-smoke", {"env.sim.snippet_chars": 0})
+    with pytest.raises(ConfigError, match="env.reward.kind must be one of \\('em', 'f1'\\)"):
+        load_recipe("cpu-smoke", {"env.reward.kind": "judge"})
 
 
 def test_set_values_parse_as_yaml():
-    assert [parse_value(v) for v in ("3", "1e-6", "true", "null", "[search, visit]", "/a/b")] == [3, 1e-6, True, None, ["search", "visit"], "/a/b"]
+    assert [parse_value(v) for v in ("3", "1e-6", "true", "null", "[search, visit]", "/a/b")] == [
+        3,
+        1e-6,
+        True,
+        None,
+        ["search", "visit"],
+        "/a/b",
+    ]
 
 
 def test_sim_web_cli_lists_grpo():
     from sim_web.cli import make_parser
+    from training.grpo.train import recipe_from_namespace
 
-    args = make_parser().parse_args(["grpo", "--recipe", "cpu-smoke", "--set", "max_steps=1", "--no-resume"])
-    assert args.recipe == "cpu-smoke" and args.set == ["max_steps=1"] and args.no_resume and callable(args.func)
+    args = make_parser().parse_args(["grpo", "--recipe", "cpu-smoke", "--set", "trainer.max_steps=1", "--no-resume"])
+    assert args.recipe == "cpu-smoke" and args.set == ["trainer.max_steps=1"] and args.no_resume and callable(args.func)
+    r = recipe_from_namespace(args)
+    assert (r.trainer.max_steps, r.resume) == (1, False)
 
 
 def test_a_recipe_with_the_python_interpreter_is_refused_where_its_sandbox_cannot_run(monkeypatch):
     from sim_web.tools.python import sandbox
 
     monkeypatch.setattr(sandbox, "sandbox_problem", lambda config=None: "bubblewrap is not on PATH")
-    with pytest.raises(ConfigError, match="bubblewrap is not on PATH.*--set tools=search,visit,google_scholar"):
+    with pytest.raises(ConfigError, match="bubblewrap is not on PATH.*--set env.tools=search,visit,google_scholar"):
         GRPORecipe().check_sandbox()
-    GRPORecipe(tools=("search", "visit")).check_sandbox()  # no PythonInterpreter: nothing to check
+    load_recipe("cpu-smoke", {"env.tools": "search,visit"}).check_sandbox()  # no PythonInterpreter: nothing to check
 
 
 def test_micro_batch_accumulates_to_the_same_step():
-    r = load_recipe("cpu-learn", micro_batch=2)
+    r = load_recipe("cpu-learn", {"trainer.micro_batch": 2})
     c = r.grpo_config()
     assert (c.per_device_train_batch_size, c.gradient_accumulation_steps, c.generation_batch_size) == (2, 8, 16)
-    full = load_recipe("cpu-learn", micro_batch=None).grpo_config()
+    full = load_recipe("cpu-learn", {"trainer.micro_batch": None}).grpo_config()
     assert (full.per_device_train_batch_size, full.gradient_accumulation_steps) == (16, 1)
     with pytest.raises(ConfigError, match="micro_batch must divide"):
-        load_recipe("cpu-learn", micro_batch=3)
+        load_recipe("cpu-learn", {"trainer.micro_batch": 3})

@@ -15,7 +15,9 @@ NAN = math.nan
 
 
 def test_flat_groups_are_replaced_by_copies_of_informative_groups_of_the_same_batch():
-    rewards = torch.tensor([1., 0., 0.,   0., 0., 0.,   1., 1., 1.,   0., 1., 1.])  # groups 1 and 2 carry no signal
+    rewards = torch.tensor(
+        [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    )  # groups 1 and 2 carry no signal
     index, stats = dupo_fill_index(rewards, 3, seed=0)
     assert stats == {"groups": 4, "dropped": 2, "duplicated": 2}
     groups = index.view(4, 3)
@@ -29,7 +31,7 @@ def test_flat_groups_are_replaced_by_copies_of_informative_groups_of_the_same_ba
 
 
 def test_the_copy_choice_follows_the_seed_and_spreads_over_informative_groups():
-    rewards = torch.tensor([0., 1.] * 3 + [1., 1.] * 6)  # 3 informative, 6 flat groups
+    rewards = torch.tensor([0.0, 1.0] * 3 + [1.0, 1.0] * 6)  # 3 informative, 6 flat groups
     choices = set()
     for seed in range(6):
         index, stats = dupo_fill_index(rewards, 2, seed=seed)
@@ -41,22 +43,26 @@ def test_the_copy_choice_follows_the_seed_and_spreads_over_informative_groups():
     assert len(choices) > 1
 
 
-@pytest.mark.parametrize("rewards", [[1., 1., 0., 0.], [1., 0., 0., 1.], [NAN, 0., NAN, NAN]])
+@pytest.mark.parametrize("rewards", [[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 1.0], [NAN, 0.0, NAN, NAN]])
 def test_nothing_to_copy_or_nothing_to_drop_leaves_the_batch_alone(rewards):
     index, stats = dupo_fill_index(torch.tensor(rewards), 2)
     assert index.tolist() == [0, 1, 2, 3] and stats["dropped"] == stats["duplicated"] == 0
 
 
 def test_a_group_with_one_scorable_sample_counts_as_flat():
-    index, stats = dupo_fill_index(torch.tensor([NAN, 1., 0., 1.]), 2)
+    index, stats = dupo_fill_index(torch.tensor([NAN, 1.0, 0.0, 1.0]), 2)
     assert stats["dropped"] == 1 and index.tolist() == [2, 3, 2, 3]
 
 
 def test_remap_batch_moves_per_sample_tensors_only():
-    out = {"advantages": torch.tensor([1., 2., 3., 4.]), "completion_ids": torch.arange(8).view(4, 2),
-           "num_items_in_batch": torch.tensor(8), "other": [1, 2, 3, 4]}
+    out = {
+        "advantages": torch.tensor([1.0, 2.0, 3.0, 4.0]),
+        "completion_ids": torch.arange(8).view(4, 2),
+        "num_items_in_batch": torch.tensor(8),
+        "other": [1, 2, 3, 4],
+    }
     got = remap_batch(out, torch.tensor([0, 1, 0, 1]))
-    assert got["advantages"].tolist() == [1., 2., 1., 2.]
+    assert got["advantages"].tolist() == [1.0, 2.0, 1.0, 2.0]
     assert got["completion_ids"].tolist() == [[0, 1], [2, 3], [0, 1], [2, 3]]
     assert int(got["num_items_in_batch"]) == 8 and got["other"] == [1, 2, 3, 4]
     with pytest.raises(ConfigError, match="multimodal"):
@@ -68,7 +74,7 @@ def test_always_solved_needs_k_successes():
     rewards = [1.0, 1.0, 1.0, 0.0, 1.0, 1.0, None]
     assert always_solved(ids, rewards, k=2) == {"a"}  # c has one rollout only; d has an unscorable one
     assert always_solved(ids, rewards, k=1) == {"a", "c"}
-    assert always_solved(["a", "a"], [0.6, 0.7], k=2, threshold=0.5) == {"a"}
+    assert always_solved(["a", "a"], [0.6, 0.7], k=2, solved_reward=0.5) == {"a"}
     with pytest.raises(ConfigError):
         always_solved(["a"], [], k=1)
 
@@ -85,10 +91,20 @@ def env_reward(completions, env_reward, **kwargs):
 def fake_rollout(prompts, trainer):
     eos = trainer.processing_class.eos_token_id
     n = len(prompts)
-    return {"prompt_ids": [[7, 8, 9]] * n, "completion_ids": [[5 + k, 40, eos] for k in range(n)],
-            "logprobs": [[-1.0] * 3] * n, "env_reward": REWARDS[:n], "no_answer": [""] * n, "answered": [True] * n,
-            "turns": [1] * n, "tool_calls": [{"search": 2}] * n, "tool_errors": [0] * n, "action_errors": [0] * n,
-            "generated_tokens": [3] * n, "rollout_timing": {"generation_seconds": 0.1, "tool_seconds": 0.0}}
+    return {
+        "prompt_ids": [[7, 8, 9]] * n,
+        "completion_ids": [[5 + k, 40, eos] for k in range(n)],
+        "logprobs": [[-1.0] * 3] * n,
+        "env_reward": REWARDS[:n],
+        "no_answer": [""] * n,
+        "answered": [True] * n,
+        "turns": [1] * n,
+        "tool_calls": [{"search": 2}] * n,
+        "tool_errors": [0] * n,
+        "action_errors": [0] * n,
+        "generated_tokens": [3] * n,
+        "rollout_timing": {"generation_seconds": 0.1, "tool_seconds": 0.0},
+    }
 
 
 @pytest.mark.parametrize("dupo", [True, False])
@@ -99,12 +115,31 @@ def test_the_loss_batch_holds_two_copies_of_the_informative_group(tmp_path, dupo
     from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
 
     model, tok = tiny_model(["What is the answer to this question?"])
-    args = AgentGRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=G, max_completion_length=8,
-                           max_steps=1, learning_rate=1e-2, report_to="none", use_cpu=True, logging_steps=1, save_strategy="no",
-                           seed=0, dupo=dupo)
-    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": f"question {i}"}], "task_id": f"t{i}"} for i in range(2)])
-    trainer = AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[env_reward], args=args, train_dataset=ds,
-                               rollout_func=fake_rollout)
+    args = AgentGRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        num_generations=G,
+        max_completion_length=8,
+        max_steps=1,
+        learning_rate=1e-2,
+        report_to="none",
+        use_cpu=True,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        dupo=dupo,
+    )
+    ds = Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": f"question {i}"}], "task_id": f"t{i}"} for i in range(2)]
+    )
+    trainer = AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[env_reward],
+        args=args,
+        train_dataset=ds,
+        rollout_func=fake_rollout,
+    )
     seen, outcomes = [], []
     original = trainer._compute_loss
     trainer._compute_loss = lambda m, i: seen.append(i) or original(m, i)
@@ -122,5 +157,6 @@ def test_the_loss_batch_holds_two_copies_of_the_informative_group(tmp_path, dupo
     assert logged["agent/frac_zero_variance_groups"] == 0.5  # metrics describe the rollouts, not the filled batch
     # the outcome table sees every rollout once, with its own reward, whatever DUPO trains on
     assert sorted((o["task_id"], o["reward"]) for o in outcomes) == sorted(
-        [(tid, 0.0) for tid in [outcomes[0]["task_id"]] * 4] + [(outcomes[4]["task_id"], r) for r in REWARDS[4:]])
+        [(tid, 0.0) for tid in [outcomes[0]["task_id"]] * 4] + [(outcomes[4]["task_id"], r) for r in REWARDS[4:]]
+    )
     assert {o["step"] for o in outcomes} == {1} and all(o["tool_calls"] == 2 and o["answered"] for o in outcomes)

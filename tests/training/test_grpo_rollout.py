@@ -28,12 +28,28 @@ def test_generation_returns_the_sampled_tokens_logprobs_and_leaves_the_global_rn
     from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
 
     model, tok = tiny
-    args = AgentGRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_completion_length=16,
-                           temperature=0.7, report_to="none", use_cpu=True, bf16=False)
-    trainer = AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[R.env_reward], args=args,
-                               train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
-                               rollout_func=lambda p, t: {})
-    contexts = [tokenize(tok, "<|im_start|>user\nsearch the answer<|im_end|>\n<|im_start|>assistant\n"), tokenize(tok, "visit")]
+    args = AgentGRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=16,
+        temperature=0.7,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+    )
+    trainer = AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[R.env_reward],
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
+        rollout_func=lambda p, t: {},
+    )
+    contexts = [
+        tokenize(tok, "<|im_start|>user\nsearch the answer<|im_end|>\n<|im_start|>assistant\n"),
+        tokenize(tok, "visit"),
+    ]
     state = torch.random.get_rng_state()
     outs = R.generate(trainer, contexts, [6, 9], seed=3)
     assert torch.equal(state, torch.random.get_rng_state())
@@ -44,7 +60,7 @@ def test_generation_returns_the_sampled_tokens_logprobs_and_leaves_the_global_rn
         assert 1 <= len(ids) <= cap and len(lps) == len(ids)
         assert ended == (ids[-1] == tok.eos_token_id)
         with torch.no_grad():
-            logits = model(torch.tensor([ctx + ids])).logits[0, len(ctx) - 1:-1] / 0.7
+            logits = model(torch.tensor([ctx + ids])).logits[0, len(ctx) - 1 : -1] / 0.7
         want = torch.log_softmax(logits, -1).gather(1, torch.tensor(ids).unsqueeze(1)).squeeze(1)
         assert lps == pytest.approx(want.tolist(), abs=1e-4)
 
@@ -92,7 +108,9 @@ def test_episode_endings(tiny, task_setup, monkeypatch):
     out = play(task_setup, tok, [call("search", query=["x"]), f"<answer>{gold}</answer>"], monkeypatch=monkeypatch)
     assert (out["env_reward"], out["answered"], out["no_answer"], out["turns"]) == ([1.0], [True], [""], [2])
     assert out["tool_calls"] == [{"search": 1}] and out["completion_ids"][0][-1] == tok.eos_token_id
-    assert 0 in out["env_mask"][0] and len(out["env_mask"][0]) == len(out["completion_ids"][0]) == len(out["logprobs"][0])
+    assert 0 in out["env_mask"][0] and len(out["env_mask"][0]) == len(out["completion_ids"][0]) == len(
+        out["logprobs"][0]
+    )
     assert [lp for lp, m in zip(out["logprobs"][0], out["env_mask"][0]) if not m] == [0.0] * out["env_mask"][0].count(0)
 
     cut = play(task_setup, tok, ["<answer>unfinish"], ended=False, monkeypatch=monkeypatch)
@@ -105,8 +123,12 @@ def test_episode_endings(tiny, task_setup, monkeypatch):
     rolled = play(task_setup, tok, [call("search", query=["x"])], budget=len(first) + 20, monkeypatch=monkeypatch)
     assert rolled["no_answer"] == ["rollback"] and rolled["completion_ids"][0] == first  # the tool output is left out
 
-    bad = play(task_setup, tok, [call("visit", url=["https://en.wikipedia.org/wiki/No_such_page_xyz"], goal="g"), "<answer>x</answer>"],
-               monkeypatch=monkeypatch)
+    bad = play(
+        task_setup,
+        tok,
+        [call("visit", url=["https://en.wikipedia.org/wiki/No_such_page_xyz"], goal="g"), "<answer>x</answer>"],
+        monkeypatch=monkeypatch,
+    )
     assert bad["tool_errors"] == [1] and bad["env_reward"] == [0.0]
 
 
@@ -117,24 +139,29 @@ def test_python_interpreter_is_refused_without_its_sandbox_and_unknown_prompts_a
 
     config, tasks = task_setup
     monkeypatch.setattr(sandbox, "sandbox_problem", lambda config=None: "bubblewrap is not on PATH")
-    with pytest.raises(ConfigError, match="bubblewrap is not on PATH.*--set tools=search,visit,google_scholar"):
+    with pytest.raises(ConfigError, match="bubblewrap is not on PATH.*--set env.tools=search,visit,google_scholar"):
         R.AgentRollout(replace(config, tools=(*TOOLS, "PythonInterpreter")), tasks)
     monkeypatch.undo()
     with pytest.raises(ConfigError, match="task_dataset"):
-        R.AgentRollout(config, tasks)([[{"role": "user", "content": "not a task"}]], SimpleNamespace(processing_class=None, max_completion_length=8))
+        R.AgentRollout(config, tasks)(
+            [[{"role": "user", "content": "not a task"}]],
+            SimpleNamespace(processing_class=None, max_completion_length=8),
+        )
     ds = R.task_dataset(tasks)
     assert ds[0]["prompt"] == [{"role": "user", "content": tasks[0].question}] and ds[0]["task_id"] == tasks[0].id
     with pytest.raises(ConfigError, match="env_reward"):
         R.env_reward(["x"])
 
 
-@pytest.mark.skipif(__import__("sim_web.tools.python.sandbox", fromlist=["x"]).sandbox_problem() is not None,
-                    reason="no bubblewrap sandbox here (the sandbox tests in tests/sim_web say why)")
+@pytest.mark.skipif(
+    __import__("sim_web.tools.python.sandbox", fromlist=["x"]).sandbox_problem() is not None,
+    reason="no bubblewrap sandbox here (the sandbox tests in tests/sim_web say why)",
+)
 def test_python_interpreter_runs_in_the_sandbox_during_rollouts(tiny, task_setup, monkeypatch):
     """A rollout's PythonInterpreter call runs the code in the sandbox, whose output the policy sees as env tokens;
     the task file the env reads is not visible from inside."""
     _, tok = tiny
-    code = ("import os\nprint(sum(range(5)), os.path.exists(os.environ.get('SIM_WEB_HOME', '/nonexistent')))")
+    code = "import os\nprint(sum(range(5)), os.path.exists(os.environ.get('SIM_WEB_HOME', '/nonexistent')))"
     turn = f'<tool_call>\n{{"name": "PythonInterpreter", "arguments": {{}}}}\n<code>\n{code}\n</code>\n</tool_call>'
     seen = []
     real_step = R.WebResearchEnv.step
@@ -145,7 +172,9 @@ def test_python_interpreter_runs_in_the_sandbox_during_rollouts(tiny, task_setup
         return out
 
     monkeypatch.setattr(R.WebResearchEnv, "step", spy)
-    out = play(task_setup, tok, [turn, "<answer>x</answer>"], monkeypatch=monkeypatch, tools=(*TOOLS, "PythonInterpreter"))
+    out = play(
+        task_setup, tok, [turn, "<answer>x</answer>"], monkeypatch=monkeypatch, tools=(*TOOLS, "PythonInterpreter")
+    )
     assert out["tool_calls"] == [{"PythonInterpreter": 1}] and out["tool_errors"] == [0]
     assert "stdout:\n10 False" in seen[0], seen[0]
     assert 0 in out["env_mask"][0]  # the interpreter's output is in the completion as env tokens, out of the loss

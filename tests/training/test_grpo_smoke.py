@@ -25,7 +25,12 @@ def sailorfog_tasks(synth_run, tmp_path_factory):
 
 def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog_tasks, tmp_path):
     out = tmp_path / "run"
-    sets = [f"index_dir={sample_index}", f"tasks={sailorfog_tasks}", "prompt=compact", "search_results=3"]  # the small-model env
+    sets = [
+        f"index_dir={sample_index}",
+        f"tasks={sailorfog_tasks}",
+        "env.prompt=compact",
+        "env.search_results=3",
+    ]  # the small-model env
     cmd = [sys.executable, "-m", "sim_web.cli", "grpo", "--recipe", "cpu-smoke", "--out", str(out)]
     for s in sets:
         cmd += ["--set", s]
@@ -39,16 +44,34 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
     for r in rows:
         assert r["agent/turns"] >= 1 and r["agent/generated_tokens"] > 0 and r["time/generation"] > 0
         assert 0.0 <= r["agent/frac_dropped"] <= 1.0 and r["agent/answer_rate"] <= 1.0
-        assert sum(r[f"agent/no_answer/{k}"] for k in ("length", "turn_cap", "rollback", "obs_budget")) == pytest.approx(
-            r["agent/frac_no_answer"])
+        assert sum(
+            r[f"agent/no_answer/{k}"] for k in ("length", "turn_cap", "rollback", "obs_budget")
+        ) == pytest.approx(r["agent/frac_no_answer"])
     assert (out / "checkpoint-2").is_dir() and (out / "final" / "config.json").is_file()
 
     from training.grpo.config import load_recipe
     from training.grpo.train import main
 
-    summary = main(load_recipe("cpu-smoke", index_dir=str(sample_index), tasks=str(sailorfog_tasks), output_dir=str(out), max_steps=3,
-                               prompt="compact", search_results=3))
+    summary = main(
+        load_recipe(
+            "cpu-smoke",
+            {
+                "index_dir": str(sample_index),
+                "tasks": str(sailorfog_tasks),
+                "output_dir": str(out),
+                "trainer.max_steps": 3,
+                "env.prompt": "compact",
+                "env.search_results": 3,
+            },
+        )
+    )
     assert summary["resumed_from"].endswith("checkpoint-2") and summary["steps"] == 3
     recorded = json.loads((out / "summary.json").read_text())["config"]  # the whole recipe: part of the run's identity
-    assert (recorded["prompt"], recorded["search_results"], recorded["snippet_chars"], recorded["max_steps"]) == ("compact", 3, 240, 3)
+    env = recorded["env"]
+    assert (env["prompt"], env["search_results"], env["sim"]["snippet_chars"], recorded["trainer"]["max_steps"]) == (
+        "compact",
+        3,
+        240,
+        3,
+    )
     assert [r["step"] for r in summary["metrics"]] == [1, 2, 3]  # one new step after the resume

@@ -12,8 +12,16 @@ from wiki_index.errors import ConfigError  # noqa: E402
 
 G = 4
 #: (reward, no-answer reason) per sample, two groups of four.
-SPECS = [(1.0, ""), (0.0, "length"), (0.0, ""), (0.5, "length"),  # sample 1 dropped; sample 3 is a truncated success
-         (0.0, ""), (1.0, ""), (0.0, "rollback"), (0.0, "")]       # sample 6 dropped
+SPECS = [
+    (1.0, ""),
+    (0.0, "length"),
+    (0.0, ""),
+    (0.5, "length"),  # sample 1 dropped; sample 3 is a truncated success
+    (0.0, ""),
+    (1.0, ""),
+    (0.0, "rollback"),
+    (0.0, ""),
+]  # sample 6 dropped
 DROPPED = {1, 6}
 ENV_MASK = [1, 1, 1, 1, 0, 0, 0, 1, 1]
 
@@ -35,7 +43,10 @@ def fake_rollout(prompts, trainer):
         "env_reward": [r for r, _ in SPECS],
         "no_answer": [why for _, why in SPECS],
         "answered": [not why for _, why in SPECS],
-        "turns": [2] * n, "tool_calls": [{"search": 1}] * n, "tool_errors": [0] * n, "action_errors": [0] * n,
+        "turns": [2] * n,
+        "tool_calls": [{"search": 1}] * n,
+        "tool_errors": [0] * n,
+        "action_errors": [0] * n,
         "generated_tokens": [sum(ENV_MASK)] * n,
         "rollout_timing": {"generation_seconds": 0.5, "tool_seconds": 0.01},
     }
@@ -50,12 +61,30 @@ def make_trainer(tiny, tmp_path, **kw):
     from datasets import Dataset
 
     model, tok = tiny
-    args = AgentGRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=G, max_completion_length=16,
-                           max_steps=1, learning_rate=1e-2, report_to="none", use_cpu=True, logging_steps=1, save_strategy="no",
-                           bf16=False, seed=0, **kw)
+    args = AgentGRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        num_generations=G,
+        max_completion_length=16,
+        max_steps=1,
+        learning_rate=1e-2,
+        report_to="none",
+        use_cpu=True,
+        logging_steps=1,
+        save_strategy="no",
+        bf16=False,
+        seed=0,
+        **kw,
+    )
     ds = Dataset.from_list([{"prompt": [{"role": "user", "content": f"question {i}"}]} for i in range(2)])
-    return AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[env_reward], args=args, train_dataset=ds,
-                            rollout_func=fake_rollout)
+    return AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[env_reward],
+        args=args,
+        train_dataset=ds,
+        rollout_func=fake_rollout,
+    )
 
 
 def test_loss_sees_loo_advantages_and_dropped_samples_have_no_gradient(tiny, tmp_path):
@@ -77,16 +106,18 @@ def test_loss_sees_loo_advantages_and_dropped_samples_have_no_gradient(tiny, tmp
     assert sorted(sample) == list(range(len(SPECS)))
     assert inputs["advantages"].tolist() == pytest.approx([expected[k].item() for k in sample], abs=1e-6)
     for row, k in enumerate(sample):
-        assert inputs["completion_mask"][row].tolist() == [1] * len(ENV_MASK) + [0] * (inputs["completion_mask"].shape[1] - len(ENV_MASK))
+        assert inputs["completion_mask"][row].tolist() == [1] * len(ENV_MASK) + [0] * (
+            inputs["completion_mask"].shape[1] - len(ENV_MASK)
+        )
         want = [0] * len(ENV_MASK) if k in DROPPED else ENV_MASK
-        assert inputs["tool_mask"][row, :len(ENV_MASK)].tolist() == want
+        assert inputs["tool_mask"][row, : len(ENV_MASK)].tolist() == want
     assert int(inputs["num_items_in_batch"]) == sum(ENV_MASK) * (len(SPECS) - len(DROPPED))
 
     # per-sample gradients through TRL's own loss: zero for the dropped samples, non-zero for the others
     model = trainer.model
     model.train()
     for row, k in enumerate(sample):
-        part = {key: (v[row:row + 1] if torch.is_tensor(v) and v.dim() >= 1 else v) for key, v in inputs.items()}
+        part = {key: (v[row : row + 1] if torch.is_tensor(v) and v.dim() >= 1 else v) for key, v in inputs.items()}
         model.zero_grad()
         original(model, part).backward()
         norm = sum(float(p.grad.abs().sum()) for p in model.parameters() if p.grad is not None)
@@ -111,7 +142,9 @@ def test_keep_all_trains_every_sample(tiny, tmp_path):
 
 
 def test_config_errors_name_the_fix(tmp_path):
-    base = dict(output_dir=str(tmp_path), report_to="none", use_cpu=True, num_generations=4, per_device_train_batch_size=4)
+    base = dict(
+        output_dir=str(tmp_path), report_to="none", use_cpu=True, num_generations=4, per_device_train_batch_size=4
+    )
     with pytest.raises(ConfigError, match="scale_rewards='none'"):
         AgentGRPOConfig(**base, scale_rewards="group")
     with pytest.raises(ConfigError, match="truncation='drop_all_truncated'"):
@@ -121,4 +154,10 @@ def test_config_errors_name_the_fix(tmp_path):
     with pytest.raises(ConfigError, match="advantage must be one of"):
         AgentGRPOConfig(**base, advantage="rloo")
     cfg = AgentGRPOConfig(**base)
-    assert (cfg.loss_type, cfg.advantage, cfg.truncation, cfg.epsilon_high, cfg.beta) == ("dapo", "loo", "drop_truncated_negatives", 0.28, 0.0)
+    assert (cfg.loss_type, cfg.advantage, cfg.truncation, cfg.epsilon_high, cfg.beta) == (
+        "dapo",
+        "loo",
+        "drop_truncated_negatives",
+        0.28,
+        0.0,
+    )

@@ -28,11 +28,25 @@ def make_trainer(model, tok, tmp_path, **generation):
 
     from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
 
-    args = AgentGRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_completion_length=64,
-                           temperature=0.7, report_to="none", use_cpu=True, bf16=False, generation_kwargs=generation or None)
-    return AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[R.env_reward], args=args,
-                            train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
-                            rollout_func=lambda p, t: {})
+    args = AgentGRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=64,
+        temperature=0.7,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        generation_kwargs=generation or None,
+    )
+    return AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[R.env_reward],
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
+        rollout_func=lambda p, t: {},
+    )
 
 
 def play_turns(trainer, tok, reuse, turns=4, batch_size=16, group=False):
@@ -50,7 +64,9 @@ def play_turns(trainer, tok, reuse, turns=4, batch_size=16, group=False):
         extra = {"kv": kv, "keys": [0, 1, 2]} if reuse else {}
         outs = R.generate(trainer, contexts, [4, 9, 7], seed=turn, batch_size=batch_size, **extra)
         history.append(outs)
-        contexts = [c + ids + [rng.choice(vocab) for _ in range(rng.randrange(1, 12))] for c, (ids, _, _) in zip(contexts, outs)]
+        contexts = [
+            c + ids + [rng.choice(vocab) for _ in range(rng.randrange(1, 12))] for c, (ids, _, _) in zip(contexts, outs)
+        ]
     return history, kv, contexts, starts
 
 
@@ -81,7 +97,9 @@ def test_a_shared_prompt_is_prefilled_once(tmp_path):
     plain, *_ = play_turns(trainer, tok, reuse=False, turns=2, group=True)
     reused, *_ = play_turns(trainer, tok, reuse=True, turns=2, group=True)
     assert [[ids for ids, _, _ in t] for t in reused] == [[ids for ids, _, _ in t] for t in plain]
-    assert plain[0][1][0][:len(plain[0][0][0])] == plain[0][0][0]  # greedy: the same prompt, the same turn (to its cap)
+    assert (
+        plain[0][1][0][: len(plain[0][0][0])] == plain[0][0][0]
+    )  # greedy: the same prompt, the same turn (to its cap)
     _, kv, _, _ = play_turns(trainer, tok, reuse=True, turns=1, group=True)
     # the shared 23-token prompt: 22 tokens prefilled once, then its last token in each row; the 11-token one alone
     assert (kv.prefilled_tokens, kv.reused_tokens) == (22 + 2 + 11, 2 * 22)
@@ -112,14 +130,24 @@ def test_prefix_store_without_keys_matches_the_longest_prefix_and_evicts_the_old
     def step(contexts, new_tokens):
         batch = store.batch(contexts, tok.pad_token_id, model.config)
         with torch.no_grad():
-            out = model.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask, cache=batch.cache,
-                                 max_new_tokens=new_tokens, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=None)
+            out = model.generate(
+                input_ids=batch.input_ids,
+                attention_mask=batch.attention_mask,
+                cache=batch.cache,
+                max_new_tokens=new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=None,
+            )
         store.keep(batch, out.sequences if hasattr(out, "sequences") else out)
         return batch
 
     a, b = [5, 6, 7, 8, 9], [5, 6, 10, 11]
     step([a, b], 3)
-    assert sorted(len(e.tokens) for e in store.entries.values()) == [len(b) + 2, len(a) + 2]  # the last id has no keys yet
+    assert sorted(len(e.tokens) for e in store.entries.values()) == [
+        len(b) + 2,
+        len(a) + 2,
+    ]  # the last id has no keys yet
     again = step([a + [12], [5, 6, 13]], 1)
     assert again.reused == [len(a), 2] and again.past == len(a)
     assert [len(e.tokens) for e in store.entries.values()] == [len(b) + 2, 6, 3]  # the used entry was replaced
@@ -162,11 +190,15 @@ def test_hf_policy_with_reuse_answers_multi_turn_chats_as_without(tmp_path):
 
     model, tok = peaked_tiny()
     greedy = SamplingConfig(temperature=0.0, max_tokens=8)
-    policies = {reuse: HFPolicy(HFConfig("tiny", batch_size=2, reuse_kv=reuse), greedy, model=model, tokenizer=tok)
-                for reuse in (False, True)}
+    policies = {
+        reuse: HFPolicy(HFConfig("tiny", batch_size=2, reuse_kv=reuse), greedy, model=model, tokenizer=tok)
+        for reuse in (False, True)
+    }
     assert policies[True].kv is not None and policies[False].kv is None
-    chats = {reuse: [[{"role": "user", "content": q}] for q in ("search the answer", "visit", "the answer to search")]
-             for reuse in (False, True)}
+    chats = {
+        reuse: [[{"role": "user", "content": q}] for q in ("search the answer", "visit", "the answer to search")]
+        for reuse in (False, True)
+    }
     prompt_tokens = []
     for turn in range(3):
         texts = {}
@@ -174,7 +206,10 @@ def test_hf_policy_with_reuse_answers_multi_turn_chats_as_without(tmp_path):
             gens = policy.generate(chats[reuse], seeds=[turn] * 3)
             texts[reuse] = [g.text for g in gens]
             for chat, g in zip(chats[reuse], gens):
-                chat += [{"role": "assistant", "content": g.text}, {"role": "user", "content": "<tool_response>visit " * (turn + 1)}]
+                chat += [
+                    {"role": "assistant", "content": g.text},
+                    {"role": "user", "content": "<tool_response>visit " * (turn + 1)},
+                ]
         assert texts[True] == texts[False], turn
         prompt_tokens.append(sum(g.prompt_tokens for g in gens))
     kv = policies[True].kv

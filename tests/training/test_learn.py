@@ -16,8 +16,18 @@ def _stage(folder: Path, solved: dict[str, int]) -> None:
     folder.mkdir(parents=True)
     with (folder / "trajectories.jsonl").open("w") as f:
         for tid, ok in solved.items():
-            f.write(json.dumps({"key": f"{tid}#0", "task_id": tid, "em": float(ok), "termination": "answer",
-                                "tool_calls": {"search": 1}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "key": f"{tid}#0",
+                        "task_id": tid,
+                        "em": float(ok),
+                        "termination": "answer",
+                        "tool_calls": {"search": 1},
+                    }
+                )
+                + "\n"
+            )
 
 
 def test_statistics_match_hand_computed_values():
@@ -39,7 +49,9 @@ def test_report_pairs_stages_task_by_task(tmp_path):
     _stage(tmp_path / "eval-grpo", {t: int(i < 12) for i, t in enumerate(ids)})
     grpo = tmp_path / "grpo"
     grpo.mkdir()
-    (grpo / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "agent/reward_mean": s / 10}) + "\n" for s in (1, 2)))
+    (grpo / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "agent/reward_mean": s / 10}) + "\n" for s in (1, 2))
+    )
     s = write_report(tmp_path, grpo)
     assert s["stages"]["sft"]["lookup"]["solved"] == 8 and s["stages"]["grpo"]["all"]["solved"] == 12
     assert s["stages"]["base"]["bridge"]["n"] == 4
@@ -65,11 +77,24 @@ def test_cli_parses_learn_and_grpo_overrides(tmp_path):
     from sim_web.cli import make_parser
     from training.learn.cli import config_from_args
 
-    args = make_parser().parse_args(["learn", "--out", str(tmp_path), "--stages", "tasks,base", "--set", "eval_n=5",
-                                     "--set", "tiers=lookup", "--grpo-set", "max_steps=3"])
+    args = make_parser().parse_args(
+        [
+            "learn",
+            "--out",
+            str(tmp_path),
+            "--stages",
+            "tasks,base",
+            "--set",
+            "eval_n=5",
+            "--set",
+            "tiers=lookup",
+            "--grpo-set",
+            "trainer.max_steps=3",
+        ]
+    )
     cfg = config_from_args(args)
     assert cfg.stages == ("tasks", "base") and cfg.eval_n == 5 and cfg.tiers == ("lookup",)
-    assert cfg.grpo_overrides == {"max_steps": 3} and cfg.out_dir() == tmp_path
+    assert cfg.grpo_overrides == {"trainer.max_steps": 3} and cfg.out_dir() == tmp_path
     with pytest.raises(ConfigError, match="unknown LearnConfig fields"):
         config_from_args(make_parser().parse_args(["learn", "--set", "epochs=3"]))
 

@@ -20,8 +20,21 @@ def rows(task, step, *rewards):
 
 
 def task(tid, score=None, types=(), nodes=4):
-    meta = {} if score is None else {"difficulty": {"nodes": nodes, "edges": nodes, "hops": 1, "constraints": 4, "score": score,
-                                                    "level": "medium"}, "uncertainty_types": list(types)}
+    meta = (
+        {}
+        if score is None
+        else {
+            "difficulty": {
+                "nodes": nodes,
+                "edges": nodes,
+                "hops": 1,
+                "constraints": 4,
+                "score": score,
+                "level": "medium",
+            },
+            "uncertainty_types": list(types),
+        }
+    )
     return Task(tid, f"question {tid}?", f"answer {tid}", metadata=meta)
 
 
@@ -34,12 +47,16 @@ def test_verdicts_solved_unsolved_band_and_unjudged():
 
 
 def test_only_the_last_window_counts_and_success_is_a_threshold():
-    table = rows("t", 1, 0.0, 0.0, 0.0) + rows("t", 2, 1.0, 1.0) + rows("t", 3, 1.0, 1.0)  # learnt it: the last 4 all pass
+    table = (
+        rows("t", 1, 0.0, 0.0, 0.0) + rows("t", 2, 1.0, 1.0) + rows("t", 3, 1.0, 1.0)
+    )  # learnt it: the last 4 all pass
     assert curate(["t"], {}, {}, table, 1, 3, CFG).retire_solved == ["t"]
     assert curate(["t"], {}, {}, table, 1, 3, CurationConfig(window=7, min_rollouts=2)).band == ["t"]
     partial = rows("f", 1, 0.6, 0.8)
     assert curate(["f"], {}, {}, partial, 1, 1, CFG).retire_unsolved == ["f"]  # success defaults to reward 1
-    assert curate(["f"], {}, {}, partial, 1, 1, CurationConfig(min_rollouts=2, success=0.5)).retire_solved == ["f"]
+    assert curate(["f"], {}, {}, partial, 1, 1, CurationConfig(min_rollouts=2, solved_reward=0.5)).retire_solved == [
+        "f"
+    ]
 
 
 def test_history_before_a_task_reentered_the_set_is_ignored():
@@ -50,10 +67,22 @@ def test_history_before_a_task_reentered_the_set_is_ignored():
 
 
 def test_too_hard_tasks_return_after_revisit_after_rounds_oldest_first_into_freed_slots():
-    retired = {"old": {"reason": "unsolved", "round": 1}, "older": {"reason": "unsolved", "round": 0},
-               "recent": {"reason": "unsolved", "round": 3}, "easy": {"reason": "solved", "round": 0}}
+    retired = {
+        "old": {"reason": "unsolved", "round": 1},
+        "older": {"reason": "unsolved", "round": 0},
+        "recent": {"reason": "unsolved", "round": 3},
+        "easy": {"reason": "solved", "round": 0},
+    }
     table = rows("a", 4, 1.0, 1.0) + rows("b", 4, 0.0, 0.0)
-    d = curate(["a", "b"], {}, retired, table, round_=4, step=4, config=CurationConfig(min_rollouts=2, max_return=5, revisit_after=2))
+    d = curate(
+        ["a", "b"],
+        {},
+        retired,
+        table,
+        round_=4,
+        step=4,
+        config=CurationConfig(min_rollouts=2, max_return=5, revisit_after=2),
+    )
     assert d.returning == ["older", "old"]  # solved tasks never return; 'recent' waits; only two freed slots
     assert d.n_fresh == 0
     d = curate(["a", "b"], {}, retired, table, round_=4, step=4, config=CFG)
@@ -89,8 +118,16 @@ def test_pool_never_empties_and_restores_its_state():
 
 
 def test_target_follows_the_band_else_moves_towards_it():
-    meta = {t.id: t.metadata for t in [task("b1", 4.0, ["fuzzy_date"], 3), task("b2", 6.0, ["fuzzy_date", "negation"], 5),
-                                       task("s", 3.0), task("u", 8.0), task("plain")]}
+    meta = {
+        t.id: t.metadata
+        for t in [
+            task("b1", 4.0, ["fuzzy_date"], 3),
+            task("b2", 6.0, ["fuzzy_date", "negation"], 5),
+            task("s", 3.0),
+            task("u", 8.0),
+            task("plain"),
+        ]
+    }
     t = target_of(Decision(1, 1, band=["b1", "b2"], retire_solved=["s"]), meta)
     assert (t.score, t.sizes, t.uncertainty, t.source) == (5.0, (3, 5), {"fuzzy_date": 1.0, "negation": 0.5}, "band")
     assert target_of(Decision(1, 1, retire_solved=["s"], retire_unsolved=["u"]), meta).score == 5.5
@@ -103,17 +140,31 @@ def test_target_follows_the_band_else_moves_towards_it():
 
 
 def record(rid, score, types=(), question=None, answer=None):
-    return {"id": rid, "question": question or f"q {rid}?", "answer": answer or f"a {rid}", "split": "test",
-            "difficulty": {"nodes": 4, "score": score}, "uncertainty_types": list(types)}
+    return {
+        "id": rid,
+        "question": question or f"q {rid}?",
+        "answer": answer or f"a {rid}",
+        "split": "test",
+        "difficulty": {"nodes": 4, "score": score},
+        "uncertainty_types": list(types),
+    }
 
 
 def test_rank_and_synth_source_keep_the_candidates_closest_to_the_target_and_nothing_known():
-    cands = [record("far", 9.0), record("near", 5.5), record("exact", 5.0), record("exact2", 5.0, ["negation"]),
-             record("leak", 5.0, answer="Held Answer"), record("seen", 5.0, question="known question?")]
+    cands = [
+        record("far", 9.0),
+        record("near", 5.5),
+        record("exact", 5.0),
+        record("exact2", 5.0, ["negation"]),
+        record("leak", 5.0, answer="Held Answer"),
+        record("seen", 5.0, question="known question?"),
+    ]
     target = Target(5.0, (4,), {"negation": 1.0})
     assert [r["id"] for r in rank(cands[:4], target)] == ["exact2", "exact", "near", "far"]
-    measured = [{**record("s1", 5.0), "difficulty": {"score": 5.0, "oracle_searches": 4}},
-                {**record("s2", 5.5), "difficulty": {"score": 5.5, "oracle_searches": 1}}]
+    measured = [
+        {**record("s1", 5.0), "difficulty": {"score": 5.0, "oracle_searches": 4}},
+        {**record("s2", 5.5), "difficulty": {"score": 5.5, "oracle_searches": 1}},
+    ]
     assert [r["id"] for r in rank(measured, Target(5.0, searches=1.0))] == ["s2", "s1"]  # 0.5 + 0 beats 0 + 3
     calls = []
 
@@ -121,12 +172,24 @@ def test_rank_and_synth_source_keep_the_candidates_closest_to_the_target_and_not
         calls.append(config)
         return cands, None
 
-    src = SynthSource("idx", max_nodes=50, oversample=2.0, exclude_questions={"known question?"}, exclude_answers={"held answer"},
-                      generate=fake_generate)
+    src = SynthSource(
+        "idx",
+        max_nodes=50,
+        oversample=2.0,
+        exclude_questions={"known question?"},
+        exclude_answers={"held answer"},
+        generate=fake_generate,
+    )
     got = src(3, seed=17, target=target)
     assert [r["id"] for r in got] == ["exact2", "exact", "near"]
     assert all(r["split"] == "train" and r["loop_fresh"] for r in got)
-    assert (calls[0].n, calls[0].seed, calls[0].sizes, calls[0].max_nodes, calls[0].test_fraction) == (6, 17, (4,), 50, 0.0)
+    assert (calls[0].n, calls[0].seed, calls[0].sizes, calls[0].max_nodes, calls[0].test_fraction) == (
+        6,
+        17,
+        (4,),
+        50,
+        0.0,
+    )
     assert [r["id"] for r in src(3, seed=18, target=target)] == ["far"]  # what was added once is never added again
     assert src(0, seed=19, target=None) == [] and len(calls) == 2
 
@@ -139,7 +202,9 @@ def test_a_resumed_run_keeps_its_history_and_restores_the_set_of_its_checkpoint(
 
     def make_loop():
         outcomes = OutcomeLog(tmp_path / "outcomes.jsonl")
-        return FeedbackLoop(TaskPool([task("a", 5.0), task("b", 5.0), task("c", 5.0)]), tmp_path / "loop", outcomes, CFG, synthesize), outcomes
+        return FeedbackLoop(
+            TaskPool([task("a", 5.0), task("b", 5.0), task("c", 5.0)]), tmp_path / "loop", outcomes, CFG, synthesize
+        ), outcomes
 
     loop, outcomes = make_loop()
     loop.start(None)

@@ -7,23 +7,50 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from training.sft.collect import RECIPE_TOOLS, CollectConfig, collect, format_stats, select  # noqa: E402
+from sim_web.protocol import TOOL_NAMES  # noqa: E402
+from training.sft.collect import CollectConfig, collect, format_stats, select  # noqa: E402
 from training.wire import CHATML  # noqa: E402
 from wiki_index.errors import ConfigError  # noqa: E402
 
-
 # ---------------------------------------------------------------- collect filters on hand-made trajectories
 
-def record(key, answer="<answer>Paris</answer>", correct=1.0, turns=2, kinds=("tool_call", "answer"), obs_error=None,
-           termination="answer", level="easy", types=("counting",)):
-    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Capital of France?"},
-            {"role": "assistant", "content": '<tool_call>{"name": "search", "arguments": {"query": ["France"]}}</tool_call>'},
-            {"role": "user", "content": "<tool_response>\nParis is the capital.\n</tool_response>"},
-            {"role": "assistant", "content": answer}]
+
+def record(
+    key,
+    answer="<answer>Paris</answer>",
+    correct=1.0,
+    turns=2,
+    kinds=("tool_call", "answer"),
+    obs_error=None,
+    termination="answer",
+    level="easy",
+    types=("counting",),
+):
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "Capital of France?"},
+        {
+            "role": "assistant",
+            "content": '<tool_call>{"name": "search", "arguments": {"query": ["France"]}}</tool_call>',
+        },
+        {"role": "user", "content": "<tool_response>\nParis is the capital.\n</tool_response>"},
+        {"role": "assistant", "content": answer},
+    ]
     steps = [{"kind": k, "obs_error": obs_error if i == 0 else None} for i, k in enumerate(kinds)]
-    return {"key": key, "task_id": key.split("#")[0], "sample": int(key.split("#")[1]), "correct": correct, "em": correct,
-            "termination": termination, "turns": turns, "steps": steps, "summaries": [], "messages": msgs, "policy": "oracle",
-            "metadata": {"uncertainty_types": list(types), "difficulty": {"level": level}}}
+    return {
+        "key": key,
+        "task_id": key.split("#")[0],
+        "sample": int(key.split("#")[1]),
+        "correct": correct,
+        "em": correct,
+        "termination": termination,
+        "turns": turns,
+        "steps": steps,
+        "summaries": [],
+        "messages": msgs,
+        "policy": "oracle",
+        "metadata": {"uncertainty_types": list(types), "difficulty": {"level": level}},
+    }
 
 
 def test_collect_rejects_and_counts_each_kind_of_bad_episode():
@@ -42,7 +69,15 @@ def test_collect_rejects_and_counts_each_kind_of_bad_episode():
     table = stats.table()
     print(format_stats(stats))
     assert [r["key"] for r in kept] == ["good#0", "other#0"]
-    assert table["rejected"] == {"over_turn_cap": 2, "no_answer": 1, "malformed": 1, "tool_error": 1, "summarised": 0, "incorrect": 1, "duplicate": 1}
+    assert table["rejected"] == {
+        "over_turn_cap": 2,
+        "no_answer": 1,
+        "malformed": 1,
+        "tool_error": 1,
+        "summarised": 0,
+        "incorrect": 1,
+        "duplicate": 1,
+    }
     assert table["overall"] == {"seen": 9, "kept": 2, "rate": 0.2222}
     assert table["groups"]["difficulty=hard"] == {"seen": 3, "kept": 0, "rate": 0.0}
     assert table["groups"]["uncertainty_type=negation"] == {"seen": 1, "kept": 1, "rate": 1.0}
@@ -51,20 +86,24 @@ def test_collect_rejects_and_counts_each_kind_of_bad_episode():
 
 def test_forced_answers_at_the_call_cap_are_kept_only_when_asked_and_as_the_model_saw_them():
     forced = record("forced#0", termination="forced_answer:calls")
-    forced["context"] = forced["messages"][:3] + [{"role": "user", "content": "You have now reached the maximum..."},
-                                                  forced["messages"][4]]
+    forced["context"] = forced["messages"][:3] + [
+        {"role": "user", "content": "You have now reached the maximum..."},
+        forced["messages"][4],
+    ]
     context_cut = record("ctx#0", termination="forced_answer:context")
     context_cut["context"] = forced["context"]
     kept, stats = select([forced, context_cut], CollectConfig(max_turns=4))
     assert kept == [] and stats.reasons["over_turn_cap"] == 1 and stats.reasons["no_answer"] == 1
     kept, stats = select([forced, context_cut], CollectConfig(max_turns=4, forced_answers=True))
-    assert [r["key"] for r in kept] == ["forced#0"] and stats.reasons["no_answer"] == 1  # only the call cap's forced answer
+    assert [r["key"] for r in kept] == ["forced#0"] and stats.reasons[
+        "no_answer"
+    ] == 1  # only the call cap's forced answer
     assert kept[0]["messages"] == forced["context"] and "maximum" in kept[0]["messages"][3]["content"]
     wrong = {**forced, "key": "forced#1", "correct": 0.0, "em": 0.0}
     assert select([wrong], CollectConfig(max_turns=4, forced_answers=True))[1].reasons["incorrect"] == 1
 
 
-def write_run(folder, records, tools=RECIPE_TOOLS, split="train", prompt=None):
+def write_run(folder, records, tools=TOOL_NAMES, split="train", prompt=None):
     folder.mkdir(parents=True, exist_ok=True)
     identity = {"policy": "oracle", "split": split, "tools": list(tools), **({"prompt": prompt} if prompt else {})}
     (folder / "run.json").write_text(json.dumps({"identity": identity}))
@@ -75,7 +114,9 @@ def write_run(folder, records, tools=RECIPE_TOOLS, split="train", prompt=None):
 def test_collect_refuses_unknown_tools_and_held_out_splits(tmp_path):
     ok = write_run(tmp_path / "ok", [record("a#0"), record("a#1", answer="<answer>paris</answer>")])
     res = collect(CollectConfig(runs=(str(ok),)))
-    assert res.stats.kept == 2 and res.sources[0]["k"] == 2 and res.sources[0]["tasks"] == 1  # the cut-off line is skipped
+    assert (
+        res.stats.kept == 2 and res.sources[0]["k"] == 2 and res.sources[0]["tasks"] == 1
+    )  # the cut-off line is skipped
     py = write_run(tmp_path / "py", [record("a#0")], tools=("search", "PythonInterpreter"))
     assert collect(CollectConfig(runs=(str(py),))).stats.kept == 1  # the sandboxed interpreter is a recipe tool
     bogus = write_run(tmp_path / "bogus", [record("a#0")], tools=("search", "browser"))
@@ -101,13 +142,16 @@ def test_collect_records_the_prompt_style_and_refuses_a_mix(tmp_path):
 
 # ---------------------------------------------------------------- a real oracle trajectory and a tiny model
 
+
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     """A 2-layer random Llama + a byte-level BPE with ChatML tokens, saved as a model folder (no downloads)."""
     from sim_web.tools import system_prompt, tool_schema
     from training.grpo.tiny import tiny_model
 
-    model, tok = tiny_model([system_prompt([tool_schema(t) for t in RECIPE_TOOLS], "2025-01-01"), "https://en.wikipedia.org/wiki/"])
+    model, tok = tiny_model(
+        [system_prompt([tool_schema(t) for t in TOOL_NAMES], "2025-01-01"), "https://en.wikipedia.org/wiki/"]
+    )
     path = tmp_path_factory.mktemp("tiny") / "tiny-llama"
     model.save_pretrained(path)
     tok.save_pretrained(path)
@@ -121,8 +165,18 @@ def oracle_run(sample_index, tmp_path_factory):
     from agents.harness import EvalConfig, run_eval
 
     out = tmp_path_factory.mktemp("oracle")
-    run_eval(EvalConfig(policy="oracle", index_dir=str(sample_index), split="train", n=2, out=str(out), tools=RECIPE_TOOLS,
-                        agent=AgentConfig(max_llm_calls=8), progress=False))
+    run_eval(
+        EvalConfig(
+            policy="oracle",
+            index_dir=str(sample_index),
+            split="train",
+            n=2,
+            out=str(out),
+            tools=TOOL_NAMES,
+            agent=AgentConfig(max_llm_calls=8),
+            progress=False,
+        )
+    )
     return out
 
 
@@ -134,7 +188,10 @@ def sft_data(oracle_run, tiny_dir, tmp_path_factory):
     from sim_web.cli import main
 
     out = tmp_path_factory.mktemp("data") / "sft"
-    assert main(["sft", "collect", str(oracle_run), "--tokenizer", str(tiny_dir), "--max-turns", "8", "--out", str(out)]) == 0
+    assert (
+        main(["sft", "collect", str(oracle_run), "--tokenizer", str(tiny_dir), "--max-turns", "8", "--out", str(out)])
+        == 0
+    )
     kept = [json.loads(line) for line in (out / "kept.jsonl").read_text().splitlines()]
     return out, kept, AutoTokenizer.from_pretrained(str(tiny_dir))
 
@@ -150,8 +207,12 @@ def test_loss_mask_on_a_real_oracle_trajectory(sft_data, tmp_path):
     ds = load(folder)
     assert len(ds) == len(kept) == 2 and json.loads(ds[0]["tools"])[0]["function"]["name"] == "search"
     args = SFTConfig(output_dir=str(tmp_path), max_length=None, report_to="none", use_cpu=True, disable_tqdm=True)
-    trainer = SFTTrainer(model=_model(tok), args=args, train_dataset=ds.select_columns(["input_ids", "assistant_masks"]),
-                         processing_class=tok)
+    trainer = SFTTrainer(
+        model=_model(tok),
+        args=args,
+        train_dataset=ds.select_columns(["input_ids", "assistant_masks"]),
+        processing_class=tok,
+    )
     messages = ds[0]["messages"]
     enc = encode_chat(tok, messages)
     prepared = trainer.train_dataset[0]
@@ -161,11 +222,13 @@ def test_loss_mask_on_a_real_oracle_trajectory(sft_data, tmp_path):
     assert batch["labels"][0, : len(labels)].tolist() == labels  # the collator keeps them
     print(f"\n{len(enc.ids)} tokens, {sum(enc.assistant_mask)} trained")
     for s in enc.spans:
-        trained = [lab != -100 for lab in labels[s.start:s.end]]
-        print(f"{s.role:>9} msg {s.message:>2} tokens {s.start:>5}-{s.end:<5} trained {sum(trained):>4}  "
-              f"{tok.decode(enc.ids[s.start:s.end])[:60]!r}")
+        trained = [lab != -100 for lab in labels[s.start : s.end]]
+        print(
+            f"{s.role:>9} msg {s.message:>2} tokens {s.start:>5}-{s.end:<5} trained {sum(trained):>4}  "
+            f"{tok.decode(enc.ids[s.start : s.end])[:60]!r}"
+        )
         if s.role == "assistant":
-            assert all(trained) and labels[s.start:s.end] == enc.ids[s.start:s.end]
+            assert all(trained) and labels[s.start : s.end] == enc.ids[s.start : s.end]
         else:
             assert not any(trained), f"{s.role} span of message {s.message} is labelled"
     roles = {s.role for s in enc.spans}
@@ -175,15 +238,24 @@ def test_loss_mask_on_a_real_oracle_trajectory(sft_data, tmp_path):
     assert trained_text == "".join(a + "<|im_end|>" for a in assistants)
     assert "<tool_response>" not in trained_text and messages[1]["content"] not in trained_text
     # TRL's own conversational path (messages + the tools JSON string) renders the same ids
-    conv = SFTTrainer(model=_model(tok), args=args, train_dataset=ds.select_columns(["messages", "tools"]), processing_class=tok)
+    conv = SFTTrainer(
+        model=_model(tok), args=args, train_dataset=ds.select_columns(["messages", "tools"]), processing_class=tok
+    )
     assert conv.train_dataset[0]["input_ids"] == enc.ids
 
 
 def _model(tok):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=8192)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=8192,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         return LlamaForCausalLM(cfg)
@@ -197,11 +269,16 @@ def test_collect_card_and_wire_check(sft_data, tiny_dir):
 
     folder, _, tok = sft_data
     card = (folder / "README.md").read_text()
-    assert "examples: 2" in card and "| oracle | train | search, visit, PythonInterpreter, google_scholar | tongyi |" in card
+    assert (
+        "examples: 2" in card
+        and "| oracle | train | search, visit, PythonInterpreter, google_scholar | tongyi |" in card
+    )
     assert "tiny-llama" in card and "system prompt: `tongyi`" in card
     assert json.loads((folder / "acceptance.json").read_text())["overall"]["kept"] == 2
     other = AutoTokenizer.from_pretrained(str(tiny_dir))
-    other.chat_template = CHATML.replace("{{ m['role'] }}\n", "{{ m['role'] }}:\n").replace("assistant\n", "assistant:\n")
+    other.chat_template = CHATML.replace("{{ m['role'] }}\n", "{{ m['role'] }}:\n").replace(
+        "assistant\n", "assistant:\n"
+    )
     with pytest.raises(ConfigError, match="another tokenizer or chat template"):
         check_wire(other, load(folder))
     check_wire(tok, load(folder))
@@ -215,8 +292,19 @@ def test_tiny_sft_run_saves_a_model_hf_policy_loads(sft_data, tiny_dir, tmp_path
     from training.sft.train import SFTRunConfig, train
 
     folder, kept, _ = sft_data
-    out = train(SFTRunConfig(dataset=str(folder), model=str(tiny_dir), out=str(tmp_path / "sft"), lora=True, lora_r=4,
-                             learning_rate=1e-2, max_steps=3, threads=1, progress=False))
+    out = train(
+        SFTRunConfig(
+            dataset=str(folder),
+            model=str(tiny_dir),
+            out=str(tmp_path / "sft"),
+            lora=True,
+            lora_r=4,
+            learning_rate=1e-2,
+            max_steps=3,
+            threads=1,
+            progress=False,
+        )
+    )
     summary = json.loads((out / "sft_run.json").read_text())
     assert summary["train_metrics"]["train_loss"] > 0 and len([h for h in summary["log_history"] if "loss" in h]) == 3
     assert not (out / "adapter_config.json").exists()  # merged: a plain model folder

@@ -19,7 +19,10 @@ def tok():
 CHAT = [
     {"role": "system", "content": "You are a deep research assistant."},
     {"role": "user", "content": "Who wrote Hamlet?"},
-    {"role": "assistant", "content": '<think>search</think>\n<tool_call>\n{"name": "search", "arguments": {"query": ["Hamlet"]}}\n</tool_call>'},
+    {
+        "role": "assistant",
+        "content": '<think>search</think>\n<tool_call>\n{"name": "search", "arguments": {"query": ["Hamlet"]}}\n</tool_call>',
+    },
     {"role": "user", "content": "<tool_response>\nA Google search for 'Hamlet' found 1 results\n</tool_response>"},
     {"role": "assistant", "content": "<answer>William Shakespeare</answer>"},
 ]
@@ -29,7 +32,17 @@ def test_spans_cover_the_chat_and_mask_only_assistant_tokens(tok):
     enc = encode_chat(tok, CHAT)
     assert enc.ids == tokenize(tok, render(tok, CHAT))
     assert [s.start for s in enc.spans[1:]] == [s.end for s in enc.spans[:-1]] and enc.spans[-1].end == len(enc.ids)
-    assert [s.role for s in enc.spans] == ["system", "user", "header", "assistant", "sep", "tool", "header", "assistant", "sep"]
+    assert [s.role for s in enc.spans] == [
+        "system",
+        "user",
+        "header",
+        "assistant",
+        "sep",
+        "tool",
+        "header",
+        "assistant",
+        "sep",
+    ]
     trained = [tok.decode(ids) for ids in enc.span_ids("assistant")]
     assert trained == [CHAT[2]["content"] + "<|im_end|>", CHAT[4]["content"] + "<|im_end|>"]
     mask = enc.assistant_mask
@@ -45,7 +58,7 @@ def test_rollout_pieces_rebuild_the_encoded_chat(tok):
     a1 = tokenize(tok, CHAT[2]["content"] + "<|im_end|>")
     a2 = tokenize(tok, CHAT[4]["content"] + "<|im_end|>")
     rebuilt = prompt + a1 + tool_suffix_ids(tok, CHAT[:4]) + a2
-    assert rebuilt == enc.ids[: len(rebuilt)] and enc.ids[len(rebuilt):] == tokenize(tok, "\n")
+    assert rebuilt == enc.ids[: len(rebuilt)] and enc.ids[len(rebuilt) :] == tokenize(tok, "\n")
 
 
 def test_bad_templates_are_clear_errors(tok):

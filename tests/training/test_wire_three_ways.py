@@ -28,7 +28,9 @@ def oracle_run(sample_index, request):
 
     tasks = [t for t in derive_tasks(WikiIndex.from_dir(sample_index).store) if t.metadata["split"] == "test"]
     style = request.param
-    model, tok = tiny_model([system_prompt([tool_schema(t) for t in TOOLS], "2025-01-01", style=style)] + [t.question for t in tasks[:20]])
+    model, tok = tiny_model(
+        [system_prompt([tool_schema(t) for t in TOOLS], "2025-01-01", style=style)] + [t.question for t in tasks[:20]]
+    )
     env_config = EnvConfig(index_dir=str(sample_index), tools=TOOLS, max_turns=12, prompt=style)
     env = WebResearchEnv(env_config, tasks=tasks)
     from agents.policies.hf_policy import HFConfig, HFPolicy
@@ -48,7 +50,9 @@ def oracle_run(sample_index, request):
         rec = run_episode(ReactAgent(policy, AgentConfig(max_llm_calls=10)), env, task).to_dict()
         if rec["em"] == 1.0 and sum(rec["tool_calls"].values()) >= 2:
             assert rec["messages"][0]["content"] == env.system_prompt
-            return SimpleNamespace(rec=rec, prompts=policy.prompts, tok=tok, env_config=env_config, tasks=tasks, task=task)
+            return SimpleNamespace(
+                rec=rec, prompts=policy.prompts, tok=tok, env_config=env_config, tasks=tasks, task=task
+            )
     pytest.fail("the oracle solved no held-out task of the sample with two tool calls")
 
 
@@ -82,7 +86,7 @@ def test_sft_rollout_and_eval_agree_token_for_token(oracle_run, monkeypatch):
     sft_tool = []  # what sits between two assistant turns: the separator, the tool turn, the next header
     for i, s in enumerate(enc.spans):
         if s.role == "tool":
-            sft_tool.append(enc.ids[enc.spans[i - 1].start:enc.spans[i + 1].end])
+            sft_tool.append(enc.ids[enc.spans[i - 1].start : enc.spans[i + 1].end])
     assert glue.count("tool") == len(assistant_texts) - 1 == len(sft_tool)
 
     # (b) GRPO: the rollout, with the oracle's turns as the "generated" ids
@@ -95,13 +99,15 @@ def test_sft_rollout_and_eval_agree_token_for_token(oracle_run, monkeypatch):
 
     monkeypatch.setattr(R, "generate", scripted)
     trainer = SimpleNamespace(processing_class=tok, max_completion_length=100_000)
-    out = R.AgentRollout(oracle_run.env_config, oracle_run.tasks)([[{"role": "user", "content": oracle_run.task.question}]], trainer)
+    out = R.AgentRollout(oracle_run.env_config, oracle_run.tasks)(
+        [[{"role": "user", "content": oracle_run.task.question}]], trainer
+    )
     completion, mask = out["completion_ids"][0], out["env_mask"][0]
     assert out["answered"] == [True] and out["no_answer"] == [""]
     rollout_assistant = [completion[a:b] for v, a, b in runs(mask) if v == 1]
     rollout_tool = [completion[a:b] for v, a, b in runs(mask) if v == 0]
-    assert out["prompt_ids"][0] == enc.ids[:enc.spans[2].end]  # system, question, first assistant header
-    assert out["prompt_ids"][0] + completion == enc.ids[:len(out["prompt_ids"][0]) + len(completion)]
+    assert out["prompt_ids"][0] == enc.ids[: enc.spans[2].end]  # system, question, first assistant header
+    assert out["prompt_ids"][0] + completion == enc.ids[: len(out["prompt_ids"][0]) + len(completion)]
 
     # (c) eval: what the eval loop prompted the model with, turn by turn
     eval_ids = [tokenize(tok, p) for p in oracle_run.prompts]
@@ -109,8 +115,8 @@ def test_sft_rollout_and_eval_agree_token_for_token(oracle_run, monkeypatch):
     assert eval_ids[0] == out["prompt_ids"][0]
     eval_assistant, eval_tool = [], []
     for k in range(len(eval_ids) - 1):
-        assert eval_ids[k + 1][:len(eval_ids[k])] == eval_ids[k], "the eval prompt is not prefix-preserving"
-        new = eval_ids[k + 1][len(eval_ids[k]):]
+        assert eval_ids[k + 1][: len(eval_ids[k])] == eval_ids[k], "the eval prompt is not prefix-preserving"
+        new = eval_ids[k + 1][len(eval_ids[k]) :]
         n = len(tokenize(tok, assistant_texts[k])) + 1  # the turn's content and its end-of-turn token
         eval_assistant.append(new[:n])
         eval_tool.append(new[n:])

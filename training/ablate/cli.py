@@ -4,7 +4,7 @@ Examples::
 
     sim-web ablate --quick                                   # the whole grid on CPU, tiny model, 2 steps each (`make ablate`)
     sim-web ablate --quick --configs base,dupo               # a sub-grid
-    sim-web ablate --set model=/ckpt/sft --set max_steps=50  # the single-gpu recipe (GPU, vLLM)
+    sim-web ablate --set model=/ckpt/sft --set trainer.max_steps=50  # the single-gpu recipe (GPU, vLLM)
 """
 
 from __future__ import annotations
@@ -20,23 +20,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``sim-web ablate``."""
     from training.ablate.grid import NAMES
 
-    p.add_argument("--recipe", default="single-gpu", help="base GRPO recipe (default single-gpu; --quick uses cpu-smoke)")
-    p.add_argument("--quick", action="store_true", help="whole grid on CPU with a tiny random model, 2 steps each "
-                                                        "(checks the plumbing; the numbers mean nothing)")
+    p.add_argument(
+        "--recipe", default="single-gpu", help="base GRPO recipe (default single-gpu; --quick uses cpu-smoke)"
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="whole grid on CPU with a tiny random model, 2 steps each (checks the plumbing; the numbers mean nothing)",
+    )
     p.add_argument("--configs", default="", help=f"comma-separated configurations (default all: {','.join(NAMES)})")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe field for every run (repeatable)")
-    p.add_argument("--eval-n", type=int, default=50, help="held-out tasks evaluated per configuration (0: none; --quick: 2)")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="recipe field for every run (repeatable)"
+    )
+    p.add_argument(
+        "--eval-n", type=int, default=50, help="held-out tasks evaluated per configuration (0: none; --quick: 2)"
+    )
     p.add_argument("--out", default=None, help="output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick])")
     p.add_argument("--no-resume", action="store_true", help="rerun finished configurations")
-    p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
-                   help="each configuration in its own process (default: yes, except with --quick)")
+    p.add_argument(
+        "--isolate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="each configuration in its own process (default: yes, except with --quick)",
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``ablate`` on the ``sim-web`` parser."""
-    p = subparsers.add_parser("ablate", help="GRPO ablation grid: one switch at a time (advantage, truncation, DUPO, loop)",
-                              description="Short GRPO runs that differ in one switch each, same seed, tasks and rollouts; "
-                                          "a table (terminal, markdown, JSON) and a reward-vs-step plot. Resumable.")
+    p = subparsers.add_parser(
+        "ablate",
+        help="GRPO ablation grid: one switch at a time (advantage, truncation, DUPO, loop)",
+        description="Short GRPO runs that differ in one switch each, same seed, tasks and rollouts; "
+        "a table (terminal, markdown, JSON) and a reward-vs-step plot. Resumable.",
+    )
     add_arguments(p)
     p.set_defaults(func=run)
 
@@ -48,8 +64,16 @@ def config_from_args(args: argparse.Namespace) -> object:
 
     overrides = parse_overrides(args.set)
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
-    return AblateConfig(recipe=args.recipe, quick=args.quick, configs=configs, out=args.out, overrides=overrides,
-                        eval_n=args.eval_n, resume=not args.no_resume, isolate=args.isolate)
+    return AblateConfig(
+        recipe=args.recipe,
+        quick=args.quick,
+        configs=configs,
+        out=args.out,
+        overrides=overrides,
+        eval_n=args.eval_n,
+        resume=not args.no_resume,
+        isolate=args.isolate,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

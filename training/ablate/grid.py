@@ -9,7 +9,7 @@ Example:
     >>> [v.name for v in select(["base", "dupo"])]
     ['base', 'dupo']
     >>> variant("adv-grpo").overrides
-    {'advantage': 'grpo'}
+    {'trainer.advantage': 'grpo'}
 """
 
 from __future__ import annotations
@@ -20,8 +20,13 @@ from typing import Any
 
 from wiki_index.errors import ConfigError
 
-#: The switches the baseline fixes (and which the grid flips one at a time).
-BASELINE: dict[str, Any] = {"advantage": "loo", "truncation": "drop_truncated_negatives", "dupo": False, "loop": False}
+#: The switches the baseline fixes (and which the grid flips one at a time), by their recipe paths.
+BASELINE: dict[str, Any] = {
+    "trainer.advantage": "loo",
+    "trainer.truncation": "drop_truncated_negatives",
+    "trainer.dupo": False,
+    "loop.enabled": False,
+}
 
 
 @dataclass(frozen=True)
@@ -30,8 +35,12 @@ class Variant:
 
     name: str = field(metadata={"help": "Short name (the run's folder and the table's row)."})
     switch: str = field(metadata={"help": "The switch it flips relative to the baseline ('-' for the baseline)."})
-    overrides: dict[str, Any] = field(default_factory=dict, metadata={"help": "Recipe fields that differ from the baseline."})
-    quick: dict[str, Any] = field(default_factory=dict, metadata={"help": "Extra fields for --quick (small CPU settings)."})
+    overrides: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "Recipe fields (dotted paths) that differ from the baseline."}
+    )
+    quick: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "Extra fields for --quick (small CPU settings)."}
+    )
 
     def fields(self, quick: bool = False) -> dict[str, Any]:
         """The recipe fields of this run: the baseline's switches, then this variant's."""
@@ -40,13 +49,23 @@ class Variant:
 
 GRID: tuple[Variant, ...] = (
     Variant("base", "-"),
-    Variant("adv-grpo", "advantage", {"advantage": "grpo"}),
-    Variant("adv-loo_std", "advantage", {"advantage": "loo_std"}),
-    Variant("trunc-keep_all", "truncation", {"truncation": "keep_all"}),
-    Variant("trunc-drop_all", "truncation", {"truncation": "drop_all_truncated"}),
-    Variant("dupo", "dupo", {"dupo": True}),
-    Variant("loop", "loop", {"loop": True}, quick={"loop_every": 1, "loop_min_rollouts": 2, "loop_window": 4,
-                                                   "loop_synth_max_nodes": 300, "loop_synth_oversample": 1.0}),
+    Variant("adv-grpo", "advantage", {"trainer.advantage": "grpo"}),
+    Variant("adv-loo_std", "advantage", {"trainer.advantage": "loo_std"}),
+    Variant("trunc-keep_all", "truncation", {"trainer.truncation": "keep_all"}),
+    Variant("trunc-drop_all", "truncation", {"trainer.truncation": "drop_all_truncated"}),
+    Variant("dupo", "dupo", {"trainer.dupo": True}),
+    Variant(
+        "loop",
+        "loop",
+        {"loop.enabled": True},
+        quick={
+            "loop.every": 1,
+            "loop.min_rollouts": 2,
+            "loop.window": 4,
+            "loop.synth_max_nodes": 300,
+            "loop.synth_oversample": 1.0,
+        },
+    ),
 )
 NAMES = tuple(v.name for v in GRID)
 

@@ -14,11 +14,20 @@ from pathlib import Path
 from typing import Any
 
 #: (header, result key, format) of each column.
-COLUMNS = [("config", "name", "{}"), ("switch", "switch", "{}"), ("reward", "final_reward", "{:.3f}"),
-           ("pass@1", "heldout_pass1", "{:.3f}"), ("answered", "answer_rate", "{:.2f}"), ("dropped", "dropped", "{:.2f}"),
-           ("tokens", "tokens", "{:.0f}"), ("wall s", "wall_seconds", "{:.1f}")]
-QUICK_NOTE = ("--quick: a tiny random model on CPU, 2 steps per configuration, 2 held-out tasks. It checks the plumbing; "
-              "the numbers mean nothing at that size.")
+COLUMNS = [
+    ("config", "name", "{}"),
+    ("switch", "switch", "{}"),
+    ("reward", "final_reward", "{:.3f}"),
+    ("pass@1", "heldout_pass1", "{:.3f}"),
+    ("answered", "answer_rate", "{:.2f}"),
+    ("dropped", "dropped", "{:.2f}"),
+    ("tokens", "tokens", "{:.0f}"),
+    ("wall s", "wall_seconds", "{:.1f}"),
+]
+QUICK_NOTE = (
+    "--quick: a tiny random model on CPU, 2 steps per configuration, 2 held-out tasks. It checks the plumbing; "
+    "the numbers mean nothing at that size."
+)
 
 
 def _cells(r: dict[str, Any]) -> list[str]:
@@ -62,7 +71,11 @@ def plot_rewards(results: Sequence[dict[str, Any]], path: Path, title: str = "")
         pts = [(s, v) for s, v in r.get("curve", []) if v is not None]
         if pts:
             ax.plot([s for s, _ in pts], [v for _, v in pts], "o-", label=r["name"], markersize=3)
-    ax.set(xlabel="optimiser step", ylabel="train reward (mean over the batch)", title=title or "GRPO ablation: reward vs step")
+    ax.set(
+        xlabel="optimiser step",
+        ylabel="train reward (mean over the batch)",
+        title=title or "GRPO ablation: reward vs step",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -28,27 +28,51 @@ from wiki_index.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 #: --quick: the tiny random model on CPU, 2 steps per configuration, 2 held-out tasks (checks the plumbing only).
-QUICK = {"max_steps": 2, "max_turns": 1, "max_turn_tokens": 16, "max_completion_length": 64, "save_steps": 1}
-#: The default grid: short runs of the base recipe, at most this many steps each (override with --set max_steps=N).
-SHORT = {"max_steps": 50, "save_steps": 10}
+QUICK = {
+    "trainer.max_steps": 2,
+    "env.max_turns": 1,
+    "rollout.max_turn_tokens": 16,
+    "trainer.max_completion_length": 64,
+    "trainer.save_steps": 1,
+}
+#: The default grid: short runs of the base recipe, at most this many steps each (override with --set trainer.max_steps=N).
+SHORT = {"trainer.max_steps": 50, "trainer.save_steps": 10}
 
 
 @dataclass(frozen=True)
 class AblateConfig:
     """One grid run."""
 
-    recipe: str = field(default="single-gpu", metadata={"help": "Base GRPO recipe (training/configs); --quick uses cpu-smoke."})
-    quick: bool = field(default=False, metadata={"help": "Whole grid on CPU with the tiny model, 2 steps each: plumbing only, "
-                                                         "the numbers mean nothing at that size."})
+    recipe: str = field(
+        default="single-gpu", metadata={"help": "Base GRPO recipe (training/configs); --quick uses cpu-smoke."}
+    )
+    quick: bool = field(
+        default=False,
+        metadata={
+            "help": "Whole grid on CPU with the tiny model, 2 steps each: plumbing only, "
+            "the numbers mean nothing at that size."
+        },
+    )
     configs: tuple[str, ...] = field(default=(), metadata={"help": "Configurations to run (default: the whole grid)."})
-    out: str | None = field(default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick])."})
-    overrides: dict[str, Any] = field(default_factory=dict, metadata={"help": "Recipe fields set for every run (--set), e.g. "
-                                                                              "model, tasks, max_steps, index_dir."})
-    eval_n: int = field(default=50, metadata={"help": "Held-out (test split) tasks evaluated per configuration (0 = no eval); "
-                                                      "--quick uses 2."})
+    out: str | None = field(
+        default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick])."}
+    )
+    overrides: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "help": "Recipe fields set for every run (--set), by "
+            "dotted path: model, tasks, trainer.max_steps, "
+            "index_dir, ..."
+        },
+    )
+    eval_n: int = field(
+        default=50,
+        metadata={"help": "Held-out (test split) tasks evaluated per configuration (0 = no eval); --quick uses 2."},
+    )
     resume: bool = field(default=True, metadata={"help": "Skip configurations that finished; False reruns everything."})
-    isolate: bool | None = field(default=None, metadata={"help": "Run each configuration in its own process (None: yes, "
-                                                                 "except with --quick)."})
+    isolate: bool | None = field(
+        default=None, metadata={"help": "Run each configuration in its own process (None: yes, except with --quick)."}
+    )
 
     def __post_init__(self) -> None:
         if self.eval_n < 0:
@@ -78,17 +102,29 @@ class AblateConfig:
 
 def recipe_of(cfg: AblateConfig, v: Variant) -> Any:
     """The GRPO recipe of one configuration (quick settings, then ``--set``, then the variant's switches)."""
-    import dataclasses
-
     from training.grpo.config import load_recipe
 
-    fields = {**(QUICK if cfg.quick else {}), **cfg.overrides, **v.fields(cfg.quick)}
-    fields.update(output_dir=str(cfg.out_dir() / v.name / "train"), resume=cfg.resume)
-    recipe = load_recipe(cfg.base_recipe, **fields)
-    if not cfg.quick:  # short runs: a recipe's own budget when it is already short (cpu-learn), else SHORT's
-        short = {k: min(getattr(recipe, k), cap) for k, cap in SHORT.items() if k not in cfg.overrides}
-        recipe = dataclasses.replace(recipe, **short)
-    return dataclasses.replace(recipe, name=v.name)
+    fields = {
+        **(QUICK if cfg.quick else {}),
+        **cfg.overrides,
+        **v.fields(cfg.quick),
+        "output_dir": str(cfg.out_dir() / v.name / "train"),
+        "resume": cfg.resume,
+        "name": v.name,
+    }
+    recipe = load_recipe(cfg.base_recipe, fields)
+    if cfg.quick:
+        return recipe
+    # short runs: a recipe's own budget when it is already short (cpu-learn), else SHORT's
+    short = {k: min(_get(recipe, k), cap) for k, cap in SHORT.items() if k not in cfg.overrides}
+    return load_recipe(cfg.base_recipe, {**fields, **short})
+
+
+def _get(obj: Any, path: str) -> Any:
+    """The value at a dotted path (``trainer.max_steps``)."""
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def run_grid(cfg: AblateConfig) -> list[dict[str, Any]]:
@@ -119,10 +155,16 @@ def run_child(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
     run_dir = cfg.out_dir() / v.name
     run_dir.mkdir(parents=True, exist_ok=True)
     with (run_dir / "run.log").open("a", encoding="utf-8") as logf:
-        res = subprocess.run([sys.executable, "-m", "training.ablate.runner", str(cfg.out_dir() / "grid.json"), v.name],
-                             stdout=logf, stderr=subprocess.STDOUT, check=False)
+        res = subprocess.run(
+            [sys.executable, "-m", "training.ablate.runner", str(cfg.out_dir() / "grid.json"), v.name],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     if res.returncode != 0:
-        raise ConfigError(f"ablation configuration {v.name!r} failed (exit {res.returncode}); see {run_dir / 'run.log'}")
+        raise ConfigError(
+            f"ablation configuration {v.name!r} failed (exit {res.returncode}); see {run_dir / 'run.log'}"
+        )
     return {**json.loads((run_dir / "result.json").read_text(encoding="utf-8")), "skipped": False}
 
 
@@ -137,13 +179,18 @@ def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
     recipe = recipe_of(cfg, v)
     shared = share_prefilter(cfg, recipe)
     if shared and shared.is_file():
-        recipe = dataclasses.replace(recipe, prefilter_verdict=str(shared))
+        recipe = dataclasses.replace(recipe, prefilter=dataclasses.replace(recipe.prefilter, verdict=str(shared)))
     t0 = time.perf_counter()
     summary = train(recipe)
     if shared and not shared.is_file() and (Path(recipe.output_dir) / "prefilter.json").is_file():
+        shared.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(recipe.output_dir) / "prefilter.json", shared)
     train_s = time.perf_counter() - t0
-    held = evaluate(recipe, Path(summary["final_model"]), cfg.out_dir() / v.name / "eval", cfg.n_eval) if cfg.n_eval else {}
+    held = (
+        evaluate(recipe, Path(summary["final_model"]), cfg.out_dir() / v.name / "eval", cfg.n_eval)
+        if cfg.n_eval
+        else {}
+    )
     result = summarise(v, recipe, summary, held, train_s, time.perf_counter() - t0)
     path.write_text(json.dumps(result, indent=1), encoding="utf-8")
     return {**result, "skipped": False}
@@ -152,23 +199,26 @@ def run_one(cfg: AblateConfig, v: Variant) -> dict[str, Any]:
 def share_prefilter(cfg: AblateConfig, recipe: Any) -> Path | None:
     """Where the grid keeps the DUPO prefilter verdict of this run's starting point (it may not exist yet).
 
-    The prefilter plays ``dupo_prefilter_k`` rollouts per task with the starting model; its verdict depends on the
-    model, tasks, seed and rollout settings, never on the switches the grid flips (advantage, truncation, DUPO in the
-    loss, the loop). So the first configuration computes it and the others reuse it (``prefilter_verdict``): the
-    same tasks reach every configuration, and the filter is paid once per grid. The verdict is keyed by the recipe
-    without those switches.
+    The prefilter plays ``prefilter.k`` rollouts per task with the starting model; its verdict depends on the model,
+    tasks, seed and rollout settings, never on the switches the grid flips (advantage, truncation, DUPO in the loss, the
+    loop). So the first configuration computes it and the others reuse it (``prefilter.verdict``): the same tasks reach
+    every configuration, and the filter is paid once per grid. The verdict is keyed by the recipe without those
+    switches. Computing the path creates nothing; :func:`run_one` creates the folder when it writes the verdict.
 
     Returns:
         The grid-level verdict's path, or ``None`` when the recipe has no prefilter.
     """
-    if not recipe.dupo_prefilter_k:
+    if not recipe.prefilter.k:
         return None
-    skip = {*BASELINE, "name", "output_dir", "resume", "prefilter_verdict"}
-    key = {k: val for k, val in asdict(recipe).items() if k not in skip}
+    key = asdict(recipe)
+    for path in [*BASELINE, "name", "output_dir", "resume", "prefilter.verdict"]:
+        *parents, leaf = path.split(".")
+        section = key
+        for p in parents:
+            section = section[p]
+        section.pop(leaf)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    shared = cfg.out_dir() / "prefilter" / f"{digest}.json"
-    shared.parent.mkdir(parents=True, exist_ok=True)
-    return shared
+    return cfg.out_dir() / "prefilter" / f"{digest}.json"
 
 
 def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
@@ -192,12 +242,23 @@ def evaluate(recipe: Any, final: Path, out: Path, n: int) -> dict[str, Any]:
     from training.grpo.tiny import load_tiny
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = "bfloat16" if recipe.bf16 else "float32"
-    cfg = recipe.eval_config(f"hf:{final}", out, n=n, batch_size=8, device=device, dtype=dtype, threads=recipe.threads,
-                             progress=False, sft=False)
+    dtype = "bfloat16" if recipe.trainer.bf16 else "float32"
+    cfg = recipe.eval_config(
+        f"hf:{final}",
+        out,
+        n=n,
+        batch_size=8,
+        device=device,
+        dtype=dtype,
+        threads=recipe.threads,
+        progress=False,
+        sft=False,
+    )
     hf = HFConfig(str(final), device=device, dtype=dtype, batch_size=8, num_threads=recipe.threads)
     model = load_tiny(str(final)) if recipe.model == "tiny" else None
-    policy = HFPolicy(hf, cfg.agent.sampling, model=model, tokenizer=AutoTokenizer.from_pretrained(str(final)) if model else None)
+    policy = HFPolicy(
+        hf, cfg.agent.sampling, model=model, tokenizer=AutoTokenizer.from_pretrained(str(final)) if model else None
+    )
     try:
         return run_eval(cfg, policy).metrics
     except ConfigError as e:  # e.g. a task set without a test split
@@ -212,23 +273,36 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def summarise(v: Variant, recipe: Any, summary: dict[str, Any], held: dict[str, Any], train_s: float, wall_s: float) -> dict[str, Any]:
+def summarise(
+    v: Variant, recipe: Any, summary: dict[str, Any], held: dict[str, Any], train_s: float, wall_s: float
+) -> dict[str, Any]:
     """The table row of one configuration (means over its steps; the final reward over its last fifth of steps)."""
     rows = summary["metrics"]
-    last = rows[-max(1, len(rows) // 5):]
+    last = rows[-max(1, len(rows) // 5) :]
     rounds = summary.get("loop_rounds") or []
     return {
-        "name": v.name, "switch": v.switch, "overrides": v.overrides, "steps": summary["steps"],
-        "final_reward": _mean(last, "agent/reward_mean"), "mean_reward": _mean(rows, "agent/reward_mean"),
-        "heldout_pass1": held.get("pass@1"), "heldout_answered": held.get("answered"), "heldout_tasks": held.get("tasks"),
-        "answer_rate": _mean(rows, "agent/answer_rate"), "dropped": _mean(rows, "agent/frac_dropped"),
+        "name": v.name,
+        "switch": v.switch,
+        "overrides": v.overrides,
+        "steps": summary["steps"],
+        "final_reward": _mean(last, "agent/reward_mean"),
+        "mean_reward": _mean(rows, "agent/reward_mean"),
+        "heldout_pass1": held.get("pass@1"),
+        "heldout_answered": held.get("answered"),
+        "heldout_tasks": held.get("tasks"),
+        "answer_rate": _mean(rows, "agent/answer_rate"),
+        "dropped": _mean(rows, "agent/frac_dropped"),
         "zero_variance": _mean(rows, "agent/frac_zero_variance_groups"),
         "dupo_duplicated": sum(r.get("agent/dupo_duplicated_groups", 0) for r in rows),
-        "loop_added": sum(r.get("n_added", 0) for r in rounds), "loop_retired": sum(
-            r.get("n_retired_solved", 0) + r.get("n_retired_unsolved", 0) for r in rounds),
-        "tokens": sum(r.get("agent/generated_tokens", 0) for r in rows), "rollouts": summary.get("outcomes"),
-        "train_seconds": round(train_s, 1), "wall_seconds": round(wall_s, 1),
-        "curve": [[r["step"], r.get("agent/reward_mean")] for r in rows], "model": recipe.model, "seed": recipe.seed,
+        "loop_added": sum(r.get("n_added", 0) for r in rounds),
+        "loop_retired": sum(r.get("n_retired_solved", 0) + r.get("n_retired_unsolved", 0) for r in rounds),
+        "tokens": sum(r.get("agent/generated_tokens", 0) for r in rows),
+        "rollouts": summary.get("outcomes"),
+        "train_seconds": round(train_s, 1),
+        "wall_seconds": round(wall_s, 1),
+        "curve": [[r["step"], r.get("agent/reward_mean")] for r in rows],
+        "model": recipe.model,
+        "seed": recipe.seed,
     }
 
 

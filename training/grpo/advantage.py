@@ -30,12 +30,31 @@ TRUNCATION_RULES = ("keep_all", "drop_all_truncated", "drop_truncated_negatives"
 EPS = 1e-4  # TRL's epsilon when scaling by the std
 
 
+def check_switches(owner: str, advantage: str | None = None, truncation: str | None = None) -> None:
+    """Refuse an unknown advantage or truncation rule (the one check every config and function here uses).
+
+    Args:
+        owner: What holds the values, for the message (``trainer``, ``AgentGRPOConfig``, ...).
+        advantage: An advantage kind to check (None: not checked).
+        truncation: A truncation rule to check (None: not checked).
+
+    Raises:
+        ConfigError: Naming the owner, the value found and the allowed ones.
+    """
+    if advantage is not None and advantage not in ADVANTAGES:
+        raise ConfigError(f"{owner}.advantage must be one of {ADVANTAGES}, got {advantage!r}")
+    if truncation is not None and truncation not in TRUNCATION_RULES:
+        raise ConfigError(f"{owner}.truncation must be one of {TRUNCATION_RULES}, got {truncation!r}")
+
+
 def _grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     if rewards.dim() != 1:
         raise ConfigError(f"rewards must be a flat tensor (one reward per sample), got shape {tuple(rewards.shape)}")
     if group_size < 2 or rewards.numel() % group_size:
-        raise ConfigError(f"{rewards.numel()} rewards cannot be split into groups of {group_size} "
-                          "(num_generations must be >= 2 and divide the generation batch)")
+        raise ConfigError(
+            f"{rewards.numel()} rewards cannot be split into groups of {group_size} "
+            "(num_generations must be >= 2 and divide the generation batch)"
+        )
     return rewards.float().view(-1, group_size)
 
 
@@ -72,8 +91,7 @@ def group_advantages(rewards: torch.Tensor, group_size: int, kind: str = "loo", 
     Raises:
         ConfigError: For an unknown ``kind`` or a batch that is not a whole number of groups.
     """
-    if kind not in ADVANTAGES:
-        raise ConfigError(f"advantage must be one of {ADVANTAGES}, got {kind!r}")
+    check_switches("group_advantages", advantage=kind)
     r = _grouped(rewards, group_size)
     ok = ~torch.isnan(r)
     n = ok.sum(1, keepdim=True).float()
@@ -110,10 +128,11 @@ def drop_mask(rewards: torch.Tensor, no_answer: torch.Tensor, rule: str = "drop_
     Raises:
         ConfigError: For an unknown rule or mismatched shapes.
     """
-    if rule not in TRUNCATION_RULES:
-        raise ConfigError(f"truncation rule must be one of {TRUNCATION_RULES}, got {rule!r}")
+    check_switches("drop_mask", truncation=rule)
     if rewards.shape != no_answer.shape:
-        raise ConfigError(f"rewards {tuple(rewards.shape)} and no_answer {tuple(no_answer.shape)} must have the same shape")
+        raise ConfigError(
+            f"rewards {tuple(rewards.shape)} and no_answer {tuple(no_answer.shape)} must have the same shape"
+        )
     no_answer = no_answer.bool()
     if rule == "keep_all":
         return torch.zeros_like(no_answer)

@@ -3,7 +3,7 @@
 Examples::
 
     sim-web grpo                                          # the cpu-smoke recipe: a few steps with a tiny model
-    sim-web grpo --recipe cpu-smoke --set max_steps=6     # `make train-smoke`
+    sim-web grpo --recipe cpu-smoke --set trainer.max_steps=6     # `make train-smoke`
     sim-web grpo --recipe single-gpu --set model=/ckpt/sft --out /runs/grpo-sft
 """
 
@@ -20,10 +20,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``grpo`` on the ``sim-web`` parser."""
     from training.grpo.train import add_arguments
 
-    p = subparsers.add_parser("grpo", help="train the agent with GRPO on the simulated web (recipes in training/configs)",
-                              description="GRPO with leave-one-out advantages and truncated negatives out of the loss; "
-                                          "rollouts through the env's ReAct loop. PythonInterpreter runs in the "
-                                          "bubblewrap sandbox (refused where it cannot run).")
+    p = subparsers.add_parser(
+        "grpo",
+        help="train the agent with GRPO on the simulated web (recipes in training/configs)",
+        description="GRPO with leave-one-out advantages and truncated negatives out of the loss; "
+        "rollouts through the env's ReAct loop. PythonInterpreter runs in the "
+        "bubblewrap sandbox (refused where it cannot run).",
+    )
     add_arguments(p)
     p.set_defaults(func=run)
 

@@ -7,7 +7,8 @@ Two pure functions and one driver:
   so every optimiser step trains on a full batch of informative groups without extra rollouts. The function returns
   the sample index that does this (``out[k] = in[index[k]]``) and the counts.
 - :func:`always_solved`: before RL, the tasks whose ``k`` rollouts of the starting policy all succeeded.
-- :func:`prefilter_tasks`: plays those ``k`` rollouts with the trainer's rollout function and drops such tasks.
+- :func:`prefilter_tasks`: plays those ``k`` rollouts with the trainer's rollout function and drops such tasks
+  (:class:`PrefilterConfig`: the ``prefilter:`` section of a GRPO recipe).
 
 Example:
     >>> import torch
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -28,6 +30,30 @@ from training.grpo.advantage import zero_variance_groups
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PrefilterConfig:
+    """DUPO's pre-RL filter: the ``prefilter:`` section of a GRPO recipe."""
+
+    k: int = field(
+        default=0,
+        metadata={
+            "help": "Play k rollouts per task with the starting policy and drop the tasks it always solves (0 = off)."
+        },
+    )
+    verdict: str | None = field(
+        default=None,
+        metadata={
+            "help": "A saved verdict (another run's prefilter.json from the same "
+            "starting model, tasks and seed) to reuse instead of playing "
+            "its rollouts again."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if self.k < 0:
+            raise ConfigError(f"prefilter.k must be >= 0 (0 = off), got {self.k}")
 
 
 def dupo_fill_index(rewards: torch.Tensor, group_size: int, seed: int = 0) -> tuple[torch.Tensor, dict[str, int]]:
@@ -58,7 +84,7 @@ def dupo_fill_index(rewards: torch.Tensor, group_size: int, seed: int = 0) -> tu
     order = [informative[i] for i in torch.randperm(len(informative), generator=gen).tolist()]
     for k, g in enumerate(empty):
         src = order[k % len(order)]
-        index[g * group_size:(g + 1) * group_size] = torch.arange(src * group_size, (src + 1) * group_size)
+        index[g * group_size : (g + 1) * group_size] = torch.arange(src * group_size, (src + 1) * group_size)
     return index, {"groups": n_groups, "dropped": len(empty), "duplicated": len(empty)}
 
 
@@ -78,7 +104,9 @@ def remap_batch(out: dict[str, Any], index: torch.Tensor) -> dict[str, Any]:
     """
     n = index.numel()
     if any(k in out for k in ("pixel_values", "image_grid_thw", "num_images")):
-        raise ConfigError("DUPO batch filling does not support multimodal batches (per-image tensors are not per sample)")
+        raise ConfigError(
+            "DUPO batch filling does not support multimodal batches (per-image tensors are not per sample)"
+        )
     remapped = {}
     for key, value in out.items():
         if torch.is_tensor(value) and value.dim() >= 1 and value.shape[0] == n:
@@ -88,14 +116,16 @@ def remap_batch(out: dict[str, Any], index: torch.Tensor) -> dict[str, Any]:
     return remapped
 
 
-def always_solved(task_ids: Sequence[str], rewards: Sequence[float | None], k: int, threshold: float = 1.0) -> set[str]:
-    """The tasks every one of whose ``k`` rollouts reached ``threshold`` (DUPO's pre-RL filter).
+def always_solved(
+    task_ids: Sequence[str], rewards: Sequence[float | None], k: int, solved_reward: float = 1.0
+) -> set[str]:
+    """The tasks every one of whose ``k`` rollouts reached ``solved_reward`` (DUPO's pre-RL filter).
 
     Args:
         task_ids: One task id per rollout.
         rewards: One reward per rollout (``None`` = unscorable, never a success).
         k: Rollouts per task; a task with fewer is never counted as solved.
-        threshold: A rollout succeeds when its reward is at least this.
+        solved_reward: A rollout succeeds when its reward is at least this.
 
     Returns:
         The ids of the always-solved tasks.
@@ -104,15 +134,18 @@ def always_solved(task_ids: Sequence[str], rewards: Sequence[float | None], k: i
         ConfigError: For mismatched lengths or ``k < 1``.
     """
     if len(task_ids) != len(rewards) or k < 1:
-        raise ConfigError(f"always_solved needs one reward per task id and k >= 1; got {len(task_ids)}, {len(rewards)}, k={k}")
+        raise ConfigError(
+            f"always_solved needs one reward per task id and k >= 1; got {len(task_ids)}, {len(rewards)}, k={k}"
+        )
     seen: dict[str, list[bool]] = {}
     for tid, r in zip(task_ids, rewards):
-        seen.setdefault(tid, []).append(r is not None and r >= threshold)
+        seen.setdefault(tid, []).append(r is not None and r >= solved_reward)
     return {tid for tid, ok in seen.items() if len(ok) >= k and all(ok)}
 
 
-def prefilter_tasks(trainer: Any, rollout: Any, tasks: Sequence[Any], k: int, threshold: float = 1.0,
-                    batch: int = 16) -> tuple[list[Any], dict[str, Any]]:
+def prefilter_tasks(
+    trainer: Any, rollout: Any, tasks: Sequence[Any], k: int, solved_reward: float = 1.0, batch: int = 16
+) -> tuple[list[Any], dict[str, Any]]:
     """Play ``k`` rollouts per task with the starting policy and drop the tasks it always solves.
 
     Args:
@@ -120,7 +153,7 @@ def prefilter_tasks(trainer: Any, rollout: Any, tasks: Sequence[Any], k: int, th
         rollout: A :class:`~training.grpo.rollout.AgentRollout` over the same tasks.
         tasks: The task set.
         k: Rollouts per task.
-        threshold: Reward that counts as solved.
+        solved_reward: Reward at or above which an episode counts as solved.
         batch: Episodes per rollout call.
 
     Returns:
@@ -129,10 +162,10 @@ def prefilter_tasks(trainer: Any, rollout: Any, tasks: Sequence[Any], k: int, th
     """
     acc = trainer.accelerator
     prompts = [(t, [{"role": "user", "content": t.question}]) for t in tasks for _ in range(k)]
-    mine = prompts[acc.process_index::acc.num_processes]  # each process plays a share; the verdict uses all of them
+    mine = prompts[acc.process_index :: acc.num_processes]  # each process plays a share; the verdict uses all of them
     played: list[tuple[str, float | None]] = []
     for start in range(0, len(mine), batch):
-        chunk = mine[start:start + batch]
+        chunk = mine[start : start + batch]
         res = rollout([p for _, p in chunk], trainer)
         played += [(t.id, r) for (t, _), r in zip(chunk, res["env_reward"])]
     if acc.num_processes > 1:
@@ -140,8 +173,15 @@ def prefilter_tasks(trainer: Any, rollout: Any, tasks: Sequence[Any], k: int, th
 
         played = gather_object(played)
     ids, rewards = [tid for tid, _ in played], [r for _, r in played]
-    solved = always_solved(ids, rewards, k, threshold)
+    solved = always_solved(ids, rewards, k, solved_reward)
     kept = [t for t in tasks if t.id not in solved] or list(tasks)
-    report = {"k": k, "tasks": len(tasks), "dropped": sorted(solved) if len(kept) < len(tasks) else [], "episodes": len(ids)}
-    log.warning("DUPO prefilter: %d of %d tasks always solved in %d rollouts, dropped", len(report["dropped"]), len(tasks), k)
+    report = {
+        "k": k,
+        "tasks": len(tasks),
+        "dropped": sorted(solved) if len(kept) < len(tasks) else [],
+        "episodes": len(ids),
+    }
+    log.warning(
+        "DUPO prefilter: %d of %d tasks always solved in %d rollouts, dropped", len(report["dropped"]), len(tasks), k
+    )
     return kept, report

@@ -46,7 +46,7 @@ from agents.policies.kv_reuse import PrefixKV, cache_kwarg, supports
 from agents.turn import clean_turn, play_turn
 from sim_web.env import EnvConfig, Task, WebResearchEnv
 from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
-from training.grpo.config import check_sandbox
+from training.grpo.grpo_config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
 from wiki_index.errors import ConfigError
 
@@ -54,7 +54,9 @@ log = logging.getLogger(__name__)
 REASONS = ("length", "turn_cap", "obs_budget", "rollback")
 
 
-def env_reward(completions: list[Any], env_reward: list[float | None] | None = None, **kwargs: Any) -> list[float | None]:
+def env_reward(
+    completions: list[Any], env_reward: list[float | None] | None = None, **kwargs: Any
+) -> list[float | None]:
     """The env's own score of each episode (``None`` = unscorable), as a pure TRL reward function.
 
     Args:
@@ -69,7 +71,9 @@ def env_reward(completions: list[Any], env_reward: list[float | None] | None = N
         ConfigError: When the rollout did not provide ``env_reward``.
     """
     if env_reward is None:
-        raise ConfigError("env_reward needs the 'env_reward' field: use training.grpo.rollout.AgentRollout as rollout_func")
+        raise ConfigError(
+            "env_reward needs the 'env_reward' field: use training.grpo.rollout.AgentRollout as rollout_func"
+        )
     return [None if r is None else float(r) for r in env_reward]
 
 
@@ -80,13 +84,20 @@ class RolloutConfig:
     max_turn_tokens: int = field(default=512, metadata={"help": "Most new tokens of one assistant turn."})
     seed: int = field(default=0, metadata={"help": "Base seed of the sampling (each generate call derives its own)."})
     batch_size: int = field(default=16, metadata={"help": "Most contexts per HF generate() call (CPU path)."})
-    reuse_kv: bool = field(default=True, metadata={"help": "HF path: keep each episode's keys and values between turns and "
-                                                           "prefill only the new tokens (off: every turn prefills its whole "
-                                                           "context again)."})
+    reuse_kv: bool = field(
+        default=True,
+        metadata={
+            "help": "HF path: keep each episode's keys and values between turns and "
+            "prefill only the new tokens (off: every turn prefills its whole "
+            "context again)."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.max_turn_tokens < 1 or self.batch_size < 1:
-            raise ConfigError(f"RolloutConfig needs max_turn_tokens >= 1 and batch_size >= 1, got {self.max_turn_tokens}, {self.batch_size}")
+            raise ConfigError(
+                f"RolloutConfig needs max_turn_tokens >= 1 and batch_size >= 1, got {self.max_turn_tokens}, {self.batch_size}"
+            )
 
 
 @dataclass
@@ -123,7 +134,9 @@ class AgentRollout:
         judge: Optional judge callable for ``RewardConfig.kind="judge"``.
     """
 
-    def __init__(self, env_config: EnvConfig, tasks: Sequence[Task], config: RolloutConfig | None = None, judge: Any = None) -> None:
+    def __init__(
+        self, env_config: EnvConfig, tasks: Sequence[Task], config: RolloutConfig | None = None, judge: Any = None
+    ) -> None:
         check_sandbox(env_config.tools)
         self.env_config, self.tasks, self.config, self.judge = env_config, list(tasks), config or RolloutConfig(), judge
         self.by_question = {t.question: t for t in reversed(self.tasks)}
@@ -146,8 +159,10 @@ class AgentRollout:
         question = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
         task = self.by_question.get(question)
         if task is None:
-            raise ConfigError(f"the prompt {question[:80]!r} is not a question of the rollout's task set: build the dataset with "
-                              "training.grpo.rollout.task_dataset from the same tasks")
+            raise ConfigError(
+                f"the prompt {question[:80]!r} is not a question of the rollout's task set: build the dataset with "
+                "training.grpo.rollout.task_dataset from the same tasks"
+            )
         return task
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
@@ -161,10 +176,18 @@ class AgentRollout:
         for i, prompt in enumerate(prompts):
             env, task, seed = self._env(i), self._task(prompt), _seed(self.config.seed, step, rank, i)
             _, info = env.reset(seed=seed, options={"task": task})
-            played = Episode(task_id=task.id, sample=samples[task.id], seed=seed, question=task.question, gold=task.answer,
-                             aliases=list(task.aliases))
+            played = Episode(
+                task_id=task.id,
+                sample=samples[task.id],
+                seed=seed,
+                question=task.question,
+                gold=task.answer,
+                aliases=list(task.aliases),
+            )
             samples[task.id] += 1
-            episodes.append(TokenTrace(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True)), played))
+            episodes.append(
+                TokenTrace(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True)), played)
+            )
         kv = self._kv_store(trainer)
         gen_s = tool_s = 0.0
         turn = 0
@@ -172,11 +195,18 @@ class AgentRollout:
             turn += 1
             t = time.perf_counter()
             reuse: dict[str, Any] = {"kv": kv, "keys": [k for k, _ in active]} if kv is not None else {}
-            outs = generate(trainer, [e.prompt_ids + e.completion_ids for _, e in active],
-                            [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for _, e in active],
-                            _seed(self.config.seed, step, rank, "turn", turn), self.config.batch_size, **reuse)
+            outs = generate(
+                trainer,
+                [e.prompt_ids + e.completion_ids for _, e in active],
+                [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for _, e in active],
+                _seed(self.config.seed, step, rank, "turn", turn),
+                self.config.batch_size,
+                **reuse,
+            )
             gen_s += time.perf_counter() - t
-            tool_s += sum(self._advance(e, ids, lps, ended, tok, budget) for (_, e), (ids, lps, ended) in zip(active, outs))
+            tool_s += sum(
+                self._advance(e, ids, lps, ended, tok, budget) for (_, e), (ids, lps, ended) in zip(active, outs)
+            )
         timing = {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn}
         if kv is not None:
             timing.update(reused_tokens=kv.reused_tokens, prefilled_tokens=kv.prefilled_tokens)
@@ -187,8 +217,12 @@ class AgentRollout:
         """A fresh key/value store for one rollout, or None where reuse is off or cannot apply (vLLM, a static cache,
         a model whose cache layers cannot be re-sliced)."""
         model = getattr(trainer, "model", None)
-        if not self.config.reuse_kv or model is None or getattr(trainer, "use_vllm", False) \
-                or getattr(trainer.generation_config, "cache_implementation", None) is not None:
+        if (
+            not self.config.reuse_kv
+            or model is None
+            or getattr(trainer, "use_vllm", False)
+            or getattr(trainer.generation_config, "cache_implementation", None) is not None
+        ):
             return None
         return PrefixKV() if supports(model) else None
 
@@ -248,8 +282,15 @@ def _fields(traces: list[TokenTrace], timing: dict[str, float]) -> dict[str, Any
     }
 
 
-def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: int, batch_size: int = 16,
-             kv: PrefixKV | None = None, keys: list[int] | None = None) -> list[tuple[list[int], list[float], bool]]:
+def generate(
+    trainer: Any,
+    contexts: list[list[int]],
+    max_new: list[int],
+    seed: int,
+    batch_size: int = 16,
+    kv: PrefixKV | None = None,
+    keys: list[int] | None = None,
+) -> list[tuple[list[int], list[float], bool]]:
     """One turn for each context: ``(ids, logprobs, ended)`` with ``ids`` up to and including the end-of-turn token.
 
     Args:
@@ -273,12 +314,17 @@ def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: 
     if window:
         todo = [i for i in todo if len(contexts[i]) < window]
     for c in range(0, len(todo), batch_size):
-        ids = todo[c:c + batch_size]
+        ids = todo[c : c + batch_size]
         cap = max(max_new[i] for i in ids)
         if window:
             cap = min(cap, window - max(len(contexts[i]) for i in ids))
-        rows = _vllm(trainer, [contexts[i] for i in ids], cap) if trainer.use_vllm else \
-            _hf(trainer, [contexts[i] for i in ids], cap, seed + c, kv, None if keys is None else [keys[i] for i in ids])
+        rows = (
+            _vllm(trainer, [contexts[i] for i in ids], cap)
+            if trainer.use_vllm
+            else _hf(
+                trainer, [contexts[i] for i in ids], cap, seed + c, kv, None if keys is None else [keys[i] for i in ids]
+            )
+        )
         for i, (toks, lps) in zip(ids, rows):
             n = next((k + 1 for k, x in enumerate(toks) if x in eos), None)
             limit = min(max_new[i], len(toks))
@@ -289,8 +335,14 @@ def generate(trainer: Any, contexts: list[list[int]], max_new: list[int], seed: 
     return out
 
 
-def _hf(trainer: Any, contexts: list[list[int]], max_new: int, seed: int, kv: PrefixKV | None = None,
-        keys: list[int] | None = None) -> list[tuple[list[int], list[float]]]:
+def _hf(
+    trainer: Any,
+    contexts: list[list[int]],
+    max_new: int,
+    seed: int,
+    kv: PrefixKV | None = None,
+    keys: list[int] | None = None,
+) -> list[tuple[list[int], list[float]]]:
     """Sample with ``trainer.model.generate`` (left padding, or continuing ``kv``'s entries of ``keys``); logprobs of
     the sampled tokens at the trainer's temperature."""
     import copy
@@ -302,22 +354,27 @@ def _hf(trainer: Any, contexts: list[list[int]], max_new: int, seed: int, kv: Pr
     config.max_new_tokens = max_new
     config.output_logits = config.return_dict_in_generate = True
     device = trainer.accelerator.device
-    with torch.random.fork_rng(devices=[]), torch.no_grad(), \
-            unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
-                                        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
+    with (
+        torch.random.fork_rng(devices=[]),
+        torch.no_grad(),
+        unwrap_model_for_generation(
+            trainer.model_wrapped, trainer.accelerator, gather_deepspeed3_params=trainer.args.ds3_gather_for_generation
+        ) as model,
+    ):
         torch.manual_seed(seed)
         inputs, batch = _inputs(model, contexts, trainer.processing_class.pad_token_id, device, kv, keys)
         res = model.generate(**inputs, generation_config=config)
     if batch is not None:
         kv.keep(batch, res.sequences, keys)  # type: ignore[union-attr]
-    new = res.sequences[:, inputs["input_ids"].shape[1]:].cpu()
+    new = res.sequences[:, inputs["input_ids"].shape[1] :].cpu()
     logits = torch.stack(res.logits, dim=1).float().cpu() / max(trainer.temperature, 1e-6)
     lps = torch.log_softmax(logits, dim=-1).gather(2, new.unsqueeze(2)).squeeze(2)
     return [(row.tolist(), lp.tolist()) for row, lp in zip(new, lps)]
 
 
-def _inputs(model: Any, contexts: list[list[int]], pad: int, device: Any, kv: PrefixKV | None,
-            keys: list[int] | None) -> tuple[dict[str, Any], Any]:
+def _inputs(
+    model: Any, contexts: list[list[int]], pad: int, device: Any, kv: PrefixKV | None, keys: list[int] | None
+) -> tuple[dict[str, Any], Any]:
     """``generate``'s inputs: the contexts left padded, or with their stored prefixes in a cache (then also the batch)."""
     import torch
 
@@ -328,7 +385,11 @@ def _inputs(model: Any, contexts: list[list[int]], pad: int, device: Any, kv: Pr
         return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}, None
     kv.prime(model, contexts, device, keys)
     batch = kv.batch(contexts, pad, model.config, device, keys)
-    return {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask, cache_kwarg(model): batch.cache}, batch
+    return {
+        "input_ids": batch.input_ids,
+        "attention_mask": batch.attention_mask,
+        cache_kwarg(model): batch.cache,
+    }, batch
 
 
 def _vllm(trainer: Any, contexts: list[list[int]], max_new: int) -> list[tuple[list[int], list[float]]]:

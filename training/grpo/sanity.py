@@ -75,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from training.grpo.config import GRPORecipe
+    from training.grpo.grpo_config import AgentGRPOConfig
     from training.grpo.train import metrics_callback
-    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
+    from training.grpo.trainer import AgentGRPOTrainer
 
     p = argparse.ArgumentParser(prog="python -m training.grpo.sanity", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="smollm2", help="'smollm2' or a model folder")
@@ -97,21 +98,43 @@ def main(argv: list[str] | None = None) -> int:
     path = GRPORecipe(model=a.model).model_path()
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    args = AgentGRPOConfig(output_dir=str(out), per_device_train_batch_size=a.prompts * a.group, num_generations=a.group,
-                           max_completion_length=a.max_tokens, max_steps=a.steps, learning_rate=a.lr, temperature=1.0,
-                           logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, seed=a.seed, data_seed=a.seed,
-                           lr_scheduler_type="constant", warmup_steps=0, log_completions=False, gradient_checkpointing=False)
-    trainer = AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[format_reward], args=args,
-                               train_dataset=Dataset.from_list(questions(a.steps * a.prompts, a.seed)))
+    args = AgentGRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=a.prompts * a.group,
+        num_generations=a.group,
+        max_completion_length=a.max_tokens,
+        max_steps=a.steps,
+        learning_rate=a.lr,
+        temperature=1.0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        seed=a.seed,
+        data_seed=a.seed,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        log_completions=False,
+        gradient_checkpointing=False,
+    )
+    trainer = AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[format_reward],
+        args=args,
+        train_dataset=Dataset.from_list(questions(a.steps * a.prompts, a.seed)),
+    )
     trainer.add_callback(metrics_callback(out / "metrics.jsonl", a.steps))
     t0 = time.perf_counter()
     trainer.train()
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
     plot(rows, out / "reward.png")
-    first, last = rows[: max(1, len(rows) // 4)], rows[-max(1, len(rows) // 4):]
+    first, last = rows[: max(1, len(rows) // 4)], rows[-max(1, len(rows) // 4) :]
     mean = lambda rs: sum(r["agent/reward_mean"] for r in rs) / len(rs)  # noqa: E731
-    print(f"reward: first quarter {mean(first):.3f} -> last quarter {mean(last):.3f} over {len(rows)} steps "
-          f"({time.perf_counter() - t0:.0f} s); curve: {out / 'reward.png'}")
+    print(
+        f"reward: first quarter {mean(first):.3f} -> last quarter {mean(last):.3f} over {len(rows)} steps "
+        f"({time.perf_counter() - t0:.0f} s); curve: {out / 'reward.png'}"
+    )
     return 0
 
 

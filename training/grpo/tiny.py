@@ -8,8 +8,15 @@ from typing import Any
 from training.wire import CHATML
 
 
-def tiny_model(texts: Sequence[str], vocab_size: int = 400, hidden: int = 32, layers: int = 2, seed: int = 0,
-               max_positions: int = 8192, eos_bias: float = 0.0) -> tuple[Any, Any]:
+def tiny_model(
+    texts: Sequence[str],
+    vocab_size: int = 400,
+    hidden: int = 32,
+    layers: int = 2,
+    seed: int = 0,
+    max_positions: int = 8192,
+    eos_bias: float = 0.0,
+) -> tuple[Any, Any]:
     """A 2-layer Llama and its tokenizer (BPE trained on ``texts``, ChatML template, ``<|im_end|>`` as eos).
 
     Args:
@@ -34,14 +41,28 @@ def tiny_model(texts: Sequence[str], vocab_size: int = 400, hidden: int = 32, la
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|im_start|>", "<|im_end|>", "<|pad|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator(list(texts) + ["<tool_call> <tool_response> <answer> </answer> <think> search visit"], trainer)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|im_start|>", "<|im_end|>", "<|pad|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    bpe.train_from_iterator(
+        list(texts) + ["<tool_call> <tool_response> <answer> </answer> <think> search visit"], trainer
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|pad|>")
     tok.chat_template = CHATML
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_positions,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(cfg)

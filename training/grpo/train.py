@@ -6,7 +6,7 @@
 
 Steps: tasks (the index's SailorFog-QA train split) -> env config (PythonInterpreter in its sandbox) -> model and tokenizer
 -> AgentGRPOTrainer with our rollout (the env's ReAct loop, the SFT/eval wire format) and the env's own reward
--> optionally DUPO's pre-RL filter (``dupo_prefilter_k``) and the data-policy feedback loop (``loop``, :mod:`training.loop`)
+-> optionally DUPO's pre-RL filter (``prefilter.k``) and the data-policy feedback loop (``loop.enabled``, :mod:`training.loop`)
 -> train, resuming from the last checkpoint in the output folder -> save the final model and print the metrics
 table. Outputs in ``output_dir``: ``checkpoint-N/`` (every ``save_steps``), ``metrics.jsonl`` (one line per step),
 ``outcomes.jsonl`` (one line per rollout: task, step, reward, answered, turns, tool calls), ``prefilter.json`` (DUPO's
@@ -30,12 +30,20 @@ from training.grpo.config import GRPORecipe, load_recipe, parse_overrides
 
 log = logging.getLogger(__name__)
 #: Columns of the metrics table: (header, log key, format).
-TABLE = [("step", "step", "{:>4d}"), ("reward", "agent/reward_mean", "{:6.3f}"), ("answered", "agent/answer_rate", "{:8.2f}"),
-         ("dropped", "agent/frac_dropped", "{:7.2f}"), ("0-var", "agent/frac_zero_variance_groups", "{:5.2f}"),
-         ("calls", "agent/tool_calls_per_episode", "{:5.2f}"), ("tool-err", "agent/tool_error_rate", "{:8.2f}"),
-         ("tokens", "agent/generated_tokens", "{:6.0f}"),
-         ("dupo", "agent/dupo_duplicated_groups", "{:4.0f}"), ("gen s", "time/generation", "{:6.1f}"),
-         ("tool s", "time/tool", "{:6.2f}"), ("train s", "time/training", "{:7.1f}")]
+TABLE = [
+    ("step", "step", "{:>4d}"),
+    ("reward", "agent/reward_mean", "{:6.3f}"),
+    ("answered", "agent/answer_rate", "{:8.2f}"),
+    ("dropped", "agent/frac_dropped", "{:7.2f}"),
+    ("0-var", "agent/frac_zero_variance_groups", "{:5.2f}"),
+    ("calls", "agent/tool_calls_per_episode", "{:5.2f}"),
+    ("tool-err", "agent/tool_error_rate", "{:8.2f}"),
+    ("tokens", "agent/generated_tokens", "{:6.0f}"),
+    ("dupo", "agent/dupo_duplicated_groups", "{:4.0f}"),
+    ("gen s", "time/generation", "{:6.1f}"),
+    ("tool s", "time/tool", "{:6.2f}"),
+    ("train s", "time/training", "{:7.1f}"),
+]
 
 
 def load_model(recipe: GRPORecipe, texts: list[str]) -> tuple[Any, Any]:
@@ -54,7 +62,7 @@ def load_model(recipe: GRPORecipe, texts: list[str]) -> tuple[Any, Any]:
         tok.chat_template = CHATML
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if recipe.bf16 else torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if recipe.trainer.bf16 else torch.float32)
     return model, tok
 
 
@@ -107,7 +115,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
 
     from sim_web.env.tasks import resolve_tasks
     from sim_web.tools import system_prompt, tool_schema
-    from training.grpo.rollout import AgentRollout, RolloutConfig, env_reward, task_dataset
+    from training.grpo.rollout import AgentRollout, env_reward, task_dataset
     from training.grpo.trainer import AgentGRPOTrainer
     from training.loop.outcomes import OutcomeLog
     from wiki_index.search.index import WikiIndex
@@ -131,15 +139,21 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     # 2. the env every rollout plays in
     env_config = recipe.env_config(str(index.path))
     # 3. the policy
-    prompt = system_prompt([tool_schema(t) for t in recipe.tools], env_config.date, style=env_config.prompt)
+    prompt = system_prompt([tool_schema(t) for t in env_config.tools], env_config.date, style=env_config.prompt)
     model, tok = load_model(recipe, [prompt] + [t.question for t in tasks[:50]])
     # 4. the trainer: our rollout, the env's reward, the recipe's switches
-    rollout = AgentRollout(env_config, tasks, RolloutConfig(max_turn_tokens=recipe.max_turn_tokens, seed=recipe.seed,
-                                                             batch_size=recipe.per_device_batch))
-    trainer = AgentGRPOTrainer(model=model, processing_class=tok, reward_funcs=[env_reward], args=recipe.grpo_config(),
-                               train_dataset=task_dataset(tasks), rollout_func=rollout, peft_config=_lora(recipe.lora_r))
+    rollout = AgentRollout(env_config, tasks, recipe.rollout)
+    trainer = AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[env_reward],
+        args=recipe.grpo_config(),
+        train_dataset=task_dataset(tasks),
+        rollout_func=rollout,
+        peft_config=_lora(recipe.trainer.lora_r),
+    )
     trainer.remove_callback(ProgressCallback)
-    trainer.add_callback(metrics_callback(out / "metrics.jsonl", recipe.max_steps))
+    trainer.add_callback(metrics_callback(out / "metrics.jsonl", recipe.trainer.max_steps))
     # 5. from the last checkpoint when there is one; the outcome table, DUPO's filter and the loop follow it
     last = _resume_point(out, recipe.resume)
     resume_step = int(Path(last).name.rsplit("-", 1)[1]) if last else None
@@ -147,7 +161,11 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     outcomes.truncate(resume_step or 0)
     trainer.outcome_sink = outcomes
     tasks = _prefilter(recipe, trainer, rollout, tasks, out)
-    loop = _attach_loop(recipe, trainer, rollout, tasks, index, out, outcomes, resume_step) if recipe.loop else None
+    loop = (
+        _attach_loop(recipe, trainer, rollout, tasks, index, out, outcomes, resume_step)
+        if recipe.loop.enabled
+        else None
+    )
     if loop is None:
         trainer.train_dataset = task_dataset(tasks)
     # 6. train
@@ -155,11 +173,21 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     # 7. save and summarise
     trainer.save_model(str(out / "final"))
     tok.save_pretrained(str(out / "final"))
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    summary = {"recipe": recipe.name, "config": dataclasses.asdict(recipe), "steps": trainer.state.global_step,
-               "resumed_from": last, "tasks": len(tasks), "wall_seconds": round(time.perf_counter() - t0, 1),
-               "final_model": str(out / "final"), "metrics": rows, "outcomes": len(outcomes.rows),
-               "loop_rounds": loop.rounds() if loop else None}
+    rows = [
+        json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    summary = {
+        "recipe": recipe.name,
+        "config": dataclasses.asdict(recipe),
+        "steps": trainer.state.global_step,
+        "resumed_from": last,
+        "tasks": len(tasks),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "final_model": str(out / "final"),
+        "metrics": rows,
+        "outcomes": len(outcomes.rows),
+        "loop_rounds": loop.rounds() if loop else None,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
 
@@ -190,29 +218,38 @@ def _lora(r: int) -> Any:
 
 
 def _prefilter(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any], out: Path) -> list[Any]:
-    """DUPO's pre-RL filter (``dupo_prefilter_k`` rollouts per task); a resumed run reuses its saved verdict."""
-    if not recipe.dupo_prefilter_k:
+    """DUPO's pre-RL filter (``prefilter.k`` rollouts per task); a resumed run reuses its saved verdict."""
+    pre = recipe.prefilter
+    if not pre.k:
         return tasks
     from training.grpo.dupo import prefilter_tasks
 
     path = out / "prefilter.json"
-    if not path.is_file() and recipe.prefilter_verdict:
-        shutil.copyfile(recipe.prefilter_verdict, path)
-        log.warning("DUPO prefilter: reusing the verdict %s", recipe.prefilter_verdict)
+    if not path.is_file() and pre.verdict:
+        shutil.copyfile(pre.verdict, path)
+        log.warning("DUPO prefilter: reusing the verdict %s", pre.verdict)
     if path.is_file():
         dropped = set(json.loads(path.read_text(encoding="utf-8"))["dropped"])
         return [t for t in tasks if t.id not in dropped]
-    kept, report = prefilter_tasks(trainer, rollout, tasks, recipe.dupo_prefilter_k, recipe.pass_reward, recipe.per_device_batch)
+    kept, report = prefilter_tasks(trainer, rollout, tasks, pre.k, recipe.solved_reward, recipe.per_device_batch)
     if trainer.accelerator.is_main_process:
         path.write_text(json.dumps(report, indent=1), encoding="utf-8")
     return kept
 
 
-def _attach_loop(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any], index: Any, out: Path, outcomes: Any,
-                 resume_step: int | None) -> Any:
-    """The feedback loop: a slot dataset over a task pool, fresh tasks from the synthesizer, a round every ``loop_every`` steps."""
+def _attach_loop(
+    recipe: GRPORecipe,
+    trainer: Any,
+    rollout: Any,
+    tasks: list[Any],
+    index: Any,
+    out: Path,
+    outcomes: Any,
+    resume_step: int | None,
+) -> Any:
+    """The feedback loop: a slot dataset over a task pool, fresh tasks from the synthesizer, a round every ``loop.every`` steps."""
     from sim_web.env.tasks import resolve_tasks
-    from training.loop import CurationConfig, FeedbackLoop, SynthSource, TaskPool
+    from training.loop import FeedbackLoop, SynthSource, TaskPool
 
     held_out = []
     if recipe.split == "train":
@@ -220,15 +257,27 @@ def _attach_loop(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any
             held_out = resolve_tasks(index, recipe.tasks, "test")
         except Exception as e:  # noqa: BLE001 - a set without a test split holds nothing out
             log.info("loop: no held-out split to protect (%s)", e)
-    source = SynthSource(index.path, max_nodes=recipe.loop_synth_max_nodes, oversample=recipe.loop_synth_oversample,
-                         tiers=recipe.loop_tiers, k=recipe.search_results,
-                         exclude_questions={t.question for t in [*tasks, *held_out]},
-                         exclude_answers={a for t in held_out for a in (t.answer, *t.aliases)})
+    cfg = recipe.loop
+    source = SynthSource(
+        index.path,
+        max_nodes=cfg.synth_max_nodes,
+        oversample=cfg.synth_oversample,
+        tiers=cfg.tiers,
+        k=recipe.env.search_results,
+        exclude_questions={t.question for t in [*tasks, *held_out]},
+        exclude_answers={a for t in held_out for a in (t.answer, *t.aliases)},
+    )
     pool = TaskPool(tasks)
-    config = CurationConfig(every=recipe.loop_every, window=recipe.loop_window, min_rollouts=recipe.loop_min_rollouts,
-                            success=recipe.pass_reward, revisit_after=recipe.loop_revisit_after, max_return=recipe.loop_max_return)
-    loop = FeedbackLoop(pool, out / "loop", outcomes, config, source, seed=recipe.seed, on_added=rollout.add_tasks,
-                        persist=trainer.accelerator.is_main_process)
+    loop = FeedbackLoop(
+        pool,
+        out / "loop",
+        outcomes,
+        cfg,
+        source,
+        seed=recipe.seed,
+        on_added=rollout.add_tasks,
+        persist=trainer.accelerator.is_main_process,
+    )
     loop.start(resume_step)
     trainer.train_dataset = pool.dataset()
     trainer.task_pool = pool
@@ -247,10 +296,20 @@ def recipe_from_args(argv: list[str] | None = None) -> GRPORecipe:
 
 def add_arguments(p: Any) -> None:
     """The options of ``sim-web grpo`` and ``python -m training.grpo.train``."""
-    p.add_argument("--recipe", default="cpu-smoke", help="recipe name under training/configs (cpu-smoke, single-gpu, multi-gpu) "
-                                                         "or a YAML path (default cpu-smoke)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a recipe field (repeatable), e.g. "
-                                                                                   "--set max_steps=5 --set model=/ckpt/sft")
+    p.add_argument(
+        "--recipe",
+        default="cpu-smoke",
+        help="recipe name under training/configs (cpu-smoke, cpu-learn, single-gpu, "
+        "multi-gpu) or a YAML path (default cpu-smoke)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe field by its dotted path (repeatable), e.g. --set trainer.max_steps=5 "
+        "--set model=/ckpt/sft --set env.tools=search,visit",
+    )
     p.add_argument("--out", default=None, help="output folder (default $SIM_WEB_HOME/runs/grpo/<recipe>)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of resuming from the last checkpoint")
 
@@ -262,7 +321,7 @@ def recipe_from_namespace(args: Any) -> GRPORecipe:
         overrides["output_dir"] = args.out
     if args.no_resume:
         overrides["resume"] = False
-    return load_recipe(args.recipe, **overrides)
+    return load_recipe(args.recipe, overrides)
 
 
 if __name__ == "__main__":

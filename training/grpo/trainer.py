@@ -6,7 +6,8 @@ over the gathered rewards (captured in ``_calculate_rewards``), drops samples fr
 ``tool_mask`` (never ``completion_mask``, which is also the attention mask) and recomputes the DAPO
 normaliser ``num_items_in_batch``. Dropped samples stay in their group's baseline. With ``dupo=True`` the groups
 whose rewards are all equal are then replaced by copies of informative groups of the same batch
-(:mod:`training.grpo.dupo`). Every choice is a switch of :class:`AgentGRPOConfig`, so the ablation grid can flip it.
+(:mod:`training.grpo.dupo`). Every choice is a switch of
+:class:`~training.grpo.grpo_config.AgentGRPOConfig`, so the ablation grid can flip it.
 
 Two optional hooks serve the data-policy feedback loop (:mod:`training.loop`): ``task_pool`` (an object with
 ``row(slot) -> dict``) resolves each dataset row's ``slot`` to the task it holds *now*, so a curated set takes effect
@@ -22,63 +23,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
 
 from sim_web.protocol.actions import TOOL_NAMES
-from training.grpo.advantage import ADVANTAGES, TRUNCATION_RULES, drop_mask, group_advantages, group_std, zero_variance_groups
+from training.grpo.advantage import drop_mask, group_advantages, group_std, zero_variance_groups
 from training.grpo.dupo import dupo_fill_index, remap_batch
+from training.grpo.grpo_config import AgentGRPOConfig
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class AgentGRPOConfig(GRPOConfig):
-    """``GRPOConfig`` plus the agent-RL switches, with the Tongyi recipe's defaults.
-
-    Defaults that differ from TRL's: ``scale_rewards="none"`` (LOO does its own scaling),
-    ``epsilon_high=0.28`` (clip-higher), ``beta=0.0``; ``loss_type="dapo"`` and
-    ``mask_truncated_completions=False`` are TRL's defaults, kept.
-    """
-
-    advantage: str = field(default="loo", metadata={"help": "Group advantage: 'grpo' (TRL's own, honouring scale_rewards), "
-                                                   "'loo' (leave-one-out r_i - mean_{j!=i} r_j) or 'loo_std' (LOO / group std)."})
-    truncation: str = field(default="drop_truncated_negatives", metadata={
-        "help": "Which samples leave the loss: 'keep_all'; 'drop_all_truncated' (every episode without a final answer, "
-                "TRL's mask_truncated_completions rule); 'drop_truncated_negatives' (no final answer AND reward <= 0; "
-                "truncated successes stay). Dropped samples stay in the group baseline."})
-    strict_on_policy: bool = field(default=True, metadata={
-        "help": "Require one optimiser step per generation batch (num_iterations=1, steps_per_generation="
-                "gradient_accumulation_steps), so every sample is from the current policy."})
-    dupo: bool = field(default=False, metadata={
-        "help": "DUPO batch filling: replace each group whose rewards are all equal by a copy of an informative group of "
-                "the same batch (no extra rollouts); counts logged as agent/dupo_dropped_groups and agent/dupo_duplicated_groups."})
-    scale_rewards: str = field(default="none", metadata={"help": "TRL's reward scaling, used only by advantage='grpo'."})
-    epsilon_high: float | None = field(default=0.28, metadata={"help": "Upper clip (clip-higher, DAPO: 0.28); None = epsilon."})
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient (0: no reference model, as in the Tongyi recipe)."})
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.advantage not in ADVANTAGES:
-            raise ConfigError(f"AgentGRPOConfig.advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
-        if self.truncation not in TRUNCATION_RULES:
-            raise ConfigError(f"AgentGRPOConfig.truncation must be one of {TRUNCATION_RULES}, got {self.truncation!r}")
-        if self.advantage != "grpo" and self.scale_rewards != "none":
-            raise ConfigError(f"advantage={self.advantage!r} ignores scale_rewards={self.scale_rewards!r}: set scale_rewards='none' "
-                              "(use advantage='loo_std' to divide by the group std)")
-        if self.advantage != "grpo" and self.multi_objective_aggregation != "sum_then_normalize":
-            raise ConfigError("leave-one-out advantages need multi_objective_aggregation='sum_then_normalize'")
-        if self.mask_truncated_completions:
-            raise ConfigError("mask_truncated_completions=True drops samples before rewards exist and zeroes the attention mask; "
-                              "use truncation='drop_all_truncated' (or 'drop_truncated_negatives') instead")
-        if self.strict_on_policy and (self.num_iterations != 1 or self.steps_per_generation != self.gradient_accumulation_steps):
-            raise ConfigError(f"strict_on_policy needs num_iterations=1 and steps_per_generation == gradient_accumulation_steps "
-                              f"(got {self.num_iterations}, {self.steps_per_generation}, {self.gradient_accumulation_steps}); "
-                              "leave steps_per_generation/generation_batch_size unset, or set strict_on_policy=False")
 
 
 def _no_answer_from_ids(out: dict[str, Any], eos_ids: list[int]) -> torch.Tensor:
@@ -100,7 +56,9 @@ class AgentGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, AgentGRPOConfig):
-            raise ConfigError("AgentGRPOTrainer needs args=AgentGRPOConfig(...) (it carries the advantage and truncation switches)")
+            raise ConfigError(
+                "AgentGRPOTrainer needs args=AgentGRPOConfig(...) (it carries the advantage and truncation switches)"
+            )
         self._rewards_per_func: torch.Tensor | None = None
         self._rollout_seconds = 0.0
         self._train_seconds = 0.0
@@ -150,12 +108,20 @@ class AgentGRPOTrainer(GRPOTrainer):
         """Replace this process's zero-variance groups by copies of its informative ones; log the counts."""
         n = rewards.numel()
         if n % group or (self.accelerator.process_index * n) % group:
-            raise ConfigError(f"DUPO needs whole groups on each process: {n} samples per process, groups of {group} "
-                              "(make per_device_train_batch_size a multiple of num_generations)")
+            raise ConfigError(
+                f"DUPO needs whole groups on each process: {n} samples per process, groups of {group} "
+                "(make per_device_train_batch_size a multiple of num_generations)"
+            )
         index, stats = dupo_fill_index(rewards.cpu(), group, seed=self.args.seed * 100_003 + self.state.global_step)
         m = self._metrics["train"]
-        totals = self.accelerator.gather(torch.tensor([stats["groups"], stats["dropped"], stats["duplicated"]],
-                                                      device=self.accelerator.device)).view(-1, 3).sum(0).tolist()
+        totals = (
+            self.accelerator.gather(
+                torch.tensor([stats["groups"], stats["dropped"], stats["duplicated"]], device=self.accelerator.device)
+            )
+            .view(-1, 3)
+            .sum(0)
+            .tolist()
+        )
         m["agent/dupo_groups"].append(float(totals[0]))
         m["agent/dupo_dropped_groups"].append(float(totals[1]))
         m["agent/dupo_duplicated_groups"].append(float(totals[2]))
@@ -167,9 +133,17 @@ class AgentGRPOTrainer(GRPOTrainer):
         from accelerate.utils import gather_object
 
         step = self.state.global_step + 1  # the optimiser step these rollouts feed
-        rows = [{"task_id": str(x.get("task_id", "")), "step": step, "reward": None if torch.isnan(r) else float(r),
-                 "answered": bool(x.get("answered", False)), "turns": int(x.get("turns", 0)),
-                 "tool_calls": int(sum((x.get("tool_calls") or {}).values()))} for x, r in zip(inputs, rewards.cpu())]
+        rows = [
+            {
+                "task_id": str(x.get("task_id", "")),
+                "step": step,
+                "reward": None if torch.isnan(r) else float(r),
+                "answered": bool(x.get("answered", False)),
+                "turns": int(x.get("turns", 0)),
+                "tool_calls": int(sum((x.get("tool_calls") or {}).values())),
+            }
+            for x, r in zip(inputs, rewards.cpu())
+        ]
         self.outcome_sink(gather_object(rows) if self.accelerator.num_processes > 1 else rows)
 
     def _gather_mean(self, values: list[float]) -> float:
@@ -178,8 +152,15 @@ class AgentGRPOTrainer(GRPOTrainer):
         total, count = self.accelerator.gather(t).view(-1, 2).sum(0).tolist()
         return total / count if count else 0.0
 
-    def _log_agent_metrics(self, mode: str, inputs: list[dict[str, Any]], rewards: torch.Tensor, group: int,
-                           no_answer: torch.Tensor, dropped: torch.Tensor) -> None:
+    def _log_agent_metrics(
+        self,
+        mode: str,
+        inputs: list[dict[str, Any]],
+        rewards: torch.Tensor,
+        group: int,
+        no_answer: torch.Tensor,
+        dropped: torch.Tensor,
+    ) -> None:
         m = self._metrics[mode]
         ok = rewards[~torch.isnan(rewards)]
         m["agent/reward_mean"].append(ok.mean().item() if ok.numel() else float("nan"))
@@ -195,14 +176,21 @@ class AgentGRPOTrainer(GRPOTrainer):
         m["agent/turns"].append(self._gather_mean([float(x["turns"]) for x in inputs]))
         calls = [sum(x["tool_calls"].values()) for x in inputs]
         for tool in TOOL_NAMES:
-            m[f"agent/tool_calls/{tool}"].append(self._gather_mean([float(x["tool_calls"].get(tool, 0)) for x in inputs]))
+            m[f"agent/tool_calls/{tool}"].append(
+                self._gather_mean([float(x["tool_calls"].get(tool, 0)) for x in inputs])
+            )
         per_episode = self._gather_mean([float(c) for c in calls])
         m["agent/tool_calls_per_episode"].append(per_episode)
         failed = self._gather_mean([float(x["tool_errors"]) for x in inputs])
         m["agent/tool_error_rate"].append(failed / per_episode if per_episode else 0.0)
-        m["agent/action_errors_per_episode"].append(self._gather_mean([float(x.get("action_errors", 0)) for x in inputs]))
-        m["agent/generated_tokens"].append(self._gather_mean([float(x["generated_tokens"]) for x in inputs]) * len(inputs)
-                                           * self.accelerator.num_processes)
+        m["agent/action_errors_per_episode"].append(
+            self._gather_mean([float(x.get("action_errors", 0)) for x in inputs])
+        )
+        m["agent/generated_tokens"].append(
+            self._gather_mean([float(x["generated_tokens"]) for x in inputs])
+            * len(inputs)
+            * self.accelerator.num_processes
+        )
         for reason in ("length", "turn_cap", "rollback", "obs_budget"):
             m[f"agent/no_answer/{reason}"].append(self._gather_mean([float(x["no_answer"] == reason) for x in inputs]))
         timing = inputs[0].get("rollout_timing") or {}

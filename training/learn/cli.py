@@ -4,7 +4,7 @@ Examples::
 
     sim-web learn                                          # the whole cpu-learn recipe; rerun to resume
     sim-web learn --stages tasks,base                      # only the task set and the base model's eval
-    sim-web learn --set eval_n=40 --grpo-set max_steps=8   # a shorter run
+    sim-web learn --set eval_n=40 --grpo-set trainer.max_steps=8   # a shorter run
 """
 
 from __future__ import annotations
@@ -29,22 +29,38 @@ def config_from_args(args: argparse.Namespace) -> Any:
         if isinstance(values.get(key), str):
             values[key] = tuple(v.strip() for v in values[key].split(",") if v.strip())
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip()) if args.stages else STAGES
-    return LearnConfig(recipe=args.recipe, out=args.out, index_dir=args.index, stages=stages,
-                       grpo_overrides=parse_overrides(args.grpo_set, "--grpo-set"), **values)
+    return LearnConfig(
+        recipe=args.recipe,
+        out=args.out,
+        index_dir=args.index,
+        stages=stages,
+        grpo_overrides=parse_overrides(args.grpo_set, "--grpo-set"),
+        **values,
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``learn`` on the ``sim-web`` command."""
     from training.learn.config import STAGES
 
-    p = subparsers.add_parser("learn", help="base -> SFT -> GRPO on the curriculum tiers, with held-out evals and a report",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "learn",
+        help="base -> SFT -> GRPO on the curriculum tiers, with held-out evals and a report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--recipe", default="cpu-learn", help="GRPO recipe of the RL stage (default cpu-learn)")
     p.add_argument("--index", default=None, help="index directory (default: the sample index)")
     p.add_argument("--out", default=None, help="run folder (default $SIM_WEB_HOME/runs/learn/<recipe>)")
     p.add_argument("--stages", default=None, help=f"comma-separated stages to run (default all: {','.join(STAGES)})")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a LearnConfig field (repeatable)")
-    p.add_argument("--grpo-set", action="append", default=[], metavar="KEY=VALUE", help="a GRPO recipe field (repeatable)")
+    p.add_argument(
+        "--grpo-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a GRPO recipe field by dotted path, e.g. trainer.max_steps=8 (repeatable)",
+    )
     p.set_defaults(func=run)
 
 

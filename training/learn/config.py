@@ -2,8 +2,8 @@
 
 The GRPO stage's own fields live in its recipe file (``training/configs/cpu-learn.yaml``, a :class:`GRPORecipe`), so
 ``sim-web grpo --recipe cpu-learn`` and ``sim-web ablate --recipe cpu-learn`` train exactly as this pipeline does; the
-turn cap, turn length and observation settings (prompt style, results per search, snippet and response lengths, tools)
-are read from that file too, so the evals (and the SFT demonstrations' turn cap) match what the policy trains on.
+turn cap, turn length and observation settings (its ``env`` and ``rollout`` sections: prompt style, results per search,
+snippet and response lengths, tools) are read from that file too, so the evals (and the SFT demonstrations' turn cap) match what the policy trains on.
 
 Example:
     >>> LearnConfig(lookup_test_fraction=0.5).stages[0]
@@ -30,26 +30,35 @@ def _f(default: Any, text: str) -> Any:
 class LearnConfig:
     """One run of the curriculum recipe: base model -> SFT -> GRPO, each evaluated on the same held-out tasks."""
 
-    recipe: str = _f("cpu-learn", "GRPO recipe (training/configs/<name>.yaml) of the RL stage; its observation settings apply "
-                                  "to every stage.")
+    recipe: str = _f(
+        "cpu-learn",
+        "GRPO recipe (training/configs/<name>.yaml) of the RL stage; its observation settings apply to every stage.",
+    )
     out: str | None = _f(None, "Run folder (default $SIM_WEB_HOME/runs/learn/<recipe>); every stage resumes from it.")
     index_dir: str | None = _f(None, "Index (default: the sample index under $SIM_WEB_HOME).")
     model: str = _f("smollm2", "Base model: 'smollm2' (the bundled SmolLM2-135M-Instruct) or a model folder.")
     seed: int = _f(0, "Seed of the task synthesis, SFT and GRPO.")
     tiers: tuple[str, ...] = _f(("lookup", "bridge"), "Curriculum tiers of the task set (training/synth/tiers.py).")
-    lookup_test_fraction: float = _f(0.5, "Held-out share of the lookup tier (the sample yields ~310 lookups at k=5).")
+    lookup_test_fraction: float = _f(0.5, "Held-out share of the lookup tier.")
     bridge_test_fraction: float = _f(0.5, "Held-out share of the bridge tier.")
     eval_batch_size: int = _f(32, "Episodes generated together in the evals.")
     eval_n: int | None = _f(None, "Evaluate only the first n held-out tasks (None: all).")
     sft_full: bool = _f(True, "Full fine-tune (False: LoRA r=16, merged).")
     sft_learning_rate: float = _f(8e-5, "SFT peak learning rate (cosine schedule).")
     sft_epochs: float = _f(1.0, "Passes over the demonstrations.")
-    sft_batch_size: int = _f(2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU).")
+    sft_batch_size: int = _f(
+        2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
+    )
     sft_grad_accum: int = _f(4, "Batches per SFT optimiser step.")
     threads: int | None = _f(None, "torch CPU threads for every stage (None: torch's default).")
     stages: tuple[str, ...] = _f(STAGES, f"Stages to run, in order (finished ones are skipped): {', '.join(STAGES)}.")
-    grpo_overrides: dict[str, Any] = field(default_factory=dict, metadata={
-        "help": "GRPO recipe fields set for this run (e.g. {'max_steps': 10}); model, tasks, index and output are set here."})
+    grpo_overrides: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "help": "GRPO recipe fields set for this run, by dotted path (e.g. {'trainer.max_steps': 10}); model, tasks, index "
+            "and output are set here."
+        },
+    )
 
     def __post_init__(self) -> None:
         bad = [s for s in self.stages if s not in STAGES]
@@ -57,9 +66,13 @@ class LearnConfig:
             raise ConfigError(f"LearnConfig.stages: unknown {bad}; expected some of {STAGES}")
         tiers = [t for t in self.tiers if t not in ("lookup", "bridge")]
         if tiers or not self.tiers:
-            raise ConfigError(f"LearnConfig.tiers must be a non-empty subset of ('lookup', 'bridge'), got {self.tiers!r}")
+            raise ConfigError(
+                f"LearnConfig.tiers must be a non-empty subset of ('lookup', 'bridge'), got {self.tiers!r}"
+            )
         if not (0 < self.lookup_test_fraction < 1 and 0 < self.bridge_test_fraction < 1):
-            raise ConfigError("LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction < 1 (a train and a held-out split)")
+            raise ConfigError(
+                "LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction < 1 (a train and a held-out split)"
+            )
         if min(self.eval_batch_size, self.sft_batch_size, self.sft_grad_accum) < 1:
             raise ConfigError("LearnConfig needs eval_batch_size, sft_batch_size and sft_grad_accum >= 1")
 

@@ -40,7 +40,7 @@ def mcnemar_p(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
@@ -71,17 +71,25 @@ def load_stage(folder: Path) -> dict[str, dict[str, Any]] | None:
     out = {}
     for r in load_records(path):
         score = r.get("correct", r.get("em", 0.0)) or 0.0
-        out[r["task_id"]] = {"correct": int(score >= 1.0), "answered": int(str(r.get("termination", "")).startswith(
-            ("answer", "forced_answer"))), "tool_calls": sum((r.get("tool_calls") or {}).values())}
+        out[r["task_id"]] = {
+            "correct": int(score >= 1.0),
+            "answered": int(str(r.get("termination", "")).startswith(("answer", "forced_answer"))),
+            "tool_calls": sum((r.get("tool_calls") or {}).values()),
+        }
     return out
 
 
 def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
     k, n = sum(rows[i]["correct"] for i in ids), len(ids)
     lo, hi = wilson(k, n)
-    return {"n": n, "solved": k, "pass@1": round(k / n, 4) if n else None, "ci95": [round(lo, 4), round(hi, 4)],
-            "answer_rate": round(sum(rows[i]["answered"] for i in ids) / n, 4) if n else None,
-            "tool_calls": round(sum(rows[i]["tool_calls"] for i in ids) / n, 3) if n else None}
+    return {
+        "n": n,
+        "solved": k,
+        "pass@1": round(k / n, 4) if n else None,
+        "ci95": [round(lo, 4), round(hi, 4)],
+        "answer_rate": round(sum(rows[i]["answered"] for i in ids) / n, 4) if n else None,
+        "tool_calls": round(sum(rows[i]["tool_calls"] for i in ids) / n, 3) if n else None,
+    }
 
 
 def summarise(run: Path) -> dict[str, Any]:
@@ -91,13 +99,20 @@ def summarise(run: Path) -> dict[str, Any]:
     for name, rows in stages.items():
         ids = sorted(rows)
         tiers = sorted({tier_of(i) for i in ids})
-        out["stages"][name] = {"all": _rates(rows, ids), **{t: _rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers}}
+        out["stages"][name] = {
+            "all": _rates(rows, ids),
+            **{t: _rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers},
+        }
     for a, b in PAIRS:
         if a in stages and b in stages:
             common = sorted(set(stages[a]) & set(stages[b]))
-            out["paired"][f"{a}->{b}"] = {scope: _paired(stages[a], stages[b], ids) for scope, ids in
-                                          [("all", common), *[(t, [i for i in common if tier_of(i) == t])
-                                                              for t in sorted({tier_of(i) for i in common})]]}
+            out["paired"][f"{a}->{b}"] = {
+                scope: _paired(stages[a], stages[b], ids)
+                for scope, ids in [
+                    ("all", common),
+                    *[(t, [i for i in common if tier_of(i) == t]) for t in sorted({tier_of(i) for i in common})],
+                ]
+            }
     return out
 
 
@@ -106,28 +121,48 @@ def _paired(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> di
     b = sum(1 for u, v in zip(x, y) if u and not v)
     c = sum(1 for u, v in zip(x, y) if v and not u)
     lo, hi = paired_bootstrap(x, y)
-    return {"n": len(ids), "diff": round((sum(y) - sum(x)) / len(ids), 4) if ids else None, "ci95": [round(lo, 4), round(hi, 4)],
-            "only_before": b, "only_after": c, "mcnemar_p": float(f"{mcnemar_p(b, c):.3g}")}
+    return {
+        "n": len(ids),
+        "diff": round((sum(y) - sum(x)) / len(ids), 4) if ids else None,
+        "ci95": [round(lo, 4), round(hi, 4)],
+        "only_before": b,
+        "only_after": c,
+        "mcnemar_p": float(f"{mcnemar_p(b, c):.3g}"),
+    }
 
 
 def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
     """The report as Markdown: one table of rates, one of paired differences, the GRPO reward curve's ends."""
-    lines = ["# cpu-learn: held-out pass@1 per stage (greedy)", "",
-             "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# cpu-learn: held-out pass@1 per stage (greedy)",
+        "",
+        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for stage, scopes in summary["stages"].items():
         for scope, r in scopes.items():
-            lines.append(f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
-                         f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} |")
-    lines += ["", "| comparison | tier | n | difference | 95% CI (paired bootstrap) | only before / only after | McNemar p |",
-              "|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
+                f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} |"
+            )
+    lines += [
+        "",
+        "| comparison | tier | n | difference | 95% CI (paired bootstrap) | only before / only after | McNemar p |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for pair, scopes in summary["paired"].items():
         for scope, r in scopes.items():
-            lines.append(f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {r['ci95'][0]:+.3f} to {r['ci95'][1]:+.3f} | "
-                         f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.2g} |")
+            lines.append(
+                f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {r['ci95'][0]:+.3f} to {r['ci95'][1]:+.3f} | "
+                f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.2g} |"
+            )
     if grpo_rows:
         first, last = grpo_rows[0], grpo_rows[-1]
-        lines += ["", f"GRPO: {len(grpo_rows)} steps; train reward {first.get('agent/reward_mean', 0):.3f} (step "
-                      f"{first['step']}) -> {last.get('agent/reward_mean', 0):.3f} (step {last['step']})"]
+        lines += [
+            "",
+            f"GRPO: {len(grpo_rows)} steps; train reward {first.get('agent/reward_mean', 0):.3f} (step "
+            f"{first['step']}) -> {last.get('agent/reward_mean', 0):.3f} (step {last['step']})",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -141,7 +176,9 @@ def plot(summary: dict[str, Any], grpo_rows: list[dict[str, Any]], path: Path) -
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     if grpo_rows:
         steps = [r["step"] for r in grpo_rows]
-        ax1.plot(steps, [r.get("agent/reward_mean", float("nan")) for r in grpo_rows], marker="o", label="reward (mean)")
+        ax1.plot(
+            steps, [r.get("agent/reward_mean", float("nan")) for r in grpo_rows], marker="o", label="reward (mean)"
+        )
         ax1.plot(steps, [r.get("agent/answer_rate", float("nan")) for r in grpo_rows], alpha=0.6, label="answer rate")
         ax1.legend()
     ax1.set(title="GRPO on the train split", xlabel="step", ylabel="per-step mean")
@@ -170,9 +207,24 @@ def write_report(run: Path, grpo_dir: Path) -> dict[str, Any]:
     """Write ``report.json``, ``report.md`` and ``learning.png`` into the run folder; returns the summary."""
     summary = summarise(run)
     metrics = grpo_dir / "metrics.jsonl"
-    rows = [json.loads(x) for x in metrics.read_text(encoding="utf-8").splitlines() if x.strip()] if metrics.is_file() else []
-    summary["grpo_steps"] = [{k: r.get(k) for k in ("step", "agent/reward_mean", "agent/answer_rate", "agent/frac_zero_variance_groups",
-                                                   "agent/frac_dropped")} for r in rows]
+    rows = (
+        [json.loads(x) for x in metrics.read_text(encoding="utf-8").splitlines() if x.strip()]
+        if metrics.is_file()
+        else []
+    )
+    summary["grpo_steps"] = [
+        {
+            k: r.get(k)
+            for k in (
+                "step",
+                "agent/reward_mean",
+                "agent/answer_rate",
+                "agent/frac_zero_variance_groups",
+                "agent/frac_dropped",
+            )
+        }
+        for r in rows
+    ]
     (run / "report.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (run / "report.md").write_text(render(summary, rows), encoding="utf-8")
     plot(summary, rows, run / "learning.png")

@@ -36,9 +36,16 @@ def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str) -> Any:
     """The GRPO recipe of the run: the recipe file, its overrides, and this run's model, tasks and folders."""
     from training.grpo.config import load_recipe
 
-    over = {"model": model, "tasks": str(task_path), "index_dir": cfg.index_dir, "output_dir": str(cfg.out_dir() / "grpo"),
-            "seed": cfg.seed, **({"threads": cfg.threads} if cfg.threads else {}), **cfg.grpo_overrides}
-    return load_recipe(cfg.recipe, **over)
+    over = {
+        "model": model,
+        "tasks": str(task_path),
+        "index_dir": cfg.index_dir,
+        "output_dir": str(cfg.out_dir() / "grpo"),
+        "seed": cfg.seed,
+        **({"threads": cfg.threads} if cfg.threads else {}),
+        **cfg.grpo_overrides,
+    }
+    return load_recipe(cfg.recipe, over)
 
 
 def task_path(cfg: LearnConfig, index_path: Path) -> Path:
@@ -52,14 +59,21 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
     from training.synth.tiers import TierConfig, generate_tier, tier_card
 
     path = task_path(cfg, index_path)
-    wanted = {"tiers": list(cfg.tiers), "k": k, "seed": cfg.seed, "lookup_test_fraction": cfg.lookup_test_fraction,
-              "bridge_test_fraction": cfg.bridge_test_fraction}
+    wanted = {
+        "tiers": list(cfg.tiers),
+        "k": k,
+        "seed": cfg.seed,
+        "lookup_test_fraction": cfg.lookup_test_fraction,
+        "bridge_test_fraction": cfg.bridge_test_fraction,
+    }
     card_path = sibling(path, ".card.json")
     if path.is_file() and card_path.is_file():
         made = json.loads(card_path.read_text(encoding="utf-8")).get("settings")
         if made != wanted:
-            raise ConfigError(f"{path} was synthesised with {made}, this run asks for {wanted}: delete it (and the runs "
-                              f"evaluated on it) or run with the settings it was made with")
+            raise ConfigError(
+                f"{path} was synthesised with {made}, this run asks for {wanted}: delete it (and the runs "
+                f"evaluated on it) or run with the settings it was made with"
+            )
         return path
     records, cards = [], {}
     for tier in cfg.tiers:
@@ -69,7 +83,9 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
         cards[tier] = tier_card(recs, rep)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(records, path)
-    card_path.write_text(json.dumps({"settings": wanted, "tiers": cards}, indent=1, ensure_ascii=False), encoding="utf-8")
+    card_path.write_text(
+        json.dumps({"settings": wanted, "tiers": cards}, indent=1, ensure_ascii=False), encoding="utf-8"
+    )
     log.warning("tasks: %s (%s)", path, {t: c["splits"] for t, c in cards.items()})
     return path
 
@@ -79,8 +95,15 @@ def evaluate(cfg: LearnConfig, recipe: Any, policy: str, name: str, split: str =
     from agents.harness import run_eval
 
     out = cfg.out_dir() / name
-    ecfg = recipe.eval_config(policy, out, split=split, n=cfg.eval_n if split == "test" else None,
-                              batch_size=cfg.eval_batch_size, threads=cfg.threads, progress=True)
+    ecfg = recipe.eval_config(
+        policy,
+        out,
+        split=split,
+        n=cfg.eval_n if split == "test" else None,
+        batch_size=cfg.eval_batch_size,
+        threads=cfg.threads,
+        progress=True,
+    )
     t = time.perf_counter()
     res = run_eval(ecfg)
     if res.failures:
@@ -106,9 +129,21 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
         ds = build_dataset(result.kept, AutoTokenizer.from_pretrained(str(model)), result.sources[0]["tools"])
         save(ds, data, dataset_card(ds, result, model.name, None), result.stats.table())
     t = time.perf_counter()
-    train(SFTRunConfig(dataset=str(data), model=cfg.model, out=str(out), lora=not cfg.sft_full, learning_rate=cfg.sft_learning_rate,
-                       epochs=cfg.sft_epochs, batch_size=cfg.sft_batch_size, grad_accum=cfg.sft_grad_accum, seed=cfg.seed,
-                       threads=cfg.threads, save_steps=10))
+    train(
+        SFTRunConfig(
+            dataset=str(data),
+            model=cfg.model,
+            out=str(out),
+            lora=not cfg.sft_full,
+            learning_rate=cfg.sft_learning_rate,
+            epochs=cfg.sft_epochs,
+            batch_size=cfg.sft_batch_size,
+            grad_accum=cfg.sft_grad_accum,
+            seed=cfg.seed,
+            threads=cfg.threads,
+            save_steps=10,
+        )
+    )
     _note(cfg, "sft", {"seconds": round(time.perf_counter() - t, 1)})
     return out
 
@@ -148,13 +183,13 @@ def main(cfg: LearnConfig) -> Path:
     base = resolve_hf_path(cfg.model)
     recipe = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"))
     if "tasks" in cfg.stages:  # gated at the results per search the policy will see
-        stage_tasks(cfg, index_path, recipe.search_results)
+        stage_tasks(cfg, index_path, recipe.env.search_results)
     if "base" in cfg.stages:
         evaluate(cfg, recipe, f"hf:{base}", "eval-base")
     if "demos" in cfg.stages:
         evaluate(cfg, recipe, "oracle:search", "demos", split="train")
     if "sft" in cfg.stages:
-        stage_sft(cfg, out / "demos", recipe.max_turns)
+        stage_sft(cfg, out / "demos", recipe.env.max_turns)
     if "eval-sft" in cfg.stages:
         evaluate(cfg, recipe, f"hf:{out / 'sft'}", "eval-sft")
     if "grpo" in cfg.stages:

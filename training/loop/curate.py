@@ -35,17 +35,29 @@ class CurationConfig:
 
     every: int = field(default=10, metadata={"help": "Optimiser steps between curation rounds."})
     window: int = field(default=16, metadata={"help": "Most recent rollouts of a task that decide its pass rate."})
-    min_rollouts: int = field(default=4, metadata={"help": "Rollouts a task needs (since it entered the set) before a verdict."})
-    success: float = field(default=1.0, metadata={"help": "Reward at or above which a rollout counts as a pass."})
-    revisit_after: int = field(default=2, metadata={"help": "Rounds a too-hard task stays retired before it may return."})
-    max_return: int = field(default=2, metadata={"help": "Too-hard tasks that return per round (oldest retirement first)."})
+    min_rollouts: int = field(
+        default=4, metadata={"help": "Rollouts a task needs (since it entered the set) before a verdict."}
+    )
+    solved_reward: float = field(
+        default=1.0, metadata={"help": "Reward at or above which an episode counts as solved (a pass)."}
+    )
+    revisit_after: int = field(
+        default=2, metadata={"help": "Rounds a too-hard task stays retired before it may return."}
+    )
+    max_return: int = field(
+        default=2, metadata={"help": "Too-hard tasks that return per round (oldest retirement first)."}
+    )
 
     def __post_init__(self) -> None:
         if min(self.every, self.window, self.min_rollouts) < 1 or self.min_rollouts > self.window:
-            raise ConfigError(f"CurationConfig needs every, window, min_rollouts >= 1 and min_rollouts <= window; got "
-                              f"{self.every}, {self.window}, {self.min_rollouts}")
+            raise ConfigError(
+                f"CurationConfig needs every, window, min_rollouts >= 1 and min_rollouts <= window; got "
+                f"{self.every}, {self.window}, {self.min_rollouts}"
+            )
         if self.revisit_after < 1 or self.max_return < 0:
-            raise ConfigError(f"CurationConfig needs revisit_after >= 1 and max_return >= 0; got {self.revisit_after}, {self.max_return}")
+            raise ConfigError(
+                f"CurationConfig needs revisit_after >= 1 and max_return >= 0; got {self.revisit_after}, {self.max_return}"
+            )
 
 
 @dataclass(frozen=True)
@@ -85,8 +97,9 @@ class Decision:
         return max(0, len(self.retired) - len(self.returning))
 
 
-def recent_stats(outcomes: Sequence[Outcome], tasks: Sequence[str], since: Mapping[str, int], window: int,
-                 success: float) -> dict[str, TaskStats]:
+def recent_stats(
+    outcomes: Sequence[Outcome], tasks: Sequence[str], since: Mapping[str, int], window: int, solved_reward: float
+) -> dict[str, TaskStats]:
     """Each task's last ``window`` rollouts after step ``since[task]`` (default 0), in step order.
 
     Args:
@@ -94,7 +107,7 @@ def recent_stats(outcomes: Sequence[Outcome], tasks: Sequence[str], since: Mappi
         tasks: The task ids to judge.
         since: Step after which a task's rollouts count (when it last entered the set).
         window: Most recent rollouts kept per task.
-        success: Reward counted as a pass.
+        solved_reward: Reward at or above which a rollout counts as a pass.
 
     Returns:
         Task id -> :class:`TaskStats` (0 attempts for a task without rollouts).
@@ -107,11 +120,13 @@ def recent_stats(outcomes: Sequence[Outcome], tasks: Sequence[str], since: Mappi
     out = {}
     for t, rows in per.items():
         last = rows[-window:]
-        out[t] = TaskStats(len(last), sum(o.passed(success) for o in last))
+        out[t] = TaskStats(len(last), sum(o.passed(solved_reward) for o in last))
     return out
 
 
-def returning_tasks(retired: Mapping[str, Mapping[str, int | str]], round_: int, config: CurationConfig, free: int) -> list[str]:
+def returning_tasks(
+    retired: Mapping[str, Mapping[str, int | str]], round_: int, config: CurationConfig, free: int
+) -> list[str]:
     """Too-hard tasks whose time out is over, oldest retirement first, at most ``max_return`` and ``free``.
 
     Args:
@@ -120,13 +135,23 @@ def returning_tasks(retired: Mapping[str, Mapping[str, int | str]], round_: int,
         config: ``revisit_after`` and ``max_return``.
         free: Slots freed this round.
     """
-    due = [(int(info["round"]), tid) for tid, info in retired.items()
-           if info["reason"] == UNSOLVED and round_ - int(info["round"]) >= config.revisit_after]
+    due = [
+        (int(info["round"]), tid)
+        for tid, info in retired.items()
+        if info["reason"] == UNSOLVED and round_ - int(info["round"]) >= config.revisit_after
+    ]
     return [tid for _, tid in sorted(due)][: min(config.max_return, free)]
 
 
-def curate(active: Sequence[str], since: Mapping[str, int], retired: Mapping[str, Mapping[str, int | str]],
-           outcomes: Sequence[Outcome], round_: int, step: int, config: CurationConfig) -> Decision:
+def curate(
+    active: Sequence[str],
+    since: Mapping[str, int],
+    retired: Mapping[str, Mapping[str, int | str]],
+    outcomes: Sequence[Outcome],
+    round_: int,
+    step: int,
+    config: CurationConfig,
+) -> Decision:
     """One curation round (see the module docstring).
 
     Args:
@@ -141,7 +166,7 @@ def curate(active: Sequence[str], since: Mapping[str, int], retired: Mapping[str
     Returns:
         The decision; nothing is changed here (see :meth:`training.loop.pool.TaskPool.apply`).
     """
-    stats = recent_stats(outcomes, active, since, config.window, config.success)
+    stats = recent_stats(outcomes, active, since, config.window, config.solved_reward)
     d = Decision(round_, step, stats=stats)
     for tid in active:
         s = stats[tid]

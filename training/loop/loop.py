@@ -19,6 +19,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,53 @@ from sim_web.env import Task
 from training.loop.curate import CurationConfig, Decision, curate
 from training.loop.outcomes import OutcomeLog
 from training.loop.pool import TaskPool
-from training.loop.steer import Target, difficulty, target_of
+from training.loop.steer import TIER_SCORES, Target, difficulty, target_of
+from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 #: A synthesizer: ``(n, seed, target) -> task records``.
 Synthesize = Callable[[int, int, "Target | None"], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class LoopConfig(CurationConfig):
+    """The ``loop:`` section of a GRPO recipe: whether the loop runs, its curation rules and its synthesizer's knobs."""
+
+    enabled: bool = field(
+        default=False,
+        metadata={
+            "help": "Run the data-policy feedback loop: retire tasks with pass rate 0 "
+            "or 1, add fresh synthesized tasks aimed at the learning band, "
+            "same trainer."
+        },
+    )
+    synth_max_nodes: int = field(
+        default=1000,
+        metadata={"help": "Knowledge-graph size of the loop's synthesizer calls (smaller: faster, fewer tasks)."},
+    )
+    tiers: tuple[str, ...] = field(
+        default=("sailorfog",),
+        metadata={
+            "help": "Curriculum tiers the fresh tasks come from "
+            "(lookup, bridge, sailorfog); each round asks "
+            "the tier closest to the learning band."
+        },
+    )
+    synth_oversample: float = field(
+        default=3.0,
+        metadata={"help": "Candidates synthesized per fresh task wanted (the closest to the target are kept)."},
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        bad = [t for t in self.tiers if t not in TIER_SCORES]
+        if bad or not self.tiers:
+            raise ConfigError(f"loop.tiers must be a non-empty subset of {tuple(TIER_SCORES)}, got {self.tiers!r}")
+        if self.synth_max_nodes < 1 or self.synth_oversample < 1:
+            raise ConfigError(
+                f"loop needs synth_max_nodes >= 1 and synth_oversample >= 1, got {self.synth_max_nodes}, "
+                f"{self.synth_oversample}"
+            )
 
 
 class FeedbackLoop:
@@ -47,9 +90,24 @@ class FeedbackLoop:
         persist: Write the files (the main process); every process runs the same rounds on the same outcomes.
     """
 
-    def __init__(self, pool: TaskPool, out_dir: Path, outcomes: OutcomeLog, config: CurationConfig, synthesize: Synthesize,
-                 seed: int = 0, on_added: Callable[[list[Task]], None] | None = None, persist: bool = True) -> None:
-        self.pool, self.out, self.outcomes, self.config, self.synthesize = pool, Path(out_dir), outcomes, config, synthesize
+    def __init__(
+        self,
+        pool: TaskPool,
+        out_dir: Path,
+        outcomes: OutcomeLog,
+        config: CurationConfig,
+        synthesize: Synthesize,
+        seed: int = 0,
+        on_added: Callable[[list[Task]], None] | None = None,
+        persist: bool = True,
+    ) -> None:
+        self.pool, self.out, self.outcomes, self.config, self.synthesize = (
+            pool,
+            Path(out_dir),
+            outcomes,
+            config,
+            synthesize,
+        )
         self.seed, self.on_added, self.persist = seed, on_added, persist
         self.out.mkdir(parents=True, exist_ok=True)
         self._rounds: list[dict[str, Any]] = self.rounds()
@@ -72,7 +130,9 @@ class FeedbackLoop:
                 if self.persist:
                     (self.out / name).unlink(missing_ok=True)
             self._rounds = []
-            self._log_round(Decision(0, 0), {"retired_solved": [], "retired_unsolved": [], "returned": [], "added": []}, None)
+            self._log_round(
+                Decision(0, 0), {"retired_solved": [], "retired_unsolved": [], "returned": [], "added": []}, None
+            )
         else:
             self.resume(resume_step)
 
@@ -88,14 +148,23 @@ class FeedbackLoop:
             self.on_added(fresh)
         if rounds:
             self.pool.restore(rounds[-1]["state"])
-        log.warning("loop: resumed at step %d (round %d, %d outcomes in the history)", step, self.pool.round, len(self.outcomes.rows))
+        log.warning(
+            "loop: resumed at step %d (round %d, %d outcomes in the history)",
+            step,
+            self.pool.round,
+            len(self.outcomes.rows),
+        )
 
     def fresh_tasks(self) -> list[Task]:
         """Every fresh task synthesized so far in this run."""
         path = self.out / "tasks.jsonl"
         if not path.is_file():
             return []
-        return [Task.from_record(json.loads(line), str(path)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [
+            Task.from_record(json.loads(line), str(path))
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
 
     def run_round(self, step: int) -> dict[str, Any]:
         """Curate, synthesize, swap; returns the round's log entry."""
@@ -111,21 +180,37 @@ class FeedbackLoop:
         if self.on_added and fresh:
             self.on_added(fresh)
         entry = self._log_round(d, changed, target)
-        log.warning("loop round %d (step %d): retired %d solved / %d unsolved, %d returned, %d added; %d active", round_, step,
-                    len(changed["retired_solved"]), len(changed["retired_unsolved"]), len(changed["returned"]),
-                    len(changed["added"]), len(self.pool.active))
+        log.warning(
+            "loop round %d (step %d): retired %d solved / %d unsolved, %d returned, %d added; %d active",
+            round_,
+            step,
+            len(changed["retired_solved"]),
+            len(changed["retired_unsolved"]),
+            len(changed["returned"]),
+            len(changed["added"]),
+            len(self.pool.active),
+        )
         return entry
 
     def _log_round(self, d: Decision, changed: dict[str, list[str]], target: Target | None) -> dict[str, Any]:
         if d.round == 0:
             self.pool.round, self.pool.step = 0, 0
         judged = [s.rate for s in d.stats.values() if s.attempts >= self.config.min_rollouts]
-        entry = {"round": d.round, "step": d.step, "size": len(self.pool.active), "slots": self.pool.n_slots,
-                 **{k: v for k, v in changed.items()}, **{f"n_{k}": len(v) for k, v in changed.items()},
-                 "band": len(d.band), "unjudged": len(d.unjudged),
-                 "mean_pass_rate": sum(judged) / len(judged) if judged else None,
-                 "pass_rates": {t: round(s.rate, 4) for t, s in sorted(d.stats.items()) if s.attempts},
-                 "target": target.as_dict() if target else None, **mix(self.pool.active_tasks()), "state": self.pool.state()}
+        entry = {
+            "round": d.round,
+            "step": d.step,
+            "size": len(self.pool.active),
+            "slots": self.pool.n_slots,
+            **{k: v for k, v in changed.items()},
+            **{f"n_{k}": len(v) for k, v in changed.items()},
+            "band": len(d.band),
+            "unjudged": len(d.unjudged),
+            "mean_pass_rate": sum(judged) / len(judged) if judged else None,
+            "pass_rates": {t: round(s.rate, 4) for t, s in sorted(d.stats.items()) if s.attempts},
+            "target": target.as_dict() if target else None,
+            **mix(self.pool.active_tasks()),
+            "state": self.pool.state(),
+        }
         self._rounds.append(entry)
         if self.persist:
             with self.rounds_path.open("a", encoding="utf-8") as f:
@@ -160,6 +245,10 @@ def mix(tasks: Sequence[Task]) -> dict[str, Any]:
     diffs = [d for t in tasks if (d := difficulty(t.metadata)) is not None]
     levels = Counter(str(d.get("level")) for d in diffs)
     types = Counter(u for t in tasks for u in t.metadata.get("uncertainty_types", []))
-    return {"distinct": len({t.id for t in tasks}), "fresh": sum(bool(t.metadata.get("loop_fresh")) for t in tasks),
-            "mean_difficulty": sum(float(d["score"]) for d in diffs) / len(diffs) if diffs else None,
-            "levels": dict(sorted(levels.items())), "uncertainty_types": dict(sorted(types.items()))}
+    return {
+        "distinct": len({t.id for t in tasks}),
+        "fresh": sum(bool(t.metadata.get("loop_fresh")) for t in tasks),
+        "mean_difficulty": sum(float(d["score"]) for d in diffs) / len(diffs) if diffs else None,
+        "levels": dict(sorted(levels.items())),
+        "uncertainty_types": dict(sorted(types.items())),
+    }

@@ -50,8 +50,14 @@ class Outcome:
         if "task_id" not in row or "step" not in row:
             raise ConfigError(f"an outcome needs task_id and step, got keys {sorted(row)}")
         reward = row.get("reward")
-        return cls(str(row["task_id"]), int(row["step"]), None if reward is None else float(reward),
-                   bool(row.get("answered", False)), int(row.get("turns", 0)), int(row.get("tool_calls", 0)))
+        return cls(
+            str(row["task_id"]),
+            int(row["step"]),
+            None if reward is None else float(reward),
+            bool(row.get("answered", False)),
+            int(row.get("turns", 0)),
+            int(row.get("tool_calls", 0)),
+        )
 
     def passed(self, threshold: float) -> bool:
         """The rollout succeeded (an unscorable rollout never does)."""

@@ -27,18 +27,33 @@ def plot_rounds(rounds: Sequence[dict[str, Any]], path: Path) -> Path:
     ax = axes[0]
     ax.plot(x, [r["distinct"] for r in rounds], "o-", label="distinct active tasks")
     width = 0.2
-    for i, (key, label) in enumerate([("n_retired_solved", "retired: solved"), ("n_retired_unsolved", "retired: unsolved"),
-                                      ("n_returned", "returned"), ("n_added", "added (synthesized)")]):
+    for i, (key, label) in enumerate(
+        [
+            ("n_retired_solved", "retired: solved"),
+            ("n_retired_unsolved", "retired: unsolved"),
+            ("n_returned", "returned"),
+            ("n_added", "added (synthesized)"),
+        ]
+    ):
         ax.bar([v + (i - 1.5) * width for v in x], [r.get(key, 0) for r in rounds], width, label=label)
     ax.set(xlabel="round", ylabel="tasks", title="task set", xticks=x)
     ax.legend(fontsize=7)
     ax = axes[1]
-    ax.plot(x, [r["mean_pass_rate"] if r["mean_pass_rate"] is not None else float("nan") for r in rounds], "o-",
-            label="mean pass rate (judged tasks)")
+    ax.plot(
+        x,
+        [r["mean_pass_rate"] if r["mean_pass_rate"] is not None else float("nan") for r in rounds],
+        "o-",
+        label="mean pass rate (judged tasks)",
+    )
     ax.set(xlabel="round", ylabel="pass rate", ylim=(-0.05, 1.05), title="pass rate and difficulty", xticks=x)
     twin = ax.twinx()
-    twin.plot(x, [r["mean_difficulty"] if r["mean_difficulty"] is not None else float("nan") for r in rounds], "s--",
-              color="tab:red", label="mean difficulty score")
+    twin.plot(
+        x,
+        [r["mean_difficulty"] if r["mean_difficulty"] is not None else float("nan") for r in rounds],
+        "s--",
+        color="tab:red",
+        label="mean difficulty score",
+    )
     twin.set_ylabel("difficulty score")
     ax.legend(loc="upper left", fontsize=7)
     twin.legend(loc="upper right", fontsize=7)

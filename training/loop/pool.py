@@ -87,14 +87,23 @@ class TaskPool:
             self.since[tid] = decision.step
         self.active = keep + incoming + added
         self.round, self.step = decision.round, decision.step
-        return {"retired_solved": [t for t in retired if self.retired[t]["reason"] == SOLVED],
-                "retired_unsolved": [t for t in retired if self.retired[t]["reason"] == UNSOLVED],
-                "returned": incoming, "added": added}
+        return {
+            "retired_solved": [t for t in retired if self.retired[t]["reason"] == SOLVED],
+            "retired_unsolved": [t for t in retired if self.retired[t]["reason"] == UNSOLVED],
+            "returned": incoming,
+            "added": added,
+        }
 
     def state(self) -> dict[str, Any]:
         """The JSON-able state (ids only; task records are saved separately)."""
-        return {"round": self.round, "step": self.step, "n_slots": self.n_slots, "active": list(self.active),
-                "since": dict(self.since), "retired": {k: dict(v) for k, v in self.retired.items()}}
+        return {
+            "round": self.round,
+            "step": self.step,
+            "n_slots": self.n_slots,
+            "active": list(self.active),
+            "since": dict(self.since),
+            "retired": {k: dict(v) for k, v in self.retired.items()},
+        }
 
     def restore(self, state: dict[str, Any]) -> None:
         """Return to a saved state.
@@ -104,8 +113,10 @@ class TaskPool:
         """
         unknown = [t for t in [*state["active"], *state["retired"]] if t not in self.tasks]
         if unknown or int(state["n_slots"]) != self.n_slots:
-            raise ConfigError(f"cannot restore the loop's task pool: unknown tasks {unknown[:5]} or {state['n_slots']} slots "
-                              f"instead of {self.n_slots} (was the run started with another task set?)")
+            raise ConfigError(
+                f"cannot restore the loop's task pool: unknown tasks {unknown[:5]} or {state['n_slots']} slots "
+                f"instead of {self.n_slots} (was the run started with another task set?)"
+            )
         self.round, self.step = int(state["round"]), int(state["step"])
         self.active = list(state["active"])
         self.since = {k: int(v) for k, v in state["since"].items()}

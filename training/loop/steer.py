@@ -59,13 +59,22 @@ class Target:
 
     def as_dict(self) -> dict[str, Any]:
         """For the round log."""
-        return {"score": round(self.score, 3), "sizes": list(self.sizes), "uncertainty": dict(self.uncertainty),
-                "source": self.source, "searches": self.searches}
+        return {
+            "score": round(self.score, 3),
+            "sizes": list(self.sizes),
+            "uncertainty": dict(self.uncertainty),
+            "source": self.source,
+            "searches": self.searches,
+        }
 
     def distance(self, d: Mapping[str, Any]) -> float:
         """How far a record's difficulty is: score difference, plus the oracle-search difference when both are measured."""
         gap = abs(float(d["score"]) - self.score)
-        if self.searches is not None and isinstance(d.get("oracle_searches"), (int, float)) and d["oracle_searches"] > 0:
+        if (
+            self.searches is not None
+            and isinstance(d.get("oracle_searches"), (int, float))
+            and d["oracle_searches"] > 0
+        ):
             gap += abs(float(d["oracle_searches"]) - self.searches)
         return gap
 
@@ -91,6 +100,7 @@ def target_of(decision: Decision, metadata: Mapping[str, Mapping[str, Any]], shi
     Returns:
         The target, or ``None`` when nothing steers.
     """
+
     def scored(ids: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
         return [(t, d) for t in ids if (d := difficulty(metadata.get(t, {}))) is not None]
 
@@ -99,10 +109,17 @@ def target_of(decision: Decision, metadata: Mapping[str, Mapping[str, Any]], shi
         types = Counter(u for t, _ in band for u in metadata[t].get("uncertainty_types", []))
         sizes = tuple(sorted({min(max(int(d["nodes"]), SIZES[0]), SIZES[-1]) for _, d in band}))
         searches = [float(d["oracle_searches"]) for _, d in band if (d.get("oracle_searches") or 0) > 0]
-        return Target(_mean([d["score"] for _, d in band]), sizes, {u: c / len(band) for u, c in sorted(types.items())}, "band",
-                      _mean(searches) if searches else None)
+        return Target(
+            _mean([d["score"] for _, d in band]),
+            sizes,
+            {u: c / len(band) for u, c in sorted(types.items())},
+            "band",
+            _mean(searches) if searches else None,
+        )
     if solved and unsolved:
-        return Target((_mean([d["score"] for _, d in solved]) + _mean([d["score"] for _, d in unsolved])) / 2, source="between")
+        return Target(
+            (_mean([d["score"] for _, d in solved]) + _mean([d["score"] for _, d in unsolved])) / 2, source="between"
+        )
     if solved:
         return Target(_mean([d["score"] for _, d in solved]) + shift, source="harder")
     if unsolved:
@@ -154,7 +171,9 @@ class SynthSource:
     def __post_init__(self) -> None:
         bad = [t for t in self.tiers if t not in TIER_SCORES]
         if bad or not self.tiers:
-            raise ValueError(f"SynthSource.tiers must be a non-empty subset of {tuple(TIER_SCORES)}, got {self.tiers!r}")
+            raise ValueError(
+                f"SynthSource.tiers must be a non-empty subset of {tuple(TIER_SCORES)}, got {self.tiers!r}"
+            )
 
     def __call__(self, n: int, seed: int, target: Target | None) -> list[dict[str, Any]]:
         """Up to ``n`` fresh, gated task records for the target (fewer when the synthesizer runs out)."""
@@ -162,23 +181,42 @@ class SynthSource:
             return []
         tier = tier_for(target, self.tiers)
         records = self._candidates(tier, max(n, round(n * self.oversample)), seed, target)
-        fresh = [r for r in records if r["question"] not in self.exclude_questions
-                 and r["answer"].casefold() not in {a.casefold() for a in self.exclude_answers}]
+        fresh = [
+            r
+            for r in records
+            if r["question"] not in self.exclude_questions
+            and r["answer"].casefold() not in {a.casefold() for a in self.exclude_answers}
+        ]
         chosen = [replace_split(r) for r in rank(fresh, target)[:n]]
         self.exclude_questions.update(r["question"] for r in chosen)
-        self.calls.append({"seed": seed, "tier": tier, "wanted": n, "candidates": len(records), "usable": len(fresh),
-                           "chosen": len(chosen)})
-        log.info("loop: synthesized %d candidates (seed %d), %d usable, kept %d", len(records), seed, len(fresh), len(chosen))
+        self.calls.append(
+            {
+                "seed": seed,
+                "tier": tier,
+                "wanted": n,
+                "candidates": len(records),
+                "usable": len(fresh),
+                "chosen": len(chosen),
+            }
+        )
+        log.info(
+            "loop: synthesized %d candidates (seed %d), %d usable, kept %d", len(records), seed, len(fresh), len(chosen)
+        )
         return chosen
-
 
     def _candidates(self, tier: str, n: int, seed: int, target: Target | None) -> list[dict[str, Any]]:
         """Gated records of one tier: SailorFog-QA from the knowledge graph, lookup / bridge from the typed facts."""
         if tier == "sailorfog":
             from training.synth.pipeline import SynthConfig, generate_with_report
 
-            cfg = SynthConfig(n=n, seed=seed, max_nodes=self.max_nodes, n_seeds=self.n_seeds, test_fraction=0.0,
-                              sizes=target.sizes if target else SIZES)
+            cfg = SynthConfig(
+                n=n,
+                seed=seed,
+                max_nodes=self.max_nodes,
+                n_seeds=self.n_seeds,
+                test_fraction=0.0,
+                sizes=target.sizes if target else SIZES,
+            )
             return (self.generate or generate_with_report)(self.index_dir, config=cfg)[0]
         from training.synth.tiers import TierConfig, generate_tier
 
@@ -188,4 +226,3 @@ class SynthSource:
 def replace_split(record: Mapping[str, Any]) -> dict[str, Any]:
     """A fresh record for training (``split`` = ``train``, ``loop_fresh`` = True)."""
     return {**record, "split": "train", "loop_fresh": True}
-

@@ -37,13 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim_web.protocol.actions import TOOL_NAMES
+from sim_web.protocol import TOOL_NAMES
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
-#: The tools a demonstration may use: all four (PythonInterpreter runs in the bubblewrap sandbox, so the
-#: teacher could not read gold answers through it).
-RECIPE_TOOLS = TOOL_NAMES
 REASONS = ("over_turn_cap", "no_answer", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
 #: Terminations that mean the turn budget ran out (besides ``forced_*:calls`` and ``env_truncated:max_turns``).
 CAPPED = ("max_llm_calls",)
@@ -59,24 +56,47 @@ DEFAULT_PROMPT = "tongyi"
 class CollectConfig:
     """Which episodes of the harness runs become SFT demonstrations."""
 
-    runs: tuple[str, ...] = field(default=(), metadata={"help": "Eval run folders (each with trajectories.jsonl and run.json), "
-                                                                "e.g. from `sim-web eval --split train --k 4 --out RUN`."})
-    max_turns: int = field(default=12, metadata={"help": "Turn cap: episodes with more agent turns (or stopped by a limit) are rejected."})
-    min_score: float = field(default=1.0, metadata={"help": "Least correctness score (judge, else exact match) to keep an episode."})
-    forced_answers: bool = field(default=False, metadata={"help": "Also keep episodes answered under Tongyi's forcing prompt on "
-                                                                  "the last allowed call (termination forced_answer:calls), as the "
-                                                                  "model saw them (the prompt in place of the last tool response): "
-                                                                  "demonstrations for a policy run with a small --max-llm-calls."})
-    require_split: str | None = field(default="train", metadata={"help": "Refuse runs on another task split (None = any); "
-                                                                          "training on held-out tasks would leak the test set."})
+    runs: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "Eval run folders (each with trajectories.jsonl and run.json), "
+            "e.g. from `sim-web eval --split train --k 4 --out RUN`."
+        },
+    )
+    max_turns: int = field(
+        default=12, metadata={"help": "Turn cap: episodes with more agent turns (or stopped by a limit) are rejected."}
+    )
+    min_score: float = field(
+        default=1.0, metadata={"help": "Least correctness score (judge, else exact match) to keep an episode."}
+    )
+    forced_answers: bool = field(
+        default=False,
+        metadata={
+            "help": "Also keep episodes answered under Tongyi's forcing prompt on "
+            "the last allowed call (termination forced_answer:calls), as the "
+            "model saw them (the prompt in place of the last tool response): "
+            "demonstrations for a policy run with a small --max-llm-calls."
+        },
+    )
+    require_split: str | None = field(
+        default="train",
+        metadata={
+            "help": "Refuse runs on another task split (None = any); "
+            "training on held-out tasks would leak the test set."
+        },
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, str):
-            raise ConfigError(f"CollectConfig.runs must be a tuple of folders, got the string {self.runs!r}; write runs=({self.runs!r},)")
+            raise ConfigError(
+                f"CollectConfig.runs must be a tuple of folders, got the string {self.runs!r}; write runs=({self.runs!r},)"
+            )
         if self.max_turns < 1:
             raise ConfigError(f"CollectConfig.max_turns must be >= 1, got {self.max_turns}")
         if not 0.0 < self.min_score <= 1.0:
-            raise ConfigError(f"CollectConfig.min_score must be in (0, 1], got {self.min_score} (1.0 keeps only fully correct answers)")
+            raise ConfigError(
+                f"CollectConfig.min_score must be in (0, 1], got {self.min_score} (1.0 keeps only fully correct answers)"
+            )
 
 
 def _level(record: dict[str, Any]) -> str:
@@ -108,10 +128,15 @@ class AcceptStats:
 
     def table(self) -> dict[str, Any]:
         """``{"overall": {...}, "rejected": {reason: n}, "groups": {group: {seen, kept, rate}}}``."""
-        rate = lambda seen, kept: round(kept / seen, 4) if seen else None
-        return {"overall": {"seen": self.seen, "kept": self.kept, "rate": rate(self.seen, self.kept)},
-                "rejected": {r: self.reasons.get(r, 0) for r in REASONS},
-                "groups": {g: {"seen": s, "kept": k, "rate": rate(s, k)} for g, (s, k) in sorted(self.by_group.items())}}
+
+        def rate(seen: int, kept: int) -> float | None:
+            return round(kept / seen, 4) if seen else None
+
+        return {
+            "overall": {"seen": self.seen, "kept": self.kept, "rate": rate(self.seen, self.kept)},
+            "rejected": {r: self.reasons.get(r, 0) for r in REASONS},
+            "groups": {g: {"seen": s, "kept": k, "rate": rate(s, k)} for g, (s, k) in sorted(self.by_group.items())},
+        }
 
 
 def chat_key(messages: Sequence[dict[str, Any]]) -> str:
@@ -191,16 +216,22 @@ def load_run(run: str | Path, cfg: CollectConfig) -> tuple[dict[str, Any], list[
     """
     run = Path(run)
     if not (run / RUN_FILE).is_file() or not (run / TRAJECTORIES).is_file():
-        raise ConfigError(f"{run} is not an eval run folder: expected {RUN_FILE} and {TRAJECTORIES} there "
-                          "(make one with `sim-web eval --split train --out FOLDER`)")
+        raise ConfigError(
+            f"{run} is not an eval run folder: expected {RUN_FILE} and {TRAJECTORIES} there "
+            "(make one with `sim-web eval --split train --out FOLDER`)"
+        )
     identity = json.loads((run / RUN_FILE).read_text(encoding="utf-8")).get("identity", {})
     if cfg.require_split and identity.get("split") != cfg.require_split:
-        raise ConfigError(f"{run} ran on split {identity.get('split')!r}, expected {cfg.require_split!r}: SFT data comes from the "
-                          "train split (rerun the eval with --split train, or set require_split=None)")
-    extra = sorted(set(identity.get("tools") or ()) - set(RECIPE_TOOLS))
+        raise ConfigError(
+            f"{run} ran on split {identity.get('split')!r}, expected {cfg.require_split!r}: SFT data comes from the "
+            "train split (rerun the eval with --split train, or set require_split=None)"
+        )
+    extra = sorted(set(identity.get("tools") or ()) - set(TOOL_NAMES))
     if extra:
-        raise ConfigError(f"{run} ran with tools {extra}, which are not tools of the env {RECIPE_TOOLS}: the dataset's system "
-                          "prompt would describe tools a trained policy cannot call; rerun the eval with the env's tools")
+        raise ConfigError(
+            f"{run} ran with tools {extra}, which are not tools of the env {TOOL_NAMES}: the dataset's system "
+            "prompt would describe tools a trained policy cannot call; rerun the eval with the env's tools"
+        )
     records = []
     with (run / TRAJECTORIES).open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -237,16 +268,26 @@ def collect(cfg: CollectConfig) -> CollectResult:
             system prompt styles (``sim-web eval --prompt``).
     """
     if not cfg.runs:
-        raise ConfigError("CollectConfig.runs is empty: give at least one eval run folder (sim-web eval --split train --out RUN)")
+        raise ConfigError(
+            "CollectConfig.runs is empty: give at least one eval run folder (sim-web eval --split train --out RUN)"
+        )
     records: list[dict[str, Any]] = []
     sources = []
     for run in cfg.runs:
         identity, recs = load_run(run, cfg)
         samples = Counter(r["task_id"] for r in recs)
-        sources.append({"run": str(run), "policy": identity.get("policy"), "split": identity.get("split"),
-                        "tools": identity.get("tools"), "prompt": identity.get("prompt", DEFAULT_PROMPT),
-                        "episodes": len(recs), "tasks": len(samples),
-                        "k": max(samples.values(), default=0)})
+        sources.append(
+            {
+                "run": str(run),
+                "policy": identity.get("policy"),
+                "split": identity.get("split"),
+                "tools": identity.get("tools"),
+                "prompt": identity.get("prompt", DEFAULT_PROMPT),
+                "episodes": len(recs),
+                "tasks": len(samples),
+                "k": max(samples.values(), default=0),
+            }
+        )
         records += recs
     _check_one_prompt(sources)
     kept, stats = select(records, cfg)
@@ -265,8 +306,10 @@ def _check_one_prompt(sources: Sequence[dict[str, Any]]) -> None:
         styles[s["prompt"]].append(s["run"])
     if len(styles) > 1:
         found = "; ".join(f"{style}: {', '.join(runs)}" for style, runs in sorted(styles.items()))
-        raise ConfigError(f"the runs used different system prompt styles ({found}); collect runs of one style (the --prompt "
-                          "of `sim-web eval`), one dataset per style")
+        raise ConfigError(
+            f"the runs used different system prompt styles ({found}); collect runs of one style (the --prompt "
+            "of `sim-web eval`), one dataset per style"
+        )
 
 
 def format_stats(stats: AcceptStats) -> str:

@@ -57,13 +57,25 @@ def example_row(record: dict[str, Any], tokenizer: Any, tools: str) -> dict[str,
     md = record.get("metadata") or {}
     difficulty = md.get("difficulty")
     level = difficulty.get("level") if isinstance(difficulty, dict) else difficulty
-    return {"messages": messages, "tools": tools, "input_ids": enc.ids, "assistant_masks": mask,
-            "task_id": record["task_id"], "sample": int(record.get("sample", 0)), "policy": str(record.get("policy", "")),
-            "uncertainty_types": [str(u) for u in md.get("uncertainty_types") or []], "difficulty": str(level or "unknown"),
-            "turns": int(record.get("turns", 0)), "num_tokens": len(enc.ids), "num_trained_tokens": sum(mask)}
+    return {
+        "messages": messages,
+        "tools": tools,
+        "input_ids": enc.ids,
+        "assistant_masks": mask,
+        "task_id": record["task_id"],
+        "sample": int(record.get("sample", 0)),
+        "policy": str(record.get("policy", "")),
+        "uncertainty_types": [str(u) for u in md.get("uncertainty_types") or []],
+        "difficulty": str(level or "unknown"),
+        "turns": int(record.get("turns", 0)),
+        "num_tokens": len(enc.ids),
+        "num_trained_tokens": sum(mask),
+    }
 
 
-def build_dataset(records: Sequence[dict[str, Any]], tokenizer: Any, tools: Sequence[str], max_tokens: int | None = None) -> Any:
+def build_dataset(
+    records: Sequence[dict[str, Any]], tokenizer: Any, tools: Sequence[str], max_tokens: int | None = None
+) -> Any:
     """A ``datasets.Dataset`` of the kept episodes.
 
     Args:
@@ -87,8 +99,10 @@ def build_dataset(records: Sequence[dict[str, Any]], tokenizer: Any, tools: Sequ
     if len(kept) < len(rows):
         log.info("dropped %d of %d episodes longer than %d tokens", len(rows) - len(kept), len(rows), max_tokens)
     if not kept:
-        raise ConfigError(f"no episode left for the dataset ({len(rows)} kept by collection, none within max_tokens={max_tokens}); "
-                          "collect more episodes or raise max_tokens")
+        raise ConfigError(
+            f"no episode left for the dataset ({len(rows)} kept by collection, none within max_tokens={max_tokens}); "
+            "collect more episodes or raise max_tokens"
+        )
     return Dataset.from_list(kept)
 
 
@@ -96,25 +110,58 @@ def dataset_card(ds: Any, result: CollectResult, tokenizer_name: str, max_tokens
     """The dataset card (markdown): counts, acceptance table, source runs, tokenizer."""
     n_tok = ds["num_tokens"]
     n_train = ds["num_trained_tokens"]
-    lines = ["# sim-web SFT demonstrations", "",
-             ("Rejection-sampled episodes of the simulated web (`sim-web sft collect`): correct, every turn parsed, no "
-              "agent-side tool error, within the turn cap, no duplicates."), "",
-             "## Counts", "",
-             (f"- examples: {len(ds)} (tasks: {len(set(ds['task_id']))}); kept by collection {result.stats.kept}, of which "
-              f"{result.stats.kept - len(ds)} were longer than max_tokens"),
-             (f"- tokens per example: mean {sum(n_tok) / len(ds):.0f}, max {max(n_tok)}; trained (assistant) tokens: "
-              f"{sum(n_train)} of {sum(n_tok)} ({sum(n_train) / max(1, sum(n_tok)):.1%})"),
-             f"- turns per example: mean {sum(ds['turns']) / len(ds):.2f}",
-             f"- longest kept: {max_tokens if max_tokens else 'no limit'} tokens",
-             f"- tokenizer: `{tokenizer_name}` (chat template rendered by `training.wire.encode_chat`)",
-             (f"- system prompt: `{result.prompt}` (the runs' `sim-web eval --prompt`; evaluate and train the model with the "
-              "same style)"), "",
-             "## Sources", "", "| run | policy | split | tools | prompt | episodes | tasks | k |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {s['run']} | {s['policy']} | {s['split']} | {', '.join(s['tools'] or [])} | {s.get('prompt', 'tongyi')} | "
-              f"{s['episodes']} | {s['tasks']} | {s['k']} |" for s in result.sources]
-    lines += ["", "## Acceptance", "", "```", format_stats(result.stats), "```", "",
-              "## Columns", "", ("`messages`, `tools` (JSON string), `input_ids`, `assistant_masks` (1 = trained), `task_id`, "
-                                 "`sample`, `policy`, `uncertainty_types`, `difficulty`, `turns`, `num_tokens`, `num_trained_tokens`."), ""]
+    lines = [
+        "# sim-web SFT demonstrations",
+        "",
+        (
+            "Rejection-sampled episodes of the simulated web (`sim-web sft collect`): correct, every turn parsed, no "
+            "agent-side tool error, within the turn cap, no duplicates."
+        ),
+        "",
+        "## Counts",
+        "",
+        (
+            f"- examples: {len(ds)} (tasks: {len(set(ds['task_id']))}); kept by collection {result.stats.kept}, of which "
+            f"{result.stats.kept - len(ds)} were longer than max_tokens"
+        ),
+        (
+            f"- tokens per example: mean {sum(n_tok) / len(ds):.0f}, max {max(n_tok)}; trained (assistant) tokens: "
+            f"{sum(n_train)} of {sum(n_tok)} ({sum(n_train) / max(1, sum(n_tok)):.1%})"
+        ),
+        f"- turns per example: mean {sum(ds['turns']) / len(ds):.2f}",
+        f"- longest kept: {max_tokens if max_tokens else 'no limit'} tokens",
+        f"- tokenizer: `{tokenizer_name}` (chat template rendered by `training.wire.encode_chat`)",
+        (
+            f"- system prompt: `{result.prompt}` (the runs' `sim-web eval --prompt`; evaluate and train the model with the "
+            "same style)"
+        ),
+        "",
+        "## Sources",
+        "",
+        "| run | policy | split | tools | prompt | episodes | tasks | k |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s['run']} | {s['policy']} | {s['split']} | {', '.join(s['tools'] or [])} | {s.get('prompt', 'tongyi')} | "
+        f"{s['episodes']} | {s['tasks']} | {s['k']} |"
+        for s in result.sources
+    ]
+    lines += [
+        "",
+        "## Acceptance",
+        "",
+        "```",
+        format_stats(result.stats),
+        "```",
+        "",
+        "## Columns",
+        "",
+        (
+            "`messages`, `tools` (JSON string), `input_ids`, `assistant_masks` (1 = trained), `task_id`, "
+            "`sample`, `policy`, `uncertainty_types`, `difficulty`, `turns`, `num_tokens`, `num_trained_tokens`."
+        ),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -137,7 +184,9 @@ def load(path: str | Path) -> Any:
 
     path = Path(path)
     if not (path / "dataset_info.json").is_file():
-        raise ConfigError(f"{path} is not a saved dataset: build one with `sim-web sft collect RUN --tokenizer MODEL --out {path}`")
+        raise ConfigError(
+            f"{path} is not a saved dataset: build one with `sim-web sft collect RUN --tokenizer MODEL --out {path}`"
+        )
     ds = load_from_disk(str(path))
     missing = {"input_ids", "assistant_masks", "messages"} - set(ds.column_names)
     if missing:

@@ -33,45 +33,86 @@ BUNDLED = {"smollm2": "SmolLM2-135M-Instruct"}
 class SFTRunConfig:
     """One SFT run (TRL style: a help text per field, errors that name the fix)."""
 
-    dataset: str = field(default="", metadata={"help": "A dataset folder from `sim-web sft collect` (input_ids + assistant_masks)."})
-    model: str = field(default="smollm2", metadata={"help": "HF model folder, or 'smollm2' (the bundled SmolLM2-135M-Instruct, "
-                                                            "converted under $SIM_WEB_HOME/models by `sim-web eval --policy hf:smollm2`)."})
-    out: str = field(default="", metadata={"help": "Output folder: the merged model + tokenizer (`--policy hf:OUT`), checkpoints/ inside."})
-    lora: bool = field(default=True, metadata={"help": "Train LoRA adapters (merged at the end); False = full fine-tune."})
+    dataset: str = field(
+        default="", metadata={"help": "A dataset folder from `sim-web sft collect` (input_ids + assistant_masks)."}
+    )
+    model: str = field(
+        default="smollm2",
+        metadata={
+            "help": "HF model folder, or 'smollm2' (the bundled SmolLM2-135M-Instruct, "
+            "converted under $SIM_WEB_HOME/models by `sim-web eval --policy hf:smollm2`)."
+        },
+    )
+    out: str = field(
+        default="",
+        metadata={"help": "Output folder: the merged model + tokenizer (`--policy hf:OUT`), checkpoints/ inside."},
+    )
+    lora: bool = field(
+        default=True, metadata={"help": "Train LoRA adapters (merged at the end); False = full fine-tune."}
+    )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha."})
     lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
-    lora_targets: str = field(default="all-linear", metadata={"help": "Modules with adapters: 'all-linear' or comma-separated names."})
-    learning_rate: float = field(default=2e-4, metadata={"help": "Peak learning rate (LoRA ~1e-4..1e-3; full fine-tune ~1e-5..5e-5)."})
+    lora_targets: str = field(
+        default="all-linear", metadata={"help": "Modules with adapters: 'all-linear' or comma-separated names."}
+    )
+    learning_rate: float = field(
+        default=2e-4, metadata={"help": "Peak learning rate (LoRA ~1e-4..1e-3; full fine-tune ~1e-5..5e-5)."}
+    )
     epochs: float = field(default=1.0, metadata={"help": "Passes over the dataset (ignored when max_steps > 0)."})
     max_steps: int = field(default=-1, metadata={"help": "Stop after this many optimiser steps (-1 = run the epochs)."})
     batch_size: int = field(default=1, metadata={"help": "Episodes per device batch (padded to the longest)."})
     grad_accum: int = field(default=1, metadata={"help": "Batches accumulated per optimiser step."})
     warmup_ratio: float = field(default=0.05, metadata={"help": "Fraction of steps of linear warm-up."})
-    max_length: int | None = field(default=None, metadata={"help": "Cut episodes to this many tokens (keep the start); None never "
-                                                                    "cuts (drop long episodes when building the dataset instead)."})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations (less memory, ~30% slower)."})
-    save_steps: int = field(default=0, metadata={"help": "Trainer checkpoint every N steps (0 = only the final model)."})
+    max_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "Cut episodes to this many tokens (keep the start); None never "
+            "cuts (drop long episodes when building the dataset instead)."
+        },
+    )
+    gradient_checkpointing: bool = field(
+        default=False, metadata={"help": "Recompute activations (less memory, slower steps)."}
+    )
+    save_steps: int = field(
+        default=0, metadata={"help": "Trainer checkpoint every N steps (0 = only the final model)."}
+    )
     logging_steps: int = field(default=1, metadata={"help": "Log loss every N steps."})
     seed: int = field(default=0, metadata={"help": "Seed of initialisation (LoRA), shuffling and dropout."})
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (None keeps torch's default)."})
-    resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in OUT/checkpoints when there is one."})
+    resume: bool = field(
+        default=True, metadata={"help": "Resume from the last checkpoint in OUT/checkpoints when there is one."}
+    )
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
         if not self.dataset or not self.out:
-            raise ConfigError("SFTRunConfig needs dataset= (a folder from `sim-web sft collect`) and out= (where the model goes)")
-        if self.learning_rate <= 0 or self.epochs <= 0 or self.batch_size < 1 or self.grad_accum < 1 or not 0 <= self.warmup_ratio < 1:
-            raise ConfigError(f"SFTRunConfig needs learning_rate > 0, epochs > 0, batch_size >= 1, grad_accum >= 1, 0 <= warmup_ratio < 1; got "
-                              f"{self.learning_rate}, {self.epochs}, {self.batch_size}, {self.grad_accum}, {self.warmup_ratio}")
+            raise ConfigError(
+                "SFTRunConfig needs dataset= (a folder from `sim-web sft collect`) and out= (where the model goes)"
+            )
+        if (
+            self.learning_rate <= 0
+            or self.epochs <= 0
+            or self.batch_size < 1
+            or self.grad_accum < 1
+            or not 0 <= self.warmup_ratio < 1
+        ):
+            raise ConfigError(
+                f"SFTRunConfig needs learning_rate > 0, epochs > 0, batch_size >= 1, grad_accum >= 1, 0 <= warmup_ratio < 1; got "
+                f"{self.learning_rate}, {self.epochs}, {self.batch_size}, {self.grad_accum}, {self.warmup_ratio}"
+            )
         if self.lora and (self.lora_r < 1 or self.lora_alpha < 1 or not 0 <= self.lora_dropout < 1):
-            raise ConfigError(f"LoRA needs lora_r >= 1, lora_alpha >= 1, 0 <= lora_dropout < 1; got {self.lora_r}, "
-                              f"{self.lora_alpha}, {self.lora_dropout} (or set lora=False for a full fine-tune)")
+            raise ConfigError(
+                f"LoRA needs lora_r >= 1, lora_alpha >= 1, 0 <= lora_dropout < 1; got {self.lora_r}, "
+                f"{self.lora_alpha}, {self.lora_dropout} (or set lora=False for a full fine-tune)"
+            )
         if self.max_length is not None and self.max_length < 64:
             raise ConfigError(f"SFTRunConfig.max_length must be >= 64 or None, got {self.max_length}")
         if self.max_steps == 0 or self.max_steps < -1 or self.save_steps < 0 or self.logging_steps < 1:
-            raise ConfigError(f"SFTRunConfig needs max_steps > 0 or -1, save_steps >= 0, logging_steps >= 1; got "
-                              f"{self.max_steps}, {self.save_steps}, {self.logging_steps}")
+            raise ConfigError(
+                f"SFTRunConfig needs max_steps > 0 or -1, save_steps >= 0, logging_steps >= 1; got "
+                f"{self.max_steps}, {self.save_steps}, {self.logging_steps}"
+            )
 
 
 def resolve_model(name: str) -> Path:
@@ -82,7 +123,11 @@ def resolve_model(name: str) -> Path:
     """
     path = sim_web_home() / "models" / BUNDLED[name.lower()] if name.lower() in BUNDLED else Path(name)
     if not (path / "config.json").is_file():
-        hint = " (convert the bundled model once with `sim-web eval --policy hf:smollm2 --n 1`)" if name.lower() in BUNDLED else ""
+        hint = (
+            " (convert the bundled model once with `sim-web eval --policy hf:smollm2 --n 1`)"
+            if name.lower() in BUNDLED
+            else ""
+        )
         raise ConfigError(f"model folder {path} not found: expected config.json and weights there{hint}")
     return path
 
@@ -92,8 +137,10 @@ def check_wire(tokenizer: Any, ds: Any) -> None:
     row = ds[0]
     enc = encode_chat(tokenizer, row["messages"])
     if enc.ids != list(row["input_ids"]) or enc.assistant_mask != list(row["assistant_masks"]):
-        raise ConfigError("the dataset was tokenised with another tokenizer or chat template than the model's: rebuild it with "
-                          "`sim-web sft collect ... --tokenizer MODEL` for the model you train")
+        raise ConfigError(
+            "the dataset was tokenised with another tokenizer or chat template than the model's: rebuild it with "
+            "`sim-web sft collect ... --tokenizer MODEL` for the model you train"
+        )
 
 
 def train(cfg: SFTRunConfig) -> Path:
@@ -119,8 +166,12 @@ def train(cfg: SFTRunConfig) -> Path:
     ds = load_dataset(cfg.dataset)
     check_wire(tokenizer, ds)
     train_ds = ds.select_columns(["input_ids", "assistant_masks"])
-    log.info("SFT on %d episodes, %d tokens (%d trained); PythonInterpreter disabled in the recipes", len(ds),
-             sum(ds["num_tokens"]), sum(ds["num_trained_tokens"]))
+    log.info(
+        "SFT on %d episodes, %d tokens (%d trained); PythonInterpreter disabled in the recipes",
+        len(ds),
+        sum(ds["num_tokens"]),
+        sum(ds["num_trained_tokens"]),
+    )
 
     # 2. model (+ LoRA adapters)
     model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=torch.float32)
@@ -128,19 +179,46 @@ def train(cfg: SFTRunConfig) -> Path:
     if cfg.lora:
         from peft import LoraConfig
 
-        targets: Any = cfg.lora_targets if cfg.lora_targets == "all-linear" else [t.strip() for t in cfg.lora_targets.split(",")]
-        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout, target_modules=targets,
-                                 task_type="CAUSAL_LM")
+        targets: Any = (
+            cfg.lora_targets if cfg.lora_targets == "all-linear" else [t.strip() for t in cfg.lora_targets.split(",")]
+        )
+        peft_config = LoraConfig(
+            r=cfg.lora_r,
+            lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout,
+            target_modules=targets,
+            task_type="CAUSAL_LM",
+        )
 
     # 3. trainer: labels come from assistant_masks (TRL builds them for a pre-tokenised dataset)
-    args = SFTConfig(output_dir=str(out / "checkpoints"), max_length=cfg.max_length, learning_rate=cfg.learning_rate,
-                     num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
-                     gradient_accumulation_steps=cfg.grad_accum, warmup_steps=cfg.warmup_ratio, lr_scheduler_type="cosine",
-                     logging_steps=cfg.logging_steps, save_strategy="steps" if cfg.save_steps else "no",
-                     save_steps=cfg.save_steps or 500, seed=cfg.seed, data_seed=cfg.seed, report_to="none",
-                     gradient_checkpointing=cfg.gradient_checkpointing, disable_tqdm=not cfg.progress, use_cpu=not torch.cuda.is_available(),
-                     bf16=False, fp16=False, assistant_only_loss=False, completion_only_loss=False, dataset_num_proc=None)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, processing_class=tokenizer, peft_config=peft_config)
+    args = SFTConfig(
+        output_dir=str(out / "checkpoints"),
+        max_length=cfg.max_length,
+        learning_rate=cfg.learning_rate,
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        warmup_steps=cfg.warmup_ratio,
+        lr_scheduler_type="cosine",
+        logging_steps=cfg.logging_steps,
+        save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        report_to="none",
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        disable_tqdm=not cfg.progress,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=False,
+        fp16=False,
+        assistant_only_loss=False,
+        completion_only_loss=False,
+        dataset_num_proc=None,
+    )
+    trainer = SFTTrainer(
+        model=model, args=args, train_dataset=train_ds, processing_class=tokenizer, peft_config=peft_config
+    )
     last = _last_checkpoint(out / "checkpoints") if cfg.resume else None
     result = trainer.train(resume_from_checkpoint=str(last) if last else None)
 
@@ -157,10 +235,18 @@ def _last_checkpoint(folder: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
-def _write_summary(out: Path, cfg: SFTRunConfig, metrics: dict[str, Any], history: list[dict[str, Any]], n: int) -> None:
+def _write_summary(
+    out: Path, cfg: SFTRunConfig, metrics: dict[str, Any], history: list[dict[str, Any]], n: int
+) -> None:
     import json
 
     losses = [h["loss"] for h in history if "loss" in h]
-    summary = {"config": asdict(cfg), "examples": n, "train_metrics": metrics, "loss_first": losses[0] if losses else None,
-               "loss_last": losses[-1] if losses else None, "log_history": history}
+    summary = {
+        "config": asdict(cfg),
+        "examples": n,
+        "train_metrics": metrics,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "log_history": history,
+    }
     (out / "sft_run.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
