@@ -83,18 +83,44 @@ def _leads_table(quick: bool, repeats: int) -> None:
     t_q, made = _median(questions, repeats)
     r = kg.report
     print(f"\n1) real leads graph ({len(src.records)} leads; medians of {repeats} runs)")
-    print(table(["step", "size", "time s", "per item"], [
-        ["load leads JSON", f"{len(src.records)} leads", f"{t_load:.2f}", ""],
-        ["build from 20 seeds (BFS + densify)", f"{r.nodes} nodes, {r.after.edges} edges", f"{t_build:.2f}",
-         f"{t_build / max(1, r.after.edges) * 1e6:.0f} us/edge"],
-        *([["build with every lead as a seed", f"{kg_all.report.nodes} nodes, {kg_all.report.after.edges} edges",
-            f"{t_all:.2f}", f"{t_all / max(1, kg_all.report.after.edges) * 1e6:.0f} us/edge"]] if kg_all else []),
-        ["sample + WL dedup", f"{len(subs)} subgraphs", f"{t_sample:.2f}", f"{t_sample / max(1, len(subs)) * 1e3:.2f} ms"],
-        ["orbits + questions", f"{made} questions", f"{t_q:.2f}", f"{t_q / max(1, made) * 1e3:.2f} ms"],
-    ]))
+    print(
+        table(
+            ["step", "size", "time s", "per item"],
+            [
+                ["load leads JSON", f"{len(src.records)} leads", f"{t_load:.2f}", ""],
+                [
+                    "build from 20 seeds (BFS + densify)",
+                    f"{r.nodes} nodes, {r.after.edges} edges",
+                    f"{t_build:.2f}",
+                    f"{t_build / max(1, r.after.edges) * 1e6:.0f} us/edge",
+                ],
+                *(
+                    [
+                        [
+                            "build with every lead as a seed",
+                            f"{kg_all.report.nodes} nodes, {kg_all.report.after.edges} edges",
+                            f"{t_all:.2f}",
+                            f"{t_all / max(1, kg_all.report.after.edges) * 1e6:.0f} us/edge",
+                        ]
+                    ]
+                    if kg_all
+                    else []
+                ),
+                [
+                    "sample + WL dedup",
+                    f"{len(subs)} subgraphs",
+                    f"{t_sample:.2f}",
+                    f"{t_sample / max(1, len(subs)) * 1e3:.2f} ms",
+                ],
+                ["orbits + questions", f"{made} questions", f"{t_q:.2f}", f"{t_q / max(1, made) * 1e3:.2f} ms"],
+            ],
+        )
+    )
     print("(the sampling and question rows use the 20-seed graph; outgoing mentions reach ~4k of the 10k leads)")
-    print(f"densification: {r.tree_edges} BFS-tree edges + {r.dense_edges} added; cycle rank {r.before.cycle_rank} -> "
-          f"{r.after.cycle_rank}; avg clustering {r.before.avg_clustering:.3f} -> {r.after.avg_clustering:.3f}")
+    print(
+        f"densification: {r.tree_edges} BFS-tree edges + {r.dense_edges} added; cycle rank {r.before.cycle_rank} -> "
+        f"{r.after.cycle_rank}; avg clustering {r.before.avg_clustering:.3f} -> {r.after.avg_clustering:.3f}"
+    )
 
 
 def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
@@ -125,43 +151,78 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
     r = kg.report
     rows = [
         ["read the store (preload)", f"{src.n_pages} pages", f"{t_load:.2f}", ""],
-        [f"dense KG from 40 seeds (max {max_nodes})", f"{r.nodes} nodes, {r.after.edges} edges", f"{t_kg:.2f}",
-         f"{t_kg / max(1, r.after.edges) * 1e6:.0f} us/edge"],
+        [
+            f"dense KG from 40 seeds (max {max_nodes})",
+            f"{r.nodes} nodes, {r.after.edges} edges",
+            f"{t_kg:.2f}",
+            f"{t_kg / max(1, r.after.edges) * 1e6:.0f} us/edge",
+        ],
     ]
     if kg_all is not None:
         a = kg_all.report
-        rows.append(["dense KG, every page a seed", f"{a.nodes} nodes, {a.after.edges} edges", f"{t_all:.2f}",
-                     f"{t_all / max(1, a.after.edges) * 1e6:.0f} us/edge"])
+        rows.append(
+            [
+                "dense KG, every page a seed",
+                f"{a.nodes} nodes, {a.after.edges} edges",
+                f"{t_all:.2f}",
+                f"{t_all / max(1, a.after.edges) * 1e6:.0f} us/edge",
+            ]
+        )
     rows += [
-        ["sample + WL dedup", f"{len(subs)} subgraphs", f"{t_sample:.2f}", f"{t_sample / max(1, len(subs)) * 1e3:.2f} ms"],
-        ["uniqueness gate (whole corpus)", f"{f['checked_unique']} drafts", f"{tm.get('gate_unique', 0):.2f}",
-         f"{tm.get('gate_unique', 0) / max(1, f['checked_unique']) * 1e3:.1f} ms"],
-        ["shortcut gate (BM25 top-1)", f"{f['checked_shortcut']} questions", f"{tm.get('gate_shortcut', 0):.2f}",
-         f"{tm.get('gate_shortcut', 0) / max(1, f['checked_shortcut']) * 1e3:.1f} ms"],
-        ["answerability gate (sim search/visit)", f"{f['checked_answerable']} questions, {f['searches']} searches",
-         f"{tm.get('gate_answerable', 0):.2f}", f"{tm.get('gate_answerable', 0) / max(1, f['checked_answerable']) * 1e3:.1f} ms"],
+        [
+            "sample + WL dedup",
+            f"{len(subs)} subgraphs",
+            f"{t_sample:.2f}",
+            f"{t_sample / max(1, len(subs)) * 1e3:.2f} ms",
+        ],
+        [
+            "uniqueness gate (whole corpus)",
+            f"{f['checked_unique']} drafts",
+            f"{tm.get('gate_unique', 0):.2f}",
+            f"{tm.get('gate_unique', 0) / max(1, f['checked_unique']) * 1e3:.1f} ms",
+        ],
+        [
+            "shortcut gate (BM25 top-1)",
+            f"{f['checked_shortcut']} questions",
+            f"{tm.get('gate_shortcut', 0):.2f}",
+            f"{tm.get('gate_shortcut', 0) / max(1, f['checked_shortcut']) * 1e3:.1f} ms",
+        ],
+        [
+            "answerability gate (sim search/visit)",
+            f"{f['checked_answerable']} questions, {f['searches']} searches",
+            f"{tm.get('gate_answerable', 0):.2f}",
+            f"{tm.get('gate_answerable', 0) / max(1, f['checked_answerable']) * 1e3:.1f} ms",
+        ],
         [f"whole synth run (n={n_q})", f"{len(records)} questions", f"{t_run:.2f}", f"{len(records) / t_run:.1f} q/s"],
     ]
     print(f"\n2) store-backed pipeline on the sample index {path} (medians of {repeats} runs; the synth run once)")
     print(table(["step", "size", "time s", "per item"], rows))
-    print(f"gate pass rates: unique {rep.rate('unique', 'checked_unique'):.1%}, shortcut "
-          f"{rep.rate('shortcut', 'checked_shortcut'):.1%}, answerable {rep.rate('answerable', 'checked_answerable'):.1%}")
+    print(
+        f"gate pass rates: unique {rep.rate('unique', 'checked_unique'):.1%}, shortcut "
+        f"{rep.rate('shortcut', 'checked_shortcut'):.1%}, answerable {rep.rate('answerable', 'checked_answerable'):.1%}"
+    )
     from training.synth.quality import quality
 
     q = quality(records)
-    print(f"question quality: typed relation phrases on {q['typed_clue_share']:.1%} of relational clues, median "
-          f"{q['question_words_median']} words (max {q['question_words_max']}), at most {q['nesting_max']} relative "
-          f"clauses in a sentence; KG edges with a typed relation: {rep.kg.get('typed_relations', 0)}")
+    print(
+        f"question quality: typed relation phrases on {q['typed_clue_share']:.1%} of relational clues, median "
+        f"{q['question_words_median']} words (max {q['question_words_max']}), at most {q['nesting_max']} relative "
+        f"clauses in a sentence; KG edges with a typed relation: {rep.kg.get('typed_relations', 0)}"
+    )
     levels = Counter(r["difficulty"]["level"] for r in records)
     print(f"measured difficulty levels: {dict(sorted(levels.items()))}")
     from training.synth.coverage import transfer_summary, type_floors
 
     floors = type_floors(records, rep.kg.get("support"))
-    print("uncertainty types (share of questions, floor met): " + ", ".join(
-        f"{t} {f['share']:.1%}{'' if f['met'] else ' SHORT'}" for t, f in floors.items()))
+    print(
+        "uncertainty types (share of questions, floor met): "
+        + ", ".join(f"{t} {f['share']:.1%}{'' if f['met'] else ' SHORT'}" for t, f in floors.items())
+    )
     tr = transfer_summary(records)
-    print(f"transfer check: evidence found by searching the clue {tr['evidence_share_mean']:.1%} per question, "
-          f"clues on the link graph {tr['link_share_mean']:.1%} ({tr['questions_with_link_clue']} questions)")
+    print(
+        f"transfer check: evidence found by searching the clue {tr['evidence_share_mean']:.1%} per question, "
+        f"clues on the link graph {tr['link_share_mean']:.1%} ({tr['questions_with_link_clue']} questions)"
+    )
 
 
 def _build_scaling(edge_targets: list[int], repeats: int) -> nx.Graph:
@@ -173,12 +234,22 @@ def _build_scaling(edge_targets: list[int], repeats: int) -> nx.Graph:
         graphs[target] = g
         nb, ent = _synthetic_source(g)
         reps = repeats if g.number_of_edges() < 500_000 else 1
-        t, kg = _median(lambda: build_dense_kg(["0"], nb, ent, max_nodes=g.number_of_nodes(), rng=0), reps)
+        t, kg = _median(lambda: build_dense_kg(["0"], nb, ent, max_nodes=g.number_of_nodes(), rng=0), reps)  # noqa: B023 (run here)
         per_edge = t / kg.graph.number_of_edges() * 1e6
         base = base or per_edge
-        rows.append([f"{g.number_of_edges():,}", f"{g.number_of_nodes():,}", reps, f"{t:.2f}", f"{per_edge:.1f}",
-                     f"{per_edge / base:.2f}"])
-    print("\n3) build_dense_kg on powerlaw_cluster_graph(n, 5, 0.3): edges vs build time (baseline: the smallest graph)")
+        rows.append(
+            [
+                f"{g.number_of_edges():,}",
+                f"{g.number_of_nodes():,}",
+                reps,
+                f"{t:.2f}",
+                f"{per_edge:.1f}",
+                f"{per_edge / base:.2f}",
+            ]
+        )
+    print(
+        "\n3) build_dense_kg on powerlaw_cluster_graph(n, 5, 0.3): edges vs build time (baseline: the smallest graph)"
+    )
     print(table(["edges", "nodes", "runs", "build s", "us/edge", "per-edge ratio vs baseline"], rows))
     return graphs[edge_targets[-1]]
 
@@ -204,21 +275,39 @@ def _sampling_scaling(g: nx.Graph, counts: list[int], repeats: int) -> None:
     subs = sample_subgraphs_with_report(g, 20, rng=random.Random(0))[0]  # warm-up: imports, first-call caches
     nx.weisfeiler_lehman_graph_hash(subs[0].graph)
     for n in counts:
-        t, (subs, rep) = _median(lambda: sample_subgraphs_with_report(g, n, rng=random.Random(n)), repeats)
+        t, (subs, rep) = _median(lambda: sample_subgraphs_with_report(g, n, rng=random.Random(n)), repeats)  # noqa: B023
         per = t / max(1, len(subs)) * 1e3
         base = base or per
-        rows.append([n, len(subs), rep.tries, rep.classes, rep.wl_collisions, f"{t:.2f}", f"{per:.2f}",
-                     f"{per / base:.2f}"])
+        rows.append(
+            [n, len(subs), rep.tries, rep.classes, rep.wl_collisions, f"{t:.2f}", f"{per:.2f}", f"{per / base:.2f}"]
+        )
         graphs = [s.graph for s in subs]
-        t_wl, _ = _median(lambda: [nx.weisfeiler_lehman_graph_hash(h, iterations=h.number_of_nodes()) for h in graphs],
-                          repeats)
+        t_wl, _ = _median(
+            lambda: [nx.weisfeiler_lehman_graph_hash(h, iterations=h.number_of_nodes()) for h in graphs],  # noqa: B023
+            repeats,
+        )
         per_wl = t_wl / max(1, len(graphs)) * 1e6
         wl_base = wl_base or per_wl
         wl_rows.append([len(graphs), f"{t_wl:.3f}", f"{per_wl:.0f}", f"{per_wl / wl_base:.2f}"])
-    print(f"\n4a) random-walk sampling + WL dedup on a {g.number_of_edges():,}-edge powerlaw graph "
-          f"(baseline: {counts[0]} samples)")
-    print(table(["samples", "got", "tries", "iso classes", "WL collisions", "time s", "ms/sample",
-                 "per-sample ratio vs baseline"], rows))
+    print(
+        f"\n4a) random-walk sampling + WL dedup on a {g.number_of_edges():,}-edge powerlaw graph "
+        f"(baseline: {counts[0]} samples)"
+    )
+    print(
+        table(
+            [
+                "samples",
+                "got",
+                "tries",
+                "iso classes",
+                "WL collisions",
+                "time s",
+                "ms/sample",
+                "per-sample ratio vs baseline",
+            ],
+            rows,
+        )
+    )
     print(f"\n4b) WL hashing alone (nx.weisfeiler_lehman_graph_hash) of those samples (baseline: {counts[0]} samples)")
     print(table(["samples", "time s", "us/sample", "per-sample ratio vs baseline"], wl_rows))
     graphs = [s.graph for s in subs]
@@ -231,10 +320,20 @@ def _sampling_scaling(g: nx.Graph, counts: list[int], repeats: int) -> None:
     t_wl, _ = _median(lambda: classify_all(StructureRegistry), repeats)
     t_naive, _ = _median(lambda: classify_all(_NaiveRegistry), repeats)
     print(f"\n4c) isomorphism classes of the {len(graphs)} sampled subgraphs (baseline: naive pairwise is_isomorphic)")
-    print(table(["registry", "time s", "us/graph", "speed-up vs baseline"], [
-        ["naive: is_isomorphic vs every class", f"{t_naive:.3f}", f"{t_naive / len(graphs) * 1e6:.0f}", "1.00"],
-        ["ours: shape cache, WL buckets, is_isomorphic", f"{t_wl:.3f}", f"{t_wl / len(graphs) * 1e6:.0f}", f"{t_naive / t_wl:.2f}"],
-    ]))
+    print(
+        table(
+            ["registry", "time s", "us/graph", "speed-up vs baseline"],
+            [
+                ["naive: is_isomorphic vs every class", f"{t_naive:.3f}", f"{t_naive / len(graphs) * 1e6:.0f}", "1.00"],
+                [
+                    "ours: shape cache, WL buckets, is_isomorphic",
+                    f"{t_wl:.3f}",
+                    f"{t_wl / len(graphs) * 1e6:.0f}",
+                    f"{t_naive / t_wl:.2f}",
+                ],
+            ],
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

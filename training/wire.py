@@ -28,8 +28,10 @@ from wiki_index.errors import ConfigError
 
 Messages = Sequence[dict[str, str]]
 #: A minimal ChatML template (SmolLM2's and Qwen's turn format), for tokenizers that ship none.
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,12 @@ class EncodedChat:
         mask = [0] * len(self.ids)
         for s in self.spans:
             if s.role == "assistant":
-                mask[s.start:s.end] = [1] * (s.end - s.start)
+                mask[s.start : s.end] = [1] * (s.end - s.start)
         return mask
 
     def span_ids(self, role: str) -> list[list[int]]:
         """The token ids of every span of ``role``, in order."""
-        return [self.ids[s.start:s.end] for s in self.spans if s.role == role]
+        return [self.ids[s.start : s.end] for s in self.spans if s.role == role]
 
 
 def render(tokenizer: Any, messages: Messages, add_generation_prompt: bool = False) -> str:
@@ -119,15 +121,19 @@ def _segments(tokenizer: Any, messages: Messages) -> list[tuple[str, int, str]]:
         if m["role"] == "assistant":
             head = render(tokenizer, messages[:i], add_generation_prompt=True)
             if not head.startswith(done):
-                raise ConfigError("the chat template is not prefix-preserving: adding the generation prompt rewrote earlier "
-                                  "turns; use a ChatML-style template (training.wire.CHATML)")
-            pieces.append(("header", i, head[len(done):]))
+                raise ConfigError(
+                    "the chat template is not prefix-preserving: adding the generation prompt rewrote earlier "
+                    "turns; use a ChatML-style template (training.wire.CHATML)"
+                )
+            pieces.append(("header", i, head[len(done) :]))
             done = head
-        full = render(tokenizer, messages[:i + 1])
+        full = render(tokenizer, messages[: i + 1])
         if not full.startswith(done):
-            raise ConfigError(f"the chat template is not prefix-preserving at message {i} ({m['role']}): rendering one more "
-                              "message rewrote earlier text; use a ChatML-style template (training.wire.CHATML)")
-        text = full[len(done):]
+            raise ConfigError(
+                f"the chat template is not prefix-preserving at message {i} ({m['role']}): rendering one more "
+                "message rewrote earlier text; use a ChatML-style template (training.wire.CHATML)"
+            )
+        text = full[len(done) :]
         cut = text.rfind(_eos(tokenizer)) if m["role"] == "assistant" else -1
         if cut >= 0:  # the end-of-turn token is trained (the policy generates it); what follows is template glue
             end = cut + len(_eos(tokenizer))
@@ -169,8 +175,10 @@ def encode_chat(tokenizer: Any, messages: Messages) -> EncodedChat:
     whole = tokenize(tokenizer, render(tokenizer, messages))
     if whole != ids:
         at = next((k for k, (a, b) in enumerate(zip(whole, ids)) if a != b), min(len(whole), len(ids)))
-        raise ConfigError(f"tokenising the chat turn by turn differs from tokenising it whole at token {at}: the template's "
-                          "turns must end on special tokens (ChatML's <|im_end|>) for one wire format across SFT, GRPO and eval")
+        raise ConfigError(
+            f"tokenising the chat turn by turn differs from tokenising it whole at token {at}: the template's "
+            "turns must end on special tokens (ChatML's <|im_end|>) for one wire format across SFT, GRPO and eval"
+        )
     return EncodedChat(ids, spans)
 
 
@@ -192,11 +200,15 @@ def tool_suffix_ids(tokenizer: Any, messages: Messages) -> list[int]:
         ConfigError: When the last two messages are not an assistant turn and a user turn.
     """
     if len(messages) < 2 or messages[-2]["role"] != "assistant" or messages[-1]["role"] != "user":
-        raise ConfigError("tool_suffix_ids needs messages ending with an assistant turn and the user turn that answers it")
+        raise ConfigError(
+            "tool_suffix_ids needs messages ending with an assistant turn and the user turn that answers it"
+        )
     before = render(tokenizer, messages[:-1])
     after = render(tokenizer, messages, add_generation_prompt=True)
     if not after.startswith(before):
-        raise ConfigError("the chat template is not prefix-preserving; use a ChatML-style template (training.wire.CHATML)")
+        raise ConfigError(
+            "the chat template is not prefix-preserving; use a ChatML-style template (training.wire.CHATML)"
+        )
     cut = before.rfind(_eos(tokenizer))
-    glue = before[cut + len(_eos(tokenizer)):] if cut >= 0 else ""
-    return tokenize(tokenizer, glue + after[len(before):])
+    glue = before[cut + len(_eos(tokenizer)) :] if cut >= 0 else ""
+    return tokenize(tokenizer, glue + after[len(before) :])

@@ -24,8 +24,9 @@ def _payload(body: dict) -> dict:
 
 def test_llm_generator_end_to_end_with_the_stub(sample_index, openai_stub, synth_run):
     openai_stub.reply = lambda body: json.dumps({"question": "Research task: " + _payload(body)["reference_question"]})
-    cfg = SynthConfig(**SMALL, generator="llm", llm=LLMConfig(base_url=openai_stub.base_url, model="stub-model",
-                                                              api_key="test-key"))
+    cfg = SynthConfig(
+        **SMALL, generator="llm", llm=LLMConfig(base_url=openai_stub.base_url, model="stub-model", api_key="test-key")
+    )
     records, rep = generate_with_report(sample_index, n=3, seed=0, config=cfg)
     assert len(records) == 3 and all(r["generator"] == "llm" for r in records)
     assert all(r["question"].startswith("Research task: ") for r in records)
@@ -50,8 +51,9 @@ def paris_draft(sample_index):
     for t in ("Paris", "France", "European Union"):
         g.add_node(t, entity=src.entity(t), description=src.entity(t).description)
     g.add_edge("Paris", "France", source_page="Paris", target_page="France", relation="mention", kind="mention")
-    g.add_edge("Paris", "European Union", source_page="Paris", target_page="European Union", relation="mention",
-               kind="mention")
+    g.add_edge(
+        "Paris", "European Union", source_page="Paris", target_page="European Union", relation="mention", kind="mention"
+    )
     draft = generate_question(g, "Paris", {}, 2, named_prob=1.0)
     return draft, parse_clues(draft.answer, draft.clues), g
 
@@ -59,7 +61,7 @@ def paris_draft(sample_index):
 def test_llm_rewrites_are_checked(openai_stub, paris_draft):
     draft, root, g = paris_draft
     gen = LLMGenerator(LLMConfig(base_url=openai_stub.base_url, model="m", max_retries=0))
-    good = f"```json\n{{\"question\": \"Think hard: {draft.question}\"}}\n```"
+    good = f'```json\n{{"question": "Think hard: {draft.question}"}}\n```'
     openai_stub.reply = [good, "Is it Paris, the capital of France?", "Which city is famous?", "  "]
     assert gen.rewrite(draft, root, g, []) == f"Think hard: {draft.question}"
     assert gen.rewrite(draft, root, g, []) is None and gen.rejected["leak"] == 1
@@ -88,8 +90,22 @@ def test_cli_writes_every_output(sample_index, tmp_path, capsys):
     args = make_parser().parse_args(["synth", "--n", "4", "--generator", "template"])
     assert args.func.__module__ == "training.synth.cli" and args.n == 4
     out = tmp_path / "qa.jsonl"
-    rc = main(["--index", str(sample_index), "--n", "3", "--out", str(out), "--max-nodes", "400", "--n-seeds", "10",
-               "--seed", "2"])
+    rc = main(
+        [
+            "--index",
+            str(sample_index),
+            "--n",
+            "3",
+            "--out",
+            str(out),
+            "--max-nodes",
+            "400",
+            "--n-seeds",
+            "10",
+            "--seed",
+            "2",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "uniqueness pass rate" in text and f"jsonl: {out}" in text

@@ -48,6 +48,7 @@ def named(title: str, depth: int = 1) -> NodeSpec:
 
 # --- the store as a knowledge source ---------------------------------------------------------------------
 
+
 def test_store_source_edges_carry_provenance(src):
     assert src.preloaded and src.n_pages > 10_000
     assert src.resolve("AdolfHitler") == src.resolve("Adolf Hitler")  # redirects resolve
@@ -81,6 +82,7 @@ def test_store_kg_is_dense_and_deterministic(src):
 
 # --- every transform is true of the real fact it came from (verifier semantics) --------------------------
 
+
 def test_fuzzed_real_facts_hold_for_their_entity(src, verifier):
     dates = numbers = 0
     rng = random.Random(0)
@@ -110,6 +112,7 @@ def test_fuzzed_real_facts_hold_for_their_entity(src, verifier):
 
 # --- uniqueness --------------------------------------------------------------------------------------------
 
+
 def test_uniqueness_catches_ambiguous_and_accepts_a_pinned_answer(src, verifier):
     # "Which city, whose article mentions Turkey, has a name beginning with A?" fits three cities of the sample
     initial = partial_name_clue("Adana", mode="initial")
@@ -120,8 +123,12 @@ def test_uniqueness_catches_ambiguous_and_accepts_a_pinned_answer(src, verifier)
     assert verifier.check(root, "").candidates > 3
     # a blurred population range separates Adana (1.8 million) from Antalya (1.5 / 2.7 million)
     pop = next(n for n in src.entity("Adana").numbers if n.attr == "population")
-    rng = Clue("with a population of between 1.6 and 2 million", U.FUZZY_NUMBER, pop.text,
-               (("attr", "population"), ("mode", "range"), ("lo", "1600000.0"), ("hi", "2000000.0")))
+    rng = Clue(
+        "with a population of between 1.6 and 2 million",
+        U.FUZZY_NUMBER,
+        pop.text,
+        (("attr", "population"), ("mode", "range"), ("lo", "1600000.0"), ("hi", "2000000.0")),
+    )
     pinned = NodeSpec("Adana", relations=root.relations, facts=[initial, rng])
     assert verifier.check(pinned, "city").reason == "unique"
     # a clue that is false of the answer is caught as inconsistent, not passed
@@ -145,6 +152,7 @@ def test_descriptions_match_every_page_with_the_same_description(verifier, src):
 
 # --- search gates --------------------------------------------------------------------------------------------
 
+
 def test_sim_search_matches_the_backend_and_gates_work(src, backend):
     search = sim_search(backend)
     for q in ("German-born theoretical physicist", "capital of France", "Religion", "a b c"):
@@ -155,8 +163,13 @@ def test_sim_search_matches_the_backend_and_gates_work(src, backend):
     assert gates.shortcut(lead[:200], "Paris") and not gates.shortcut("capital", "Paris")
     # leaves first: "a German-born theoretical physicist" is found by its description, then the answer
     # (a page his article mentions) through his name
-    phys = NodeSpec("Albert Einstein", Clue("a German-born theoretical physicist", U.OBFUSCATED_ENTITY,
-                                            "Albert Einstein", (("source", "description"),)), depth=1)
+    phys = NodeSpec(
+        "Albert Einstein",
+        Clue(
+            "a German-born theoretical physicist", U.OBFUSCATED_ENTITY, "Albert Einstein", (("source", "description"),)
+        ),
+        depth=1,
+    )
     root = NodeSpec("General relativity", relations=[("link", "from_anchor", phys)])
     import networkx as nx
 
@@ -165,10 +178,15 @@ def test_sim_search_matches_the_backend_and_gates_work(src, backend):
     for title, q in ret.queries.items():
         assert title in [r.title for r in backend.search(q, 10)]
     d = Deduper()
-    assert not d.seen("Which city?", "A", ["A", "B"]) and d.seen("which  CITY", "X", ["X"]) and d.seen("Other?", "A", ["B", "A"])
+    assert (
+        not d.seen("Which city?", "A", ["A", "B"])
+        and d.seen("which  CITY", "X", ["X"])
+        and d.seen("Other?", "A", ["B", "A"])
+    )
 
 
 # --- end to end --------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def run(synth_run):
@@ -279,8 +297,12 @@ def test_more_facts_are_added_only_when_the_answer_is_not_yet_unique(src, verifi
     # single Adana out, and the check says how many of the extra facts it took
     initial = partial_name_clue("Adana", mode="initial")
     pop = next(n for n in src.entity("Adana").numbers if n.attr == "population")
-    rng = Clue("with a population of between 1.6 and 2 million", U.FUZZY_NUMBER, pop.text,
-               (("attr", "population"), ("mode", "range"), ("lo", "1600000.0"), ("hi", "2000000.0")))
+    rng = Clue(
+        "with a population of between 1.6 and 2 million",
+        U.FUZZY_NUMBER,
+        pop.text,
+        (("attr", "population"), ("mode", "range"), ("lo", "1600000.0"), ("hi", "2000000.0")),
+    )
     root = NodeSpec("Adana", relations=[("mention", "to_anchor", named("Turkey"))])
     u, k = verifier.check_extending(root, "city", (initial, rng, partial_name_clue("Adana", mode="length")))
     assert (u.reason, k) == ("unique", 2)

@@ -72,17 +72,29 @@ def test_bridge_records_hide_the_answer_from_the_first_search(bridge, sample_ind
         assert a in search(r["clues"][0]["query"]) and c in search(r["clues"][1]["query"])
 
 
-@pytest.mark.parametrize("policy, turns, visits", [
-    ("oracle", [3, 5], True),  # lookup: search, visit, answer; bridge: two of each, then the answer
-    ("oracle:search", [2, 3], False),  # answers from the search results: one search (lookup) or two (bridge)
-])
+@pytest.mark.parametrize(
+    "policy, turns, visits",
+    [
+        ("oracle", [3, 5], True),  # lookup: search, visit, answer; bridge: two of each, then the answer
+        ("oracle:search", [2, 3], False),  # answers from the search results: one search (lookup) or two (bridge)
+    ],
+)
 def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, policy, turns, visits):
     from agents.harness import EvalConfig, run_eval
 
     path = tmp_path / "tiers.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lookup[0][:8] + bridge[0][:4]), encoding="utf-8")
-    res = run_eval(EvalConfig(policy=policy, index_dir=str(sample_index), tasks=str(path), split=None,
-                              out=str(tmp_path / "run"), tools=("search", "visit"), progress=False))
+    res = run_eval(
+        EvalConfig(
+            policy=policy,
+            index_dir=str(sample_index),
+            tasks=str(path),
+            split=None,
+            out=str(tmp_path / "run"),
+            tools=("search", "visit"),
+            progress=False,
+        )
+    )
     assert res.metrics["pass@1"] == 1.0
     recs = [json.loads(line) for line in (res.out / "trajectories.jsonl").read_text().splitlines()]
     assert sorted({r["turns"] for r in recs}) == turns
@@ -105,7 +117,13 @@ def test_the_loop_moves_up_the_tiers_as_its_target_rises(sample_index):
     from training.loop.steer import SynthSource, Target, tier_for
 
     tiers = ("lookup", "bridge", "sailorfog")
-    assert [tier_for(Target(s), tiers) for s in (0.5, 1.4, 2.0, 3.0, 6.0)] == ["lookup", "lookup", "bridge", "sailorfog", "sailorfog"]
+    assert [tier_for(Target(s), tiers) for s in (0.5, 1.4, 2.0, 3.0, 6.0)] == [
+        "lookup",
+        "lookup",
+        "bridge",
+        "sailorfog",
+        "sailorfog",
+    ]
     assert tier_for(None, tiers) == "lookup" and tier_for(Target(6.0), ("lookup", "bridge")) == "bridge"
     src = SynthSource(sample_index, tiers=("lookup", "bridge"), k=10)
     easy = src(3, seed=1, target=Target(1.0))

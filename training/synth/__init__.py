@@ -14,6 +14,7 @@ through the simulator's own search) -> records (:mod:`~training.synth.records`) 
 from training.synth.facts import DateFact, NumberFact, extract_dates, extract_numbers, facts_from_fields
 from training.synth.kg import BuildReport, Entity, GraphStats, KnowledgeGraph, build_dense_kg, graph_stats, make_entity
 from training.synth.orbits import node_orbits, pick_targets, wl_colour_classes
+from training.synth.pipeline import SynthConfig, SynthReport, generate, generate_with_report
 from training.synth.sampling import (
     SamplingReport,
     Structure,
@@ -23,15 +24,41 @@ from training.synth.sampling import (
     sample_subgraphs,
     sample_subgraphs_with_report,
 )
-from training.synth.pipeline import SynthConfig, SynthReport, generate, generate_with_report
 from training.synth.store_source import StoreSource
 from training.synth.templates import QuestionDraft, generate_question
 from training.synth.uncertainty import Clue, DateGranularity, UncertaintyType
 
 __all__ = [
-    "BuildReport", "Clue", "StoreSource", "SynthConfig", "SynthReport", "generate", "generate_with_report", "DateFact", "DateGranularity", "Entity", "GraphStats", "KnowledgeGraph", "NumberFact",
-    "QuestionDraft", "SamplingReport", "Structure", "StructureRegistry", "Subgraph", "UncertaintyType",
-    "build_dense_kg", "classify_structure", "extract_dates", "extract_numbers", "facts_from_fields",
-    "generate_question", "graph_stats", "make_entity", "node_orbits", "pick_targets", "sample_subgraphs",
-    "sample_subgraphs_with_report", "wl_colour_classes",
+    "BuildReport",
+    "Clue",
+    "StoreSource",
+    "SynthConfig",
+    "SynthReport",
+    "generate",
+    "generate_with_report",
+    "DateFact",
+    "DateGranularity",
+    "Entity",
+    "GraphStats",
+    "KnowledgeGraph",
+    "NumberFact",
+    "QuestionDraft",
+    "SamplingReport",
+    "Structure",
+    "StructureRegistry",
+    "Subgraph",
+    "UncertaintyType",
+    "build_dense_kg",
+    "classify_structure",
+    "extract_dates",
+    "extract_numbers",
+    "facts_from_fields",
+    "generate_question",
+    "graph_stats",
+    "make_entity",
+    "node_orbits",
+    "pick_targets",
+    "sample_subgraphs",
+    "sample_subgraphs_with_report",
+    "wl_colour_classes",
 ]

@@ -18,7 +18,6 @@ import sys
 from wiki_index.errors import WikiIndexError
 
 
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The synth options (shared by ``sim-web synth`` and ``python -m training.synth``)."""
     from training.synth.pipeline import SHORTCUT_POLICIES, SynthConfig
@@ -26,29 +25,68 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     d = SynthConfig()
     p.add_argument("--index", default=None, help="index directory (default: the sample index under $SIM_WEB_HOME)")
-    p.add_argument("--tier", choices=TIERS, default="sailorfog",
-                   help="curriculum tier: lookup (one typed relation, entity named), bridge (two hops) or sailorfog "
-                        "(SailorFog-QA-V2, the default set); lookup / bridge go to <index>/tasks/<tier>.jsonl")
-    p.add_argument("--n", type=int, default=None, help=f"questions wanted (default {d.n}; lookup / bridge: as many as pass, "
-                                                       f"up to {TierConfig().n})")
+    p.add_argument(
+        "--tier",
+        choices=TIERS,
+        default="sailorfog",
+        help="curriculum tier: lookup (one typed relation, entity named), bridge (two hops) or sailorfog "
+        "(SailorFog-QA-V2, the default set); lookup / bridge go to <index>/tasks/<tier>.jsonl",
+    )
+    p.add_argument(
+        "--n",
+        type=int,
+        default=None,
+        help=f"questions wanted (default {d.n}; lookup / bridge: as many as pass, up to {TierConfig().n})",
+    )
     p.add_argument("--seed", type=int, default=d.seed, help="seed of every random choice (default 0)")
-    p.add_argument("--generator", choices=["template", "llm"], default="template",
-                   help="template (deterministic, no model; default) or llm (an OpenAI-compatible endpoint)")
-    p.add_argument("--out", default=None,
-                   help="output .jsonl (default: <index>/tasks/sailorfog_qa.jsonl, the env's default task set); "
-                        "the HF dataset, DuckDB file and dataset card are written next to it")
-    p.add_argument("--base-url", default=None, help="LLM endpoint root, e.g. http://localhost:8000/v1 (key: $OPENAI_API_KEY)")
+    p.add_argument(
+        "--generator",
+        choices=["template", "llm"],
+        default="template",
+        help="template (deterministic, no model; default) or llm (an OpenAI-compatible endpoint)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output .jsonl (default: <index>/tasks/sailorfog_qa.jsonl, the env's default task set); "
+        "the HF dataset, DuckDB file and dataset card are written next to it",
+    )
+    p.add_argument(
+        "--base-url", default=None, help="LLM endpoint root, e.g. http://localhost:8000/v1 (key: $OPENAI_API_KEY)"
+    )
     p.add_argument("--model", default="gpt-4o-mini", help="LLM model name (default gpt-4o-mini)")
     p.add_argument("--max-nodes", type=int, default=d.max_nodes, help=f"knowledge-graph size (default {d.max_nodes})")
     p.add_argument("--n-seeds", type=int, default=d.n_seeds, help=f"seed entities (default {d.n_seeds})")
-    p.add_argument("--seed-query", action="append", default=[], help="add the top results of this search as seeds (repeatable)")
-    p.add_argument("--oversample", type=float, default=d.oversample, help=f"subgraphs per wanted question (default {d.oversample})")
-    p.add_argument("--test-fraction", type=float, default=None,
-                   help=f"held-out share (default {d.test_fraction}; lookup / bridge {TierConfig().test_fraction})")
-    p.add_argument("--shortcut-policy", choices=SHORTCUT_POLICIES, default=d.shortcut_policy,
-                   help="what to do with questions BM25 answers at rank 1 (default drop)")
-    p.add_argument("--compare", default=None, metavar="JSONL",
-                   help="an earlier task set: the card puts its question-quality measures beside the new set's")
+    p.add_argument(
+        "--seed-query", action="append", default=[], help="add the top results of this search as seeds (repeatable)"
+    )
+    p.add_argument(
+        "--oversample", type=float, default=d.oversample, help=f"subgraphs per wanted question (default {d.oversample})"
+    )
+    p.add_argument(
+        "--min-hops",
+        type=int,
+        default=d.min_hops,
+        help=f"every question chains at least this many typed facts (default {d.min_hops}; at most {max(d.sizes) - 1})",
+    )
+    p.add_argument(
+        "--test-fraction",
+        type=float,
+        default=None,
+        help=f"held-out share (default {d.test_fraction}; lookup / bridge {TierConfig().test_fraction})",
+    )
+    p.add_argument(
+        "--shortcut-policy",
+        choices=SHORTCUT_POLICIES,
+        default=d.shortcut_policy,
+        help="what to do with questions BM25 answers at rank 1 (default drop)",
+    )
+    p.add_argument(
+        "--compare",
+        default=None,
+        metavar="JSONL",
+        help="an earlier task set: the card puts its question-quality measures beside the new set's",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar and no card on stdout")
 
 
@@ -56,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the synthesis, write every output, print the dataset card; returns the exit status."""
     from sim_web.env.tasks import default_task_path
     from training.synth.llm import LLMConfig
-    from training.synth.outputs import render_card, build_card, write_outputs
+    from training.synth.outputs import build_card, render_card, write_outputs
     from training.synth.pipeline import SynthConfig, generate_with_report
     from wiki_index.search.index import WikiIndex
 
@@ -64,11 +102,20 @@ def run(args: argparse.Namespace) -> int:
         return run_tier(args)
     try:
         llm = LLMConfig(base_url=args.base_url, model=args.model) if args.generator == "llm" else None
-        cfg = SynthConfig(n=SynthConfig.n if args.n is None else args.n, seed=args.seed, generator=args.generator, max_nodes=args.max_nodes,
-                          n_seeds=args.n_seeds, seed_queries=tuple(args.seed_query), oversample=args.oversample,
-                          test_fraction=SynthConfig.test_fraction if args.test_fraction is None else args.test_fraction,
-                          shortcut_policy=args.shortcut_policy, llm=llm,
-                          progress=not args.quiet)
+        cfg = SynthConfig(
+            n=SynthConfig.n if args.n is None else args.n,
+            seed=args.seed,
+            generator=args.generator,
+            max_nodes=args.max_nodes,
+            n_seeds=args.n_seeds,
+            seed_queries=tuple(args.seed_query),
+            oversample=args.oversample,
+            test_fraction=SynthConfig.test_fraction if args.test_fraction is None else args.test_fraction,
+            shortcut_policy=args.shortcut_policy,
+            llm=llm,
+            min_hops=args.min_hops,
+            progress=not args.quiet,
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -76,8 +123,10 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or default_task_path(index.path)
     records, report = generate_with_report(index.path, config=cfg)
     if not records:
-        print("error: no question passed the gates; see the log (-v) and raise --max-nodes or --oversample",
-              file=sys.stderr)
+        print(
+            "error: no question passed the gates; see the log (-v) and raise --max-nodes or --oversample",
+            file=sys.stderr,
+        )
         return 1
     before = None
     if args.compare:
@@ -105,8 +154,13 @@ def run_tier(args: argparse.Namespace) -> int:
 
     d = TierConfig()
     try:
-        cfg = TierConfig(tier=args.tier, n=d.n if args.n is None else args.n, seed=args.seed, progress=not args.quiet,
-                         test_fraction=d.test_fraction if args.test_fraction is None else args.test_fraction)
+        cfg = TierConfig(
+            tier=args.tier,
+            n=d.n if args.n is None else args.n,
+            seed=args.seed,
+            progress=not args.quiet,
+            test_fraction=d.test_fraction if args.test_fraction is None else args.test_fraction,
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -114,8 +168,11 @@ def run_tier(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else index.path / "tasks" / f"{args.tier}.jsonl"
     records, report = generate_tier(index.path, cfg)
     if not records:
-        print(f"error: no {args.tier} question passed the gates: the index has no typed relation that does "
-              "(see the card's funnel)", file=sys.stderr)
+        print(
+            f"error: no {args.tier} question passed the gates: the index has no typed relation that does "
+            "(see the card's funnel)",
+            file=sys.stderr,
+        )
         return 1
     out.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(records, out)
@@ -130,8 +187,9 @@ def run_tier(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``synth`` on the ``sim-web`` command."""
-    p = subparsers.add_parser("synth", help="synthesise a SailorFog-QA-V2 task set from an index",
-                              description=__doc__.split("\n")[0])
+    p = subparsers.add_parser(
+        "synth", help="synthesise a SailorFog-QA-V2 task set from an index", description=__doc__.split("\n")[0]
+    )
     add_arguments(p)
     p.set_defaults(func=run)
 
@@ -142,8 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     add_arguments(p)
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return run(args)
     except WikiIndexError as e:

@@ -44,3 +44,8 @@ class Clue:
         for p in self.parts:
             out |= p.types()
         return out
+
+
+def listed_phrase(total: int) -> str:
+    """What a counting clue adds to a relation its page states as one item of a list of ``total``."""
+    return f"(one of {total} named together on that page)"

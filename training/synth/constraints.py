@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from training.synth.clues import Clue, UncertaintyType
+from training.synth.clues import Clue, UncertaintyType, listed_phrase
 from training.synth.naming import with_article
 from training.synth.uncertainty import relational_clue
 
@@ -37,6 +37,9 @@ class NodeSpec:
         ignored: Clues the verifier does not evaluate (cycle-closing edges between other nodes);
             ignoring a clue can only add candidates, so a uniqueness pass stays sound.
         depth: Distance from the answer in the question's tree.
+        listed: For a related entity: the size of the list of its page that names its parent under the relation
+            ("one of 5 named together on that page"); 0 when no count is stated. The verifier checks the relation
+            and not the count (sound, as above).
     """
 
     entity: str
@@ -47,6 +50,7 @@ class NodeSpec:
     negations: list[NodeSpec] = field(default_factory=list)
     ignored: list[Clue] = field(default_factory=list)
     depth: int = 0
+    listed: int = 0
 
     @property
     def source(self) -> str:
@@ -55,10 +59,19 @@ class NodeSpec:
 
     def constraint_count(self) -> int:
         """Atomic constraints in this subtree (identity, facts, relations, counts, negations, ignored)."""
-        own = (self.identity is not None and self.source != "title") + len(self.facts) + len(self.negations) \
-            + len(self.ignored) + len(self.relations) + len(self.counts)
-        return own + sum(c.constraint_count() for _, _, c in self.relations) + sum(c.constraint_count()
-                                                                                  for _, c in self.counts)
+        own = (
+            (self.identity is not None and self.source != "title")
+            + len(self.facts)
+            + len(self.negations)
+            + len(self.ignored)
+            + len(self.relations)
+            + len(self.counts)
+        )
+        return (
+            own
+            + sum(c.constraint_count() for _, _, c in self.relations)
+            + sum(c.constraint_count() for _, c in self.counts)
+        )
 
 
 class ParseError(ValueError):
@@ -68,7 +81,9 @@ class ParseError(ValueError):
 def _entity_clue(c: Clue, depth: int) -> NodeSpec:
     """Parse an ``OBFUSCATED_ENTITY`` clue: a noun phrase, maybe with facts and a subtree of relations."""
     if c.type is not U.OBFUSCATED_ENTITY or not c.original:
-        raise ParseError(f"expected an entity clue (obfuscated_entity with the title in .original), got {c.type}: {c.text!r}")
+        raise ParseError(
+            f"expected an entity clue (obfuscated_entity with the title in .original), got {c.type}: {c.text!r}"
+        )
     if c.parts and c.parts[0].type is U.OBFUSCATED_ENTITY and c.parts[0].original == c.original:
         node = _entity_clue(c.parts[0], depth)  # a describe() wrapper: base phrase, then relations to children
         for sub in c.parts[1:]:
@@ -88,8 +103,9 @@ def _add_relation(node: NodeSpec, rel: Clue, depth: int) -> None:
     if rel.type is not U.RELATIONAL or not rel.parts:
         raise ParseError(f"expected a relational clue with an anchor, got {rel.type}: {rel.text!r}")
     rec = dict(rel.record)
-    node.relations.append((rec.get("relation", "link"), rec.get("direction", "to_anchor"),
-                           _entity_clue(rel.parts[0], depth + 1)))
+    child = _entity_clue(rel.parts[0], depth + 1)
+    child.listed = int(rec.get("listed", 0))
+    node.relations.append((rec.get("relation", "link"), rec.get("direction", "to_anchor"), child))
 
 
 def parse_clues(answer: str, clues: tuple[Clue, ...] | list[Clue]) -> NodeSpec:
@@ -154,21 +170,45 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
             out.append({"text": f"is {with_article(head)}", "type": "type", "entity": node.entity})
         if node.identity is not None:
             named = node.source == "title"
-            out.append({"text": node.identity.text, "type": "named" if named else U.OBFUSCATED_ENTITY.value,
-                        "entity": node.entity})
+            out.append(
+                {
+                    "text": node.identity.text,
+                    "type": "named" if named else U.OBFUSCATED_ENTITY.value,
+                    "entity": node.entity,
+                }
+            )
         for f in node.facts:
             out.append({"text": f.text, "type": f.type.value, "entity": node.entity})
         for rel, direction, child in node.relations:
             anchor = child.identity or Clue(child.entity, U.OBFUSCATED_ENTITY)
             text = relational_clue(anchor, rel, anchor_is_source=direction == "from_anchor").text
             out.append({"text": text, "type": U.RELATIONAL.value, "entity": node.entity, "relation": rel})
+            if child.listed:
+                out.append(
+                    {
+                        "text": f"{text} {listed_phrase(child.listed)}",
+                        "type": U.COUNTING.value,
+                        "entity": node.entity,
+                        "relation": rel,
+                    }
+                )
         for total, child in node.counts:
             anchor = child.identity.text if child.identity else child.entity
-            out.append({"text": f"among the {total} entities linked with {anchor}", "type": U.COUNTING.value,
-                        "entity": node.entity})
+            out.append(
+                {
+                    "text": f"among the {total} entities linked with {anchor}",
+                    "type": U.COUNTING.value,
+                    "entity": node.entity,
+                }
+            )
         for neg in node.negations:
-            out.append({"text": f"that is not {neg.identity.text if neg.identity else neg.entity}",
-                        "type": U.NEGATION.value, "entity": node.entity})
+            out.append(
+                {
+                    "text": f"that is not {neg.identity.text if neg.identity else neg.entity}",
+                    "type": U.NEGATION.value,
+                    "entity": node.entity,
+                }
+            )
         for c in node.ignored:
             out.append({"text": c.text, "type": U.INTERSECTION.value, "entity": node.entity})
         for c in out[start:]:

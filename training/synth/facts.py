@@ -13,8 +13,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-          "september", "october", "november", "december")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _MONTH_RE = r"(January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
 _ERA = r"(?:\s?(BCE|BC|CE|AD))?"
 _DASH = r"\s?[–—-]\s?"
@@ -23,7 +35,10 @@ _DASH = r"\s?[–—-]\s?"
 _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b(\d{{1,2}}) {_MONTH_RE},? (\d{{1,4}}){_ERA}"), "dmy"),
     (re.compile(rf"\b{_MONTH_RE} (\d{{1,2}}), (\d{{1,4}}){_ERA}"), "mdy"),
-    (re.compile(rf"\b(?:(c\.|circa|r\.|fl\.) ?)?(\d{{1,4}})(s)?{_ERA}{_DASH}(\d{{1,4}})(s)?{_ERA}(?![\d,.]\d)"), "range"),
+    (
+        re.compile(rf"\b(?:(c\.|circa|r\.|fl\.) ?)?(\d{{1,4}})(s)?{_ERA}{_DASH}(\d{{1,4}})(s)?{_ERA}(?![\d,.]\d)"),
+        "range",
+    ),
     (re.compile(rf"\b{_MONTH_RE} (\d{{4}})\b"), "my"),
     (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[ -]century(?:\s?(BCE|BC))?"), "century"),
     (re.compile(r"\b(\d{3}0)s\b"), "decade"),
@@ -34,9 +49,11 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 _DATE_KEY = re.compile(r"date|born|birth|death|died|year|established|founded|formed|released|opened|_event")
 _STAMP = re.compile(r"(?:as of|as at|estimated in|census of)\s*$", re.IGNORECASE)
 _MULT = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-_UNITS = (r"km2|km²|sq\s?mi|square kilometres|square kilometers|square miles|km/h|mph|km|kilometres|kilometers"
-          r"|miles|mi|metres|meters|m|cm|mm|ft|feet|kg|kilograms|tonnes|tons|t|g|%|percent|per cent|°C|°F|K"
-          r"|AU|light-years|ly|years|people|inhabitants|residents|speakers|species|members|employees|USD|US\$|\$")
+_UNITS = (
+    r"km2|km²|sq\s?mi|square kilometres|square kilometers|square miles|km/h|mph|km|kilometres|kilometers"
+    r"|miles|mi|metres|meters|m|cm|mm|ft|feet|kg|kilograms|tonnes|tons|t|g|%|percent|per cent|°C|°F|K"
+    r"|AU|light-years|ly|years|people|inhabitants|residents|speakers|species|members|employees|USD|US\$|\$"
+)
 MEASURE_UNITS = frozenset(u.replace("\\s?", " ").replace("\\$", "$") for u in _UNITS.split("|"))
 """Units of measure known to :func:`extract_numbers` (a count noun such as ``"states"`` is not one)."""
 _NUMBER_RE = re.compile(
@@ -47,18 +64,27 @@ _NUMBER_RE = re.compile(
 )
 
 _DATE_CUES = [
-    ("birth", ("born", "birth")), ("death", ("died", "death", "killed")),
+    ("birth", ("born", "birth")),
+    ("death", ("died", "death", "killed")),
     ("founded", ("founded", "established", "formed", "incorporated", "created")),
-    ("built", ("built", "constructed", "completed", "erected")), ("released", ("released", "premiered")),
-    ("published", ("published", "written")), ("discovered", ("discovered", "first described")),
-    ("invented", ("invented", "patented")), ("independence", ("independence",)),
-    ("opened", ("opened", "inaugurated")), ("signed", ("signed",)), ("start", ("began", "started", "since")),
+    ("built", ("built", "constructed", "completed", "erected")),
+    ("released", ("released", "premiered")),
+    ("published", ("published", "written")),
+    ("discovered", ("discovered", "first described")),
+    ("invented", ("invented", "patented")),
+    ("independence", ("independence",)),
+    ("opened", ("opened", "inaugurated")),
+    ("signed", ("signed",)),
+    ("start", ("began", "started", "since")),
     ("end", ("ended", "until", "dissolved", "abolished")),
 ]
 _NUMBER_CUES = [
     ("population", ("population", "residents", "inhabitants", "people", "populous")),
-    ("area", ("area", "km2", "km²", "sq mi", "square")), ("height", ("height", "tall", "high", "elevation")),
-    ("length", ("length", "long")), ("speakers", ("speakers", "speak")), ("members", ("members",)),
+    ("area", ("area", "km2", "km²", "sq mi", "square")),
+    ("height", ("height", "tall", "high", "elevation")),
+    ("length", ("length", "long")),
+    ("speakers", ("speakers", "speak")),
+    ("members", ("members",)),
 ]
 
 
@@ -98,7 +124,7 @@ class NumberFact:
 
 
 def _cue(text: str, start: int, cues: list[tuple[str, tuple[str, ...]]], default: str, window: int = 48) -> str:
-    before = text[max(0, start - window):start].lower()
+    before = text[max(0, start - window) : start].lower()
     best, best_pos = default, -1
     for attr, words in cues:
         for w in words:
@@ -142,7 +168,7 @@ def extract_dates(text: str, attr: str | None = None, *, person: bool = False) -
         for m in pattern.finditer(text):
             if not free(m.start(), m.end()):
                 continue
-            if _STAMP.search(text[max(0, m.start() - 12):m.start()]):
+            if _STAMP.search(text[max(0, m.start() - 12) : m.start()]):
                 taken.append((m.start(), m.end()))  # "as of 2023": when a figure was measured, not a fact
                 continue
             name = attr or _cue(text, m.start(), _DATE_CUES, "date")
@@ -160,8 +186,12 @@ def _mark_lifespan(text: str, found: list[tuple[int, int, DateFact]]) -> None:
     """``(14 March 1879 – 18 April 1955)`` after a person's name: birth and death dates."""
     for i in range(len(found) - 1):
         (s1, e1, a), (s2, e2, b) = found[i], found[i + 1]
-        if a.attr == b.attr == "date" and re.fullmatch(r"\s?[–—-]\s?", text[e1:s2]) \
-                and re.search(r"\(\s*;?\s*$", text[:s1]) and text[e2:].lstrip().startswith(")"):  # "(; 14 March 1879 –"
+        if (
+            a.attr == b.attr == "date"
+            and re.fullmatch(r"\s?[–—-]\s?", text[e1:s2])
+            and re.search(r"\(\s*;?\s*$", text[:s1])
+            and text[e2:].lstrip().startswith(")")
+        ):  # "(; 14 March 1879 –"
             found[i] = (s1, e1, replace(a, attr="birth"))
             found[i + 1] = (s2, e2, replace(b, attr="death"))
 
@@ -204,7 +234,7 @@ def _range(m: re.Match[str], text: str, person: bool) -> list[DateFact]:
         return []  # page ranges, scores and the like ("12-14", "3–1")
     if yb < ya:
         return []
-    bracketed = m.start() > 0 and text[m.start() - 1] == "(" and text[m.end():m.end() + 1] == ")"
+    bracketed = m.start() > 0 and text[m.start() - 1] == "(" and text[m.end() : m.end() + 1] == ")"
     if prefix == "r.":
         lo, hi = "reign_start", "reign_end"
     elif bracketed and person:
@@ -215,8 +245,10 @@ def _range(m: re.Match[str], text: str, person: bool) -> list[DateFact]:
         lo, hi = "date", "date"
     approx = prefix in ("c.", "circa", "fl.")
     prec_a, prec_b = ("decade" if a_dec else "year"), ("decade" if b_dec else "year")
-    return [DateFact(lo, f"{a}{a_dec or ''}{' ' + era_a if era_a else ''}", ya, precision=prec_a, approximate=approx),
-            DateFact(hi, f"{b}{b_dec or ''}{' ' + b_era if b_era else ''}", yb, precision=prec_b, approximate=approx)]
+    return [
+        DateFact(lo, f"{a}{a_dec or ''}{' ' + era_a if era_a else ''}", ya, precision=prec_a, approximate=approx),
+        DateFact(hi, f"{b}{b_dec or ''}{' ' + b_era if b_era else ''}", yb, precision=prec_b, approximate=approx),
+    ]
 
 
 def _value(num: str, frac: str | None, mult: str | None) -> float:
@@ -246,7 +278,7 @@ def extract_numbers(text: str, attr: str | None = None) -> list[NumberFact]:
         s, e = m.start(2), m.end(3) if frac else m.end(2)
         if any(a <= s < b or a < e <= b for a, b in date_spans) and not (mult or unit or "," in num):
             continue
-        if e < len(text) and text[e:e + 2].lower() in ("st", "nd", "rd", "th") and not unit:
+        if e < len(text) and text[e : e + 2].lower() in ("st", "nd", "rd", "th") and not unit:
             continue
         if noun and noun.endswith(("ous", "ss", "us", "is")):
             noun = None  # "48 contiguous states": an adjective, not the counted noun
@@ -266,9 +298,14 @@ def _number_attr(text: str, start: int, unit: str) -> str:
     if u == "%":
         return "share"  # "90% of the population" is a share, not a head count
     if u in ("people", "inhabitants", "residents"):
-        before = text[max(0, start - 60):start].lower()
-        return "deaths" if re.search(r"kill|die|death|casualt|victim|fatalit", before) else \
-            "people affected" if re.search(r"affect|suffer|infect", before) else "population"
+        before = text[max(0, start - 60) : start].lower()
+        return (
+            "deaths"
+            if re.search(r"kill|die|death|casualt|victim|fatalit", before)
+            else "people affected"
+            if re.search(r"affect|suffer|infect", before)
+            else "population"
+        )
     if u in ("speakers", "species", "members", "employees"):
         return u
     return _cue(text, start, _NUMBER_CUES, "quantity", window=40)
@@ -277,15 +314,15 @@ def _number_attr(text: str, start: int, unit: str) -> str:
 def _once_family(attr: str) -> str:
     """``"birth"`` for ``birth``/``birth_date``/``born``, likewise ``death`` and ``founded``; ``""`` otherwise."""
     a = attr.lower()
-    for fam, stems in (("birth", ("birth", "born")), ("death", ("death", "died")),
-                       ("founded", ("found", "establish"))):
+    for fam, stems in (("birth", ("birth", "born")), ("death", ("death", "died")), ("founded", ("found", "establish"))):
         if any(st in a for st in stems):
             return fam
     return ""
 
 
-def facts_from_fields(description: str, lead: str, infobox: dict[str, str] | None = None,
-                      *, person: bool = False) -> tuple[tuple[DateFact, ...], tuple[NumberFact, ...]]:
+def facts_from_fields(
+    description: str, lead: str, infobox: dict[str, str] | None = None, *, person: bool = False
+) -> tuple[tuple[DateFact, ...], tuple[NumberFact, ...]]:
     """Collect the dates and numbers of one page: infobox first (named attributes), then the
     description and the lead prose; duplicates (same attribute and value) are dropped.
 

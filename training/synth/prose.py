@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 
-from training.synth.clues import UncertaintyType
+from training.synth.clues import UncertaintyType, listed_phrase
 from training.synth.constraints import NodeSpec, strip_article, walk
 from training.synth.naming import _head_of
 from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation
@@ -89,8 +89,11 @@ def relation_sentence(rel: str, direction: str, me: _Voice, anchor: str) -> str:
         return fill(rel, roles[SRC], roles[DST])
     label = relation_label(rel)
     if label in ("mention", "link", "links to", ""):
-        return f"{me.subject} is mentioned in the article on {anchor}" if anchor_is_source else \
-            f"{me.possessive} article mentions {anchor}"
+        return (
+            f"{me.subject} is mentioned in the article on {anchor}"
+            if anchor_is_source
+            else f"{me.possessive} article mentions {anchor}"
+        )
     template = infobox_template(label)
     if template.startswith(SRC + " is"):  # "god of", "known for": the field reads as a verb phrase
         return fill(template, anchor, me.obj) if anchor_is_source else fill(template, me.subject, anchor)
@@ -103,13 +106,13 @@ def relation_sentence(rel: str, direction: str, me: _Voice, anchor: str) -> str:
 def fact_sentence(clue_text: str, ctype: UncertaintyType, record: Mapping[str, str], me: _Voice) -> str:
     """A blurred fact as a sentence: ``"born in the 1870s"`` -> ``"This physicist was born in the 1870s"``."""
     if clue_text.startswith("whose "):
-        return f"{me.possessive} {clue_text[len('whose '):]}"
+        return f"{me.possessive} {clue_text[len('whose ') :]}"
     if clue_text.startswith("with "):
-        return f"{me.subject} has {clue_text[len('with '):]}"
+        return f"{me.subject} has {clue_text[len('with ') :]}"
     if ctype in (U.FUZZY_DATE, U.TEMPORAL_ORDER):
         phrase = date_phrase(record.get("attr", "date"))
         if phrase is not None and phrase[1] is not None and clue_text.startswith(phrase[0] + " "):
-            return f"{me.subject} {phrase[1]} {clue_text[len(phrase[0]) + 1:]}"
+            return f"{me.subject} {phrase[1]} {clue_text[len(phrase[0]) + 1 :]}"
     return f"{me.subject} {clue_text}"
 
 
@@ -118,27 +121,34 @@ def _sentences(node: NodeSpec, me: _Voice, short: Mapping[str, str]) -> list[str
     exclusions and cycle-closing links."""
     out: list[str] = []
     for rel, direction, child in node.relations:
-        out.append(relation_sentence(rel, direction, me, noun_phrase(child)))
+        said = relation_sentence(rel, direction, me, noun_phrase(child))
+        out.append(f"{said} {listed_phrase(child.listed)}" if child.listed else said)
         out.extend(_sentences(child, _other_voice(child, short), short))
     for total, child in node.counts:
-        out.append(f"{me.subject} is one of {total} entities linked with {noun_phrase(child)}")
+        out.append(f"{me.subject} is one of {total} entities linked with {noun_phrase(child)}")  # older drafts only
         out.extend(_sentences(child, _other_voice(child, short), short))
     for f in node.facts if node.depth == 0 else ():  # a related entity's facts are in its noun phrase
         out.append(fact_sentence(f.text, f.type, dict(f.record), me))
     for neg in node.negations:
         out.append(f"{me.subject} is not {noun_phrase(neg)}")
     for c in node.ignored:
-        out.append(c.text[len("where "):] if c.text.startswith("where ") else c.text)
+        out.append(c.text[len("where ") :] if c.text.startswith("where ") else c.text)
     return out
 
 
 def short_refs(root: NodeSpec, head: str) -> dict[str, str]:
     """``"the physicist"`` for each described entity whose noun phrase's head word is its own in the question."""
-    heads = {n.entity: _head_of(n.identity.text) for n in walk(root)
-             if n is not root and n.identity is not None and n.source != "title"}
+    heads = {
+        n.entity: _head_of(n.identity.text)
+        for n in walk(root)
+        if n is not root and n.identity is not None and n.source != "title"
+    }
     counts = Counter(heads.values())
-    return {e: f"the {h}" for e, h in heads.items()
-            if len(h) >= 3 and counts[h] == 1 and h != head and h not in ("entity", "person")}
+    return {
+        e: f"the {h}"
+        for e, h in heads.items()
+        if len(h) >= 3 and counts[h] == 1 and h != head and h not in ("entity", "person")
+    }
 
 
 def closing(head: str, form: str, person: bool = False) -> str:
@@ -150,8 +160,14 @@ def closing(head: str, form: str, person: bool = False) -> str:
     return {"which": f"Which {head} is this?", "what": f"What is this {head}?", "name": f"Name this {head}."}[form]
 
 
-def render(root: NodeSpec, head: str, *, form: str = "which", short: Mapping[str, str] | None = None,
-           persons: Collection[str] = ()) -> str:
+def render(
+    root: NodeSpec,
+    head: str,
+    *,
+    form: str = "which",
+    short: Mapping[str, str] | None = None,
+    persons: Collection[str] = (),
+) -> str:
     """The question as short sentences (see the module docstring).
 
     Args:
@@ -168,5 +184,6 @@ def render(root: NodeSpec, head: str, *, form: str = "which", short: Mapping[str
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     person = root.entity in persons
     body = _sentences(root, _answer_voice(head, person), short_refs(root, head) if short is None else short)
-    return " ".join(cap(s.strip()) + "." for s in body if s.strip()) + (" " if body else "") + \
-        closing(head, form, person)
+    return (
+        " ".join(cap(s.strip()) + "." for s in body if s.strip()) + (" " if body else "") + closing(head, form, person)
+    )

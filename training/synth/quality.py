@@ -22,8 +22,11 @@ from typing import Any
 
 TEXT_MARK = "{src}"
 _UNTYPED = ("link", "mention", "links to", "")
-_RELATIVE = re.compile(r"\b(?:who|whom|whose|which|where|that (?:is|was|are|were|has|had))\b"
-                       r"|\bmentioned in the article on\b|\blinked with\b", re.IGNORECASE)
+_RELATIVE = re.compile(
+    r"\b(?:who|whom|whose|which|where|that (?:is|was|are|were|has|had))\b"
+    r"|\bmentioned in the article on\b|\blinked with\b",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"])")
 _ASKING = re.compile(r"^(?:Which|What|Who|Where)\b")
 _OLD_UNTYPED = re.compile(r"\bmentions\b|\bmentioned in the article on\b")
@@ -80,15 +83,23 @@ def quality(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def render_quality(q: dict[str, Any], before: dict[str, Any] | None = None) -> list[str]:
     """Markdown lines of the quality measures, with a ``before`` column when a previous set's are given."""
-    rows = [("relational clues with a typed relation phrase", f"{q['typed_clue_share']:.1%}",
-             before and f"{before['typed_clue_share']:.1%}"),
-            ("... with a phrase or an infobox field", f"{q['typed_or_infobox_share']:.1%}",
-             before and f"{before['typed_or_infobox_share']:.1%}"),
-            ("median question length (words)", q["question_words_median"], before and before["question_words_median"]),
-            ("max question length (words)", q["question_words_max"], before and before["question_words_max"]),
-            ("most relative clauses in one sentence", q["nesting_max"], before and before["nesting_max"]),
-            ("questions with more than 2 in one sentence", q["nesting_over_2"], before and before["nesting_over_2"]),
-            ("median sentences per question", q["sentences_median"], before and before["sentences_median"]),
-            ("subgraph edges by relation kind", q["edge_relations"], before and before["edge_relations"])]
+    rows = [
+        (
+            "relational clues with a typed relation phrase",
+            f"{q['typed_clue_share']:.1%}",
+            before and f"{before['typed_clue_share']:.1%}",
+        ),
+        (
+            "... with a phrase or an infobox field",
+            f"{q['typed_or_infobox_share']:.1%}",
+            before and f"{before['typed_or_infobox_share']:.1%}",
+        ),
+        ("median question length (words)", q["question_words_median"], before and before["question_words_median"]),
+        ("max question length (words)", q["question_words_max"], before and before["question_words_max"]),
+        ("most relative clauses in one sentence", q["nesting_max"], before and before["nesting_max"]),
+        ("questions with more than 2 in one sentence", q["nesting_over_2"], before and before["nesting_over_2"]),
+        ("median sentences per question", q["sentences_median"], before and before["sentences_median"]),
+        ("subgraph edges by relation kind", q["edge_relations"], before and before["edge_relations"]),
+    ]
     head = ["| measure | this set |" + (" before |" if before else ""), "|---|---:|" + ("---:|" if before else "")]
     return head + [f"| {name} | {now} |" + (f" {was} |" if before else "") for name, now, was in rows] + [""]

@@ -21,9 +21,24 @@ from training.synth.orbits import node_orbits
 from training.synth.sampling import Subgraph
 from training.synth.store_source import StoreSource
 from training.synth.templates import QuestionDraft
+from training.synth.transfer import link_dependent
 from wiki_index.types import title_to_url
 
 LEVELS = ("easy", "medium", "hard")
+#: A hard question chains at least this many typed facts (its hops) ...
+HARD_HOPS = 3
+#: ... and the oracle needs at least this many searches to reach its answer.
+HARD_SEARCHES = 4
+_CHECKED = (
+    "relational",
+    "counting",
+    "intersection",
+    "negation",
+    "fuzzy_date",
+    "fuzzy_number",
+    "partial_name",
+    "temporal_order",
+)
 _PROVENANCE_KEYS = ("page", "passage", "anchor", "ordinal", "evidence", "query")
 
 
@@ -37,9 +52,9 @@ class Difficulty:
     ``search_tries`` (every query that solver tried, failures included), and whether the answer
     page is in the sim's top 10 for the question itself (``top10_question``) or for any single
     clue about the answer (``top10_clue``). The level follows the measurements: ``easy`` when one
-    search of a single clue already shows the answer page; ``medium`` when the whole question
-    does, or the oracle needs fewer than 3 searches in a chain and the solver fewer than 10 tries;
-    ``hard`` otherwise. ``score = hops + cycle rank + constraints / 4`` is the shape alone,
+    search of a single clue already shows the answer page; ``hard`` when neither the question nor a
+    single clue does, the question chains at least :data:`HARD_HOPS` typed facts and the oracle needs
+    at least :data:`HARD_SEARCHES` searches; ``medium`` otherwise. ``score = hops + cycle rank + constraints / 4`` is the shape alone,
     kept for comparison with the older sets (whose level was that score cut at 4.5 and 6.25).
     """
 
@@ -56,22 +71,42 @@ class Difficulty:
     best_clue_rank: int | None = None
 
     @classmethod
-    def of(cls, nodes: int, edges: int, hops: int, constraints: int, *, searches: int = 0, tries: int = 0,
-           reach: dict[str, Any] | None = None) -> Difficulty:
+    def of(
+        cls,
+        nodes: int,
+        edges: int,
+        hops: int,
+        constraints: int,
+        *,
+        searches: int = 0,
+        tries: int = 0,
+        reach: dict[str, Any] | None = None,
+    ) -> Difficulty:
         """The shape score and the measured level (see the class docstring)."""
         reach = reach or {}
         score = hops + (edges - nodes + 1) + constraints / 4
         top_q, top_c = bool(reach.get("top10_question")), bool(reach.get("top10_clue"))
-        level = "easy" if top_c else "medium" if top_q or (searches < 3 and tries < 10) else "hard"
-        return cls(nodes, edges, hops, constraints, level, score, searches, tries, top_q, top_c,
-                   reach.get("best_clue_rank"))
+        deep = hops >= HARD_HOPS and searches >= HARD_SEARCHES
+        level = "easy" if top_c else "hard" if deep and not top_q else "medium"
+        return cls(
+            nodes, edges, hops, constraints, level, score, searches, tries, top_q, top_c, reach.get("best_clue_rank")
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The record's ``difficulty`` field."""
-        return {"nodes": self.nodes, "edges": self.edges, "hops": self.hops, "constraints": self.constraints,
-                "score": self.score, "level": self.level, "oracle_searches": self.oracle_searches,
-                "search_tries": self.search_tries, "top10_question": self.top10_question,
-                "top10_clue": self.top10_clue, "best_clue_rank": self.best_clue_rank}
+        return {
+            "nodes": self.nodes,
+            "edges": self.edges,
+            "hops": self.hops,
+            "constraints": self.constraints,
+            "score": self.score,
+            "level": self.level,
+            "oracle_searches": self.oracle_searches,
+            "search_tries": self.search_tries,
+            "top10_question": self.top10_question,
+            "top10_clue": self.top10_clue,
+            "best_clue_rank": self.best_clue_rank,
+        }
 
 
 def task_id(seed: int, question: str) -> str:
@@ -92,8 +127,14 @@ def _edge(g: nx.Graph, u: str, v: str) -> dict[str, Any]:
     prov["page"] = prov["page"] or src
     prov["ordinal"] = int(prov["ordinal"]) if prov["ordinal"] is not None else None
     prov["evidence"] = (prov["evidence"] or "")[:400]
-    return {"source": src, "target": dst, "relation": str(d.get("relation", d.get("kind", "link"))),
-            "kind": str(d.get("kind", "link")), "reciprocal": bool(d.get("reciprocal", False)), "provenance": prov}
+    return {
+        "source": src,
+        "target": dst,
+        "relation": str(d.get("relation", d.get("kind", "link"))),
+        "kind": str(d.get("kind", "link")),
+        "reciprocal": bool(d.get("reciprocal", False)),
+        "provenance": prov,
+    }
 
 
 def _docids(src: StoreSource, node: NodeSpec | None, title: str, edges: list[dict[str, Any]]) -> list[str]:
@@ -113,9 +154,23 @@ def _docids(src: StoreSource, node: NodeSpec | None, title: str, edges: list[dic
     return sorted(set(found) & set(order), key=order.get)
 
 
-def build_record(*, draft: QuestionDraft, question: str, root: NodeSpec, sub: Subgraph, src: StoreSource,
-                 retrieval: Retrieval, shortcut: bool, generator: str, seed: int, split: str,
-                 weight: float = 1.0, candidates: int = 1, reach: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_record(
+    *,
+    draft: QuestionDraft,
+    question: str,
+    root: NodeSpec,
+    sub: Subgraph,
+    src: StoreSource,
+    retrieval: Retrieval,
+    shortcut: bool,
+    generator: str,
+    seed: int,
+    split: str,
+    weight: float = 1.0,
+    candidates: int = 1,
+    reach: dict[str, Any] | None = None,
+    transfer: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Assemble one task record.
 
     Args:
@@ -133,11 +188,13 @@ def build_record(*, draft: QuestionDraft, question: str, root: NodeSpec, sub: Su
         candidates: Size of the uniqueness check's final candidate set.
         reach: Where the answer page ranks for the question and its single clues
             (:meth:`~training.synth.gates.SearchGates.reach`), for the measured difficulty.
+        transfer: :func:`~training.synth.transfer.transfer_check`'s counts (relations and facts whose evidence page
+            the sim's search finds for the clue's own words).
 
     Returns:
         The record: ``id, question, answer, aliases, split, answer_url, evidence, clues,
         uncertainty_types, structure, subgraph, target, target_orbit, difficulty, shortcut,
-        generator, seed`` and ``template, weight, verification``.
+        generator, seed`` and ``template, weight, verification, transfer``.
     """
     g = sub.graph
     answer = draft.answer
@@ -150,23 +207,65 @@ def build_record(*, draft: QuestionDraft, question: str, root: NodeSpec, sub: Su
     node_info = []
     for t in nodes:
         a = g.nodes[t]
-        node_info.append({"title": t, "page_id": a.get("page_id"), "url": title_to_url(t),
-                          "description": a.get("description", ""), "kg_degree": int(a.get("degree", 0)),
-                          "corpus_degree": a.get("corpus_degree"), "page_len": int(a.get("page_len", 0)),
-                          "found_by": a.get("found_by", ""), "query": a.get("query")})
+        node_info.append(
+            {
+                "title": t,
+                "page_id": a.get("page_id"),
+                "url": title_to_url(t),
+                "description": a.get("description", ""),
+                "kg_degree": int(a.get("degree", 0)),
+                "corpus_degree": a.get("corpus_degree"),
+                "page_len": int(a.get("page_len", 0)),
+                "found_by": a.get("found_by", ""),
+                "query": a.get("query"),
+            }
+        )
     evidence = [{"title": t, "url": title_to_url(t), "docids": _docids(src, specs.get(t), t, edges)} for t in nodes]
     clues = [{**c, "query": retrieval.queries.get(c["entity"], "")} for c in flatten(root, draft.head)]
     searches = retrieval.searches_needed(answer)
-    diff = Difficulty.of(g.number_of_nodes(), g.number_of_edges(), draft.hops, root.constraint_count(),
-                         searches=searches, tries=retrieval.tries, reach=reach)
+    checked = [c for c in clues if c["type"] in _CHECKED]
+    tr = {"clues": 0, "evidence_found": 0, **(transfer or {})}
+    tr = {
+        "clues": int(tr["clues"]),
+        "evidence_found": int(tr["evidence_found"]),
+        "evidence_share": tr["evidence_found"] / tr["clues"] if tr["clues"] else 0.0,
+        "link_graph": sum(map(link_dependent, checked)),
+        "link_share": sum(map(link_dependent, checked)) / len(checked) if checked else 0.0,
+    }
+    diff = Difficulty.of(
+        g.number_of_nodes(),
+        g.number_of_edges(),
+        draft.hops,
+        root.constraint_count(),
+        searches=searches,
+        tries=retrieval.tries,
+        reach=reach,
+    )
     return {
-        "id": task_id(seed, question), "question": question, "answer": answer, "aliases": aliases, "split": split,
-        "answer_url": title_to_url(answer), "evidence": evidence, "clues": clues,
-        "uncertainty_types": list(draft.uncertainty_types), "structure": draft.structure,
-        "subgraph": {"nodes": nodes, "edges": edges, "node_info": node_info, "orbits": orbits,
-                     "wl_hash": sub.wl_hash},
-        "target": answer, "target_orbit": orbit, "difficulty": diff.as_dict(), "shortcut": shortcut,
-        "generator": generator, "seed": seed, "template": draft.template, "weight": float(weight),
-        "verification": {"unique": True, "candidates": int(candidates), "answerable": retrieval.answerable,
-                         "resolution_order": list(retrieval.order)},
+        "id": task_id(seed, question),
+        "question": question,
+        "answer": answer,
+        "aliases": aliases,
+        "split": split,
+        "answer_url": title_to_url(answer),
+        "evidence": evidence,
+        "clues": clues,
+        "uncertainty_types": list(draft.uncertainty_types),
+        "structure": draft.structure,
+        "subgraph": {"nodes": nodes, "edges": edges, "node_info": node_info, "orbits": orbits, "wl_hash": sub.wl_hash},
+        "target": answer,
+        "target_orbit": orbit,
+        "difficulty": diff.as_dict(),
+        "shortcut": shortcut,
+        "generator": generator,
+        "seed": seed,
+        "template": draft.template,
+        "weight": float(weight),
+        "verification": {
+            "unique": True,
+            "candidates": int(candidates),
+            "answerable": retrieval.answerable,
+            "resolution_order": list(retrieval.order),
+        },
+        "transfer": tr,
     }

@@ -28,31 +28,156 @@ import re
 from collections.abc import Iterable
 
 SRC, DST = "{src}", "{dst}"
-_AUX = {"is", "was", "are", "were", "has", "had", "have", "became", "becomes", "remains", "remained", "lies", "lay",
-        "serves", "served", "contains", "includes", "included", "borders", "bordered", "won", "led", "wrote", "grew",
-        "began", "made", "took", "gave", "became", "holds", "held", "forms", "formed", "runs", "ran", "flows", "rises",
-        "stretches", "covers", "spans", "joined", "left", "met", "taught", "fought", "built", "sits", "overlooks",
-        "drains", "studied", "married", "ruled", "succeeded", "preceded", "defeated", "invaded", "conquered", "founded",
-        "established", "discovered", "invented", "developed", "proposed", "described", "named", "replaced", "split",
-        "shares", "shared", "belongs", "belonged", "consists", "comprises", "comprised", "occupies", "occupied",
-        "speaks", "spoke", "reigned", "lived", "died", "worked", "moved", "returned", "emigrated", "settled"}
-_PREPS = {"of", "in", "by", "to", "from", "with", "for", "on", "at", "into", "as", "between", "near", "across", "along",
-          "after", "under", "over", "through", "within", "around", "than", "about", "against", "among", "like", "via",
-          "toward", "towards", "upon", "beyond", "behind", "throughout", "onto", "alongside", "beside", "off"}
-_BOUNDARY = re.compile(r"[,;:\"“”!?]|\b(?:which|who|whom|whose|where|when|while|although|though|because|but|whereas|that"
-                       r"|if|unless|since|until|and|or|nor|not|no|never|neither|either|only|also known)\b")
-_DATE = re.compile(r"\b(?:in|on|since|from|by|until|around|circa|c\.|during|after|before)\s+(?:the\s+)?(?:early\s+|mid\s+|late\s+)?"
-                   r"(?:\d{1,2}\s+)?(?:[A-Z][a-z]+\s+)?(?:\d{1,2},\s+)?\d{3,4}s?(?:\s*(?:BC|BCE|AD|CE))?\b"
-                   r"|\bbetween\s+\d{3,4}\s+and\s+\d{3,4}\b|\bin\s+the\s+\d{1,2}(?:st|nd|rd|th)\s+century\b")
-_ADVERBS = re.compile(r"\b(?:also|currently|now|still|often|widely|generally|usually|mainly|primarily|largely|originally"
-                      r"|formerly|officially|later|eventually|initially|traditionally|commonly|sometimes|then"
-                      r"|once|mostly|chiefly|especially|notably|perhaps|probably|possibly|reportedly|best|well)\b\s*")
+_AUX = {
+    "is",
+    "was",
+    "are",
+    "were",
+    "has",
+    "had",
+    "have",
+    "became",
+    "becomes",
+    "remains",
+    "remained",
+    "lies",
+    "lay",
+    "serves",
+    "served",
+    "contains",
+    "includes",
+    "included",
+    "borders",
+    "bordered",
+    "won",
+    "led",
+    "wrote",
+    "grew",
+    "began",
+    "made",
+    "took",
+    "gave",
+    "holds",
+    "held",
+    "forms",
+    "formed",
+    "runs",
+    "ran",
+    "flows",
+    "rises",
+    "stretches",
+    "covers",
+    "spans",
+    "joined",
+    "left",
+    "met",
+    "taught",
+    "fought",
+    "built",
+    "sits",
+    "overlooks",
+    "drains",
+    "studied",
+    "married",
+    "ruled",
+    "succeeded",
+    "preceded",
+    "defeated",
+    "invaded",
+    "conquered",
+    "founded",
+    "established",
+    "discovered",
+    "invented",
+    "developed",
+    "proposed",
+    "described",
+    "named",
+    "replaced",
+    "split",
+    "shares",
+    "shared",
+    "belongs",
+    "belonged",
+    "consists",
+    "comprises",
+    "comprised",
+    "occupies",
+    "occupied",
+    "speaks",
+    "spoke",
+    "reigned",
+    "lived",
+    "died",
+    "worked",
+    "moved",
+    "returned",
+    "emigrated",
+    "settled",
+}
+_PREPS = {
+    "of",
+    "in",
+    "by",
+    "to",
+    "from",
+    "with",
+    "for",
+    "on",
+    "at",
+    "into",
+    "as",
+    "between",
+    "near",
+    "across",
+    "along",
+    "after",
+    "under",
+    "over",
+    "through",
+    "within",
+    "around",
+    "than",
+    "about",
+    "against",
+    "among",
+    "like",
+    "via",
+    "toward",
+    "towards",
+    "upon",
+    "beyond",
+    "behind",
+    "throughout",
+    "onto",
+    "alongside",
+    "beside",
+    "off",
+}
+_BOUNDARY = re.compile(
+    r"[,;:\"“”!?]|\b(?:which|who|whom|whose|where|when|while|although|though|because|but|whereas|that"
+    r"|if|unless|since|until|and|or|nor|not|no|never|neither|either|only|also known)\b"
+)
+_DATE = re.compile(
+    r"\b(?:in|on|since|from|by|until|around|circa|c\.|during|after|before)\s+(?:the\s+)?(?:early\s+|mid\s+|late\s+)?"
+    r"(?:\d{1,2}\s+)?(?:[A-Z][a-z]+\s+)?(?:\d{1,2},\s+)?\d{3,4}s?(?:\s*(?:BC|BCE|AD|CE))?\b"
+    r"|\bbetween\s+\d{3,4}\s+and\s+\d{3,4}\b|\bin\s+the\s+\d{1,2}(?:st|nd|rd|th)\s+century\b"
+)
+_ADVERBS = re.compile(
+    r"\b(?:also|currently|now|still|often|widely|generally|usually|mainly|primarily|largely|originally"
+    r"|formerly|officially|later|eventually|initially|traditionally|commonly|sometimes|then"
+    r"|once|mostly|chiefly|especially|notably|perhaps|probably|possibly|reportedly|best|well)\b\s*"
+)
 _BRACKETS = re.compile(r"\s*[(\[][^()\[\]]*[)\]]")
-_INTRO = re.compile(r"^(?:(?:In|On|During|From|After|Before|By|Since|Until|Today|Historically|Originally|Later|Eventually"
-                    r"|Since then|At the time|In addition|Additionally|However|Also)\b[^,]{0,40},\s+)")
+_INTRO = re.compile(
+    r"^(?:(?:In|On|During|From|After|Before|By|Since|Until|Today|Historically|Originally|Later|Eventually"
+    r"|Since then|At the time|In addition|Additionally|However|Also)\b[^,]{0,40},\s+)"
+)
 _PRONOUN = re.compile(r"^(?:It|He|She|They)\b")
-_THE_NOUN = re.compile(r"^(?:The|This)\s+[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?(?=\s+(?:is|was|are|were|has|had|lies|became|remains|"
-                       r"serves|contains|covers|borders|forms|includes|stretches|flows|runs)\b)")
+_THE_NOUN = re.compile(
+    r"^(?:The|This)\s+[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?(?=\s+(?:is|was|are|were|has|had|lies|became|remains|"
+    r"serves|contains|covers|borders|forms|includes|stretches|flows|runs)\b)"
+)
 _POSSESSIVE = re.compile(r"^(?:Its|His|Her|Their)\s+((?:[a-z][a-z-]*\s+){0,5}?[a-z][a-z-]*)\s+(is|was|are|were)\s+$")
 _APPOSITION = re.compile(r"^,\s+[^,]{1,60},\s+")
 _COPULA_REL = re.compile(r"^(?:is|was|are|were)\s+(?:a|an|the|one of the)\s+[^,;]*?\b(?:who|which|that)\s+(.+)$")
@@ -60,16 +185,64 @@ _AND_VERB = re.compile(r"^.*\band\s+(?=(\w+)\b)")
 _CAPS = r"[A-Z][\w'’.-]*(?:\s+(?:of\s+|the\s+|de\s+)*[A-Z][\w'’.-]*)*"
 _LIST_TAIL = re.compile(r"\b(?:both\s+)?(?:" + _CAPS + r",\s+)*" + _CAPS + r",?\s+and\s+$")  # "by Ecuador and "
 #: "the capital and largest city of" -> "the capital of": a second, superlative title of the same thing
-_COORD = re.compile(r"\b(\w+) and (?:the )?(?:largest|most populous|biggest|main|principal|chief|most important"
-                    r"|second-largest|oldest)(?: \w+)?(?= (?:of|in)\b| $)")
+_COORD = re.compile(
+    r"\b(\w+) and (?:the )?(?:largest|most populous|biggest|main|principal|chief|most important"
+    r"|second-largest|oldest)(?: \w+)?(?= (?:of|in)\b| $)"
+)
 _DEMONYM = re.compile(r"^[A-Z][a-z]+(?:an|ian|ean|ese|ish|ic|i)$")
-_TRAILING = {"the", "a", "an", "its", "his", "her", "their", "modern", "present-day", "modern-day", "today's",
-             "southern", "northern", "eastern", "western", "central", "northeastern", "northwestern", "southeastern",
-             "southwestern", "north", "south", "east", "west", "upper", "lower", "greater", "ancient", "several", "many"}
+_TRAILING = {
+    "the",
+    "a",
+    "an",
+    "its",
+    "his",
+    "her",
+    "their",
+    "modern",
+    "present-day",
+    "modern-day",
+    "today's",
+    "southern",
+    "northern",
+    "eastern",
+    "western",
+    "central",
+    "northeastern",
+    "northwestern",
+    "southeastern",
+    "southwestern",
+    "north",
+    "south",
+    "east",
+    "west",
+    "upper",
+    "lower",
+    "greater",
+    "ancient",
+    "several",
+    "many",
+}
 MAX_WORDS = 6
 _SINGULAR = {"are": "is", "were": "was", "have": "has"}
-_PARTICIPLES = {"located", "situated", "based", "bordered", "bounded", "named", "known", "considered", "called",
-                "headquartered", "centered", "centred", "surrounded", "composed", "derived", "divided", "connected"}
+_PARTICIPLES = {
+    "located",
+    "situated",
+    "based",
+    "bordered",
+    "bounded",
+    "named",
+    "known",
+    "considered",
+    "called",
+    "headquartered",
+    "centered",
+    "centred",
+    "surrounded",
+    "composed",
+    "derived",
+    "divided",
+    "connected",
+}
 
 
 class Names:
@@ -104,15 +277,19 @@ class Names:
 
 def bounded(text: str, i: int, j: int) -> bool:
     """Whether ``text[i:j]`` is a whole word: no word character or hyphen on either side."""
-    return (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_-")) and \
-        (j >= len(text) or not (text[j].isalnum() or text[j] in "_-"))
+    return (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_-")) and (
+        j >= len(text) or not (text[j].isalnum() or text[j] in "_-")
+    )
 
 
 def _verbish(word: str, loose: bool = False) -> bool:
     """A verb by its form: a known verb, a past form in ``-ed``, or (``loose``, right after the subject) an ``-s`` form."""
     w = word.lower()
-    return w in _AUX or (w.endswith("ed") and len(w) > 4) or (
-        loose and w.endswith("s") and len(w) > 4 and not w.endswith(("ss", "us", "is")))
+    return (
+        w in _AUX
+        or (w.endswith("ed") and len(w) > 4)
+        or (loose and w.endswith("s") and len(w) > 4 and not w.endswith(("ss", "us", "is")))
+    )
 
 
 def clean_predicate(text: str) -> str | None:
@@ -135,10 +312,13 @@ def clean_predicate(text: str) -> str | None:
     if m:
         p = m.group(1)
     m = _AND_VERB.match(p)
-    if m and _verbish(m.group(1)) and re.match(r"\w+\s+(?:" + "|".join(sorted(_PREPS | {"the", "a", "an"})) + r")\b",
-                                               p[m.end():]):
+    if (
+        m
+        and _verbish(m.group(1))
+        and re.match(r"\w+\s+(?:" + "|".join(sorted(_PREPS | {"the", "a", "an"})) + r")\b", p[m.end() :])
+    ):
         head = p.split()[:2]
-        p = p[m.end():]
+        p = p[m.end() :]
         if len(head) == 2 and head[0] in ("is", "was", "are", "were") and head[1].endswith("ed"):
             p = f"{head[0]} {p}"  # "is separated from Africa ... and separated from" -> "is separated from"
     words = p.split()
@@ -221,7 +401,7 @@ def extract_relation(sentence: str, src_names: Iterable[str], dst_names: Iterabl
         obj = obj_re.search(s, end) if end is not None else None
         if obj is None or not _whole_name(s, obj):
             continue
-        phrase = clean_predicate(s[end:obj[0]])
+        phrase = clean_predicate(s[end : obj[0]])
         if phrase is not None:
             return f"{first} {phrase} {second}"
     return None
@@ -229,7 +409,7 @@ def extract_relation(sentence: str, src_names: Iterable[str], dst_names: Iterabl
 
 def _whole_name(s: str, span: tuple[int, int]) -> bool:
     """The match is a whole name: not part of a longer one ("Tokyo Bay", "North Atlantic Ocean"), not a possessive."""
-    after, before = s[span[1]:span[1] + 6], s[:span[0]].rstrip()
+    after, before = s[span[1] : span[1] + 6], s[: span[0]].rstrip()
     if re.match(r"(?:\s+(?:of\s+)?[A-Z0-9]|['’]s?\b)", after):
         return False
     prev = before.rsplit(" ", 1)[-1] if before else ""
@@ -241,7 +421,7 @@ def _POSSESSIVE_TEMPLATE(s: str, dst_re: Names) -> str | None:  # noqa: N802 - a
     obj = dst_re.search(s)
     if obj is None or not _whole_name(s, obj):
         return None
-    m = _POSSESSIVE.match(s[:obj[0]])
+    m = _POSSESSIVE.match(s[: obj[0]])
     if m is None:
         return None
     noun = _COORD.sub(r"\1", m.group(1) + " ").strip()

@@ -38,14 +38,22 @@ from training.synth.kg import KnowledgeGraph, edge_rank
 from training.synth.structures import (
     Structure,
     StructureRegistry,
-    is_connected_indexed,
-    sorted_nodes,
     classify_structure,
     feasible_buckets,
+    is_connected_indexed,
+    sorted_nodes,
 )
 
-__all__ = ["SamplingReport", "Structure", "StructureRegistry", "Subgraph", "classify_structure", "feasible_buckets",
-           "sample_subgraphs", "sample_subgraphs_with_report"]
+__all__ = [
+    "SamplingReport",
+    "Structure",
+    "StructureRegistry",
+    "Subgraph",
+    "classify_structure",
+    "feasible_buckets",
+    "sample_subgraphs",
+    "sample_subgraphs_with_report",
+]
 
 log = logging.getLogger(__name__)
 
@@ -148,11 +156,12 @@ class _Walker:
         return visited
 
 
-def _edge_subset(nodes: list, g: nx.Graph, rng: random.Random, spanning_prob: float,
-                 typed_first: bool = False) -> list[tuple]:
+def _edge_subset(
+    nodes: list, g: nx.Graph, rng: random.Random, spanning_prob: float, typed_first: bool = False
+) -> list[tuple]:
     """The induced edges, or (with ``spanning_prob``, when there are cycles) a random spanning tree plus some extras;
     ``typed_first``: the tree takes typed relations before bare links."""
-    edges = [(u, v) for i, u in enumerate(nodes) for v in nodes[i + 1:] if g.has_edge(u, v)]
+    edges = [(u, v) for i, u in enumerate(nodes) for v in nodes[i + 1 :] if g.has_edge(u, v)]
     if len(edges) < len(nodes) or rng.random() >= spanning_prob:
         return edges
     rng.shuffle(edges)
@@ -170,11 +179,19 @@ def _edge_subset(nodes: list, g: nx.Graph, rng: random.Random, spanning_prob: fl
     return tree + [e for e in extra if keep and rng.random() < 0.5]
 
 
-def sample_subgraphs_with_report(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes: Sequence[int] = (3, 4, 5, 6),
-                                 rng: random.Random | int = 0, max_tries: int | None = None,
-                                 restart_prob: float = 0.3, spanning_prob: float = 0.5,
-                                 max_per_class: int | None = None, patience: int | None = None,
-                                 typed_prob: float = 0.0) -> tuple[list[Subgraph], SamplingReport]:
+def sample_subgraphs_with_report(
+    kg: KnowledgeGraph | nx.Graph,
+    n: int,
+    *,
+    sizes: Sequence[int] = (3, 4, 5, 6),
+    rng: random.Random | int = 0,
+    max_tries: int | None = None,
+    restart_prob: float = 0.3,
+    spanning_prob: float = 0.5,
+    max_per_class: int | None = None,
+    patience: int | None = None,
+    typed_prob: float = 0.0,
+) -> tuple[list[Subgraph], SamplingReport]:
     """Sample up to ``n`` distinct connected subgraphs, balanced over (structure, size) buckets.
 
     Args:
@@ -209,23 +226,40 @@ def sample_subgraphs_with_report(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes
     if g.number_of_edges() == 0:
         raise ValueError(f"the graph has {g.number_of_nodes()} nodes and no edges; nothing to sample")
     if not (0 <= restart_prob <= 1 and 0 <= spanning_prob <= 1) or (max_per_class is not None and max_per_class < 1):
-        raise ValueError(f"need probabilities in [0, 1] and max_per_class >= 1 (or None), got restart_prob="
-                         f"{restart_prob}, spanning_prob={spanning_prob}, max_per_class={max_per_class}")
+        raise ValueError(
+            f"need probabilities in [0, 1] and max_per_class >= 1 (or None), got restart_prob="
+            f"{restart_prob}, spanning_prob={spanning_prob}, max_per_class={max_per_class}"
+        )
     rng = rng if isinstance(rng, random.Random) else random.Random(rng)
     sampler = _Sampler(g, n, sorted(set(sizes)), rng, restart_prob, spanning_prob, max_per_class, typed_prob)
-    chosen, rep = sampler.run(max_tries if max_tries is not None else 40 * n + 2000,
-                              patience if patience is not None else max(300, n // 4))
+    chosen, rep = sampler.run(
+        max_tries if max_tries is not None else 40 * n + 2000, patience if patience is not None else max(300, n // 4)
+    )
     if len(chosen) < n:
-        log.warning("sampled %d of %d subgraphs in %d tries (%s); the graph may be too small or too sparse",
-                    len(chosen), n, rep.tries, "stalled" if rep.stalled else "max_tries reached")
+        log.warning(
+            "sampled %d of %d subgraphs in %d tries (%s); the graph may be too small or too sparse",
+            len(chosen),
+            n,
+            rep.tries,
+            "stalled" if rep.stalled else "max_tries reached",
+        )
     return [_materialise(d, g) for d in chosen], rep
 
 
 class _Sampler:
     """The state of one :func:`sample_subgraphs_with_report` run: buckets and quotas, seen instances, the reserve."""
 
-    def __init__(self, g: nx.Graph, n: int, sizes: list[int], rng: random.Random, restart_prob: float,
-                 spanning_prob: float, max_per_class: int | None, typed_prob: float) -> None:
+    def __init__(
+        self,
+        g: nx.Graph,
+        n: int,
+        sizes: list[int],
+        rng: random.Random,
+        restart_prob: float,
+        spanning_prob: float,
+        max_per_class: int | None,
+        typed_prob: float,
+    ) -> None:
         self.g, self.n, self.sizes, self.rng = g, n, sizes, rng
         self.spanning_prob, self.typed = spanning_prob, typed_prob > 0
         buckets = feasible_buckets(sizes)
@@ -255,7 +289,11 @@ class _Sampler:
                 idle = 0
         if len(self.chosen) < self.n:
             _fill_from_reserve(self.chosen, self.reserve, self.per_class, self.cap, self.n, rep)
-        rep.accepted, rep.classes, rep.wl_collisions = len(self.chosen), self.registry.classes, self.registry.wl_collisions
+        rep.accepted, rep.classes, rep.wl_collisions = (
+            len(self.chosen),
+            self.registry.classes,
+            self.registry.wl_collisions,
+        )
         return self.chosen, rep
 
     def _draft(self, k: int) -> _Draft | None:
@@ -300,8 +338,14 @@ class _Sampler:
         return True
 
 
-def _fill_from_reserve(chosen: list[_Draft], reserve: dict[tuple[str, int], list[_Draft]],
-                       per_class: dict[int, int], cap: int, n: int, rep: SamplingReport) -> None:
+def _fill_from_reserve(
+    chosen: list[_Draft],
+    reserve: dict[tuple[str, int], list[_Draft]],
+    per_class: dict[int, int],
+    cap: int,
+    n: int,
+    rep: SamplingReport,
+) -> None:
     """Top up from the over-quota reserve, always taking from the least-filled bucket that has samples left."""
     heap = [(rep.buckets.get(b, 0), b, 0) for b in sorted(reserve)]
     heapq.heapify(heap)
@@ -327,8 +371,14 @@ def _materialise(d: _Draft, g: nx.Graph) -> Subgraph:
     return Subgraph(d.nodes, d.edges, d.structure, d.wl_hash, d.iso_class, sub)
 
 
-def sample_subgraphs(kg: KnowledgeGraph | nx.Graph, n: int, *, sizes: Sequence[int] = (3, 4, 5, 6),
-                     rng: random.Random | int = 0, max_tries: int | None = None, **kwargs: float | int | None,
-                     ) -> list[Subgraph]:
+def sample_subgraphs(
+    kg: KnowledgeGraph | nx.Graph,
+    n: int,
+    *,
+    sizes: Sequence[int] = (3, 4, 5, 6),
+    rng: random.Random | int = 0,
+    max_tries: int | None = None,
+    **kwargs: float | int | None,
+) -> list[Subgraph]:
     """Sample up to ``n`` distinct connected subgraphs (see :func:`sample_subgraphs_with_report`)."""
     return sample_subgraphs_with_report(kg, n, sizes=sizes, rng=rng, max_tries=max_tries, **kwargs)[0]

@@ -26,9 +26,9 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from itertools import islice
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from training.synth.kg import Entity, make_entity
@@ -38,18 +38,48 @@ from wiki_index.types import normalize_title, title_to_url
 log = logging.getLogger(__name__)
 
 #: Infobox keys whose values are not relations (media, layout, codes).
-SKIP_INFOBOX_KEYS = frozenset({"name", "image", "caption", "alt", "image_map", "map_caption", "image_flag",
-                               "image_coat", "signature", "website", "logo", "footnotes", "native_name",
-                               "conventional_long_name", "common_name", "latd", "latm", "longd", "longm", "longew",
-                               "latns", "cctld", "calling_code", "iso3166code", "image_size", "alt_map"})
+SKIP_INFOBOX_KEYS = frozenset(
+    {
+        "name",
+        "image",
+        "caption",
+        "alt",
+        "image_map",
+        "map_caption",
+        "image_flag",
+        "image_coat",
+        "signature",
+        "website",
+        "logo",
+        "footnotes",
+        "native_name",
+        "conventional_long_name",
+        "common_name",
+        "latd",
+        "latm",
+        "longd",
+        "longm",
+        "longew",
+        "latns",
+        "cctld",
+        "calling_code",
+        "iso3166code",
+        "image_size",
+        "alt_map",
+    }
+)
 #: Infobox keys that hold codes, coordinates, ranks or layout, not facts worth a clue.
-_NO_FACT_KEY = re.compile(r"lat|long|image|caption|coord|code|rank|_ref|footnote|^alt|size|width|map|flag|zoom|cctld|utc"
-                          r"|iso|_id$|^id$|db$|omim|icd|mesh|medline|emedicine|website|year$|_note|population_as_of")
+_NO_FACT_KEY = re.compile(
+    r"lat|long|image|caption|coord|code|rank|_ref|footnote|^alt|size|width|map|flag|zoom|cctld|utc"
+    r"|iso|_id$|^id$|db$|omim|icd|mesh|medline|emedicine|website|year$|_note|population_as_of"
+)
 #: Infobox keys that state a date or a quantity worth a clue (``tz1where`` or ``awards`` do not).
-_FACT_KEY = re.compile(r"date|born|birth|death|died|founded|established|formed|released|opened|built|completed"
-                       r"|discovered|published|area|population|length|height|elevation|depth|gdp|gini|hdi|density"
-                       r"|speakers|members|employees|volume|mass|weight|diameter|width|capacity|discharge|revenue"
-                       r"|budget|students|staff|distance|radius|temperature")
+_FACT_KEY = re.compile(
+    r"date|born|birth|death|died|founded|established|formed|released|opened|built|completed"
+    r"|discovered|published|area|population|length|height|elevation|depth|gdp|gini|hdi|density"
+    r"|speakers|members|employees|volume|mass|weight|diameter|width|capacity|discharge|revenue"
+    r"|budget|students|staff|distance|radius|temperature"
+)
 #: Infobox keys whose page-valued fields are layout, not relations ("flaglink", "seal_type").
 _NO_RELATION_KEY = re.compile(r"flag|seal|link|logo|coat|anthem|motto|symbol|image|map|caption|blank|_type$|footnote")
 _SPLIT_VALUE = re.compile(r"\s*(?:[,;\n]|\band\b)\s*")
@@ -134,8 +164,12 @@ class StoreSource:
             for p in batch:
                 psg[int(p.page_id)].append((p.docid, p.text))
         self._passages = {pid: psg.get(pid, []) for pid in self._rows}
-        log.info("store source: preloaded %d pages, %d links, %d infobox pages", len(self._rows),
-                 sum(map(len, self._out.values())), sum(1 for b in self._box.values() if b))
+        log.info(
+            "store source: preloaded %d pages, %d links, %d infobox pages",
+            len(self._rows),
+            sum(map(len, self._out.values())),
+            sum(1 for b in self._box.values() if b),
+        )
 
     def _add_row(self, row: tuple) -> PageRow:
         pid, title, desc, source, plen, lead = row
@@ -228,7 +262,11 @@ class StoreSource:
         if pid not in self._box_out:
             out: list[tuple[int, str]] = []
             for key, value in sorted(self._box.get(pid, {}).items()) if self._ensure(pid) else []:
-                if key.lower() in SKIP_INFOBOX_KEYS or _NO_RELATION_KEY.search(key.lower()) or not isinstance(value, str):
+                if (
+                    key.lower() in SKIP_INFOBOX_KEYS
+                    or _NO_RELATION_KEY.search(key.lower())
+                    or not isinstance(value, str)
+                ):
                     continue
                 for part in _SPLIT_VALUE.split(value):
                     dst = self.resolve(part) if 2 < len(part) < 80 else None
@@ -285,7 +323,9 @@ class StoreSource:
             self._sents[key] = split_sentences(self._passage_texts(pid)[i][1])
         return self._sents[key]
 
-    def typed_relation(self, pid: int, names: list[str], sentences: Iterable[tuple[str, str]]) -> tuple[str, str, str] | None:
+    def typed_relation(
+        self, pid: int, names: list[str], sentences: Iterable[tuple[str, str]]
+    ) -> tuple[str, str, str] | None:
         """``(template, docid, sentence)`` of the first of ``sentences`` (sentences of page ``pid`` naming the target by
         one of ``names``) that states a typed relation between the page and the target
         (:func:`~training.synth.relations.extract_relation`), else ``None``."""
@@ -310,10 +350,19 @@ class StoreSource:
             return None
         if pid not in self._entities:
             r = self._rows[pid]
-            box = {k: v for k, v in self._box.get(pid, {}).items()
-                   if _FACT_KEY.search(k.lower()) and not _NO_FACT_KEY.search(k.lower())}
-            self._entities[pid] = make_entity(r.title, description=r.description, lead=r.lead, infobox=box,
-                                              categories=self._cats.get(pid, ()), page_len=r.page_len)
+            box = {
+                k: v
+                for k, v in self._box.get(pid, {}).items()
+                if _FACT_KEY.search(k.lower()) and not _NO_FACT_KEY.search(k.lower())
+            }
+            self._entities[pid] = make_entity(
+                r.title,
+                description=r.description,
+                lead=r.lead,
+                infobox=box,
+                categories=self._cats.get(pid, ()),
+                page_len=r.page_len,
+            )
         return self._entities[pid]
 
     def neighbours(self, title: str) -> list[tuple[str, dict[str, Any]]]:
@@ -326,9 +375,18 @@ class StoreSource:
             kind = "mention" if src.source == "lead" else "link"
             out: dict[str, dict[str, Any]] = {}  # one relation per target: an infobox field wins over a link
             for dst, key in self.box_out(pid):
-                out.setdefault(self.title(dst), {
-                    "kind": "infobox", "relation": key, "page": src.title, "passage": None, "ordinal": None,
-                    "anchor": self._box[pid].get(key, "")[:120], "evidence": f"{key} = {self._box[pid].get(key, '')[:200]}"})
+                out.setdefault(
+                    self.title(dst),
+                    {
+                        "kind": "infobox",
+                        "relation": key,
+                        "page": src.title,
+                        "passage": None,
+                        "ordinal": None,
+                        "anchor": self._box[pid].get(key, "")[:120],
+                        "evidence": f"{key} = {self._box[pid].get(key, '')[:200]}",
+                    },
+                )
             for dst, ordinal, anchor in self._out.get(pid, []):
                 tgt = self.title(dst)
                 names = [anchor, tgt, _QUALIFIER.sub("", tgt)]
@@ -345,8 +403,15 @@ class StoreSource:
                 relation = kind
                 if typed is not None:  # the sentence stating the relation is the edge's evidence
                     relation, docid, sent = typed
-                out[tgt] = {"kind": kind, "relation": relation, "page": src.title, "passage": docid, "ordinal": ordinal,
-                            "anchor": anchor, "evidence": sent}
+                out[tgt] = {
+                    "kind": kind,
+                    "relation": relation,
+                    "page": src.title,
+                    "passage": docid,
+                    "ordinal": ordinal,
+                    "anchor": anchor,
+                    "evidence": sent,
+                }
             self._nbrs[pid] = list(out.items())
         return self._nbrs[pid]
 
@@ -357,6 +422,12 @@ class StoreSource:
             return {}
         r = self._rows[pid]
         psg = self.passages(pid)
-        return {"page_id": pid, "url": r.url, "source": r.source, "out_degree": len(self.out_ids(pid)),
-                "in_degree": len(self.in_ids(pid)), "corpus_degree": self.degree(pid),
-                "lead_passage": psg[0][0] if psg else None}
+        return {
+            "page_id": pid,
+            "url": r.url,
+            "source": r.source,
+            "out_degree": len(self.out_ids(pid)),
+            "in_degree": len(self.in_ids(pid)),
+            "corpus_degree": self.degree(pid),
+            "lead_passage": psg[0][0] if psg else None,
+        }

@@ -27,8 +27,14 @@ class Structure(str, Enum):
     OTHER = "other"  # exactly one cycle, with pendant branches
 
 
-_MIN_SIZE = {Structure.PATH: 2, Structure.STAR: 4, Structure.TREE: 5, Structure.CYCLE: 3,
-             Structure.DENSE: 4, Structure.OTHER: 4}
+_MIN_SIZE = {
+    Structure.PATH: 2,
+    Structure.STAR: 4,
+    Structure.TREE: 5,
+    Structure.CYCLE: 3,
+    Structure.DENSE: 4,
+    Structure.OTHER: 4,
+}
 
 
 def classify_structure(g: nx.Graph) -> Structure:
@@ -103,8 +109,9 @@ class StructureRegistry:
         non-isomorphic graphs (a WL failure) gives a new class and counts in ``wl_collisions``.
         """
         index = {v: i for i, v in enumerate(sorted_nodes(g.nodes))}
-        return self.classify_indexed(len(index), tuple(sorted(tuple(sorted((index[u], index[v])))
-                                                               for u, v in g.edges())))
+        return self.classify_indexed(
+            len(index), tuple(sorted(tuple(sorted((index[u], index[v]))) for u, v in g.edges()))
+        )
 
     def classify_indexed(self, n: int, edges: tuple[tuple[int, int], ...]) -> tuple[int, str, bool]:
         """:meth:`classify` for a graph on nodes ``0..n-1`` given as a sorted tuple of ``(i, j)``, ``i < j``.

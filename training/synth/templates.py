@@ -4,11 +4,12 @@ Deterministic and model-free: the subgraph is read as a breadth-first tree roote
 target, whose edges are the most specific relations available (a sentence's typed relation or
 an infobox field before a bare link). Every other node becomes a blurred noun phrase (its
 description, sometimes its name, sometimes with a fuzzed date), related to its parent by the
-edge's relation ("was born in ...", "is the capital of ...", "whose article mentions ..." when
-nothing better exists); the target itself gets up to a few direct clues (a fuzzed date or
-number, a sliver of its name), and the structure adds the rest: the edges that close cycles
-may become an "... are also linked" constraint, a high-degree neighbour can become a counting
-clue, a near miss from the whole graph a negation, another dated node a temporal order.
+edge's relation ("was born in ...", "is the capital of ...": typed relations only, each stated by a
+sentence or an infobox field of a page); the target itself gets up to a few direct clues (a fuzzed
+date or number, a whole-word hint at its name, a temporal order), some of them stated up front so
+every uncertainty type appears, and the structure adds the rest: the edge that closes a cycle may
+be stated with its relation, a relation the page states as one item of a list becomes a counting
+clue ("one of 5 named together on that page"), a near miss from the whole graph a negation.
 :mod:`training.synth.prose` writes the clue tree as several short sentences. The answer (the
 target's title) never appears: descriptions avoid it, clues that would contain it are dropped,
 and a question form that contains it is not used.
@@ -22,14 +23,17 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
+from training.synth.clues import listed_phrase
 from training.synth.constraints import parse_clues, strip_article
 from training.synth.kg import Entity, KnowledgeGraph, edge_rank
+from training.synth.naming import with_article
 from training.synth.prose import FORMS, render
 from training.synth.sampling import Structure, Subgraph, classify_structure
+from training.synth.structural import feature, structural_clues, target_facts
+from training.synth.transfer import listed_count
 from training.synth.uncertainty import (
     Clue,
     UncertaintyType,
-    counting_clue,
     date_phrase,
     describe_entity,
     fuzz_date,
@@ -37,11 +41,8 @@ from training.synth.uncertainty import (
     head_noun,
     leaks,
     name_variants,
-    negation_clue,
     number_phrase,
-    partial_name_clue,
     relational_clue,
-    temporal_order_clue,
 )
 
 U = UncertaintyType
@@ -53,6 +54,8 @@ class AnswerLeakError(ValueError):
 
 
 ALL_TYPES: tuple[UncertaintyType, ...] = tuple(UncertaintyType)
+#: How often a relation its page states as one item of a list becomes a counting clue.
+COUNTING_PROB = 1.0
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,8 @@ class QuestionDraft:
         answer: The target's title.
         uncertainty_types: The :class:`UncertaintyType` values used, sorted.
         constraints: Number of atomic clues (relations, blurred facts, exclusions...).
-        hops: Eccentricity of the target in the subgraph (longest chain of relations to follow).
+        hops: The longest chain of relations the question states, from the answer (at most the target's
+            eccentricity in the subgraph).
         structure: The subgraph's :class:`Structure` value.
         template: Which template rendered it.
         clues: The top-level clues, with their records.
@@ -92,8 +96,16 @@ class QuestionDraft:
 
 
 class _Builder:
-    def __init__(self, g: nx.Graph, target: Hashable, facts: Mapping[str, Entity], rng: random.Random,
-                 types: Collection[UncertaintyType], named_prob: float, kg: nx.Graph | None) -> None:
+    def __init__(
+        self,
+        g: nx.Graph,
+        target: Hashable,
+        facts: Mapping[str, Entity],
+        rng: random.Random,
+        types: Collection[UncertaintyType],
+        named_prob: float,
+        kg: nx.Graph | None,
+    ) -> None:
         self.g, self.target, self.facts, self.rng, self.kg = g, target, facts, rng, kg
         self.types = set(types)
         self.named_prob = named_prob
@@ -102,7 +114,8 @@ class _Builder:
         self.count = 0
         self.fact_prob = 0.1  # a related entity's noun phrase carries a blurred fact this often
         self.phrases: dict[Hashable, str] = {}  # the noun phrase each entity was given
-        self.quote_answer = True  # state the answer's relations in the words of the answer's own page
+        self.seen: set[Hashable] = {target}  # the entities the question's chain of relations reaches
+        self.quote_answer = True  # state optional facts about the answer up front (FEATURE_PROB)
 
     def entity(self, node: Hashable) -> Entity:
         ent = self.facts.get(node) if isinstance(node, str) else None
@@ -118,10 +131,29 @@ class _Builder:
         ent = self.entity(node)
         named = not self.allow(U.OBFUSCATED_ENTITY, 1 - self.named_prob)
         clue = describe_entity(ent, forbidden=self.forbidden, named=named)
-        if (clue.text in self.phrases.values() and self.phrases.get(node) != clue.text) or self.restates(node, clue):
-            # two entities described alike could not be told apart, and "a country in Asia is a country in ..."
-            # says nothing: name this one
+        vague = dict(clue.record).get("source") == "fallback"
+        if (
+            (clue.text in self.phrases.values() and self.phrases.get(node) != clue.text)
+            or self.restates(node, clue)
+            or vague
+        ):
+            # two entities described alike could not be told apart, "a country in Asia is a country in ..." says
+            # nothing, and "an entity related to <category>" says nothing a page states: name this one, or (in a
+            # draft written again because one search answered it) give the head noun of its own lead
+            head = head_noun(ent, forbidden=self.forbidden)
             clue = describe_entity(ent, forbidden=self.forbidden, named=True)
+            if (
+                vague
+                and not self.quote_answer
+                and node != self.target
+                and head not in ("entity", "person")
+                and dict(clue.record).get("source") == "title"
+                and with_article(head) not in self.phrases.values()
+            ):
+                vaguer = Clue(with_article(head), U.OBFUSCATED_ENTITY, ent.title, (("source", "head"),))
+                clue = clue if self.restates(node, vaguer) else vaguer  # not "the capital is the capital of ..."
+        if dict(clue.record).get("source") == "fallback":
+            raise AnswerLeakError(f"{node!r} has no description of its own and its name shows the answer")
         self.phrases.setdefault(node, clue.text)
         if dict(clue.record).get("source") != "title":
             self.used.add(U.OBFUSCATED_ENTITY)
@@ -147,8 +179,9 @@ class _Builder:
         return False
 
     def date_clue(self, ent: Entity, generic: bool = True) -> Clue | None:
-        """A fuzzed date with its verb; dates of a known kind first, a bare "date" only if ``generic``."""
-        dated = [d for d in ent.dates if date_phrase(d.attr) is not None]
+        """A fuzzed date with its verb; dates of a known kind first, any other known kind only if ``generic``
+        (a date of no known kind is not used: "its article mentions an event" is no fact about the entity)."""
+        dated = [d for d in ent.dates if date_phrase(d.attr) is not None and d.attr != "date"]
         named = [d for d in dated if d.attr != "date"]
         named = [d for d in named if not leaks(date_phrase(d.attr)[0], self.forbidden)]
         pool = named or (dated if generic else [])
@@ -163,8 +196,11 @@ class _Builder:
     def number_clue(self, ent: Entity) -> Clue | None:
         if U.FUZZY_NUMBER not in self.types:
             return None
-        options = [n for n in ent.numbers if n.value > 0 and (p := number_phrase(n, fuzz_number(n, mode="about")))
-                   and not leaks(p, self.forbidden)]
+        options = [
+            n
+            for n in ent.numbers
+            if n.value > 0 and (p := number_phrase(n, fuzz_number(n, mode="about"))) and not leaks(p, self.forbidden)
+        ]
         if not options:
             return None
         n = options[self.rng.randrange(len(options))]
@@ -177,21 +213,45 @@ class _Builder:
         """Describe ``node`` through its edge to ``other`` (described by ``anchor``)."""
         data = self.g.edges[node, other]
         theirs = data.get("by_source", {}).get(other)
-        if node == self.target and theirs is not None and data.get("source_page") != other \
-                and edge_rank(theirs) <= edge_rank(data):
+        if (
+            node == self.target
+            and theirs is not None
+            and data.get("source_page") != other
+            and edge_rank(theirs) <= edge_rank(data)
+        ):
             # the anchor's page states it as well as the answer's: quote the anchor's sentence, not the answer's lead
             data.update(theirs)
         self.used.add(U.RELATIONAL)
         self.count += 1
         relation = str(data.get("relation", "link"))
-        if node == self.target and not self.quote_answer and data.get("source_page") == node and "{" in relation:
-            relation = str(data.get("kind", "link"))  # the answer's own lead, quoted, is what one search finds
         return relational_clue(anchor, relation, anchor_is_source=data.get("source_page", other) == other)
+
+    def counted(self, node: Hashable, other: Hashable, anchor: Clue) -> Clue | None:
+        """The relation of ``node`` to ``other`` as a counting clue, when ``other``'s page states it as one item of a
+        list ("bordered by Ghana, Benin, Niger and Togo"): the relational clue with ``listed`` = the list's size."""
+        rel = self.relation(node, other, anchor)
+        data = self.g.edges[node, other]
+        total = listed_count(data, str(node), self.entity(other).infobox) if data.get("source_page") == other else 0
+        if total < 2:
+            return rel
+        self.used.add(U.COUNTING)
+        return Clue(
+            f"{rel.text} {listed_phrase(total)}",
+            rel.type,
+            rel.original,
+            (*rel.record, ("listed", str(total))),
+            rel.parts,
+        )
 
     def describe(self, node: Hashable, children: Mapping[Hashable, list]) -> Clue:
         """A noun phrase for ``node`` with relational clauses for its subtree."""
+        self.seen.add(node)
         base = self.noun_phrase(node)
-        subs = [self.relation(node, c, self.describe(c, children)) for c in children.get(node, [])]
+        subs = [
+            self.counted(node, c, d) if self.allow(U.COUNTING, COUNTING_PROB) else self.relation(node, c, d)
+            for c in children.get(node, [])
+            for d in [self.describe(c, children)]
+        ]
         if not subs:
             return base
         joined = " and ".join(s.text for s in subs)
@@ -222,10 +282,18 @@ def _bfs_children(g: nx.Graph, root: Hashable) -> tuple[dict[Hashable, list], di
     return children, depth
 
 
-def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Mapping[str, Entity],
-                      rng: random.Random | int = 0, types: Collection[UncertaintyType] = ALL_TYPES, *,
-                      kg: KnowledgeGraph | nx.Graph | None = None, named_prob: float = 0.25,
-                      max_extra_facts: int = 4, quote_answer: bool = True) -> QuestionDraft:
+def generate_question(
+    subgraph: Subgraph | nx.Graph,
+    target: Hashable,
+    facts: Mapping[str, Entity],
+    rng: random.Random | int = 0,
+    types: Collection[UncertaintyType] = ALL_TYPES,
+    *,
+    kg: KnowledgeGraph | nx.Graph | None = None,
+    named_prob: float = 0.25,
+    max_extra_facts: int = 4,
+    quote_answer: bool = True,
+) -> QuestionDraft:
     """Turn a subgraph, a target node and the entities' facts into one question.
 
     Args:
@@ -241,11 +309,10 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
             no negation clue is made.
         named_prob: Probability that a non-target node is named instead of described.
         max_extra_facts: At most this many optional facts about the answer (a blurred date or number, a
-            sliver of its name, a temporal order) kept in ``extras``; the question states none of them
-            until :func:`extend` adds those the uniqueness check needs.
-        quote_answer: State a relation read from the answer's own page with its phrase; ``False``
-            says only that the pages are linked (the phrase, verbatim from the answer's lead, is
-            what a single search finds).
+            hint at its name, a temporal order) kept in ``extras``; the question states some of them up front
+            (:data:`FEATURE_PROB`) and :func:`extend` adds those the uniqueness check needs.
+        quote_answer: ``False`` states no optional fact up front and leaves out a leaf relation quoted from the
+            answer's own lead when other relations remain (for a draft written again because one search answered it).
 
     Returns:
         The :class:`QuestionDraft`.
@@ -266,14 +333,17 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     children, depth = _bfs_children(g, target)
     ent = b.entity(target)
     head = head_noun(ent, forbidden=b.forbidden) if U.OBFUSCATED_ENTITY in b.types else "entity"
-    clues = _neighbour_clues(b, g, target, children) + _structural_clues(b, g, children, ent)
+    clues = _neighbour_clues(b, g, target, children) + structural_clues(b, g, children, ent)
     used = set(b.used)  # the optional facts below add their types only when a question uses them
-    extras = _target_facts(b, g, ent)
+    extras = target_facts(b, g, ent)
     b.used = used
+    clues, extras = feature(b, clues, extras)
     if not clues:
         if not extras:
-            raise ValueError(f"no clue can be made for {target!r}: it has no neighbour in the subgraph and no usable "
-                             f"fact among the allowed types; pass a connected subgraph of 2+ nodes")
+            raise ValueError(
+                f"no clue can be made for {target!r}: it has no neighbour in the subgraph and no usable "
+                f"fact among the allowed types; pass a connected subgraph of 2+ nodes"
+            )
         clues, extras = extras[:1], extras[1:]
         b.used |= clues[0].types() - {U.OBFUSCATED_ENTITY}
     if len(clues) >= 2 and U.INTERSECTION in b.types:
@@ -285,49 +355,38 @@ def generate_question(subgraph: Subgraph | nx.Graph, target: Hashable, facts: Ma
     clues = kept
     persons = tuple(sorted(str(n) for n in g if b.entity(n).is_person))
     question, template = _render(b.forbidden, str(target), head, clues, persons, rng)
-    return QuestionDraft(question=question, answer=str(target), uncertainty_types=tuple(sorted(t.value for t in b.used)),
-                         constraints=b.count, hops=max(depth.values()), structure=structure.value, template=template,
-                         clues=tuple(clues), nodes=tuple(g.nodes), scrubbed=scrubbed, head=head,
-                         extras=tuple(extras[:max_extra_facts]), persons=persons)
+    return QuestionDraft(
+        question=question,
+        answer=str(target),
+        uncertainty_types=tuple(sorted(t.value for t in b.used)),
+        constraints=b.count,
+        hops=max(depth[n] for n in b.seen),
+        structure=structure.value,
+        template=template,
+        clues=tuple(clues),
+        nodes=tuple(g.nodes),
+        scrubbed=scrubbed,
+        head=head,
+        extras=tuple(extras[:max_extra_facts]),
+        persons=persons,
+    )
 
 
 def _neighbour_clues(b: _Builder, g: nx.Graph, target: Hashable, children: Mapping[Hashable, list]) -> list[Clue]:
-    """One clue per neighbour of the target: how many pages link to it (sometimes, when 3+ do), else the relation."""
+    """One clue per neighbour of the target: its relation, counted when the neighbour's page lists it (sometimes)."""
     clues: list[Clue] = []
-    for c in children.get(target, []):
-        # the count a reader can check is the page's degree in the corpus when the graph knows it, not in the KG
-        total = int(g.nodes[c].get("corpus_degree", g.nodes[c].get("degree", 0)))
-        if b.allow(U.COUNTING, 0.15) and total >= 3:
-            clues.append(counting_clue(total, b.describe(c, children)))
-            b.used.add(U.COUNTING)
-            b.count += 1
-        else:
-            clues.append(b.relation(target, c, b.describe(c, children)))
+    kids = children.get(target, [])
+    for c in kids:
+        data = g.edges[target, c]
+        own = data.get("source_page") == target and data.get("by_source", {}).get(c) is None
+        spare = not b.quote_answer and not children.get(c) and len(clues) + 1 < len(kids)
+        if own and spare:
+            continue  # the answer's own lead, quoted, is what one search finds: leave it out when others remain
+        anchor = b.describe(c, children)
+        clues.append(
+            b.counted(target, c, anchor) if b.allow(U.COUNTING, COUNTING_PROB) else b.relation(target, c, anchor)
+        )
     return clues
-
-
-def _target_facts(b: _Builder, g: nx.Graph, ent: Entity) -> list[Clue]:
-    """Optional clues about the answer itself: a blurred date and number and a temporal order against another entity
-    (where the facts allow), in random order, then two slivers of its name; none showing the answer."""
-    out = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
-    if U.PARTIAL_NAME in b.types:  # two different slivers of the name (an initial and a length, say)
-        modes = ["initial", "prefix", "length", "words"]
-        b.rng.shuffle(modes)
-        out.extend(partial_name_clue(str(b.target), mode=m) for m in modes[:2])
-    if U.TEMPORAL_ORDER in b.types:
-        mine = [d for d in ent.dates if (p := date_phrase(d.attr)) and p[1]]
-        others = sorted((n for n in g if n != b.target), key=str)
-        b.rng.shuffle(others)
-        for n in others:
-            theirs = [d for d in b.entity(n).dates if (p := date_phrase(d.attr)) and p[1]]
-            clue = temporal_order_clue(mine[0], theirs[0], b.noun_phrase(n, with_fact=False)) \
-                if mine and theirs else None
-            if clue is not None:
-                out.append(clue)
-                break
-    b.rng.shuffle(out)  # blurred facts before slivers of the name: a question asks for a name last
-    out.sort(key=lambda c: c.type is U.PARTIAL_NAME)
-    return [c for c in out if not leaks(c.text, b.forbidden)]
 
 
 def extend(draft: QuestionDraft, k: int) -> QuestionDraft:
@@ -344,65 +403,19 @@ def extend(draft: QuestionDraft, k: int) -> QuestionDraft:
     question = render(parse_clues(draft.answer, clues), draft.head, form=form, persons=draft.persons)
     if leaks(question, name_variants(draft.answer)):
         raise AnswerLeakError(f"the extended question shows the answer {draft.answer!r}")
-    return replace(draft, question=question, clues=tuple(clues), extras=draft.extras[k:],
-                   uncertainty_types=tuple(sorted(types)), constraints=draft.constraints + k)
+    return replace(
+        draft,
+        question=question,
+        clues=tuple(clues),
+        extras=draft.extras[k:],
+        uncertainty_types=tuple(sorted(types)),
+        constraints=draft.constraints + k,
+    )
 
 
-def _structural_clues(b: _Builder, g: nx.Graph, children: Mapping[Hashable, list], ent: Entity) -> list[Clue]:
-    """Cycle-closing edges, a near-miss negation and a temporal order, as the structure and facts allow."""
-    out: list[Clue] = []
-    tree = {(u, v) for u, vs in children.items() for v in vs}
-    refs = _short_refs(b, g)
-    for u, v in sorted(g.edges, key=lambda e: (str(e[0]), str(e[1]))):
-        if (u, v) in tree or (v, u) in tree or u not in refs or v not in refs or U.INTERSECTION not in b.types:
-            continue
-        if any(c.type is U.INTERSECTION for c in out) or b.rng.random() < 0.7:
-            break  # one closing link at most (the verifier does not need it: it says the relations form a cycle)
-        text = f"where {refs[u]} and {refs[v]} are also linked"
-        out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"), ("u", str(u)), ("v", str(v)))))
-        b.used.add(U.INTERSECTION)
-        b.count += 1
-    miss = _near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, 0.1) else None
-    if miss is not None:
-        phrase = b.noun_phrase(miss, with_fact=False)
-        own = describe_entity(ent, forbidden=b.forbidden)
-        if phrase.text != own.text and dict(phrase.record).get("source") != "fallback":
-            out.append(negation_clue(phrase))
-            b.used.add(U.NEGATION)
-            b.count += 1
-    return out
-
-
-def _near_miss(b: _Builder, kids: list) -> Hashable | None:
-    """A KG neighbour of one of the target's neighbours, outside the subgraph, related to it the
-    way the target is (same relation, same direction): it fits that clue but is not the answer."""
-    if not kids:
-        return None
-    c = kids[b.rng.randrange(len(kids))]
-    ref = b.g.edges[b.target, c]
-    ref_out = ref.get("source_page") == c
-    cands = []
-    for s in sorted(b.kg.adj[c], key=str) if c in b.kg else []:
-        if s in b.g:
-            continue
-        e = b.kg.edges[c, s]
-        if e.get("relation") == ref.get("relation") and (e.get("source_page") == c) == ref_out:
-            cands.append(s)
-    return cands[b.rng.randrange(len(cands))] if cands else None
-
-
-def _short_refs(b: _Builder, g: nx.Graph) -> dict[Hashable, str]:
-    """``"the physicist"`` for nodes whose head noun is unique in the subgraph (and not the target's)."""
-    heads = {n: head_noun(b.entity(n), forbidden=b.forbidden) for n in g}
-    counts: dict[str, int] = {}
-    for h in heads.values():
-        counts[h] = counts.get(h, 0) + 1
-    return {n: f"the {h}" for n, h in heads.items()
-            if n != b.target and counts[h] == 1 and h not in ("entity", "person")}
-
-
-def _render(forbidden: list[str], answer: str, head: str, clues: list[Clue], persons: tuple[str, ...],
-            rng: random.Random) -> tuple[str, str]:
+def _render(
+    forbidden: list[str], answer: str, head: str, clues: list[Clue], persons: tuple[str, ...], rng: random.Random
+) -> tuple[str, str]:
     """The question as short sentences (:func:`~training.synth.prose.render`), closed by a question form picked at
     random among those that do not show the answer."""
     root = parse_clues(answer, clues)
@@ -412,4 +425,6 @@ def _render(forbidden: list[str], answer: str, head: str, clues: list[Clue], per
         q = render(root, head, form=form, persons=persons)
         if not leaks(q, forbidden):
             return q, f"prose:{form}"
-    raise AnswerLeakError(f"the answer {forbidden[0]!r} is a word of every question form (e.g. {q!r}); skip this target")
+    raise AnswerLeakError(
+        f"the answer {forbidden[0]!r} is a word of every question form (e.g. {q!r}); skip this target"
+    )

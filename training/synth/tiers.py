@@ -34,7 +34,7 @@ from typing import Any
 
 from training.synth.kg import edge_rank
 from training.synth.naming import head_noun, leaks, name_variants
-from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation, relation_words
+from training.synth.relations import SRC, fill, infobox_template, is_text_relation, relation_words
 from training.synth.uncertainty import relation_label
 from wiki_index.types import title_to_url
 
@@ -55,11 +55,15 @@ class TierConfig:
 
     def __post_init__(self) -> None:
         if self.tier not in ("lookup", "bridge"):
-            raise ValueError(f"TierConfig.tier must be 'lookup' or 'bridge', found {self.tier!r}; 'sailorfog' is "
-                             "training.synth.pipeline.generate")
+            raise ValueError(
+                f"TierConfig.tier must be 'lookup' or 'bridge', found {self.tier!r}; 'sailorfog' is "
+                "training.synth.pipeline.generate"
+            )
         if self.n < 1 or self.k < 1 or not 0 <= self.test_fraction < 1:
-            raise ValueError(f"TierConfig needs n >= 1, k >= 1 and 0 <= test_fraction < 1; found n={self.n}, k={self.k}, "
-                             f"test_fraction={self.test_fraction}")
+            raise ValueError(
+                f"TierConfig needs n >= 1, k >= 1 and 0 <= test_fraction < 1; found n={self.n}, k={self.k}, "
+                f"test_fraction={self.test_fraction}"
+            )
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,7 @@ def _lists_others(sentence: str, obj: str, others: list[str]) -> bool:
     i = sentence.find(_clean(obj))
     if i < 0:
         return False
-    tail = sentence[i + len(_clean(obj)):]
+    tail = sentence[i + len(_clean(obj)) :]
     if not _LIST_AFTER.match(tail):
         return False
     near = tail[:60]
@@ -182,29 +186,64 @@ def _leaks(question: str, *titles: str) -> bool:
     return any(leaks(question, [t, _clean(t)]) for t in titles)
 
 
-def _record(tier: str, question: str, answer: str, facts: list[Fact], queries: list[str], searches: int,
-            top_q: bool, cfg: TierConfig, src: Any) -> dict[str, Any]:
+def _record(
+    tier: str,
+    question: str,
+    answer: str,
+    facts: list[Fact],
+    queries: list[str],
+    searches: int,
+    top_q: bool,
+    cfg: TierConfig,
+    src: Any,
+) -> dict[str, Any]:
     from sim_web.env.tasks import split_of
 
     rid = f"{tier}-" + hashlib.sha1(f"{cfg.seed}|{question}".encode()).hexdigest()[:12]
     hops = len(facts)
     steps = question.split(". ", 1) if hops > 1 else [question]  # what each search looks for, in the question's words
     return {
-        "id": rid, "question": question, "answer": answer, "aliases": _aliases(src, answer),
-        "split": split_of(rid, cfg.test_fraction), "tier": tier, "answer_url": title_to_url(answer),
+        "id": rid,
+        "question": question,
+        "answer": answer,
+        "aliases": _aliases(src, answer),
+        "split": split_of(rid, cfg.test_fraction),
+        "tier": tier,
+        "answer_url": title_to_url(answer),
         "evidence": [{"title": f.obj, "url": title_to_url(f.obj)} for f in facts],
-        "clues": [{"entity": f.obj, "query": q, "text": t, "type": "relational"} for f, q, t in zip(facts, queries, steps)],
-        "provenance": [{"page": f.subject, "relation": f.relation, "kind": f.kind, "sentence": f.evidence,
-                        "passage": f.passage, "object": f.obj} for f in facts],
+        "clues": [
+            {"entity": f.obj, "query": q, "text": t, "type": "relational"} for f, q, t in zip(facts, queries, steps)
+        ],
+        "provenance": [
+            {
+                "page": f.subject,
+                "relation": f.relation,
+                "kind": f.kind,
+                "sentence": f.evidence,
+                "passage": f.passage,
+                "object": f.obj,
+            }
+            for f in facts
+        ],
         "uncertainty_types": ["relational"] if hops > 1 else [],
-        "difficulty": {"score": float(hops), "hops": hops, "level": "easy" if hops == 1 else "medium",
-                       "oracle_searches": searches, "top10_question": top_q, "nodes": hops + 1, "edges": hops},
-        "generator": f"tier:{tier}", "seed": cfg.seed, "weight": 1.0,
+        "difficulty": {
+            "score": float(hops),
+            "hops": hops,
+            "level": "easy" if hops == 1 else "medium",
+            "oracle_searches": searches,
+            "top10_question": top_q,
+            "nodes": hops + 1,
+            "edges": hops,
+        },
+        "generator": f"tier:{tier}",
+        "seed": cfg.seed,
+        "weight": 1.0,
     }
 
 
-def _lookups(by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any,
-             rep: TierReport, rng: random.Random) -> list[dict[str, Any]]:
+def _lookups(
+    by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any, rep: TierReport, rng: random.Random
+) -> list[dict[str, Any]]:
     facts = [f for s in sorted(by_subject) for f in by_subject[s]]
     rng.shuffle(facts)
     out, seen = [], set()
@@ -228,10 +267,16 @@ def _lookups(by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src
     return out
 
 
-def _bridges(by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any,
-             rep: TierReport, rng: random.Random) -> list[dict[str, Any]]:
-    pairs = [(a, b) for s in sorted(by_subject) for a in by_subject[s] for b in by_subject.get(a.obj, [])
-             if b.obj not in (a.subject, a.obj)]
+def _bridges(
+    by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any, rep: TierReport, rng: random.Random
+) -> list[dict[str, Any]]:
+    pairs = [
+        (a, b)
+        for s in sorted(by_subject)
+        for a in by_subject[s]
+        for b in by_subject.get(a.obj, [])
+        if b.obj not in (a.subject, a.obj)
+    ]
     rng.shuffle(pairs)
     out, seen, used = [], set(), Counter()
     for a, b in pairs:
@@ -259,8 +304,9 @@ def _bridges(by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src
     return out
 
 
-def generate_tier(index_dir: str | Path | None = None, config: TierConfig | None = None
-                  ) -> tuple[list[dict[str, Any]], TierReport]:
+def generate_tier(
+    index_dir: str | Path | None = None, config: TierConfig | None = None
+) -> tuple[list[dict[str, Any]], TierReport]:
     """Synthesise a ``lookup`` or ``bridge`` task set from an index.
 
     Args:
@@ -270,11 +316,11 @@ def generate_tier(index_dir: str | Path | None = None, config: TierConfig | None
     Returns:
         ``(records, report)``; fewer than ``config.n`` records when the graph has no more facts that pass the gates.
     """
+    from tqdm.auto import tqdm
+
     from sim_web.backends.sim import SimBackend
     from training.synth.gates import SearchGates, sim_search, sim_visit
     from training.synth.store_source import StoreSource
-    from tqdm.auto import tqdm
-
     from wiki_index.search.index import WikiIndex
 
     cfg = config or TierConfig()
@@ -298,28 +344,43 @@ def tier_card(records: list[dict[str, Any]], report: TierReport) -> dict[str, An
     f = report.funnel
     cand = max(f["candidates"] - f["duplicate_or_leak"], 1)
     return {
-        "tier": report.config.get("tier"), "records": n,
+        "tier": report.config.get("tier"),
+        "records": n,
         "splits": dict(Counter(r["split"] for r in records)),
-        "facts": dict(report.facts), "funnel": dict(f),
+        "facts": dict(report.facts),
+        "funnel": dict(f),
         "uniqueness": "functional relation on its page (one object, no list in the evidence sentence)",
         "answerable_rate": round(1 - f["unanswerable"] / cand, 3),
         "question_retrieves_answer_rate": round(f["question_finds_answer"] / cand, 3),
-        "question_retrieves_answer_meaning": "the point (lookup: kept only when it does)" if report.config.get("tier")
-        == "lookup" else "a defect (bridge: such questions are dropped)",
+        "question_retrieves_answer_meaning": "the point (lookup: kept only when it does)"
+        if report.config.get("tier") == "lookup"
+        else "a defect (bridge: such questions are dropped)",
         "oracle_searches_mean": round(sum(r["difficulty"]["oracle_searches"] for r in records) / n, 3) if n else 0.0,
-        "relations": dict(Counter(relation_words(p["relation"]) or p["relation"] for r in records
-                                  for p in r["provenance"][:1]).most_common(15)),
+        "relations": dict(
+            Counter(
+                relation_words(p["relation"]) or p["relation"] for r in records for p in r["provenance"][:1]
+            ).most_common(15)
+        ),
         "examples": [{"question": r["question"], "answer": r["answer"]} for r in records[:5]],
     }
 
 
 def render_tier_card(card: dict[str, Any]) -> str:
     """The card as Markdown."""
-    lines = [f"# Task set: tier `{card['tier']}` ({card['records']} questions)", "",
-             f"splits: {card['splits']}", f"facts: {card['facts']}", f"funnel: {card['funnel']}",
-             f"uniqueness: {card['uniqueness']}", f"answerable by the oracle's searches: {card['answerable_rate']}",
-             f"question alone retrieves the answer page (top k): {card['question_retrieves_answer_rate']} "
-             f"({card['question_retrieves_answer_meaning']})", f"oracle searches (mean): {card['oracle_searches_mean']}",
-             f"relations (most common): {card['relations']}", "", "examples:"]
+    lines = [
+        f"# Task set: tier `{card['tier']}` ({card['records']} questions)",
+        "",
+        f"splits: {card['splits']}",
+        f"facts: {card['facts']}",
+        f"funnel: {card['funnel']}",
+        f"uniqueness: {card['uniqueness']}",
+        f"answerable by the oracle's searches: {card['answerable_rate']}",
+        f"question alone retrieves the answer page (top k): {card['question_retrieves_answer_rate']} "
+        f"({card['question_retrieves_answer_meaning']})",
+        f"oracle searches (mean): {card['oracle_searches_mean']}",
+        f"relations (most common): {card['relations']}",
+        "",
+        "examples:",
+    ]
     lines += [f"- {e['question']} -> {e['answer']}" for e in card["examples"]]
     return "\n".join(lines) + "\n"

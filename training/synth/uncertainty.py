@@ -21,17 +21,34 @@ from enum import Enum
 
 from training.synth.clues import Clue, UncertaintyType
 from training.synth.facts import MEASURE_UNITS, DateFact, NumberFact
-from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation
 from training.synth.naming import describe_entity, head_noun, leaks, name_variants, partial_name_clue, with_article
+from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation
 
 __all__ = [
-    "Clue", "DateGranularity", "UncertaintyType", "counting_clue", "date_phrase", "describe_entity", "format_quantity",
-    "fuzz_date", "fuzz_number", "head_noun", "intersection_clue", "leaks", "name_variants", "negation_clue",
-    "number_phrase", "partial_name_clue", "relation_label", "relational_clue", "temporal_order_clue",
+    "Clue",
+    "DateGranularity",
+    "UncertaintyType",
+    "counting_clue",
+    "date_phrase",
+    "describe_entity",
+    "format_quantity",
+    "fuzz_date",
+    "fuzz_number",
+    "head_noun",
+    "intersection_clue",
+    "leaks",
+    "name_variants",
+    "negation_clue",
+    "number_phrase",
+    "partial_name_clue",
+    "relation_label",
+    "relational_clue",
+    "temporal_order_clue",
 ]
 
 
 # --- dates ---------------------------------------------------------------------------------
+
 
 class DateGranularity(str, Enum):
     """How far a date is blurred."""
@@ -44,12 +61,20 @@ class DateGranularity(str, Enum):
 
 
 _DATE_VERBS = {
-    "birth": ("born", "was born"), "death": ("who died", "died"), "founded": ("founded", "was founded"),
-    "built": ("built", "was built"), "released": ("released", "was released"),
-    "published": ("first published", "was first published"), "discovered": ("discovered", "was discovered"),
-    "invented": ("invented", "was invented"), "independence": ("that became independent", "became independent"),
-    "opened": ("opened", "opened"), "signed": ("signed", "was signed"), "start": ("beginning", "began"),
-    "end": ("ending", "ended"), "reign_start": ("whose reign began", "began to reign"),
+    "birth": ("born", "was born"),
+    "death": ("who died", "died"),
+    "founded": ("founded", "was founded"),
+    "built": ("built", "was built"),
+    "released": ("released", "was released"),
+    "published": ("first published", "was first published"),
+    "discovered": ("discovered", "was discovered"),
+    "invented": ("invented", "was invented"),
+    "independence": ("that became independent", "became independent"),
+    "opened": ("opened", "opened"),
+    "signed": ("signed", "was signed"),
+    "start": ("beginning", "began"),
+    "end": ("ending", "ended"),
+    "reign_start": ("whose reign began", "began to reign"),
     "reign_end": ("whose reign ended", "stopped reigning"),
 }
 
@@ -66,9 +91,19 @@ def date_phrase(attr: str) -> tuple[str, str | None] | None:
         return ("whose article mentions an event", None)
     if a in _DATE_VERBS:
         return _DATE_VERBS[a]
-    for stem, key in (("birth", "birth"), ("born", "birth"), ("death", "death"), ("died", "death"),
-                      ("found", "founded"), ("establish", "founded"), ("release", "released"),
-                      ("publi", "published"), ("open", "opened"), ("built", "built"), ("discover", "discovered")):
+    for stem, key in (
+        ("birth", "birth"),
+        ("born", "birth"),
+        ("death", "death"),
+        ("died", "death"),
+        ("found", "founded"),
+        ("establish", "founded"),
+        ("release", "released"),
+        ("publi", "published"),
+        ("open", "opened"),
+        ("built", "built"),
+        ("discover", "discovered"),
+    ):
         if stem in a:
             return _DATE_VERBS[key]
     return None
@@ -88,8 +123,9 @@ def _allowed_granularities(precision: str) -> list[DateGranularity]:
     return list(G)
 
 
-def fuzz_date(date: DateFact, *, granularity: DateGranularity | str | None = None,
-              rng: random.Random | None = None) -> Clue:
+def fuzz_date(
+    date: DateFact, *, granularity: DateGranularity | str | None = None, rng: random.Random | None = None
+) -> Clue:
     """Blur a date to a part of a decade, a decade, a window of years, a part of a century or a century.
 
     Args:
@@ -108,8 +144,10 @@ def fuzz_date(date: DateFact, *, granularity: DateGranularity | str | None = Non
     allowed = _allowed_granularities(date.precision)
     g = DateGranularity(granularity) if granularity is not None else allowed[rng.randrange(len(allowed))]
     if g not in allowed:
-        raise ValueError(f"cannot blur a {date.precision}-precision date ({date.text!r}) to {g.value}; "
-                         f"use one of {[a.value for a in allowed]}")
+        raise ValueError(
+            f"cannot blur a {date.precision}-precision date ({date.text!r}) to {g.value}; "
+            f"use one of {[a.value for a in allowed]}"
+        )
     y, bc = abs(date.year), date.year < 0
     era = " BC" if bc else ""
     part = lambda r: "early" if r < 0.34 else "mid" if r < 0.67 else "late"  # noqa: E731
@@ -134,17 +172,23 @@ def fuzz_date(date: DateFact, *, granularity: DateGranularity | str | None = Non
             p = part(pos)
             text = f"in the {p} {_ordinal(century)} century{era}"
             # offsets into the century's years: BC centuries count down, so their "early" years are the big ones
-            cuts = {"early": (0, 33), "mid": (34, 66), "late": (67, 99)} if not bc else \
-                {"early": (67, 99), "mid": (34, 66), "late": (0, 33)}
+            cuts = (
+                {"early": (0, 33), "mid": (34, 66), "late": (67, 99)}
+                if not bc
+                else {"early": (67, 99), "mid": (34, 66), "late": (0, 33)}
+            )
             lo, hi = first + cuts[p][0], first + cuts[p][1]
         else:
             text = f"in the {_ordinal(century)} century{era}"
             lo, hi = first, first + 99
     if bc:  # the interval in signed years (BC negative), the one a verifier compares against
         lo, hi = -hi, -lo
-    return Clue(text, UncertaintyType.FUZZY_DATE, date.text, (("attr", date.attr), ("granularity", g.value),
-                                                              ("year", str(date.year)), ("lo", str(lo)),
-                                                              ("hi", str(hi))))
+    return Clue(
+        text,
+        UncertaintyType.FUZZY_DATE,
+        date.text,
+        (("attr", date.attr), ("granularity", g.value), ("year", str(date.year)), ("lo", str(lo)), ("hi", str(hi))),
+    )
 
 
 # --- numbers -------------------------------------------------------------------------------
@@ -152,10 +196,21 @@ def fuzz_date(date: DateFact, *, granularity: DateGranularity | str | None = Non
 #: The values "about R" admits: ``[0.7 R, 1.4 R]`` (wider than rounding, so a verifier errs towards ambiguity).
 ABOUT_TOLERANCE = (0.7, 1.4)
 _SCALE = [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")]
-_MAGNITUDE = {0: "in the single digits", 1: "in the tens", 2: "in the hundreds", 3: "in the thousands",
-              4: "in the tens of thousands", 5: "in the hundreds of thousands", 6: "in the millions",
-              7: "in the tens of millions", 8: "in the hundreds of millions", 9: "in the billions",
-              10: "in the tens of billions", 11: "in the hundreds of billions", 12: "in the trillions"}
+_MAGNITUDE = {
+    0: "in the single digits",
+    1: "in the tens",
+    2: "in the hundreds",
+    3: "in the thousands",
+    4: "in the tens of thousands",
+    5: "in the hundreds of thousands",
+    6: "in the millions",
+    7: "in the tens of millions",
+    8: "in the hundreds of millions",
+    9: "in the billions",
+    10: "in the tens of billions",
+    11: "in the hundreds of billions",
+    12: "in the trillions",
+}
 
 
 def _round_sig(v: float, sig: int, how: str = "nearest") -> float:
@@ -215,15 +270,24 @@ def fuzz_number(number: NumberFact, *, mode: str | None = None, rng: random.Rand
     elif mode == "magnitude":
         exp = max(0, min(12, math.floor(math.log10(v)) if v >= 1 else 0))
         unit = number.unit
-        suffix = "" if not unit or re.fullmatch(r"[a-z]+s", unit) else f" (in {unit})" if unit in ("$", "US$", "£", "€") \
+        suffix = (
+            ""
+            if not unit or re.fullmatch(r"[a-z]+s", unit)
+            else f" (in {unit})"
+            if unit in ("$", "US$", "£", "€")
             else f" of {unit}"
+        )
         text = _MAGNITUDE[exp] + suffix
         rec = ("exponent", str(exp))
         lo, hi = (0.0 if exp == 0 else 10.0**exp), 10.0 ** (exp + 1)
     else:
         raise ValueError(f"mode must be 'about', 'range' or 'magnitude', got {mode!r}")
-    return Clue(text, UncertaintyType.FUZZY_NUMBER, number.text, (("attr", number.attr), ("mode", mode), rec,
-                                                                  ("lo", repr(float(lo))), ("hi", repr(float(hi)))))
+    return Clue(
+        text,
+        UncertaintyType.FUZZY_NUMBER,
+        number.text,
+        (("attr", number.attr), ("mode", mode), rec, ("lo", repr(float(lo))), ("hi", repr(float(hi)))),
+    )
 
 
 _MEASURES = ("length", "height", "area", "elevation", "depth", "width", "distance", "diameter", "mass", "weight")
@@ -251,6 +315,7 @@ def number_phrase(number: NumberFact, clue: Clue) -> str | None:
 
 # --- relations, intersections and the rest ---------------------------------------------------
 
+
 def relation_label(relation: str) -> str:
     """``"birth_place"`` -> ``"birth place"``."""
     return re.sub(r"[_\s]+", " ", relation).strip().lower()
@@ -272,20 +337,31 @@ def relational_clue(anchor: Clue, relation: str, *, anchor_is_source: bool) -> C
         <anchor>"`` / ``"such that <anchor> was born in it"``.
     """
     rel = relation_label(relation)
-    if is_text_relation(relation):  # "{src} was born in {dst}": the anchor plays one role, the described entity the other
+    if is_text_relation(
+        relation
+    ):  # "{src} was born in {dst}": the anchor plays one role, the described entity the other
         me = DST if anchor_is_source else SRC
         roles = {me: "it", (SRC if me == DST else DST): anchor.text}
         body = fill(relation, roles[SRC], roles[DST])
-        text = body[len("it "):] if relation.startswith(me) else f"such that {body}"
+        text = body[len("it ") :] if relation.startswith(me) else f"such that {body}"
     elif rel in ("mention", "link", "links to", ""):
-        text = f"mentioned in the article on {anchor.text}" if anchor_is_source else f"whose article mentions {anchor.text}"
+        text = (
+            f"mentioned in the article on {anchor.text}"
+            if anchor_is_source
+            else f"whose article mentions {anchor.text}"
+        )
     elif infobox_template(rel).startswith(SRC + " is"):  # "god of": the field reads as a verb phrase
-        body = infobox_template(rel)[len(SRC) + 1:].replace(DST, "")
+        body = infobox_template(rel)[len(SRC) + 1 :].replace(DST, "")
         text = f"such that {anchor.text} {body}it" if anchor_is_source else f"{body}{anchor.text}"
     else:
         text = f"that is the {rel} of {anchor.text}" if anchor_is_source else f"whose {rel} is {anchor.text}"
-    return Clue(text, UncertaintyType.RELATIONAL, anchor.original,
-                (("relation", relation), ("direction", "from_anchor" if anchor_is_source else "to_anchor")), (anchor,))
+    return Clue(
+        text,
+        UncertaintyType.RELATIONAL,
+        anchor.original,
+        (("relation", relation), ("direction", "from_anchor" if anchor_is_source else "to_anchor")),
+        (anchor,),
+    )
 
 
 def intersection_clue(parts: Sequence[Clue]) -> Clue:
@@ -304,17 +380,31 @@ def temporal_order_clue(date: DateFact, reference: DateFact, reference_desc: Clu
         return None
     order = "before" if date.year < reference.year else "after"
     text = f"{mine[0]} {order} {reference_desc.text} {theirs[1]}"
-    return Clue(text, UncertaintyType.TEMPORAL_ORDER, f"{date.text} vs {reference.text}",
-                (("order", order), ("attr", date.attr), ("reference_attr", reference.attr),
-                 ("reference_year", str(reference.year))), (reference_desc,))
+    return Clue(
+        text,
+        UncertaintyType.TEMPORAL_ORDER,
+        f"{date.text} vs {reference.text}",
+        (
+            ("order", order),
+            ("attr", date.attr),
+            ("reference_attr", reference.attr),
+            ("reference_year", str(reference.year)),
+        ),
+        (reference_desc,),
+    )
 
 
 def counting_clue(total: int, scope: Clue) -> Clue:
     """``"among the 14 entities linked with <scope>"``: the answer is one of a counted set."""
     if total < 2:
         raise ValueError(f"counting needs a set of at least 2, got {total}")
-    return Clue(f"among the {total} entities linked with {scope.text}", UncertaintyType.COUNTING, str(total),
-                (("total", str(total)),), (scope,))
+    return Clue(
+        f"among the {total} entities linked with {scope.text}",
+        UncertaintyType.COUNTING,
+        str(total),
+        (("total", str(total)),),
+        (scope,),
+    )
 
 
 def negation_clue(excluded: Clue) -> Clue:

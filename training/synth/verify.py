@@ -96,8 +96,11 @@ class Verifier:
             from wiki_index.parse.text import first_sentence
 
             r = self.src.row(pid)
-            self._light[pid] = Entity(r.title, r.description, first_sentence(r.lead),
-                                      categories=self.src.categories(pid)) if r else Entity(str(pid))
+            self._light[pid] = (
+                Entity(r.title, r.description, first_sentence(r.lead), categories=self.src.categories(pid))
+                if r
+                else Entity(str(pid))
+            )
         return self._light[pid]
 
     def _phrase_pool(self, phrase: str) -> list[int]:
@@ -107,8 +110,10 @@ class Verifier:
             from wiki_index.parse.text import first_sentence
 
             if self._first is None:  # whitespace normalised as the phrases are (no-break spaces in "c.\xa01,200")
-                self._first = {r.page_id: " ".join((first_sentence(r.lead) + " \x00 " + r.description).lower().split())
-                               for r in self.src.rows()}
+                self._first = {
+                    r.page_id: " ".join((first_sentence(r.lead) + " \x00 " + r.description).lower().split())
+                    for r in self.src.rows()
+                }
             return [pid for pid, text in self._first.items() if key in text]
         return self.src.store.pages_matching(key, self.max_candidates + 1)
 
@@ -128,6 +133,8 @@ class Verifier:
         key = (source, clue.text, forbidden)
         if key in self._phrase_cache:
             return self._phrase_cache[key]
+        if source == "head":  # "a city": the head noun of the page's own lead, not evaluated (sound: more candidates)
+            return None
         if source == "fallback":
             m = re.fullmatch(r"an entity related to (.+)", clue.text)
             pool = self._category_pool(m.group(1)) if m else None
@@ -136,8 +143,9 @@ class Verifier:
         if pool is None or len(pool) > self.max_candidates:
             out = None
         else:
-            out = frozenset(p for p in pool
-                            if describe_entity(self._light_entity(p), forbidden=forbidden).text == clue.text)
+            out = frozenset(
+                p for p in pool if describe_entity(self._light_entity(p), forbidden=forbidden).text == clue.text
+            )
         self._phrase_cache[key] = out
         return out
 
@@ -175,14 +183,18 @@ class Verifier:
             lo, hi = int(rec["lo"]), int(rec["hi"])
             phrase = date_phrase(rec.get("attr", "date"))
             generic = rec.get("attr") == "date" or phrase is None
-            return any(_overlaps(d, lo, hi) for d in ent.dates
-                       if generic or (date_phrase(d.attr) or ("",))[0] == phrase[0])
+            return any(
+                _overlaps(d, lo, hi) for d in ent.dates if generic or (date_phrase(d.attr) or ("",))[0] == phrase[0]
+            )
         if clue.type is U.FUZZY_NUMBER:
             lo, hi = float(rec["lo"]), float(rec["hi"])
             attr = relation_label(rec.get("attr", ""))
             group = attr in _COUNT_GROUP
-            return any(lo <= n.value <= hi for n in ent.numbers
-                       if relation_label(n.attr) == attr or (group and relation_label(n.attr) in _COUNT_GROUP))
+            return any(
+                lo <= n.value <= hi
+                for n in ent.numbers
+                if relation_label(n.attr) == attr or (group and relation_label(n.attr) in _COUNT_GROUP)
+            )
         if clue.type is U.PARTIAL_NAME:
             return name_fits(clue, ent.title)
         if clue.type is U.TEMPORAL_ORDER:
@@ -237,8 +249,12 @@ class Verifier:
         """
         return self.check_extending(root, head)[0]
 
-    def check_extending(self, root: NodeSpec, head: str = "", extras: tuple[Clue, ...] | list[Clue] = (),
-                        ) -> tuple[Uniqueness, int]:
+    def check_extending(
+        self,
+        root: NodeSpec,
+        head: str = "",
+        extras: tuple[Clue, ...] | list[Clue] = (),
+    ) -> tuple[Uniqueness, int]:
         """:meth:`check`, adding the facts of ``extras`` about the answer one by one until it is the only fit.
 
         Returns:

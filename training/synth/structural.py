@@ -1,0 +1,161 @@
+"""Clues about the answer beyond its chain of relations: a cycle's closing relation, a near-miss exclusion, and the
+optional facts (a blurred date or number, a whole-word name hint, a temporal order), some stated up front.
+
+The first two are read off typed relations only (:func:`~training.synth.transfer.typed_view`): the edge that closes
+a cycle is stated with its own relation ("where the physicist was born in the city"), and a negation names an entity
+that the same page relates the same way as the answer ("that is not <near miss>"), so a reader can check each on a
+page. ``b`` is the template generator's builder (:class:`training.synth.templates._Builder`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from training.synth.clues import Clue, UncertaintyType
+from training.synth.relations import fill, infobox_template, is_text_relation
+from training.synth.uncertainty import (
+    date_phrase,
+    describe_entity,
+    head_noun,
+    leaks,
+    negation_clue,
+    partial_name_clue,
+    relation_label,
+    temporal_order_clue,
+)
+
+if TYPE_CHECKING:
+    from training.synth.kg import Entity
+
+U = UncertaintyType
+#: How often a question that has a near miss excludes it.
+NEGATION_PROB = 0.6
+#: How often a question whose subgraph closes a cycle states the closing relation.
+CYCLE_PROB = 0.3
+#: How often a question states, up front, an optional fact of each type about its answer (when it has one), so that
+#: every uncertainty type appears in a set, not only those the uniqueness check asks for.
+FEATURE_PROB = MappingProxyType({U.TEMPORAL_ORDER: 0.9, U.FUZZY_DATE: 0.2, U.FUZZY_NUMBER: 0.2, U.PARTIAL_NAME: 0.1})
+#: Name hints a question may give: whole words only (the initial, the number of words), never a cut string.
+NAME_HINTS = ("initial", "words")
+
+
+def closing_text(attrs: Mapping, refs: Mapping[Hashable, str]) -> str | None:
+    """``"where the physicist was born in the city"``: the typed relation of a cycle's closing edge between two
+    entities the question already refers to; ``None`` for a relation that no page states."""
+    src, dst = attrs.get("source_page"), attrs.get("target_page")
+    if src not in refs or dst not in refs:
+        return None
+    relation = str(attrs.get("relation", ""))
+    if is_text_relation(relation):
+        return "where " + fill(relation, refs[src], refs[dst])
+    if attrs.get("kind") == "infobox":
+        return "where " + fill(infobox_template(relation_label(relation)), refs[src], refs[dst])
+    return None
+
+
+def structural_clues(b: Any, g: nx.Graph, children: Mapping[Hashable, list], ent: Entity) -> list[Clue]:
+    """The closing relation of a cycle and a near-miss negation, as the structure and facts allow."""
+    out: list[Clue] = []
+    tree = {(u, v) for u, vs in children.items() for v in vs}
+    refs = short_refs(b, g)
+    for u, v in sorted(g.edges, key=lambda e: (str(e[0]), str(e[1]))):
+        if (
+            (u, v) in tree
+            or (v, u) in tree
+            or u not in refs
+            or v not in refs
+            or U.INTERSECTION not in b.types
+            or not {u, v} <= b.seen
+        ):
+            continue
+        if out or b.rng.random() >= CYCLE_PROB:
+            break  # one closing relation at most (the verifier does not evaluate it)
+        text = closing_text(g.edges[u, v], refs)
+        if text is None:
+            continue
+        out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"), ("u", str(u)), ("v", str(v)))))
+        b.used.add(U.INTERSECTION)
+        b.count += 1
+    miss = near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, NEGATION_PROB) else None
+    if miss is not None:
+        phrase = b.noun_phrase(miss, with_fact=False)
+        own = describe_entity(ent, forbidden=b.forbidden)
+        if phrase.text != own.text and dict(phrase.record).get("source") != "fallback":
+            out.append(negation_clue(phrase))
+            b.used.add(U.NEGATION)
+            b.count += 1
+    return out
+
+
+def near_miss(b: Any, kids: list) -> Hashable | None:
+    """A KG neighbour of one of the target's neighbours, outside the subgraph, related to it the
+    way the target is (same relation, same direction): it fits that clue but is not the answer."""
+    kids = list(kids)
+    b.rng.shuffle(kids)
+    for c in kids:
+        ref = b.g.edges[b.target, c]
+        ref_out = ref.get("source_page") == c
+        cands = []
+        for s in sorted(b.kg.adj[c], key=str) if c in b.kg else []:
+            e = b.kg.edges[c, s]
+            if s not in b.g and e.get("relation") == ref.get("relation") and (e.get("source_page") == c) == ref_out:
+                cands.append(s)
+        if cands:
+            return cands[b.rng.randrange(len(cands))]
+    return None
+
+
+def short_refs(b: Any, g: nx.Graph) -> dict[Hashable, str]:
+    """``"the physicist"`` for nodes whose head noun is unique in the subgraph (and not the target's)."""
+    heads = {n: head_noun(b.entity(n), forbidden=b.forbidden) for n in g}
+    counts: dict[str, int] = {}
+    for h in heads.values():
+        counts[h] = counts.get(h, 0) + 1
+    return {
+        n: f"the {h}" for n, h in heads.items() if n != b.target and counts[h] == 1 and h not in ("entity", "person")
+    }
+
+
+def target_facts(b: Any, g: nx.Graph, ent: Entity) -> list[Clue]:
+    """Optional clues about the answer itself: a blurred date and number and a temporal order against another entity
+    (where the facts allow), in random order, then two slivers of its name; none showing the answer."""
+    out = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
+    if U.PARTIAL_NAME in b.types:  # two different slivers of the name (an initial and a length, say)
+        modes = list(NAME_HINTS)
+        b.rng.shuffle(modes)
+        out.extend(partial_name_clue(str(b.target), mode=m) for m in modes[:2])
+    if U.TEMPORAL_ORDER in b.types:
+        mine = [d for d in ent.dates if (p := date_phrase(d.attr)) and p[1]]
+        others = sorted((n for n in g if n != b.target), key=str)
+        b.rng.shuffle(others)
+        for n in others:
+            theirs = [d for d in b.entity(n).dates if (p := date_phrase(d.attr)) and p[1]]
+            clue = (
+                temporal_order_clue(mine[0], theirs[0], b.noun_phrase(n, with_fact=False)) if mine and theirs else None
+            )
+            if clue is not None:
+                out.append(clue)
+                break
+    b.rng.shuffle(out)  # blurred facts before slivers of the name: a question asks for a name last
+    out.sort(key=lambda c: c.type is U.PARTIAL_NAME)
+    return [c for c in out if not leaks(c.text, b.forbidden)]
+
+
+def feature(b: Any, clues: list[Clue], extras: list[Clue]) -> tuple[list[Clue], list[Clue]]:
+    """Move optional facts about the answer into the question up front, one per type at most, each with its
+    :data:`FEATURE_PROB`; returns ``(clues, extras)``."""
+    if not clues or not b.quote_answer:
+        return clues, extras
+    for t, p in FEATURE_PROB.items():
+        pick = next((c for c in extras if c.type is t), None)
+        if pick is not None and b.rng.random() < p:
+            extras = [c for c in extras if c is not pick]
+            clues = [*clues, pick]
+            b.used |= pick.types() - {U.OBFUSCATED_ENTITY}
+            b.used |= {U.OBFUSCATED_ENTITY for q in pick.parts if dict(q.record).get("source") != "title"}
+            b.count += 1
+    return clues, extras
