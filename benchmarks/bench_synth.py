@@ -53,8 +53,8 @@ def _synthetic_source(g: nx.Graph):  # noqa: ANN202
 
 def _leads_table(quick: bool, repeats: int) -> None:
     from training.synth import build_dense_kg, generate_question, pick_targets, sample_subgraphs
+    from training.synth.clue_builder import AnswerLeakError
     from training.synth.leads import LeadsSource
-    from training.synth.templates import AnswerLeakError
 
     t_load, src = _median(LeadsSource.from_json, 1)
     seeds = random.Random(0).sample(src.titles, 20)
@@ -126,7 +126,8 @@ def _leads_table(quick: bool, repeats: int) -> None:
 def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
     from benchmarks.common import ensure_sample_index
     from training.synth import build_dense_kg, sample_subgraphs
-    from training.synth.pipeline import SynthConfig, generate_with_report
+    from training.synth.config import SynthConfig
+    from training.synth.pipeline import generate_with_report
     from training.synth.store_source import StoreSource
     from wiki_index.search.index import WikiIndex
 

@@ -10,7 +10,7 @@ _SMALL = dict(max_nodes=500, n_seeds=12, oversample=3.0, test_fraction=0.5)
 @pytest.fixture(scope="session")
 def small_config():
     """A small, fast configuration: a 500-entity graph from 12 seeds, half the ids held out."""
-    from training.synth.pipeline import SynthConfig
+    from training.synth.config import SynthConfig
 
     return SynthConfig(**_SMALL)
 

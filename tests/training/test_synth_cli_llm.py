@@ -9,9 +9,10 @@ import sys
 import networkx as nx
 import pytest
 
+from training.synth.config import SynthConfig
 from training.synth.constraints import parse_clues
 from training.synth.llm import LLMConfig, LLMGenerator, parse_reply
-from training.synth.pipeline import SynthConfig, generate_with_report
+from training.synth.pipeline import generate_with_report
 from training.synth.store_source import StoreSource
 from training.synth.templates import generate_question
 

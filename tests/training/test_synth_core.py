@@ -24,16 +24,17 @@ from training.synth import (
     sample_subgraphs_with_report,
     wl_colour_classes,
 )
+from training.synth.clue_builder import AnswerLeakError
 from training.synth.facts import DateFact
 from training.synth.leads import LeadsSource
-from training.synth.templates import AnswerLeakError, extend
+from training.synth.quantities import fuzz_number
+from training.synth.templates import extend
 from training.synth.uncertainty import (
     DateGranularity,
     UncertaintyType,
     counting_clue,
     describe_entity,
     fuzz_date,
-    fuzz_number,
     head_noun,
     intersection_clue,
     leaks,

@@ -10,11 +10,12 @@ import pytest
 from training.synth.clues import Clue
 from training.synth.constraints import NodeSpec
 from training.synth.gates import Deduper, SearchGates, sim_search, sim_visit
-from training.synth.kg import build_dense_kg
+from training.synth.kg_build import build_dense_kg
 from training.synth.naming import leaks
+from training.synth.quantities import fuzz_number
 from training.synth.store_source import StoreSource
 from training.synth.uncertainty import UncertaintyType as U
-from training.synth.uncertainty import fuzz_date, fuzz_number, partial_name_clue
+from training.synth.uncertainty import fuzz_date, partial_name_clue
 from training.synth.verify import Verifier, name_fits
 
 

@@ -122,7 +122,8 @@ def test_card_reports_floors_per_type_and_the_transfer_check(synth_run):
 
 def test_min_hops_is_respected_and_checked(sample_index, small_config):
     from training.synth.cli import add_arguments
-    from training.synth.pipeline import SynthConfig, generate
+    from training.synth.config import SynthConfig
+    from training.synth.pipeline import generate
 
     deep = generate(sample_index, n=4, seed=0, config=small_config, min_hops=3)
     assert deep and all(r["difficulty"]["hops"] >= 3 for r in deep)

@@ -207,7 +207,8 @@ class SynthSource:
     def _candidates(self, tier: str, n: int, seed: int, target: Target | None) -> list[dict[str, Any]]:
         """Gated records of one tier: SailorFog-QA from the knowledge graph, lookup / bridge from the typed facts."""
         if tier == "sailorfog":
-            from training.synth.pipeline import SynthConfig, generate_with_report
+            from training.synth.config import SynthConfig
+            from training.synth.pipeline import generate_with_report
 
             cfg = SynthConfig(
                 n=n,

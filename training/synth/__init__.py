@@ -11,10 +11,12 @@ through the simulator's own search) -> records (:mod:`~training.synth.records`) 
 (:mod:`~training.synth.outputs`). CLI: ``sim-web synth`` / ``python -m training.synth``.
 """
 
+from training.synth.config import SynthConfig, SynthReport
 from training.synth.facts import DateFact, NumberFact, extract_dates, extract_numbers, facts_from_fields
-from training.synth.kg import BuildReport, Entity, GraphStats, KnowledgeGraph, build_dense_kg, graph_stats, make_entity
+from training.synth.kg import BuildReport, Entity, GraphStats, KnowledgeGraph, graph_stats, make_entity
+from training.synth.kg_build import build_dense_kg
 from training.synth.orbits import node_orbits, pick_targets, wl_colour_classes
-from training.synth.pipeline import SynthConfig, SynthReport, generate, generate_with_report
+from training.synth.pipeline import generate, generate_with_report
 from training.synth.sampling import (
     SamplingReport,
     Structure,

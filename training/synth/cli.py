@@ -20,7 +20,7 @@ from wiki_index.errors import WikiIndexError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The synth options (shared by ``sim-web synth`` and ``python -m training.synth``)."""
-    from training.synth.pipeline import SHORTCUT_POLICIES, SynthConfig
+    from training.synth.config import SHORTCUT_POLICIES, SynthConfig
     from training.synth.tiers import TIERS, TierConfig
 
     d = SynthConfig()
@@ -93,9 +93,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the synthesis, write every output, print the dataset card; returns the exit status."""
     from sim_web.env.tasks import default_task_path
+    from training.synth.config import SynthConfig
     from training.synth.llm import LLMConfig
     from training.synth.outputs import build_card, render_card, write_outputs
-    from training.synth.pipeline import SynthConfig, generate_with_report
+    from training.synth.pipeline import generate_with_report
     from wiki_index.search.index import WikiIndex
 
     if args.tier != "sailorfog":

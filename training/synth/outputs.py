@@ -21,8 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from training.synth.config import SynthReport
 from training.synth.coverage import render_coverage, transfer_summary, type_floors
-from training.synth.pipeline import SynthReport
 from training.synth.quality import quality, render_quality
 from training.synth.records import HARD_HOPS, HARD_SEARCHES, LEVELS
 

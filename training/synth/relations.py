@@ -27,133 +27,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from training.synth.relation_lexicon import AUX, PARTICIPLES, PREPS, SINGULAR, TRAILING
+
 SRC, DST = "{src}", "{dst}"
-_AUX = {
-    "is",
-    "was",
-    "are",
-    "were",
-    "has",
-    "had",
-    "have",
-    "became",
-    "becomes",
-    "remains",
-    "remained",
-    "lies",
-    "lay",
-    "serves",
-    "served",
-    "contains",
-    "includes",
-    "included",
-    "borders",
-    "bordered",
-    "won",
-    "led",
-    "wrote",
-    "grew",
-    "began",
-    "made",
-    "took",
-    "gave",
-    "holds",
-    "held",
-    "forms",
-    "formed",
-    "runs",
-    "ran",
-    "flows",
-    "rises",
-    "stretches",
-    "covers",
-    "spans",
-    "joined",
-    "left",
-    "met",
-    "taught",
-    "fought",
-    "built",
-    "sits",
-    "overlooks",
-    "drains",
-    "studied",
-    "married",
-    "ruled",
-    "succeeded",
-    "preceded",
-    "defeated",
-    "invaded",
-    "conquered",
-    "founded",
-    "established",
-    "discovered",
-    "invented",
-    "developed",
-    "proposed",
-    "described",
-    "named",
-    "replaced",
-    "split",
-    "shares",
-    "shared",
-    "belongs",
-    "belonged",
-    "consists",
-    "comprises",
-    "comprised",
-    "occupies",
-    "occupied",
-    "speaks",
-    "spoke",
-    "reigned",
-    "lived",
-    "died",
-    "worked",
-    "moved",
-    "returned",
-    "emigrated",
-    "settled",
-}
-_PREPS = {
-    "of",
-    "in",
-    "by",
-    "to",
-    "from",
-    "with",
-    "for",
-    "on",
-    "at",
-    "into",
-    "as",
-    "between",
-    "near",
-    "across",
-    "along",
-    "after",
-    "under",
-    "over",
-    "through",
-    "within",
-    "around",
-    "than",
-    "about",
-    "against",
-    "among",
-    "like",
-    "via",
-    "toward",
-    "towards",
-    "upon",
-    "beyond",
-    "behind",
-    "throughout",
-    "onto",
-    "alongside",
-    "beside",
-    "off",
-}
 _BOUNDARY = re.compile(
     r"[,;:\"“”!?]|\b(?:which|who|whom|whose|where|when|while|although|though|because|but|whereas|that"
     r"|if|unless|since|until|and|or|nor|not|no|never|neither|either|only|also known)\b"
@@ -190,59 +66,7 @@ _COORD = re.compile(
     r"|second-largest|oldest)(?: \w+)?(?= (?:of|in)\b| $)"
 )
 _DEMONYM = re.compile(r"^[A-Z][a-z]+(?:an|ian|ean|ese|ish|ic|i)$")
-_TRAILING = {
-    "the",
-    "a",
-    "an",
-    "its",
-    "his",
-    "her",
-    "their",
-    "modern",
-    "present-day",
-    "modern-day",
-    "today's",
-    "southern",
-    "northern",
-    "eastern",
-    "western",
-    "central",
-    "northeastern",
-    "northwestern",
-    "southeastern",
-    "southwestern",
-    "north",
-    "south",
-    "east",
-    "west",
-    "upper",
-    "lower",
-    "greater",
-    "ancient",
-    "several",
-    "many",
-}
 MAX_WORDS = 6
-_SINGULAR = {"are": "is", "were": "was", "have": "has"}
-_PARTICIPLES = {
-    "located",
-    "situated",
-    "based",
-    "bordered",
-    "bounded",
-    "named",
-    "known",
-    "considered",
-    "called",
-    "headquartered",
-    "centered",
-    "centred",
-    "surrounded",
-    "composed",
-    "derived",
-    "divided",
-    "connected",
-}
 
 
 class Names:
@@ -286,7 +110,7 @@ def _verbish(word: str, loose: bool = False) -> bool:
     """A verb by its form: a known verb, a past form in ``-ed``, or (``loose``, right after the subject) an ``-s`` form."""
     w = word.lower()
     return (
-        w in _AUX
+        w in AUX
         or (w.endswith("ed") and len(w) > 4)
         or (loose and w.endswith("s") and len(w) > 4 and not w.endswith(("ss", "us", "is")))
     )
@@ -315,16 +139,16 @@ def clean_predicate(text: str) -> str | None:
     if (
         m
         and _verbish(m.group(1))
-        and re.match(r"\w+\s+(?:" + "|".join(sorted(_PREPS | {"the", "a", "an"})) + r")\b", p[m.end() :])
+        and re.match(r"\w+\s+(?:" + "|".join(sorted(PREPS | {"the", "a", "an"})) + r")\b", p[m.end() :])
     ):
         head = p.split()[:2]
         p = p[m.end() :]
         if len(head) == 2 and head[0] in ("is", "was", "are", "were") and head[1].endswith("ed"):
             p = f"{head[0]} {p}"  # "is separated from Africa ... and separated from" -> "is separated from"
     words = p.split()
-    while words and words[-1].lower() in _TRAILING:
+    while words and words[-1].lower() in TRAILING:
         words.pop()
-    if words and words[0].lower() in _PARTICIPLES:
+    if words and words[0].lower() in PARTICIPLES:
         words.insert(0, "is")  # "..., located in": a participle after the subject reads as "is located in"
     if not words or len(words) > MAX_WORDS or not _verbish(words[0], loose=True):
         return None
@@ -333,16 +157,16 @@ def clean_predicate(text: str) -> str | None:
         return None
     if any(w[0].isupper() and not _DEMONYM.match(w) for w in words):
         return None
-    content = [w for w in words if w.lower() not in _AUX | _PREPS | {"a", "an", "the", "been", "be", "being"}]
+    content = [w for w in words if w.lower() not in AUX | PREPS | {"a", "an", "the", "been", "be", "being"}]
     if not content and len(words) < 2:
         return None
     if words[-1].lower() in ("between", "among", "than"):
         return None  # "lies between": the sentence names two objects, the relation needs both
-    if words[-1].lower() not in _PREPS and not all(_verbish(w) or w.lower() in ("been", "by") for w in words):
+    if words[-1].lower() not in PREPS and not all(_verbish(w) or w.lower() in ("been", "by") for w in words):
         return None
     if len(words) == 1 and words[0].lower() in ("is", "was", "are", "were", "has", "had", "have"):
         return None
-    words[0] = _SINGULAR.get(words[0], words[0])  # the question's subjects are singular ("this language was spoken")
+    words[0] = SINGULAR.get(words[0], words[0])  # the question's subjects are singular ("this language was spoken")
     return " ".join(words)
 
 
@@ -436,7 +260,7 @@ def fill(template: str, src: str, dst: str) -> str:
     return template.replace(SRC, "\x00s").replace(DST, "\x00d").replace("\x00s", src).replace("\x00d", dst)
 
 
-_STOP = _AUX | _PREPS | {"a", "an", "the", "been", "be", "being", "one", "its", "his", "her", "their", "and"}
+_STOP = AUX | PREPS | {"a", "an", "the", "been", "be", "being", "one", "its", "his", "her", "their", "and"}
 
 
 def relation_words(relation: str) -> str:
@@ -461,7 +285,7 @@ def infobox_template(label: str) -> str:
     "{src}'s main interests include {dst}"
     """
     words = label.split()
-    if words and words[-1] in _PREPS:
+    if words and words[-1] in PREPS:
         return f"{SRC} is {'' if _verbish(words[0]) or words[0] == 'known' else 'the '}{label} {DST}"
     if words and words[-1].endswith("s") and not words[-1].endswith(("ss", "us", "is")):
         return f"{SRC}'s {label} include {DST}"

@@ -1,6 +1,6 @@
 """Entities and relations read from an index's DuckDB page store (the KG builder's data source).
 
-:class:`StoreSource` gives :func:`training.synth.kg.build_dense_kg` its two callables over a
+:class:`StoreSource` gives :func:`training.synth.kg_build.build_dense_kg` its two callables over a
 built ``wiki_index`` store, and the verifier (:mod:`training.synth.verify`) the corpus-wide
 adjacency it needs to check that a question's clues single out one entity:
 
@@ -31,58 +31,13 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from training.synth.infobox_keys import FACT_KEY, NO_FACT_KEY, NO_RELATION_KEY, SKIP_INFOBOX_KEYS, SPLIT_VALUE
 from training.synth.kg import Entity, make_entity
 from training.synth.relations import Names, extract_relation
 from wiki_index.types import normalize_title, title_to_url
 
 log = logging.getLogger(__name__)
 
-#: Infobox keys whose values are not relations (media, layout, codes).
-SKIP_INFOBOX_KEYS = frozenset(
-    {
-        "name",
-        "image",
-        "caption",
-        "alt",
-        "image_map",
-        "map_caption",
-        "image_flag",
-        "image_coat",
-        "signature",
-        "website",
-        "logo",
-        "footnotes",
-        "native_name",
-        "conventional_long_name",
-        "common_name",
-        "latd",
-        "latm",
-        "longd",
-        "longm",
-        "longew",
-        "latns",
-        "cctld",
-        "calling_code",
-        "iso3166code",
-        "image_size",
-        "alt_map",
-    }
-)
-#: Infobox keys that hold codes, coordinates, ranks or layout, not facts worth a clue.
-_NO_FACT_KEY = re.compile(
-    r"lat|long|image|caption|coord|code|rank|_ref|footnote|^alt|size|width|map|flag|zoom|cctld|utc"
-    r"|iso|_id$|^id$|db$|omim|icd|mesh|medline|emedicine|website|year$|_note|population_as_of"
-)
-#: Infobox keys that state a date or a quantity worth a clue (``tz1where`` or ``awards`` do not).
-_FACT_KEY = re.compile(
-    r"date|born|birth|death|died|founded|established|formed|released|opened|built|completed"
-    r"|discovered|published|area|population|length|height|elevation|depth|gdp|gini|hdi|density"
-    r"|speakers|members|employees|volume|mass|weight|diameter|width|capacity|discharge|revenue"
-    r"|budget|students|staff|distance|radius|temperature"
-)
-#: Infobox keys whose page-valued fields are layout, not relations ("flaglink", "seal_type").
-_NO_RELATION_KEY = re.compile(r"flag|seal|link|logo|coat|anthem|motto|symbol|image|map|caption|blank|_type$|footnote")
-_SPLIT_VALUE = re.compile(r"\s*(?:[,;\n]|\band\b)\s*")
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")
 
 
@@ -264,11 +219,11 @@ class StoreSource:
             for key, value in sorted(self._box.get(pid, {}).items()) if self._ensure(pid) else []:
                 if (
                     key.lower() in SKIP_INFOBOX_KEYS
-                    or _NO_RELATION_KEY.search(key.lower())
+                    or NO_RELATION_KEY.search(key.lower())
                     or not isinstance(value, str)
                 ):
                     continue
-                for part in _SPLIT_VALUE.split(value):
+                for part in SPLIT_VALUE.split(value):
                     dst = self.resolve(part) if 2 < len(part) < 80 else None
                     if dst is not None and dst != pid and (dst, key) not in out:
                         out.append((dst, key))
@@ -353,7 +308,7 @@ class StoreSource:
             box = {
                 k: v
                 for k, v in self._box.get(pid, {}).items()
-                if _FACT_KEY.search(k.lower()) and not _NO_FACT_KEY.search(k.lower())
+                if FACT_KEY.search(k.lower()) and not NO_FACT_KEY.search(k.lower())
             }
             self._entities[pid] = make_entity(
                 r.title,

@@ -4,7 +4,7 @@ optional facts (a blurred date or number, a whole-word name hint, a temporal ord
 The first two are read off typed relations only (:func:`~training.synth.transfer.typed_view`): the edge that closes
 a cycle is stated with its own relation ("where the physicist was born in the city"), and a negation names an entity
 that the same page relates the same way as the answer ("that is not <near miss>"), so a reader can check each on a
-page. ``b`` is the template generator's builder (:class:`training.synth.templates._Builder`).
+page. ``b`` is the template generator's builder (:class:`training.synth.clue_builder.ClueBuilder`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,211 @@
+"""The clue builder behind template questions: noun phrases, relations, blurred facts and counts for one question.
+
+:class:`ClueBuilder` holds the state of one :func:`~training.synth.templates.generate_question` call (the target,
+the names the question must not show, the uncertainty types allowed and used, the phrase given to each entity) and
+makes every clue of it; :mod:`training.synth.templates` walks the subgraph and renders the question. Kept apart so
+the template module holds the walk and the rendering only. :class:`AnswerLeakError` lives here because the builder
+is the first to raise it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Hashable, Mapping
+
+import networkx as nx
+
+from training.synth.clues import listed_phrase
+from training.synth.constraints import strip_article
+from training.synth.kg import Entity, edge_rank
+from training.synth.naming import with_article
+from training.synth.quantities import fuzz_number, number_phrase
+from training.synth.transfer import listed_count
+from training.synth.uncertainty import (
+    Clue,
+    UncertaintyType,
+    date_phrase,
+    describe_entity,
+    fuzz_date,
+    head_noun,
+    leaks,
+    name_variants,
+    relational_clue,
+)
+
+U = UncertaintyType
+
+
+class AnswerLeakError(ValueError):
+    """Every template would show the answer: its name is one of the template's own words
+    (a page called "Name" or "Article"). Skip such targets and count them."""
+
+
+#: How often a relation its page states as one item of a list becomes a counting clue.
+COUNTING_PROB = 1.0
+
+
+class ClueBuilder:
+    """The clues of one question as it is built: each entity's noun phrase, its relations, blurred facts and counts,
+    with the uncertainty types used and the number of atomic clues (:func:`~training.synth.templates.generate_question`
+    runs it; :mod:`training.synth.structural` adds the structure's own clues through it)."""
+
+    def __init__(
+        self,
+        g: nx.Graph,
+        target: Hashable,
+        facts: Mapping[str, Entity],
+        rng: random.Random,
+        types: Collection[UncertaintyType],
+        named_prob: float,
+        kg: nx.Graph | None,
+    ) -> None:
+        self.g, self.target, self.facts, self.rng, self.kg = g, target, facts, rng, kg
+        self.types = set(types)
+        self.named_prob = named_prob
+        self.forbidden = name_variants(str(target))
+        self.used: set[UncertaintyType] = set()
+        self.count = 0
+        self.fact_prob = 0.1  # a related entity's noun phrase carries a blurred fact this often
+        self.phrases: dict[Hashable, str] = {}  # the noun phrase each entity was given
+        self.seen: set[Hashable] = {target}  # the entities the question's chain of relations reaches
+        self.quote_answer = True  # state optional facts about the answer up front (FEATURE_PROB)
+
+    def entity(self, node: Hashable) -> Entity:
+        ent = self.facts.get(node) if isinstance(node, str) else None
+        for graph in (self.g, self.kg):
+            if ent is None and graph is not None and node in graph:
+                ent = graph.nodes[node].get("entity")
+        return ent or Entity(title=str(node))
+
+    def allow(self, t: UncertaintyType, p: float = 1.0) -> bool:
+        return t in self.types and self.rng.random() < p
+
+    def noun_phrase(self, node: Hashable, with_fact: bool = True) -> Clue:
+        ent = self.entity(node)
+        named = not self.allow(U.OBFUSCATED_ENTITY, 1 - self.named_prob)
+        clue = describe_entity(ent, forbidden=self.forbidden, named=named)
+        vague = dict(clue.record).get("source") == "fallback"
+        if (
+            (clue.text in self.phrases.values() and self.phrases.get(node) != clue.text)
+            or self.restates(node, clue)
+            or vague
+        ):
+            # two entities described alike could not be told apart, "a country in Asia is a country in ..." says
+            # nothing, and "an entity related to <category>" says nothing a page states: name this one, or (in a
+            # draft written again because one search answered it) give the head noun of its own lead
+            head = head_noun(ent, forbidden=self.forbidden)
+            clue = describe_entity(ent, forbidden=self.forbidden, named=True)
+            if (
+                vague
+                and not self.quote_answer
+                and node != self.target
+                and head not in ("entity", "person")
+                and dict(clue.record).get("source") == "title"
+                and with_article(head) not in self.phrases.values()
+            ):
+                vaguer = Clue(with_article(head), U.OBFUSCATED_ENTITY, ent.title, (("source", "head"),))
+                clue = clue if self.restates(node, vaguer) else vaguer  # not "the capital is the capital of ..."
+        if dict(clue.record).get("source") == "fallback":
+            raise AnswerLeakError(f"{node!r} has no description of its own and its name shows the answer")
+        self.phrases.setdefault(node, clue.text)
+        if dict(clue.record).get("source") != "title":
+            self.used.add(U.OBFUSCATED_ENTITY)
+        if with_fact and dict(clue.record).get("source") != "title" and self.rng.random() < self.fact_prob:
+            extra = self.date_clue(ent, generic=False) or self.number_clue(ent) or self.date_clue(ent)
+            if extra is not None:
+                clue = Clue(f"{clue.text} {extra.text}", clue.type, clue.original, clue.record, (extra,))
+        return clue
+
+    def restates(self, node: Hashable, clue: Clue) -> bool:
+        """Whether a sentence-relation of ``node`` (as its subject) restates its description: the relation and the
+        description came from the same lead sentence ("is a country in ...")."""
+        if dict(clue.record).get("source") == "title":
+            return False
+        key = " ".join(strip_article(clue.text).lower().split()[:2])
+        for other in self.g.adj[node] if node in self.g else ():
+            data = self.g.edges[node, other]
+            for attrs in [data, *data.get("by_source", {}).values()]:
+                rel = str(attrs.get("relation", ""))
+                subject = attrs.get("source_page") if rel.startswith("{src}") else attrs.get("target_page")
+                if "{" in rel and subject == node and key in rel.lower():
+                    return True
+        return False
+
+    def date_clue(self, ent: Entity, generic: bool = True) -> Clue | None:
+        """A fuzzed date with its verb; dates of a known kind first, any other known kind only if ``generic``
+        (a date of no known kind is not used: "its article mentions an event" is no fact about the entity)."""
+        dated = [d for d in ent.dates if date_phrase(d.attr) is not None and d.attr != "date"]
+        named = [d for d in dated if d.attr != "date"]
+        named = [d for d in named if not leaks(date_phrase(d.attr)[0], self.forbidden)]
+        pool = named or (dated if generic else [])
+        if not pool or U.FUZZY_DATE not in self.types:
+            return None
+        d = pool[self.rng.randrange(len(pool))]
+        fuzzed = fuzz_date(d, rng=self.rng)
+        self.used.add(U.FUZZY_DATE)
+        self.count += 1
+        return Clue(f"{date_phrase(d.attr)[0]} {fuzzed.text}", U.FUZZY_DATE, d.text, fuzzed.record)
+
+    def number_clue(self, ent: Entity) -> Clue | None:
+        if U.FUZZY_NUMBER not in self.types:
+            return None
+        options = [
+            n
+            for n in ent.numbers
+            if n.value > 0 and (p := number_phrase(n, fuzz_number(n, mode="about"))) and not leaks(p, self.forbidden)
+        ]
+        if not options:
+            return None
+        n = options[self.rng.randrange(len(options))]
+        fuzzed = fuzz_number(n, rng=self.rng)
+        self.used.add(U.FUZZY_NUMBER)
+        self.count += 1
+        return Clue(number_phrase(n, fuzzed) or fuzzed.text, U.FUZZY_NUMBER, n.text, fuzzed.record)
+
+    def relation(self, node: Hashable, other: Hashable, anchor: Clue) -> Clue:
+        """Describe ``node`` through its edge to ``other`` (described by ``anchor``)."""
+        data = self.g.edges[node, other]
+        theirs = data.get("by_source", {}).get(other)
+        if (
+            node == self.target
+            and theirs is not None
+            and data.get("source_page") != other
+            and edge_rank(theirs) <= edge_rank(data)
+        ):
+            # the anchor's page states it as well as the answer's: quote the anchor's sentence, not the answer's lead
+            data.update(theirs)
+        self.used.add(U.RELATIONAL)
+        self.count += 1
+        relation = str(data.get("relation", "link"))
+        return relational_clue(anchor, relation, anchor_is_source=data.get("source_page", other) == other)
+
+    def counted(self, node: Hashable, other: Hashable, anchor: Clue) -> Clue | None:
+        """The relation of ``node`` to ``other`` as a counting clue, when ``other``'s page states it as one item of a
+        list ("bordered by Ghana, Benin, Niger and Togo"): the relational clue with ``listed`` = the list's size."""
+        rel = self.relation(node, other, anchor)
+        data = self.g.edges[node, other]
+        total = listed_count(data, str(node), self.entity(other).infobox) if data.get("source_page") == other else 0
+        if total < 2:
+            return rel
+        self.used.add(U.COUNTING)
+        return Clue(
+            f"{rel.text} {listed_phrase(total)}",
+            rel.type,
+            rel.original,
+            (*rel.record, ("listed", str(total))),
+            rel.parts,
+        )
+
+    def describe(self, node: Hashable, children: Mapping[Hashable, list]) -> Clue:
+        """A noun phrase for ``node`` with relational clauses for its subtree."""
+        self.seen.add(node)
+        base = self.noun_phrase(node)
+        subs = [
+            self.counted(node, c, d) if self.allow(U.COUNTING, COUNTING_PROB) else self.relation(node, c, d)
+            for c in children.get(node, [])
+            for d in [self.describe(c, children)]
+        ]
+        if not subs:
+            return base
+        joined = " and ".join(s.text for s in subs)
+        return Clue(f"{base.text} {joined}", base.type, base.original, base.record, (base, *subs))
