@@ -1,6 +1,6 @@
 """The evaluation harness: run a policy on a task set, k samples per task, and score it.
 
-Episodes run concurrently: a thread pool (one env per thread) for remote and deterministic
+Episodes run concurrently (:mod:`agents.schedule`): a thread pool (one env per thread) for remote and deterministic
 policies, lockstep batches for local models (:attr:`Policy.batched`), with a progress bar.
 Each finished episode is appended to ``trajectories.jsonl`` at once, so an interrupted run
 resumes where it stopped (finished episodes are not rerun). At the end the harness writes
@@ -18,20 +18,20 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agents.config import AgentConfig, SamplingConfig
+from agents.config import AgentConfig
 from agents.episode import Episode
 from agents.eval_config import EndpointConfig, EvalConfig
-from agents.loop import ReactAgent, Request, run_episode
+from agents.loop import ReactAgent
 from agents.metrics import aggregate
 from agents.plot import plot_run
-from agents.policies.base import FatalPolicyError, Generation, Policy
+from agents.policies.base import FatalPolicyError, Policy
+from agents.schedule import run_lockstep, run_threaded
 from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft_example
 from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig, WebResearchEnv
@@ -321,9 +321,9 @@ def _run_episodes(
 
     try:
         if policy.batched:
-            _lockstep(agent, make_env, todo, cfg.batch_size, finish, fail, halted=lambda: bool(fatal))
+            run_lockstep(agent, make_env, todo, cfg.batch_size, finish, fail, halted=lambda: bool(fatal))
         else:
-            _threaded(agent, make_env, todo, cfg.workers, finish, fail, halted=lambda: bool(fatal))
+            run_threaded(agent, make_env, todo, cfg.workers, finish, fail, halted=lambda: bool(fatal))
     finally:
         bar.close()
     if fatal:
@@ -356,87 +356,3 @@ def _write_outputs(
         with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
             f.writelines(json.dumps(d, ensure_ascii=False) + "\n" for d in demos)
     return metrics, records
-
-
-def _threaded(
-    agent: ReactAgent,
-    make_env: Callable[[], Any],
-    todo: list[tuple[Task, int]],
-    workers: int,
-    finish: Callable[[Episode], None],
-    fail: Callable[[str, BaseException], None],
-    halted: Callable[[], bool],
-) -> None:
-    local = threading.local()
-
-    def one(job: tuple[Task, int]) -> None:
-        task, sample = job
-        if halted():
-            return
-        try:
-            if not hasattr(local, "env"):
-                local.env = make_env()  # the searchers serialise their JVM calls themselves
-            finish(run_episode(agent, local.env, task, sample))
-        except Exception as e:  # one failed episode must not stop the others; it is rerun on resume
-            fail(f"{task.id}#{sample}", e)
-
-    if workers == 1:
-        for job in todo:
-            one(job)
-        return
-    with ThreadPoolExecutor(workers, thread_name_prefix="episode") as pool:
-        list(pool.map(one, todo))
-
-
-def _lockstep(
-    agent: ReactAgent,
-    make_env: Callable[[], Any],
-    todo: list[tuple[Task, int]],
-    width: int,
-    finish: Callable[[Episode], None],
-    fail: Callable[[str, BaseException], None],
-    halted: Callable[[], bool],
-) -> None:
-    """Keep up to ``width`` episodes in flight (no new one once ``halted()``); every round, all waiting requests go to the policy in batches."""
-    envs = [make_env() for _ in range(min(width, len(todo)))]
-    free = list(range(len(envs)))[::-1]
-    queue = list(todo)[::-1]
-    active: dict[int, tuple[Any, Request, str]] = {}
-    while (queue and not halted()) or active:
-        while free and queue and not halted():
-            slot, (task, sample) = free.pop(), queue.pop()
-            key = f"{task.id}#{sample}"
-            ep = agent.episode(envs[slot], task, sample)
-            try:
-                active[slot] = (ep, next(ep), key)
-            except StopIteration as stop:
-                finish(stop.value)
-                free.append(slot)
-            except Exception as e:
-                fail(key, e)
-                free.append(slot)
-        groups: dict[SamplingConfig, list[int]] = {}
-        for slot, (_, req, _) in active.items():
-            groups.setdefault(req.sampling, []).append(slot)
-        for sampling, slots in groups.items():
-            try:
-                gens: list[Generation] = agent.policy.generate(
-                    [active[s][1].messages for s in slots], sampling, [active[s][1].seed for s in slots]
-                )
-            except Exception as e:
-                for s in slots:
-                    fail(active.pop(s)[2], e)
-                    free.append(s)
-                continue
-            for s, gen in zip(slots, gens):
-                ep, _, key = active[s]
-                try:
-                    active[s] = (ep, ep.send(gen), key)
-                except StopIteration as stop:
-                    del active[s]
-                    free.append(s)
-                    finish(stop.value)
-                except Exception as e:
-                    del active[s]
-                    free.append(s)
-                    fail(key, e)

@@ -72,7 +72,7 @@ def gpu_recipe(args: argparse.Namespace, index: Path, out: str) -> Any:
     """The ``single-gpu`` recipe cut down to ``args``' few small steps (no feedback loop, no pre-filter)."""
     from sim_web.protocol import NO_PYTHON_TOOLS
     from sim_web.tools.python.sandbox import sandbox_problem
-    from training.grpo.config import load_recipe
+    from training.grpo.recipes import load_recipe
 
     tasks = "cpu-learn" if (index / "tasks" / "cpu-learn.jsonl").is_file() else None
     if tasks is None:

@@ -251,11 +251,11 @@ def server_rps(
 ) -> dict[str, float]:
     """Closed-loop search req/s of ``sim-web serve`` on ``index_dir`` (distinct queries, cache off), after a warm-up.
 
-    The server and the load are bench_server's (:func:`~benchmarks.bench_server.running_server`,
-    :func:`~benchmarks.bench_server.phase_runner`): its C generator when a compiler is there, else httpx clients.
+    The server and the load are bench_server's (:func:`~benchmarks.server_harness.running_server`,
+    :func:`~benchmarks.server_harness.phase_runner`): its C generator when a compiler is there, else httpx clients.
     """
-    from benchmarks.bench_server import phase_runner, running_server
     from benchmarks.loadgen import compile_loadgen
+    from benchmarks.server_harness import phase_runner, running_server
 
     bodies = [("/tools/search", {"arguments": {"query": [q]}}) for q in queries(index_dir, 8000, seed=1)]
     warm = len(bodies) // 4  # enough distinct bodies that the measured phase seldom repeats a query

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the steps and print the per-step split and the totals."""
     import torch
 
-    from training.grpo.config import load_recipe
+    from training.grpo.recipes import load_recipe
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_train")
     ap.add_argument("--index", default=None)

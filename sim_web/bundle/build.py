@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sim_web.bundle import parts
-from sim_web.bundle.wheels import BundleError, Resolved, Target, download, pip, read_freeze, resolve, resolver_python
+from sim_web.bundle.interpreter import resolver_python
+from sim_web.bundle.wheels import BundleError, Resolved, Target, download, pip, read_freeze, resolve
 from wiki_index.settings import default_index_dir, sim_web_home
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,8 @@ The target is a Python version and a platform tag (``--python 3.12 --platform ma
 for it with ``--only-binary=:all:``, since a compiled wheel for another Python cannot be built here. pip evaluates
 environment markers (``pyserini==2.4.0; python_version >= '3.12'``, and every dependency's own) with the Python that
 runs it, whatever ``--python-version`` says, so pip runs under an interpreter of the target's version
-(:func:`find_interpreter`: ``pythonX.Y`` on PATH, pyenv's, the system's). Two more things make it work:
+(:func:`~sim_web.bundle.interpreter.find_interpreter`: ``pythonX.Y`` on PATH, pyenv's, the system's). Two more things
+make it work:
 
 * packages the target already has (a ``pip freeze --all`` of its image) become stub wheels of their installed version
   with no dependencies, pinned by a constraint: the resolver keeps them (a GPU image's CUDA torch is never replaced) and
@@ -15,7 +16,6 @@ runs it, whatever ``--python-version`` says, so pip runs under an interpreter of
 
 from __future__ import annotations
 
-import glob
 import json
 import re
 import shutil
@@ -103,63 +103,6 @@ def platform_tags(platform: str | None) -> list[str]:
         if minor in _LEGACY:
             tags.append(f"{_LEGACY[minor]}_{arch}")
     return tags
-
-
-def find_interpreter(version: str) -> str:
-    """A working Python ``version`` (X.Y) with pip: this one, ``pythonX.Y`` on PATH, pyenv's, or the system's.
-
-    Raises:
-        BundleError: When none is found, naming where it looked and how to get one.
-    """
-    if version == f"{sys.version_info.major}.{sys.version_info.minor}":
-        return sys.executable
-    pyenv = sorted(glob.glob(str(Path.home() / f".pyenv/versions/{version}.*/bin/python")))
-    candidates = [
-        shutil.which(f"python{version}"),
-        *pyenv,
-        f"/usr/local/bin/python{version}",
-        f"/usr/bin/python{version}",
-    ]
-    probe = "import sys, pip; print('%d.%d' % sys.version_info[:2])"
-    for cand in filter(None, candidates):
-        try:
-            r = subprocess.run([cand, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
-        except OSError:
-            continue
-        if r.returncode == 0 and r.stdout.strip() == version:
-            return cand
-    raise BundleError(
-        f"resolving for Python {version} needs a Python {version} with pip on this machine (pip reads "
-        f"environment markers with the Python that runs it); found none (looked for python{version} on "
-        f"PATH, ~/.pyenv/versions/{version}.*, /usr/bin): install one (pyenv install {version}, "
-        f"`uv python install {version}`, apt) and try again"
-    )
-
-
-def resolver_python(version: str, cache: Path, progress: Callable[[str], None] = print) -> str:
-    """A Python ``version`` whose pip reads metadata alone (pip >= 24.1; older ones fetch whole wheels, vLLM's and
-    torch's included, to learn their dependencies): :func:`find_interpreter`'s, or a venv of it in ``cache`` with a
-    current pip (made once)."""
-    python = find_interpreter(version)
-    if _pip_version(python) >= (24, 1):
-        return python
-    venv = cache / f"pip-python{version}"
-    exe = venv / "bin" / "python"
-    if not exe.is_file() or _pip_version(str(exe)) < (24, 1):
-        progress(f"[bundle] the pip of {python} is old; setting up a current one in {venv} (once)")
-        shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([python, "-m", "venv", str(venv)], check=True, capture_output=True)
-        r = pip(str(exe), ["install", "--quiet", "--upgrade", "pip"])
-        if r.returncode:
-            raise BundleError(f"upgrading pip in {venv} failed:\n{_tail(r)}")
-    return str(exe)
-
-
-def _pip_version(python: str) -> tuple[int, ...]:
-    r = subprocess.run(
-        [python, "-c", "import pip; print(pip.__version__)"], capture_output=True, text=True, check=False
-    )
-    return tuple(int(x) for x in re.findall(r"\d+", r.stdout)[:2]) if r.returncode == 0 else (0,)
 
 
 def canonical(name: str) -> str:
@@ -314,7 +257,8 @@ def resolve(
         requirements: pip requirement strings (``sim-web[train]==0.1.0``).
         target: The target Python and platform.
         work: A scratch folder (stubs, the report).
-        python: The interpreter that runs pip, of the target's version (:func:`resolver_python`).
+        python: The interpreter that runs pip, of the target's version
+            (:func:`~sim_web.bundle.interpreter.resolver_python`).
         installed: The target's packages (:func:`read_freeze`); they resolve to themselves and are not shipped.
         find_links: Folders of extra wheels (this project's own wheel, prebuilt ones).
         build_cache: Where wheels of source-only packages are built (None: source-only packages are an error).

@@ -10,7 +10,7 @@ from sim_web.backends.sim import SimConfig
 from sim_web.env.rewards import RewardConfig
 from sim_web.executor import BackendPolicy, ExecutorConfig
 from sim_web.protocol.actions import DEFAULT_MAX_CALLS, TOOL_NAMES
-from sim_web.tools.toolbox import PROMPT_STYLES
+from sim_web.tools.prompt import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 
 BACKENDS = ("sim", "real")

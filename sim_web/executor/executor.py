@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import tenacity
 
 from sim_web.executor.cache import CacheRowError, LRUCache, SqliteCache, decode_result, encode_result
+from sim_web.executor.checks import check_k, check_list
 from sim_web.executor.config import ExecutorConfig
 from sim_web.executor.policy import CircuitBreaker, TokenBucket
 from sim_web.executor.stats import ExecutorStats
@@ -44,12 +45,6 @@ from wiki_index.errors import ConfigError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _MISSING = object()
-
-
-def _check_list(value: Any, kind: type, who: str) -> tuple[Any, ...]:
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, kind) for v in value):
-        raise BackendError(f"{who} returned {type(value).__name__}, expected list[{kind.__name__}]", retryable=False)
-    return tuple(value)
 
 
 class ToolExecutor:
@@ -133,9 +128,9 @@ class ToolExecutor:
         Raises:
             ToolUnavailableError: When every backend failed.
         """
-        q, k = " ".join(query.split()), _check_k(k)
+        q, k = " ".join(query.split()), check_k(k)
         return list(
-            self._run("search", (q, k), q, lambda b: _check_list(b.search(q, k), SearchResult, f"{b.name}.search"))
+            self._run("search", (q, k), q, lambda b: check_list(b.search(q, k), SearchResult, f"{b.name}.search"))
         )
 
     def scholar(self, query: str, k: int = 10) -> list[ScholarResult]:
@@ -144,9 +139,9 @@ class ToolExecutor:
         Raises:
             ToolUnavailableError: When every backend failed.
         """
-        q, k = " ".join(query.split()), _check_k(k)
+        q, k = " ".join(query.split()), check_k(k)
         return list(
-            self._run("scholar", (q, k), q, lambda b: _check_list(b.scholar(q, k), ScholarResult, f"{b.name}.scholar"))
+            self._run("scholar", (q, k), q, lambda b: check_list(b.scholar(q, k), ScholarResult, f"{b.name}.scholar"))
         )
 
     def visit(self, url: str, goal: str) -> VisitResult:
@@ -395,9 +390,3 @@ class ToolExecutor:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.config.max_workers, thread_name_prefix="sim-web-tool")
             return self._pool
-
-
-def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int (results wanted), got {k!r}")
-    return k

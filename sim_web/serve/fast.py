@@ -6,7 +6,7 @@ routing, dependency solving, request-model validation and response-model seriali
 the search itself did, on a machine where two worker processes share two cores. :class:`HotRoutes` is an ASGI
 middleware, the outermost one of the app, that answers a *well-formed* call on those routes directly: the body is
 read (only when a ``Content-Length`` within the limit is declared), parsed with :func:`json.loads` as FastAPI
-parses it, checked against the same rules as the pydantic request models of :mod:`sim_web.serve.http` and
+parses it, checked against the same rules as the pydantic request models of :mod:`sim_web.serve.http_models` and
 :mod:`sim_web.serve.retrieve`, run on the same bounded :class:`~sim_web.serve.guards.ToolPool`, and encoded with
 pydantic-core's JSON encoder, the one FastAPI's response models use.
 

@@ -19,7 +19,7 @@ from sim_web.protocol.arguments import MAX_GOAL_CHARS
 if TYPE_CHECKING:
     from sim_web.protocol.errors import ActionError
 
-#: Request limits: the fast routes check them, and the pydantic models of :mod:`sim_web.serve.http` declare
+#: Request limits: the fast routes check them, and the pydantic models of :mod:`sim_web.serve.http_models` declare
 #: their fields with them.
 #: The goal limit is the toolbox's, so ``/backend/visit`` and ``/tools/visit`` bound the extractor's work alike.
 QUERY_MAX, URL_MAX, GOAL_MAX, K_MAX = 2000, 4000, MAX_GOAL_CHARS, 100

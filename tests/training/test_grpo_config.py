@@ -5,7 +5,8 @@ import dataclasses
 
 import pytest
 
-from training.grpo.config import CONFIG_DIR, GRPORecipe, load_recipe, parse_overrides, parse_value, recipe_names
+from training.grpo.config import GRPORecipe
+from training.grpo.recipes import CONFIG_DIR, load_recipe, parse_overrides, parse_value, recipe_names
 from wiki_index.errors import ConfigError
 
 RECIPES = ("cpu-smoke", "single-gpu", "multi-gpu")

@@ -36,7 +36,7 @@ def test_an_installed_wheel_loads_the_cpu_smoke_recipe(tmp_path):
     )
     assert (target / "training" / "configs" / "cpu-smoke.yaml").is_file()
     code = (
-        "import training.grpo.config as c; r = c.load_recipe('cpu-smoke'); "
+        "import training.grpo.recipes as c; r = c.load_recipe('cpu-smoke'); "
         "print(c.__file__); print(r.name, r.model, r.trainer.max_steps, ','.join(r.tools)); print(c.recipe_names())"
     )
     env = {

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from training.grpo import grpo_config
-from training.grpo.config import load_recipe
 from training.grpo.grpo_config import choose_generation
+from training.grpo.recipes import load_recipe
 from wiki_index.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

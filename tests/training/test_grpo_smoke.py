@@ -49,7 +49,7 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
         ) == pytest.approx(r["agent/frac_no_answer"])
     assert (out / "checkpoint-2").is_dir() and (out / "final" / "config.json").is_file()
 
-    from training.grpo.config import load_recipe
+    from training.grpo.recipes import load_recipe
     from training.grpo.train import main
 
     summary = main(

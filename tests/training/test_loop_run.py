@@ -23,7 +23,7 @@ def read(path):
 def test_two_rounds_retire_by_the_rules_and_the_trainer_continues_on_the_refreshed_set(
     sample_index, task_file, tmp_path
 ):
-    from training.grpo.config import load_recipe
+    from training.grpo.recipes import load_recipe
     from training.grpo.train import main
 
     path, records = task_file

@@ -60,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def config_from_args(args: argparse.Namespace) -> object:
     """The :class:`~training.ablate.runner.AblateConfig` of parsed options."""
     from training.ablate.runner import AblateConfig
-    from training.grpo.config import parse_overrides
+    from training.grpo.recipes import parse_overrides
 
     overrides = parse_overrides(args.set)
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())

@@ -102,7 +102,7 @@ class AblateConfig:
 
 def recipe_of(cfg: AblateConfig, v: Variant) -> Any:
     """The GRPO recipe of one configuration (quick settings, then ``--set``, then the variant's switches)."""
-    from training.grpo.config import load_recipe
+    from training.grpo.recipes import load_recipe
 
     fields = {
         **(QUICK if cfg.quick else {}),

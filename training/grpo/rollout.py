@@ -16,9 +16,9 @@ token), ``turn_cap`` (the env's ``max_turns``), ``obs_budget`` (the env's ``max_
 ``rollback`` (the next tool output would overflow the budget, so it is left out and the completion ends
 after the assistant's end-of-turn token, a stop that TRL's own truncation test cannot see).
 
-Generation: with ``use_vllm`` through TRL's ``trainer.vllm_generation.generate`` (one completion per
-context), else ``generate`` on ``trainer.model`` with the trainer's temperature /
-top_p / top_k, seeded per call inside :func:`torch.random.fork_rng` (the global RNG is left alone). On that
+Generation (:func:`training.grpo.generation.generate`): with ``use_vllm`` through TRL's
+``trainer.vllm_generation.generate`` (one completion per context), else ``generate`` on ``trainer.model`` with the
+trainer's temperature / top_p / top_k, seeded per call inside :func:`torch.random.fork_rng` (the global RNG is left alone). On that
 path the episodes' keys and values are kept between turns (``RolloutConfig.reuse_kv``,
 :mod:`agents.policies.kv_reuse`): a turn prefills only what its episode added since the last one (its last
 sampled token and the tool suffix), still one batched ``generate`` per turn, and a group's shared prompt is
@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.episode import ANSWER, Episode
-from agents.policies.kv_reuse import PrefixKV, cache_kwarg, supports
+from agents.policies.kv_reuse import PrefixKV, supports
 from agents.turn import clean_turn, play_turn
 from sim_web.env import EnvConfig, Task, WebResearchEnv
 from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
+from training.grpo.generation import generate
 from training.grpo.grpo_config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
 from wiki_index.errors import ConfigError
@@ -280,125 +281,3 @@ def _fields(traces: list[TokenTrace], timing: dict[str, float]) -> dict[str, Any
         "generated_tokens": [t.generated for t in traces],
         "rollout_timing": timing,
     }
-
-
-def generate(
-    trainer: Any,
-    contexts: list[list[int]],
-    max_new: list[int],
-    seed: int,
-    batch_size: int = 16,
-    kv: PrefixKV | None = None,
-    keys: list[int] | None = None,
-) -> list[tuple[list[int], list[float], bool]]:
-    """One turn for each context: ``(ids, logprobs, ended)`` with ``ids`` up to and including the end-of-turn token.
-
-    Args:
-        trainer: The GRPO trainer (its model or vLLM engine, tokenizer, sampling settings, end tokens).
-        contexts: Token ids to continue.
-        max_new: Most new tokens per context (<= 0: nothing is generated, the turn counts as cut).
-        seed: Sampling seed of this call (HF path).
-        batch_size: Most contexts per ``generate`` call (HF path).
-        kv: Keys and values of earlier turns to continue from (HF path; None: prefill every context whole).
-        keys: One key per context naming its episode in ``kv``; entries of other keys are dropped.
-
-    Returns:
-        One triple per context; ``ended`` is False when the turn was cut by ``max_new``.
-    """
-    if kv is not None:
-        kv.retain(keys or [])
-    eos = set(trainer.eos_token_ids)
-    out: list[tuple[list[int], list[float], bool]] = [([], [], False)] * len(contexts)
-    todo = [i for i, m in enumerate(max_new) if m > 0]
-    window = getattr(getattr(trainer.model, "config", None), "max_position_embeddings", None)
-    if window:
-        todo = [i for i in todo if len(contexts[i]) < window]
-    for c in range(0, len(todo), batch_size):
-        ids = todo[c : c + batch_size]
-        cap = max(max_new[i] for i in ids)
-        if window:
-            cap = min(cap, window - max(len(contexts[i]) for i in ids))
-        rows = (
-            _vllm(trainer, [contexts[i] for i in ids], cap)
-            if trainer.use_vllm
-            else _hf(
-                trainer, [contexts[i] for i in ids], cap, seed + c, kv, None if keys is None else [keys[i] for i in ids]
-            )
-        )
-        for i, (toks, lps) in zip(ids, rows):
-            n = next((k + 1 for k, x in enumerate(toks) if x in eos), None)
-            limit = min(max_new[i], len(toks))
-            if n is not None and n <= max_new[i]:
-                out[i] = (toks[:n], lps[:n], True)
-            else:
-                out[i] = (toks[:limit], lps[:limit], False)
-    return out
-
-
-def _hf(
-    trainer: Any,
-    contexts: list[list[int]],
-    max_new: int,
-    seed: int,
-    kv: PrefixKV | None = None,
-    keys: list[int] | None = None,
-) -> list[tuple[list[int], list[float]]]:
-    """Sample with ``trainer.model.generate`` (left padding, or continuing ``kv``'s entries of ``keys``); logprobs of
-    the sampled tokens at the trainer's temperature."""
-    import copy
-
-    import torch
-    from trl.models.utils import unwrap_model_for_generation
-
-    config = copy.deepcopy(trainer.generation_config)
-    config.max_new_tokens = max_new
-    config.output_logits = config.return_dict_in_generate = True
-    device = trainer.accelerator.device
-    with (
-        torch.random.fork_rng(devices=[]),
-        torch.no_grad(),
-        unwrap_model_for_generation(
-            trainer.model_wrapped, trainer.accelerator, gather_deepspeed3_params=trainer.args.ds3_gather_for_generation
-        ) as model,
-    ):
-        torch.manual_seed(seed)
-        inputs, batch = _inputs(model, contexts, trainer.processing_class.pad_token_id, device, kv, keys)
-        res = model.generate(**inputs, generation_config=config)
-    if batch is not None:
-        kv.keep(batch, res.sequences, keys)  # type: ignore[union-attr]
-    new = res.sequences[:, inputs["input_ids"].shape[1] :].cpu()
-    logits = torch.stack(res.logits, dim=1).float().cpu() / max(trainer.temperature, 1e-6)
-    lps = torch.log_softmax(logits, dim=-1).gather(2, new.unsqueeze(2)).squeeze(2)
-    return [(row.tolist(), lp.tolist()) for row, lp in zip(new, lps)]
-
-
-def _inputs(
-    model: Any, contexts: list[list[int]], pad: int, device: Any, kv: PrefixKV | None, keys: list[int] | None
-) -> tuple[dict[str, Any], Any]:
-    """``generate``'s inputs: the contexts left padded, or with their stored prefixes in a cache (then also the batch)."""
-    import torch
-
-    if kv is None:
-        width = max(len(c) for c in contexts)
-        ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])
-        mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
-        return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}, None
-    kv.prime(model, contexts, device, keys)
-    batch = kv.batch(contexts, pad, model.config, device, keys)
-    return {
-        "input_ids": batch.input_ids,
-        "attention_mask": batch.attention_mask,
-        cache_kwarg(model): batch.cache,
-    }, batch
-
-
-def _vllm(trainer: Any, contexts: list[list[int]], max_new: int) -> list[tuple[list[int], list[float]]]:
-    """Sample with TRL's vLLM engine (colocate or server); untested without a GPU."""
-    gen = trainer.vllm_generation
-    old = gen.max_completion_length
-    gen.max_completion_length = max_new
-    try:
-        _, ids, logprobs, _ = gen.generate(prompts=contexts, images=None, num_generations=1)
-    finally:
-        gen.max_completion_length = old
-    return [(list(row), [float("nan") if lp[0] is None else lp[0] for lp in lps]) for row, lps in zip(ids, logprobs)]

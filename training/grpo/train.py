@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from training.grpo.config import GRPORecipe, load_recipe, parse_overrides
+from training.grpo.config import GRPORecipe
+from training.grpo.recipes import load_recipe, parse_overrides
 
 log = logging.getLogger(__name__)
 #: Columns of the metrics table: (header, log key, format).

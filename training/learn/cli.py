@@ -18,7 +18,7 @@ from wiki_index.errors import ConfigError
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~training.learn.config.LearnConfig` of parsed arguments."""
-    from training.grpo.config import parse_overrides
+    from training.grpo.recipes import parse_overrides
     from training.learn.config import STAGES, LearnConfig
 
     values = parse_overrides(args.set)

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str) -> Any:
     """The GRPO recipe of the run: the recipe file, its overrides, and this run's model, tasks and folders."""
-    from training.grpo.config import load_recipe
+    from training.grpo.recipes import load_recipe
 
     over = {
         "model": model,
