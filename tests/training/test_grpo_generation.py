@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from training.grpo import grpo_config
-from training.grpo.grpo_config import choose_generation
+from training.grpo import trainer_config
 from training.grpo.recipes import load_recipe
+from training.grpo.trainer_config import choose_generation
 from wiki_index.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +42,8 @@ def test_the_single_gpu_recipe_on_this_machine(monkeypatch, tmp_path):
     pytest.importorskip("trl")
     recipe = load_recipe("single-gpu", {"output_dir": str(tmp_path)})
     assert recipe.trainer.use_vllm and not recipe.trainer.require_vllm
-    monkeypatch.setattr(grpo_config, "vllm_installed", lambda: False)
-    monkeypatch.setattr(grpo_config, "cuda_available", lambda: False)
+    monkeypatch.setattr(trainer_config, "vllm_installed", lambda: False)
+    monkeypatch.setattr(trainer_config, "cuda_available", lambda: False)
     use, note = recipe.generation()
     assert not use and "the vllm package is not installed and no CUDA GPU is visible" in note
     args = recipe.grpo_config()
@@ -54,10 +54,10 @@ def test_the_single_gpu_recipe_on_this_machine(monkeypatch, tmp_path):
 
 
 def test_forcing_the_device_logic_picks_vllm_on_a_cuda_machine_with_vllm(monkeypatch):
-    monkeypatch.setattr(grpo_config, "vllm_installed", lambda: True)
-    monkeypatch.setattr(grpo_config, "cuda_available", lambda: True)
+    monkeypatch.setattr(trainer_config, "vllm_installed", lambda: True)
+    monkeypatch.setattr(trainer_config, "cuda_available", lambda: True)
     assert load_recipe("single-gpu").generation() == (True, None)
-    monkeypatch.setattr(grpo_config, "vllm_installed", lambda: False)
+    monkeypatch.setattr(trainer_config, "vllm_installed", lambda: False)
     use, note = load_recipe("single-gpu").generation()  # a CUDA image without vLLM: transformers on the GPU
     assert not use and note.startswith("trainer.use_vllm is set but the vllm package is not installed: ")
 

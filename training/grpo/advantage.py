@@ -27,6 +27,17 @@ from wiki_index.errors import ConfigError
 
 ADVANTAGES = ("grpo", "loo", "loo_std")
 TRUNCATION_RULES = ("keep_all", "drop_all_truncated", "drop_truncated_negatives")
+#: Help texts of the switches, shared by the recipe's ``trainer:`` section and TRL's ``AgentGRPOConfig``.
+SWITCH_HELP = {
+    "advantage": "Group advantage: 'grpo' (TRL's own, honouring scale_rewards), 'loo' (leave-one-out "
+    "r_i - mean_{j!=i} r_j) or 'loo_std' (LOO / group std).",
+    "truncation": "Which samples leave the loss: 'keep_all'; 'drop_all_truncated' (every episode without a final answer, "
+    "TRL's mask_truncated_completions rule); 'drop_truncated_negatives' (no final answer AND reward <= 0; "
+    "truncated successes stay). Dropped samples stay in the group baseline.",
+    "dupo": "DUPO batch filling: replace each group whose rewards are all equal by a copy of an informative group of the "
+    "same batch (no extra rollouts); counts logged as agent/dupo_dropped_groups and agent/dupo_duplicated_groups.",
+    "epsilon_high": "Upper clip of the ratio (clip-higher); 0.2 gives symmetric clipping, None = epsilon.",
+}
 EPS = 1e-4  # TRL's epsilon when scaling by the std
 
 

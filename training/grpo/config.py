@@ -5,7 +5,7 @@ run, each a dataclass that declares and validates its own fields:
 
 - ``env``: :class:`~sim_web.env.EnvConfig` (tools, turn cap, observation budgets, prompt style, ``sim``, ``reward``);
 - ``rollout``: :class:`~training.grpo.rollout.RolloutConfig` (turn length; its seed and batch follow the run);
-- ``trainer``: :class:`~training.grpo.grpo_config.TrainerConfig` (batch shape, optimiser, loss switches, vLLM), which
+- ``trainer``: :class:`~training.grpo.trainer_config.TrainerConfig` (batch shape, optimiser, loss switches, vLLM), which
   :meth:`GRPORecipe.grpo_config` turns into TRL arguments;
 - ``prefilter``: :class:`~training.grpo.dupo.PrefilterConfig` (DUPO's pre-RL filter);
 - ``loop``: :class:`~training.loop.loop.LoopConfig` (the data-policy feedback loop).
@@ -31,8 +31,8 @@ from typing import Any
 
 from sim_web.env import EnvConfig
 from training.grpo.dupo import PrefilterConfig
-from training.grpo.grpo_config import TrainerConfig, check_sandbox
 from training.grpo.rollout import RolloutConfig
+from training.grpo.trainer_config import TrainerConfig, check_sandbox
 from training.loop.loop import LoopConfig
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
@@ -91,7 +91,7 @@ class GRPORecipe:
     rollout: RolloutConfig = _section(
         RolloutConfig, "Rollout limits (training.grpo.rollout.RolloutConfig): max_turn_tokens, reuse_kv."
     )
-    trainer: TrainerConfig = _section(TrainerConfig, "Trainer arguments (training.grpo.grpo_config.TrainerConfig).")
+    trainer: TrainerConfig = _section(TrainerConfig, "Trainer arguments (training.grpo.trainer_config.TrainerConfig).")
     prefilter: PrefilterConfig = _section(PrefilterConfig, "DUPO's pre-RL filter (training.grpo.dupo.PrefilterConfig).")
     loop: LoopConfig = _section(LoopConfig, "The data-policy feedback loop (training.loop.loop.LoopConfig).")
 
@@ -132,7 +132,7 @@ class GRPORecipe:
 
     def generation(self) -> tuple[bool, str | None]:
         """Whether rollouts generate with vLLM here, and the warning to log when the recipe asked for vLLM but gets
-        transformers generation (:meth:`TrainerConfig.generation <training.grpo.grpo_config.TrainerConfig.generation>`).
+        transformers generation (:meth:`TrainerConfig.generation <training.grpo.trainer_config.TrainerConfig.generation>`).
 
         Raises:
             ConfigError: When ``trainer.require_vllm`` is set and vLLM cannot run here.

@@ -159,18 +159,18 @@ def build(default: Any, data: Mapping[str, Any], where: str = "") -> Any:
         ConfigError: For an unknown or derived key, naming the section and its valid keys.
     """
     hints = typing.get_type_hints(type(default))
-    names = [f.name for f in dataclasses.fields(default) if f.init and f"{where}{f.name}" not in DERIVED]
+    names = _keys(default, where)
     changes: dict[str, Any] = {}
     for key, value in data.items():
         path = f"{where}{key}"
         if path in DERIVED:
             raise ConfigError(f"{path} is not set in a recipe: it follows {DERIVED[path]}")
         if key not in names:
-            raise ConfigError(_unknown(key, where, names))
+            raise ConfigError(_unknown(key, where, names, default))
         current = getattr(default, key)
         if dataclasses.is_dataclass(current):
             if not isinstance(value, Mapping):
-                keys = _keys(current, path)
+                keys = _keys(current, f"{path}.")
                 example = "enabled" if "enabled" in keys else keys[0]
                 raise ConfigError(f"{path} is a section: set its keys ({', '.join(keys)}), e.g. {path}.{example}=...")
             changes[key] = build(current, value, f"{path}.")
@@ -179,18 +179,19 @@ def build(default: Any, data: Mapping[str, Any], where: str = "") -> Any:
     return dataclasses.replace(default, **changes)
 
 
-def _keys(section: Any, path: str) -> list[str]:
-    return [f.name for f in dataclasses.fields(section) if f.init and f"{path}.{f.name}" not in DERIVED]
+def _keys(section: Any, where: str) -> list[str]:
+    """The fields a recipe may set in ``section`` (at dotted prefix ``where``): all but those the run derives."""
+    return [f.name for f in dataclasses.fields(section) if f.init and f"{where}{f.name}" not in DERIVED]
 
 
-def _unknown(key: str, where: str, names: list[str]) -> str:
+def _unknown(key: str, where: str, names: list[str], default: Any) -> str:
     section = f"section {where.rstrip('.')!r}" if where else "the recipe's top level"
     hint = ""
-    if not where:  # an old flat name: point at its section
+    if not where:  # an old flat name: point at the sections of ``default`` that have it
         homes = [
-            f"{s}.{key}"
-            for s in ("env", "rollout", "trainer", "prefilter", "loop")
-            if key in {f.name for f in dataclasses.fields(GRPORecipe.__dataclass_fields__[s].default_factory())}
+            f"{n}.{key}"
+            for n in names
+            if dataclasses.is_dataclass(sub := getattr(default, n)) and key in _keys(sub, f"{n}.")
         ]
         hint = f" (did you mean {' or '.join(homes)}?)" if homes else ""
     return f"unknown key {where + key!r} in {section}{hint}; valid keys: {', '.join(names)}"

@@ -47,7 +47,7 @@ from agents.turn import clean_turn, play_turn
 from sim_web.env import EnvConfig, Task, WebResearchEnv
 from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
 from training.grpo.generation import generate
-from training.grpo.grpo_config import check_sandbox
+from training.grpo.trainer_config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
 from wiki_index.errors import ConfigError
 
