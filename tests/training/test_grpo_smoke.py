@@ -23,7 +23,7 @@ def sailorfog_tasks(synth_run, tmp_path_factory):
     return path
 
 
-def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog_tasks, tmp_path):
+def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog_tasks, tmp_path, caplog):
     out = tmp_path / "run"
     sets = [
         f"index_dir={sample_index}",
@@ -52,19 +52,18 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
     from training.grpo.recipes import load_recipe
     from training.grpo.train import main
 
-    summary = main(
-        load_recipe(
-            "cpu-smoke",
-            {
-                "index_dir": str(sample_index),
-                "tasks": str(sailorfog_tasks),
-                "output_dir": str(out),
-                "trainer.max_steps": 3,
-                "env.prompt": "compact",
-                "env.search_results": 3,
-            },
-        )
+    recipe = load_recipe(
+        "cpu-smoke",
+        {
+            "index_dir": str(sample_index),
+            "tasks": str(sailorfog_tasks),
+            "output_dir": str(out),
+            "trainer.max_steps": 3,
+            "env.prompt": "compact",
+            "env.search_results": 3,
+        },
     )
+    summary = main(recipe)
     assert summary["resumed_from"].endswith("checkpoint-2") and summary["steps"] == 3
     recorded = json.loads((out / "summary.json").read_text())["config"]  # the whole recipe: part of the run's identity
     env = recorded["env"]
@@ -75,3 +74,13 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
         3,
     )
     assert [r["step"] for r in summary["metrics"]] == [1, 2, 3]  # one new step after the resume
+
+    # resumed once more at its last step (an ablation whose eval was interrupted): no step is trained again (a
+    # trainer resumed at its last step may train one more: 13 of 12 steps happened in an ablation with DUPO)
+    (out / "final" / "config.json").unlink()
+    with caplog.at_level("WARNING", logger="training.grpo.train"):
+        again = main(recipe)
+    assert "already holds the last step (3): nothing to train" in caplog.text
+    assert again["resumed_from"].endswith("checkpoint-3") and again["steps"] == 3
+    assert [r["step"] for r in again["metrics"]] == [1, 2, 3] and not (out / "checkpoint-4").exists()
+    assert (out / "final" / "config.json").is_file() and not (out / "final" / "optimizer.pt").exists()

@@ -132,6 +132,13 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
         log.warning(fallback)
     log.warning("training with tools %s", ", ".join(recipe.tools))
 
+    # 0. a run whose last checkpoint already has every step is finished: save its model, train nothing more
+    last = _resume_point(out, recipe.resume)
+    resume_step = int(Path(last).name.rsplit("-", 1)[1]) if last else None
+    _truncate_metrics(out / "metrics.jsonl", resume_step or 0)
+    if resume_step is not None and resume_step >= recipe.trainer.max_steps:
+        return _finished(out, last, resume_step, t0)
+
     # 1. tasks: the train split of the index's task set
     index = WikiIndex.from_dir(recipe.index_dir)
     tasks = resolve_tasks(index, recipe.tasks, recipe.split)[: recipe.n_tasks]
@@ -155,9 +162,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     )
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(metrics_callback(out / "metrics.jsonl", recipe.trainer.max_steps))
-    # 5. from the last checkpoint when there is one; the outcome table, DUPO's filter and the loop follow it
-    last = _resume_point(out, recipe.resume)
-    resume_step = int(Path(last).name.rsplit("-", 1)[1]) if last else None
+    # 5. from the last checkpoint when there is one (step 0); the outcome table, DUPO's filter and the loop follow it
     outcomes = OutcomeLog(out / "outcomes.jsonl", persist=trainer.accelerator.is_main_process)
     outcomes.truncate(resume_step or 0)
     trainer.outcome_sink = outcomes
@@ -190,6 +195,45 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
         "loop_rounds": loop.rounds() if loop else None,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return summary
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop the metric lines logged after ``step`` (a run killed after its last checkpoint logs them again)."""
+    if not path.exists():
+        return
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
+    if len(kept) < len(lines):
+        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+
+def _finished(out: Path, last: str, step: int, t0: float) -> dict[str, Any]:
+    """The summary of a run whose checkpoint ``last`` already holds its last step (killed after it, or resumed to
+    evaluate): the checkpoint's model files become ``final/`` and nothing is trained (resuming a trainer at its last
+    step would train one more)."""
+    log.warning("%s already holds the last step (%d): nothing to train; saving its model as final/", last, step)
+    final = out / "final"
+    shutil.rmtree(final, ignore_errors=True)
+    state = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json")
+    shutil.copytree(last, final, ignore=shutil.ignore_patterns(*state))
+    old_path = out / "summary.json"
+    old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.exists() else {}
+    metrics = out / "metrics.jsonl"
+    rows = (
+        [json.loads(x) for x in metrics.read_text(encoding="utf-8").splitlines() if x.strip()]
+        if metrics.exists()
+        else []
+    )
+    summary = {
+        **old,
+        "steps": step,
+        "resumed_from": last,
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+        "final_model": str(final),
+        "metrics": rows,
+    }
+    old_path.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
 
 
