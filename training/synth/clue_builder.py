@@ -42,6 +42,9 @@ class AnswerLeakError(ValueError):
 
 #: How often a relation its page states as one item of a list becomes a counting clue.
 COUNTING_PROB = 1.0
+#: How often an entity two or more relations from the answer is named rather than described (when the draft names
+#: any at all): a chain a reader can start from, as in BrowseComp, with fewer look-alikes for the uniqueness check.
+DEEP_NAMED_PROB = 0.75
 
 
 class ClueBuilder:
@@ -58,6 +61,7 @@ class ClueBuilder:
         types: Collection[UncertaintyType],
         named_prob: float,
         kg: nx.Graph | None,
+        steer: Collection[UncertaintyType] = (),
     ) -> None:
         self.g, self.target, self.facts, self.rng, self.kg = g, target, facts, rng, kg
         self.types = set(types)
@@ -65,8 +69,11 @@ class ClueBuilder:
         self.forbidden = name_variants(str(target))
         self.used: set[UncertaintyType] = set()
         self.count = 0
-        self.fact_prob = 0.1  # a related entity's noun phrase carries a blurred fact this often
+        self.steer = set(steer)  # types the run is short of: their optional clues are used whenever possible
+        # a related entity's noun phrase carries a blurred fact this often (more often when dates are short)
+        self.fact_prob = 0.25 if U.FUZZY_DATE in self.steer else 0.1
         self.phrases: dict[Hashable, str] = {}  # the noun phrase each entity was given
+        self.depth: dict[Hashable, int] = {}  # each entity's distance from the answer in the question's tree
         self.seen: set[Hashable] = {target}  # the entities the question's chain of relations reaches
         self.quote_answer = True  # state optional facts about the answer up front (FEATURE_PROB)
 
@@ -82,22 +89,28 @@ class ClueBuilder:
 
     def noun_phrase(self, node: Hashable, with_fact: bool = True) -> Clue:
         ent = self.entity(node)
-        named = not self.allow(U.OBFUSCATED_ENTITY, 1 - self.named_prob)
+        p = self.named_prob
+        if 0 < p < DEEP_NAMED_PROB and self.depth.get(node, 0) >= 2:
+            p = DEEP_NAMED_PROB  # the far end of a chain is where a reader starts: usually a name
+        named = not self.allow(U.OBFUSCATED_ENTITY, 1 - p)
         clue = describe_entity(ent, forbidden=self.forbidden, named=named)
         vague = dict(clue.record).get("source") == "fallback"
+        circular = self.names_other(node, clue)
         if (
             (clue.text in self.phrases.values() and self.phrases.get(node) != clue.text)
             or self.restates(node, clue)
             or vague
+            or circular
         ):
             # two entities described alike could not be told apart, "a country in Asia is a country in ..." says
-            # nothing, and "an entity related to <category>" says nothing a page states: name this one, or (in a
-            # draft written again because one search answered it) give the head noun of its own lead
+            # nothing, "an entity related to <category>" says nothing a page states, and "the capital of Turkey is
+            # the capital city of Turkey" says nothing twice: name this one, or (a description naming another
+            # entity of the question, or a draft written again because one search answered it) give the head noun
+            # of its own lead
             head = head_noun(ent, forbidden=self.forbidden)
             clue = describe_entity(ent, forbidden=self.forbidden, named=True)
             if (
-                vague
-                and not self.quote_answer
+                (circular or (vague and not self.quote_answer))
                 and node != self.target
                 and head not in ("entity", "person")
                 and dict(clue.record).get("source") == "title"
@@ -116,6 +129,13 @@ class ClueBuilder:
                 clue = Clue(f"{clue.text} {extra.text}", clue.type, clue.original, clue.record, (extra,))
         return clue
 
+    def names_other(self, node: Hashable, clue: Clue) -> bool:
+        """Whether a description of ``node`` names another entity of the question ("the capital of Turkey", with
+        Turkey in the question): the sentence relating the two would then state its own description again."""
+        if dict(clue.record).get("source") == "title":
+            return False
+        return any(other != node and leaks(clue.text, name_variants(str(other))) for other in self.g)
+
     def restates(self, node: Hashable, clue: Clue) -> bool:
         """Whether a sentence-relation of ``node`` (as its subject) restates its description: the relation and the
         description came from the same lead sentence ("is a country in ...")."""
@@ -131,10 +151,11 @@ class ClueBuilder:
                     return True
         return False
 
-    def date_clue(self, ent: Entity, generic: bool = True) -> Clue | None:
+    def date_clue(self, ent: Entity, generic: bool = True, skip: Collection[str] = ()) -> Clue | None:
         """A fuzzed date with its verb; dates of a known kind first, any other known kind only if ``generic``
-        (a date of no known kind is not used: "its article mentions an event" is no fact about the entity)."""
-        dated = [d for d in ent.dates if date_phrase(d.attr) is not None and d.attr != "date"]
+        (a date of no known kind is not used: "its article mentions an event" is no fact about the entity); none of
+        the attributes in ``skip``."""
+        dated = [d for d in ent.dates if date_phrase(d.attr) is not None and d.attr not in ("date", *skip)]
         named = [d for d in dated if d.attr != "date"]
         named = [d for d in named if not leaks(date_phrase(d.attr)[0], self.forbidden)]
         pool = named or (dated if generic else [])
@@ -146,13 +167,18 @@ class ClueBuilder:
         self.count += 1
         return Clue(f"{date_phrase(d.attr)[0]} {fuzzed.text}", U.FUZZY_DATE, d.text, fuzzed.record)
 
-    def number_clue(self, ent: Entity) -> Clue | None:
+    def number_clue(self, ent: Entity, skip: Collection[str] = ()) -> Clue | None:
+        """A blurred quantity of ``ent`` with its phrase ("a population of about 9 million"), of no attribute in
+        ``skip``."""
         if U.FUZZY_NUMBER not in self.types:
             return None
         options = [
             n
             for n in ent.numbers
-            if n.value > 0 and (p := number_phrase(n, fuzz_number(n, mode="about"))) and not leaks(p, self.forbidden)
+            if n.value > 0
+            and n.attr not in skip
+            and (p := number_phrase(n, fuzz_number(n, mode="about")))
+            and not leaks(p, self.forbidden)
         ]
         if not options:
             return None
@@ -180,11 +206,14 @@ class ClueBuilder:
         return relational_clue(anchor, relation, anchor_is_source=data.get("source_page", other) == other)
 
     def counted(self, node: Hashable, other: Hashable, anchor: Clue) -> Clue | None:
-        """The relation of ``node`` to ``other`` as a counting clue, when ``other``'s page states it as one item of a
-        list ("bordered by Ghana, Benin, Niger and Togo"): the relational clue with ``listed`` = the list's size."""
+        """The relation of ``node`` to ``other`` as a counting clue, when the page stating it names one of them as
+        one item of a list ("bordered by Ghana, Benin, Niger and Togo"): the relational clue with ``listed`` = the
+        list's size. Either page may hold the list: ``other``'s listing ``node``, or ``node``'s listing ``other``."""
         rel = self.relation(node, other, anchor)
         data = self.g.edges[node, other]
-        total = listed_count(data, str(node), self.entity(other).infobox) if data.get("source_page") == other else 0
+        page = data.get("source_page")
+        item = node if page == other else other if page == node else None
+        total = listed_count(data, str(item), self.entity(page).infobox) if item is not None else 0
         if total < 2:
             return rel
         self.used.add(U.COUNTING)

@@ -38,6 +38,13 @@ class SynthConfig:
         targets_per_subgraph: Questions tried per subgraph, on distinct orbits first.
         min_hops: A question chains at least this many typed facts: only targets whose eccentricity in the subgraph
             is at least this are asked for (1: every target).
+        other_pages_first: Ask first about the targets of a subgraph whose relations the pages around them state,
+            not their own page (a question quoting the answer's own page is what one search finds).
+        skip_shortcut_targets: A target that one search answered in an earlier subgraph is not asked about again
+            (counted as ``shortcut_target_skipped``).
+        steer_types: Steer the optional clues towards the uncertainty types below their floor
+            (:data:`~training.synth.coverage.FLOORS`, plus ``steer_margin``) in the questions accepted so far.
+        steer_margin: How far above its floor a type is steered to (a share, e.g. 0.02 for 8% -> 10%).
         test_fraction: Share of ids in the held-out ``test`` split.
         k: Search results an agent sees (answerability counts a page found within the top ``k``).
         shortcut_policy: ``drop`` questions whose BM25 top-1 is the answer, ``downweight`` them
@@ -60,6 +67,10 @@ class SynthConfig:
     typed_prob: float = 1.0
     targets_per_subgraph: int = 2
     min_hops: int = 1
+    other_pages_first: bool = True
+    skip_shortcut_targets: bool = True
+    steer_types: bool = True
+    steer_margin: float = 0.02
     test_fraction: float = 0.2
     k: int = 10
     shortcut_policy: str = "drop"
@@ -101,6 +112,8 @@ class SynthConfig:
             )
         if not 0 <= self.typed_prob <= 1:
             raise bad("typed_prob must be in [0, 1]", self.typed_prob, "e.g. 0.9")
+        if not 0 <= self.steer_margin < 1:
+            raise bad("steer_margin must be in [0, 1)", self.steer_margin, "e.g. 0.02")
         if not 0 < self.shortcut_weight <= 1:
             raise bad("shortcut_weight must be in (0, 1]", self.shortcut_weight, "e.g. 0.25")
 

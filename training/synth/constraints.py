@@ -37,8 +37,8 @@ class NodeSpec:
         ignored: Clues the verifier does not evaluate (cycle-closing edges between other nodes);
             ignoring a clue can only add candidates, so a uniqueness pass stays sound.
         depth: Distance from the answer in the question's tree.
-        listed: For a related entity: the size of the list of its page that names its parent under the relation
-            ("one of 5 named together on that page"); 0 when no count is stated. The verifier checks the relation
+        listed: For a related entity: the size of the list, on the page stating its relation to its parent, that
+            names one of the two ("one of 5 named together on that page"); 0 when no count is stated. The verifier checks the relation
             and not the count (sound, as above).
     """
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -144,18 +144,30 @@ def pick_targets(subgraph: Subgraph | nx.Graph, n: int, rng: random.Random | int
     return out
 
 
-def targets_at_depth(sub: Any, k: int, min_hops: int, rng: random.Random) -> list:
+def own_share(g: nx.Graph, node: Hashable) -> float:
+    """The share of ``node``'s edges in ``g`` that its own page states (``source_page`` is ``node``): a question about
+    it would quote its own page, which one search for those words finds."""
+    edges = [g.edges[node, other] for other in g.adj[node]]
+    return sum(e.get("source_page") == node for e in edges) / len(edges) if edges else 0.0
+
+
+def targets_at_depth(
+    sub: Any, k: int, min_hops: int, rng: random.Random, *, key: Callable[[Hashable], Any] | None = None
+) -> list:
     """Up to ``k`` targets of a subgraph (distinct orbits first, :func:`pick_targets`) whose eccentricity is at least
-    ``min_hops``: a question about them chains at least that many relations (1: every target, as drawn)."""
-    if min_hops <= 1:
-        return pick_targets(sub, k, rng)
+    ``min_hops``: a question about them chains at least that many relations (1: every target, as drawn).
+
+    ``key``: the targets sorted by it (ties in the drawn order), e.g. :func:`own_share` to ask first about targets
+    whose relations the pages around them state, so a question reads facts off those pages, not the answer's own."""
     g = sub if isinstance(sub, nx.Graph) else sub.graph
-    deep = [
-        t
-        for t in pick_targets(sub, g.number_of_nodes(), rng)
-        if max(nx.single_source_shortest_path_length(g, t).values()) >= min_hops
-    ]
-    return deep[:k]
+    if min_hops <= 1 and key is None:
+        return pick_targets(sub, k, rng)
+    drawn = pick_targets(sub, g.number_of_nodes(), rng)
+    if key is not None:
+        drawn.sort(key=key)
+    if min_hops > 1:
+        drawn = [t for t in drawn if max(nx.single_source_shortest_path_length(g, t).values()) >= min_hops]
+    return drawn[:k]
 
 
 def interleave(subs: list, rng: random.Random) -> list[tuple[int, Any]]:

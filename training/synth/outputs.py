@@ -211,7 +211,10 @@ def build_card(
             "accepted": f["accepted"],
             "shortcut_first_drafts": f["shortcut_first"],
             "shortcut_reworded": f["shortcut_reworded"],
-            "facts_added": {k: f[f"facts_added_{k}"] for k in range(5) if f[f"facts_added_{k}"]},
+            "shortcut_branch_dropped": f["shortcut_branch_dropped"],
+            "look_alikes_excluded": f["look_alikes_excluded"],
+            "shortcut_targets_skipped": f["shortcut_target_skipped"],
+            "facts_added": {k: f[f"facts_added_{k}"] for k in range(7) if f[f"facts_added_{k}"]},
             "shortcut_in_set": sum(r["shortcut"] for r in records),
         },
         "kg": report.kg,
@@ -258,14 +261,16 @@ def render_card(card: dict[str, Any]) -> str:
         f"| accepted | {g['accepted']} |",
         f"| shortcut questions kept in the set | {g['shortcut_in_set']} |",
         "",
-        f"Uniqueness outcomes: {g['uniqueness']}.",
+        f"Uniqueness outcomes: {g['uniqueness']}; unique only once a negation named the one or two look-alikes the "
+        f'check left ("It is not ..."): {g.get("look_alikes_excluded", 0)}.',
         "",
     ]
     lines += [
         f"Drafts a single search answered at first: {g.get('shortcut_first_drafts', 0)}, of which "
         f"{g.get('shortcut_reworded', 0)} were written again with every entity described (and, where that was not "
-        f"enough, without the optional facts and a leaf relation quoted from the answer's own lead) and passed; "
-        f"facts about "
+        f"enough, without the optional facts and a leaf relation quoted from the answer's own lead, then without one "
+        f"branch of the answer's tree: {g.get('shortcut_branch_dropped', 0)}) and passed; targets a search had "
+        f"answered in an earlier subgraph, not asked again: {g.get('shortcut_targets_skipped', 0)}; facts about "
         f"the answer the uniqueness check asked for (count: questions): {g.get('facts_added', {})}.",
         "",
     ]

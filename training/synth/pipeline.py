@@ -2,9 +2,11 @@
 
 :func:`generate` is deterministic for a seed: every random choice flows from
 ``random.Random(seed)`` (the graph, the samples, the targets) or from a per-item generator
-seeded by ``(seed, subgraph index, target)``, so an item does not change when an earlier one
-is rejected. Subgraphs are visited round-robin over their (structure, size) buckets, so the
-accepted set stays balanced over structures when it stops at ``n``.
+seeded by ``(seed, subgraph index, target)``. An item depends on earlier ones only through what the set has
+accepted so far (the uncertainty types it is short of, :func:`~training.synth.steering.short_types`) and the targets
+one search already answered (not asked again). Subgraphs are visited round-robin over their (structure, size)
+buckets, so the accepted set stays balanced over structures when it stops at ``n``; within a subgraph, targets whose
+relations other pages state come first (:func:`~training.synth.steering.target_key`).
 
 Questions are sampled from the typed view of the graph (:func:`~training.synth.transfer.typed_view`): every clue is
 a relation or a fact a page states. Gates, in order (each counted in :class:`~training.synth.config.SynthReport`): the answer never appears in the text
@@ -35,8 +37,9 @@ from training.synth.llm import LLMGenerator
 from training.synth.orbits import interleave, targets_at_depth
 from training.synth.records import build_record
 from training.synth.sampling import sample_subgraphs_with_report
+from training.synth.steering import rewrites, short_types, target_key
 from training.synth.store_source import StoreSource
-from training.synth.templates import extend, generate_question
+from training.synth.templates import excluding, extend, generate_question
 from training.synth.transfer import transfer_check, typed_view
 from training.synth.verify import Verifier
 
@@ -172,6 +175,10 @@ def _grow_kg(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: Sear
     return kg
 
 
+#: Look-alikes the uniqueness check may leave that a draft then names in a negation, at most.
+MAX_EXCLUDED = 2
+
+
 @dataclass
 class _Ctx:
     """What every gate of one run shares."""
@@ -185,6 +192,8 @@ class _Ctx:
     rep: SynthReport
     dedup: Deduper = field(default_factory=Deduper)
     timing: Counter = field(default_factory=Counter)
+    steer: frozenset = frozenset()  # the uncertainty types the accepted questions are short of
+    easy: set = field(default_factory=set)  # targets one search answered
 
 
 def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str, quote: bool = True) -> tuple | None:
@@ -201,6 +210,7 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
             kg=ctx.kg,
             named_prob=named_prob,
             quote_answer=quote,
+            steer=ctx.steer,
         )
         root = parse_clues(draft.answer, draft.clues)
     except AnswerLeakError:
@@ -215,6 +225,17 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
         return None
     s = time.perf_counter()
     u, k = ctx.verifier.check_extending(root, draft.head, draft.extras)
+    added = k
+    if u.reason == "ambiguous" and 0 < u.candidates - 1 <= MAX_EXCLUDED:
+        # a look-alike or two left: name them in a negation, as a near miss ("It is not Geology"), and check again
+        try:
+            wider = excluding(draft, k, u.others)
+            again = ctx.verifier.check(parse_clues(wider.answer, wider.clues), wider.head)
+        except AnswerLeakError:
+            again = None
+        if again is not None and again.unique:
+            draft, u, k = wider, again, 0
+            f["look_alikes_excluded"] += 1
     ctx.timing["unique"] += time.perf_counter() - s
     ctx.rep.uniqueness[u.reason] += 1
     f["checked_unique"] += 1
@@ -227,7 +248,7 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
         return None
     root = parse_clues(draft.answer, draft.clues)
     f["unique"] += 1
-    f[f"facts_added_{k}"] += 1
+    f[f"facts_added_{added}"] += 1
     question = draft.question
     if ctx.llm is not None:
         s = time.perf_counter()
@@ -247,27 +268,28 @@ def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
 
 
 def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
-    """A verified draft for one target and whether a single search answers it. A draft that one search answers is
-    written again with every related entity described rather than named, then, if still needed, twice more without
-    the optional facts up front and without a leaf relation quoted from the answer's own lead (a vague entity gets
-    its lead's head noun; counted as ``shortcut_reworded`` when that removes the shortcut); the shortcut gate counts
-    the final version, and every version passes the uniqueness check on its own."""
+    """A verified draft for one target, the subgraph it was written from, and whether a single search answers it.
+    A draft that one search answers is written again (:func:`~training.synth.steering.rewrites`; counted as ``shortcut_reworded``, and as
+    ``shortcut_branch_dropped`` when a branch had to go) until a version is not; the shortcut gate counts the final
+    version, and every version passes the uniqueness check on its own."""
     got = _draft(ctx, i, sub, target, 0.25, "")
     if got is None:
         return None
     f = ctx.rep.funnel
     shortcut = _shortcut(ctx, got[2], got[1].entity)
+    used = sub
     if shortcut and ctx.cfg.shortcut_policy == "drop":
         f["shortcut_first"] += 1
-        for tag, quote in ((":described", True), (":plain", False), (":again", False)):
-            again = _draft(ctx, i, sub, target, 0.0, tag, quote)
+        for tag, quote, version in rewrites(sub, target, got[2]):
+            again = _draft(ctx, i, version, target, 0.0, tag, quote)
             if again is not None and not _shortcut(ctx, again[2], again[1].entity):
-                got, shortcut = again, False
+                got, shortcut, used = again, False, version
                 f["shortcut_reworded"] += 1
+                f["shortcut_branch_dropped"] += tag.startswith(":without")
                 break
     f["checked_shortcut"] += 1
     f["shortcut"] += shortcut
-    return (*got, shortcut)
+    return (*got, shortcut, used)
 
 
 def _run_gates(
@@ -291,15 +313,22 @@ def _run_gates(
         if len(records) >= cfg.n:
             break
         f["subgraphs"] += 1
-        for target in targets_at_depth(
-            sub, cfg.targets_per_subgraph, cfg.min_hops, random.Random(f"{cfg.seed}:{i}:targets")
-        ):
+        ctx.steer = short_types(records, cfg.steer_margin) if cfg.steer_types else frozenset()
+        key = target_key(kg.entities, sub, ctx.steer, cfg.other_pages_first)
+        rng = random.Random(f"{cfg.seed}:{i}:targets")
+        for target in targets_at_depth(sub, cfg.targets_per_subgraph, cfg.min_hops, rng, key=key):
             if len(records) >= cfg.n:
                 break
+            if cfg.skip_shortcut_targets and target in ctx.easy:
+                f["shortcut_target_skipped"] += 1
+                continue
+            ctx.steer = short_types(records, cfg.steer_margin) if cfg.steer_types else frozenset()
             got = _question(ctx, i, sub, target)
+            if got is not None and got[4]:
+                ctx.easy.add(target)
             if got is None or (got[4] and cfg.shortcut_policy == "drop"):
                 continue
-            rec = _answerable_record(ctx, sub, *got)
+            rec = _answerable_record(ctx, got[5], *got[:5])
             if rec is not None:
                 rec["split"] = split_of(rec["id"], cfg.test_fraction)
                 records.append(rec)

@@ -123,7 +123,9 @@ def _sentences(node: NodeSpec, me: _Voice, short: Mapping[str, str]) -> list[str
     for rel, direction, child in node.relations:
         said = relation_sentence(rel, direction, me, noun_phrase(child))
         out.append(f"{said} {listed_phrase(child.listed)}" if child.listed else said)
-        out.extend(_sentences(child, _other_voice(child, short), short))
+        theirs = _sentences(child, _other_voice(child, short), short)
+        out.extend(theirs)
+        me.used = me.used and not theirs  # after sentences about another entity, "it" would be read as that one
     for total, child in node.counts:
         out.append(f"{me.subject} is one of {total} entities linked with {noun_phrase(child)}")  # older drafts only
         out.extend(_sentences(child, _other_voice(child, short), short))
@@ -137,7 +139,9 @@ def _sentences(node: NodeSpec, me: _Voice, short: Mapping[str, str]) -> list[str
 
 
 def short_refs(root: NodeSpec, head: str) -> dict[str, str]:
-    """``"the physicist"`` for each described entity whose noun phrase's head word is its own in the question."""
+    """``"the physicist"`` for each described entity whose noun phrase's head word is its own in the question, and
+    ``"the other country"`` for the one described entity that shares its head word with the answer's ("this
+    country")."""
     heads = {
         n.entity: _head_of(n.identity.text)
         for n in walk(root)
@@ -145,9 +149,9 @@ def short_refs(root: NodeSpec, head: str) -> dict[str, str]:
     }
     counts = Counter(heads.values())
     return {
-        e: f"the {h}"
+        e: f"the other {h}" if h == head else f"the {h}"
         for e, h in heads.items()
-        if len(h) >= 3 and counts[h] == 1 and h != head and h not in ("entity", "person")
+        if len(h) >= 3 and counts[h] == 1 and h not in ("entity", "person")
     }
 
 

@@ -50,6 +50,8 @@ _INTRO = re.compile(
     r"|Since then|At the time|In addition|Additionally|However|Also)\b[^,]{0,40},\s+)"
 )
 _PRONOUN = re.compile(r"^(?:It|He|She|They)\b")
+_THING_PRONOUN = re.compile(r"^(?:It|They)\b")
+_FINITE = {"is", "was", "are", "were", "has", "had", "have"}
 _THE_NOUN = re.compile(
     r"^(?:The|This)\s+[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?(?=\s+(?:is|was|are|were|has|had|lies|became|remains|"
     r"serves|contains|covers|borders|forms|includes|stretches|flows|runs)\b)"
@@ -129,6 +131,8 @@ def clean_predicate(text: str) -> str | None:
     'moved to'
     >>> clean_predicate("is the capital of Bavaria,") is None
     True
+    >>> clean_predicate("is has a coastline along") is None
+    True
     """
     p = _LIST_TAIL.sub("", " ".join(_ADVERBS.sub("", _DATE.sub(" ", text)).split()) + " ").strip()
     p = _COORD.sub(r"\1", p + " ").strip()
@@ -166,15 +170,19 @@ def clean_predicate(text: str) -> str | None:
         return None
     if len(words) == 1 and words[0].lower() in ("is", "was", "are", "were", "has", "had", "have"):
         return None
+    low = [w.lower() for w in words]
+    if any(a in _FINITE and b in _FINITE for a, b in zip(low, low[1:])) or (len(low) > 1 and low[-2] in PREPS):
+        return None  # "is has a coastline along", "is the capital of in": two clauses run together
     words[0] = SINGULAR.get(words[0], words[0])  # the question's subjects are singular ("this language was spoken")
     return " ".join(words)
 
 
-def _subject_end(sent: str, names: Names, own: bool) -> int | None:
-    """Where the subject ends when the sentence starts with one of ``names`` (or a pronoun, for the page's own subject)."""
+def _subject_end(sent: str, names: Names, own: bool, person: bool = True) -> int | None:
+    """Where the subject ends when the sentence starts with one of ``names`` (or a pronoun, for the page's own subject:
+    "he" or "she" only when the page is about a person)."""
     end = names.match(sent)
     if end is None and own:
-        m = _PRONOUN.match(sent) or _THE_NOUN.match(sent)
+        m = (_PRONOUN if person else _THING_PRONOUN).match(sent) or _THE_NOUN.match(sent)
         end = m.end() if m else None
     if end is None:
         return None
@@ -188,7 +196,9 @@ def normalise(sentence: str) -> str:
     return _INTRO.sub("", s)
 
 
-def extract_relation(sentence: str, src_names: Iterable[str], dst_names: Iterable[str]) -> str | None:
+def extract_relation(
+    sentence: str, src_names: Iterable[str], dst_names: Iterable[str], *, person: bool = True
+) -> str | None:
     """The typed relation a sentence of ``src``'s page states between ``src`` and ``dst``, as a template.
 
     Args:
@@ -196,6 +206,8 @@ def extract_relation(sentence: str, src_names: Iterable[str], dst_names: Iterabl
         src_names: Names of the source (title, bare title, surname...); a pronoun or "The <noun>"
             subject also stands for it (the page's own subject).
         dst_names: Names of the target as the sentence may write it (anchor, title, bare title).
+        person: Whether the source is a person; when not, a sentence opening with "He" or "She" is about someone
+            else (a navigator on an ocean's page) and states nothing about the source.
 
     Returns:
         ``"{src} <phrase> {dst}"``, ``"{dst} <phrase> {src}"``, or ``None``.
@@ -211,6 +223,9 @@ def extract_relation(sentence: str, src_names: Iterable[str], dst_names: Iterabl
     '{dst} was developed by {src}'
     >>> extract_relation("The world's texts come from the Sumerian cities of Uruk.", ["Sumer"], ["Uruk"]) is None
     True
+    >>> extract_relation("He succeeded in crossing the Atlantic from Morocco.", ["Atlantic Ocean"], ["Morocco"],
+    ...                  person=False) is None
+    True
     """
     s = normalise(sentence)
     dst_names = [v for n in dst_names if n for v in (n, n[:1].lower() + n[1:])]  # "physics" for Physics
@@ -221,7 +236,7 @@ def extract_relation(sentence: str, src_names: Iterable[str], dst_names: Iterabl
     if pos is not None:
         return pos
     for subj_re, obj_re, own, first, second in ((src_re, dst_re, True, SRC, DST), (dst_re, src_re, False, DST, SRC)):
-        end = _subject_end(s, subj_re, own)
+        end = _subject_end(s, subj_re, own, person)
         obj = obj_re.search(s, end) if end is not None else None
         if obj is None or not _whole_name(s, obj):
             continue

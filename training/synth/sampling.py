@@ -364,6 +364,22 @@ def _fill_from_reserve(
         heapq.heappush(heap, (count + 1, bucket, pos + 1))
 
 
+def without_branch(sub: Subgraph, keep: Hashable, drop: Hashable) -> Subgraph | None:
+    """``sub`` less ``drop`` and whatever only ``drop`` connected to ``keep`` (the part of ``keep``'s component left),
+    re-classified; ``None`` when fewer than two nodes remain. ``iso_class`` is -1: it was not sampled."""
+    rest = sub.graph.subgraph(n for n in sub.graph if n != drop)
+    if keep not in rest:
+        return None
+    part = nx.node_connected_component(rest, keep)
+    if len(part) < 2:
+        return None
+    g = sub.graph.subgraph(part).copy()
+    nodes = tuple(sorted_nodes(g.nodes))
+    edges = tuple(sorted(tuple(sorted_nodes(e)) for e in g.edges))
+    wl = StructureRegistry().wl_hash(g)
+    return Subgraph(nodes, edges, classify_structure(g), wl, -1, g)
+
+
 def _materialise(d: _Draft, g: nx.Graph) -> Subgraph:
     sub = nx.Graph()
     sub.add_nodes_from((v, dict(g.nodes[v])) for v in d.nodes)

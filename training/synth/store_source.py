@@ -39,6 +39,7 @@ from wiki_index.types import normalize_title, title_to_url
 log = logging.getLogger(__name__)
 
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")
+_PERSONAL = re.compile(r"(?:^|[.!?]\s+)(?:He|She|His|Her) [a-z]")
 
 
 @dataclass(frozen=True)
@@ -290,11 +291,19 @@ class StoreSource:
         if ent is not None and ent.is_person and len(own[1].split()) > 1 and len(own[1].split()[-1]) >= 4:
             own.append(own[1].split()[-1])  # "Einstein" for Albert Einstein
         for docid, sent in sentences:
-            template = extract_relation(sent, own, names)
+            template = extract_relation(sent, own, names, person=self._personal(pid, ent))
             if template is not None:
                 self.typed_relations += 1
                 return template, docid, sent
         return None
+
+    def _personal(self, pid: int, ent: Entity | None) -> bool:
+        """Whether "he" or "she" can stand for page ``pid``'s subject: a biography, or a lead that says "He ..." (the
+        sample's pages often have no infobox or category to tell)."""
+        if ent is None or ent.is_person:
+            return True
+        psg = self._passage_texts(pid)
+        return bool(psg and _PERSONAL.search(psg[0][1]))
 
     # --- the build_dense_kg callables ---------------------------------------------------------
 

@@ -80,9 +80,12 @@ def structural_clues(b: Any, g: nx.Graph, children: Mapping[Hashable, list], ent
         out.append(Clue(text, U.INTERSECTION, f"{u} -- {v}", (("edge", "cycle"), ("u", str(u)), ("v", str(v)))))
         b.used.add(U.INTERSECTION)
         b.count += 1
-    miss = near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, NEGATION_PROB) else None
+    p = 1.0 if U.NEGATION in b.steer else NEGATION_PROB
+    miss = near_miss(b, children.get(b.target, [])) if b.kg is not None and b.allow(U.NEGATION, p) else None
     if miss is not None:
         phrase = b.noun_phrase(miss, with_fact=False)
+        if dict(phrase.record).get("source") == "head":  # not "it is not a country": a bare type noun excludes
+            phrase = describe_entity(b.entity(miss), forbidden=b.forbidden, named=True)  # nothing; name it
         own = describe_entity(ent, forbidden=b.forbidden)
         if phrase.text != own.text and dict(phrase.record).get("source") != "fallback":
             out.append(negation_clue(phrase))
@@ -124,6 +127,8 @@ def target_facts(b: Any, g: nx.Graph, ent: Entity) -> list[Clue]:
     """Optional clues about the answer itself: a blurred date and number and a temporal order against another entity
     (where the facts allow), in random order, then two slivers of its name; none showing the answer."""
     out = [x for x in (b.date_clue(ent), b.number_clue(ent)) if x is not None]
+    attrs = [dict(x.record).get("attr", "") for x in out]  # a second date and quantity, of other kinds, come last
+    more = [x for x in (b.date_clue(ent, skip=attrs), b.number_clue(ent, skip=attrs)) if x is not None]
     if U.PARTIAL_NAME in b.types:  # two different slivers of the name (an initial and a length, say)
         modes = list(NAME_HINTS)
         b.rng.shuffle(modes)
@@ -141,18 +146,18 @@ def target_facts(b: Any, g: nx.Graph, ent: Entity) -> list[Clue]:
                 out.append(clue)
                 break
     b.rng.shuffle(out)  # blurred facts before slivers of the name: a question asks for a name last
-    out.sort(key=lambda c: c.type is U.PARTIAL_NAME)
+    out = sorted(out + more, key=lambda c: c.type is U.PARTIAL_NAME)
     return [c for c in out if not leaks(c.text, b.forbidden)]
 
 
 def feature(b: Any, clues: list[Clue], extras: list[Clue]) -> tuple[list[Clue], list[Clue]]:
     """Move optional facts about the answer into the question up front, one per type at most, each with its
-    :data:`FEATURE_PROB`; returns ``(clues, extras)``."""
+    :data:`FEATURE_PROB` (always for a type the run steers towards, ``b.steer``); returns ``(clues, extras)``."""
     if not clues or not b.quote_answer:
         return clues, extras
     for t, p in FEATURE_PROB.items():
         pick = next((c for c in extras if c.type is t), None)
-        if pick is not None and b.rng.random() < p:
+        if pick is not None and b.rng.random() < (1.0 if t in b.steer else p):
             extras = [c for c in extras if c is not pick]
             clues = [*clues, pick]
             b.used |= pick.types() - {U.OBFUSCATED_ENTITY}

@@ -35,6 +35,7 @@ from training.synth.uncertainty import (
     head_noun,
     leaks,
     name_variants,
+    negation_clue,
 )
 
 U = UncertaintyType
@@ -113,8 +114,9 @@ def generate_question(
     *,
     kg: KnowledgeGraph | nx.Graph | None = None,
     named_prob: float = 0.25,
-    max_extra_facts: int = 4,
+    max_extra_facts: int = 6,
     quote_answer: bool = True,
+    steer: Collection[UncertaintyType] = (),
 ) -> QuestionDraft:
     """Turn a subgraph, a target node and the entities' facts into one question.
 
@@ -135,6 +137,8 @@ def generate_question(
             (:data:`FEATURE_PROB`) and :func:`extend` adds those the uniqueness check needs.
         quote_answer: ``False`` states no optional fact up front and leaves out a leaf relation quoted from the
             answer's own lead when other relations remain (for a draft written again because one search answered it).
+        steer: Uncertainty types the set is short of: their optional clues (a negation, a fact stated up front, a
+            blurred fact in a related entity's noun phrase) are used whenever the facts allow.
 
     Returns:
         The :class:`QuestionDraft`.
@@ -150,9 +154,10 @@ def generate_question(
         raise KeyError(f"target {target!r} is not in the subgraph (nodes: {sorted(map(str, g.nodes))})")
     structure = classify_structure(g) if nx.is_connected(g) else Structure.OTHER
     full = kg.graph if isinstance(kg, KnowledgeGraph) else kg
-    b = ClueBuilder(g, target, facts, rng, types, named_prob, full)
+    b = ClueBuilder(g, target, facts, rng, types, named_prob, full, steer)
     b.quote_answer = quote_answer
     children, depth = _bfs_children(g, target)
+    b.depth = depth
     ent = b.entity(target)
     head = head_noun(ent, forbidden=b.forbidden) if U.OBFUSCATED_ENTITY in b.types else "entity"
     clues = _neighbour_clues(b, g, target, children) + structural_clues(b, g, children, ent)
@@ -172,8 +177,10 @@ def generate_question(
         b.used.add(U.INTERSECTION)  # the answer is only pinned down by all the top-level clues together
     kept = [c for c in clues if not leaks(c.text, b.forbidden)]
     scrubbed = len(kept) < len(clues)
-    if not kept:
-        raise AnswerLeakError(f"every clue for {target!r} contains the answer's name; skip this target")
+    if not kept or (
+        any(c.type is U.RELATIONAL for c in clues) and not any(c.type is U.RELATIONAL for c in kept)
+    ):  # a question with its relations scrubbed would be a bare date or number: no SailorFog question
+        raise AnswerLeakError(f"every clue (or every relation) for {target!r} contains the answer's name; skip it")
     clues = kept
     persons = tuple(sorted(str(n) for n in g if b.entity(n).is_person))
     question, template = _render(b.forbidden, str(target), head, clues, persons, rng)
@@ -233,6 +240,13 @@ def extend(draft: QuestionDraft, k: int) -> QuestionDraft:
         uncertainty_types=tuple(sorted(types)),
         constraints=draft.constraints + k,
     )
+
+
+def excluding(draft: QuestionDraft, k: int, titles: Collection[str]) -> QuestionDraft:
+    """The draft with its first ``k`` optional facts and a negation naming each of ``titles`` (look-alikes the
+    uniqueness check left: "It is not Geology"), written again in the same form."""
+    negs = tuple(negation_clue(Clue(t, U.OBFUSCATED_ENTITY, t, (("source", "title"),))) for t in titles)
+    return extend(replace(draft, extras=(*draft.extras[:k], *negs, *draft.extras[k:])), k + len(negs))
 
 
 def _render(
