@@ -17,7 +17,7 @@ from training.synth.transfer import link_dependent, list_size, listed_count, typ
 
 _LINK_WORDS = ("article mentions", "mentioned in the article", "entities linked with", "are also linked")
 _HINT = re.compile(
-    r'whose name begins with the letter "[A-Z0-9]"|whose name is a single word|whose name is \d+ words long'
+    r'whose name begins with "[A-Z0-9]"|whose name is a single word|whose name is \d+ words long'
 )
 
 

@@ -281,7 +281,7 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
 _HEAD_CUT = re.compile(
     r",|;| [a-z]+ing\b| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
     r"|over|into|as|used|known|located|based|consisting|made|found|named|grown|built|written|given|spoken"
-    r"|drawn|shown|worn|born)\b"
+    r"|drawn|shown|worn|born|off|near|across|along|around|(?:north|south)?(?:east|west)(?:ern)?|north(?:ern)?|south(?:ern)?)\b"
 )
 _ADJ_LIST = re.compile(r"^(?:[\w-]+,\s+)+(?:(?:and|or)\s+)?(?=[\w-]+\s+\w)")
 _ADJ_PAIR = re.compile(r"^[\w-]+(?:al|ic|ive|ous|ary|an|ese|ish)\s+(?:and|or)\s+(?=[\w-]+\s+\w)", re.IGNORECASE)
@@ -364,7 +364,7 @@ def partial_name_clue(title: str, *, mode: str | None = None, rng: random.Random
     if mode == "prefix" and len(name) < 6:
         mode = "initial"
     if mode == "initial":
-        text = f'whose name begins with the letter "{name[0].upper()}"'
+        text = f'whose name begins with "{name[0].upper()}"'
     elif mode == "prefix":
         cut = max(2, min(4, len(name) // 3))
         text = f'whose name starts with "{name[:cut]}"'

@@ -307,7 +307,7 @@ def name_fits(clue: Clue, title: str) -> bool:
     """Whether a partial-name clue (initial, prefix, letter or word count) is true of a title."""
     name = name_variants(title)[-1]
     text = clue.text
-    if m := re.search(r'begins with the letter "(.)"', text):
+    if m := re.search(r'begins with (?:the letter )?"(.)"', text):
         return name[:1].upper() == m.group(1)
     if m := re.search(r'starts with "(.+)"', text):
         return name.startswith(m.group(1))
