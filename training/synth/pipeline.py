@@ -11,7 +11,8 @@ relations other pages state come first (:func:`~training.synth.steering.target_k
 Questions are sampled from the typed view of the graph (:func:`~training.synth.transfer.typed_view`): every clue is
 a relation or a fact a page states. Gates, in order (each counted in :class:`~training.synth.config.SynthReport`): the answer never appears in the text
 (generator), the clue tree parses, not a duplicate, the clues single out the answer in the whole
-corpus (:class:`~training.synth.verify.Verifier`), BM25 top-1 on the question is not already the
+corpus (:class:`~training.synth.verify.Verifier`; one or two look-alikes it leaves are named in a negation and the
+check runs again), BM25 top-1 on the question is not already the
 answer (``shortcut_policy``), and every evidence page and the answer are reachable with the
 simulator's own search (:class:`~training.synth.gates.SearchGates`).
 """
@@ -268,10 +269,11 @@ def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
 
 
 def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
-    """A verified draft for one target, the subgraph it was written from, and whether a single search answers it.
-    A draft that one search answers is written again (:func:`~training.synth.steering.rewrites`; counted as ``shortcut_reworded``, and as
-    ``shortcut_branch_dropped`` when a branch had to go) until a version is not; the shortcut gate counts the final
-    version, and every version passes the uniqueness check on its own."""
+    """A verified draft for one target, whether a single search answers it, and the subgraph it was written from.
+
+    A draft that one search answers is written again (:func:`~training.synth.steering.rewrites`; counted as
+    ``shortcut_reworded``, and as ``shortcut_branch_dropped`` when a branch had to go) until a version is not; the
+    shortcut gate counts the final version, and every version passes the uniqueness check on its own."""
     got = _draft(ctx, i, sub, target, 0.25, "")
     if got is None:
         return None
