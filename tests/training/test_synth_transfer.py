@@ -16,9 +16,7 @@ from training.synth.structural import NAME_HINTS, closing_text
 from training.synth.transfer import link_dependent, list_size, listed_count, typed_view
 
 _LINK_WORDS = ("article mentions", "mentioned in the article", "entities linked with", "are also linked")
-_HINT = re.compile(
-    r'whose name begins with "[A-Z0-9]"|whose name is a single word|whose name is \d+ words long'
-)
+_HINT = re.compile(r'whose name begins with "[A-Z0-9]"|whose name is a single word|whose name is \d+ words long')
 
 
 # --- units -------------------------------------------------------------------------------------------------
