@@ -149,3 +149,14 @@ def test_a_look_alike_the_check_leaves_is_named_in_a_negation():
     assert "negation" in wider.uncertainty_types and wider.constraints == draft.constraints + 1
     root = parse_clues(wider.answer, wider.clues)
     assert [n.identity.text for n in root.negations] == ["Ghana"]
+
+
+def test_he_stands_for_a_page_only_when_its_lead_is_a_biography(sample_index):
+    from training.synth.store_source import StoreSource
+    from wiki_index.search.index import WikiIndex
+
+    src = StoreSource(WikiIndex.from_dir(sample_index).store)
+    person = {
+        t: src._personal(src.resolve(t), src.entity(t)) for t in ("Karl Marx", "Jesus", "Atlantic Ocean", "France")
+    }
+    assert person == {"Karl Marx": True, "Jesus": True, "Atlantic Ocean": False, "France": False}
