@@ -179,9 +179,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     # 7. save and summarise
     trainer.save_model(str(out / "final"))
     tok.save_pretrained(str(out / "final"))
-    rows = [
-        json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
+    rows = _metric_rows(out / "metrics.jsonl")
     summary = {
         "recipe": recipe.name,
         "config": dataclasses.asdict(recipe),
@@ -198,14 +196,19 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     return summary
 
 
+def _metric_rows(path: Path) -> list[dict[str, Any]]:
+    """The per-step rows of ``metrics.jsonl`` (none when it does not exist yet)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def _truncate_metrics(path: Path, step: int) -> None:
     """Drop the metric lines logged after ``step`` (a run killed after its last checkpoint logs them again)."""
-    if not path.exists():
-        return
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
-    if len(kept) < len(lines):
-        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    rows = _metric_rows(path)
+    kept = [r for r in rows if r.get("step", 0) <= step]
+    if len(kept) < len(rows):
+        path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
 
 def _finished(out: Path, last: str, step: int, t0: float) -> dict[str, Any]:
@@ -219,19 +222,13 @@ def _finished(out: Path, last: str, step: int, t0: float) -> dict[str, Any]:
     shutil.copytree(last, final, ignore=shutil.ignore_patterns(*state))
     old_path = out / "summary.json"
     old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.exists() else {}
-    metrics = out / "metrics.jsonl"
-    rows = (
-        [json.loads(x) for x in metrics.read_text(encoding="utf-8").splitlines() if x.strip()]
-        if metrics.exists()
-        else []
-    )
     summary = {
         **old,
         "steps": step,
         "resumed_from": last,
         "wall_seconds": round(time.perf_counter() - t0, 1),
         "final_model": str(final),
-        "metrics": rows,
+        "metrics": _metric_rows(out / "metrics.jsonl"),
     }
     old_path.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from training.synth.kg import KnowledgeGraph
+from training.synth.kg import Entity, KnowledgeGraph
 from training.synth.transfer import listed_count
 from training.synth.uncertainty import date_phrase
 
@@ -35,6 +35,11 @@ _SUPPORT_TEXT = {
 }
 
 
+def dated(ent: Entity) -> bool:
+    """Whether the entity has a date of a known kind (born, founded, ...): what a blurred date or a temporal order needs."""
+    return any(x.attr != "date" and date_phrase(x.attr) for x in ent.dates)
+
+
 def type_support(kg: KnowledgeGraph) -> dict[str, int]:
     """What the typed graph offers each uncertainty type (see :data:`_SUPPORT_TEXT`), as counts."""
     g = kg.graph
@@ -44,15 +49,15 @@ def type_support(kg: KnowledgeGraph) -> dict[str, int]:
         if d.get("source_page") in g
     )
     ents = [d.get("entity") for _, d in g.nodes(data=True) if d.get("entity") is not None]
-    dated = sum(any(x.attr != "date" and date_phrase(x.attr) for x in e.dates) for e in ents)
+    n_dated = sum(dated(e) for e in ents)
     pairs: dict[tuple, int] = {}
     for _, _, d in g.edges(data=True):
         key = (d.get("source_page"), d.get("relation"))
         pairs[key] = pairs.get(key, 0) + 1
     return {
         "counting": listed,
-        "fuzzy_date": dated,
-        "temporal_order": dated,
+        "fuzzy_date": n_dated,
+        "temporal_order": n_dated,
         "fuzzy_number": sum(bool(e.numbers) for e in ents),
         "negation": sum(c for c in pairs.values() if c > 1),
         "partial_name": len(ents),

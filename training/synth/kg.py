@@ -82,12 +82,17 @@ class Entity:
 _PRONOUN = re.compile(r"(?:^|[.!?]\s+)(?:He|She) [a-z]")
 
 
+def reads_as_biography(text: str) -> bool:
+    """Whether a sentence of ``text`` opens with "He" or "She": the page is about a person."""
+    return bool(_PRONOUN.search(text))
+
+
 def _looks_like_person(categories: Iterable[str], infobox: Mapping[str, str], lead: str = "") -> bool:
     cats = [c.lower() for c in categories]
     return (
         any(c == "people" or c.endswith(" births") or c.endswith(" deaths") for c in cats)
         or any(k in infobox for k in _PERSON_KEYS)
-        or bool(_PRONOUN.search(lead))
+        or reads_as_biography(lead)
     )
 
 

@@ -168,7 +168,7 @@ def clean_predicate(text: str) -> str | None:
         return None  # "lies between": the sentence names two objects, the relation needs both
     if words[-1].lower() not in PREPS and not all(_verbish(w) or w.lower() in ("been", "by") for w in words):
         return None
-    if len(words) == 1 and words[0].lower() in ("is", "was", "are", "were", "has", "had", "have"):
+    if len(words) == 1 and words[0].lower() in _FINITE:
         return None
     low = [w.lower() for w in words]
     if any(a in _FINITE and b in _FINITE for a, b in zip(low, low[1:])) or (len(low) > 1 and low[-2] in PREPS):

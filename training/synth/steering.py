@@ -17,11 +17,10 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from training.synth.clues import UncertaintyType
-from training.synth.coverage import FLOORS
+from training.synth.coverage import FLOORS, dated
 from training.synth.naming import name_variants
 from training.synth.orbits import own_share
 from training.synth.sampling import Subgraph, without_branch
-from training.synth.uncertainty import date_phrase
 
 U = UncertaintyType
 #: Branches of the answer's tree a shortcut draft is written again without, at most.
@@ -38,8 +37,10 @@ def target_key(
 
     def key(t: Any) -> tuple:
         ent = entities.get(t) if isinstance(t, str) else None
-        dated = ent is not None and any(d.attr != "date" and date_phrase(d.attr) for d in ent.dates)
-        return (bool(dates) and not dated, own_share(sub.graph, t) if other_pages_first else 0.0)
+        return (
+            bool(dates) and not (ent is not None and dated(ent)),
+            own_share(sub.graph, t) if other_pages_first else 0.0,
+        )
 
     return key
 
@@ -70,7 +71,9 @@ def rewrites(sub: Subgraph, target: Any, question: str) -> Iterator[tuple[str, b
 
     tried = 0
     for c in sorted(g.adj[target], key=revealing):
-        smaller = without_branch(sub, target, c) if tried < MAX_BRANCH_DROPS else None
+        if tried == MAX_BRANCH_DROPS:
+            return
+        smaller = without_branch(sub, target, c)
         if smaller is not None:
             tried += 1
             yield f":without:{c}", False, smaller

@@ -32,14 +32,13 @@ from itertools import islice
 from typing import Any
 
 from training.synth.infobox_keys import FACT_KEY, NO_FACT_KEY, NO_RELATION_KEY, SKIP_INFOBOX_KEYS, SPLIT_VALUE
-from training.synth.kg import Entity, make_entity
+from training.synth.kg import Entity, make_entity, reads_as_biography
 from training.synth.relations import Names, extract_relation
 from wiki_index.types import normalize_title, title_to_url
 
 log = logging.getLogger(__name__)
 
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")
-_PERSONAL = re.compile(r"(?:^|[.!?]\s+)(?:He|She|His|Her) [a-z]")
 
 
 @dataclass(frozen=True)
@@ -303,7 +302,7 @@ class StoreSource:
         if ent is None or ent.is_person:
             return True
         psg = self._passage_texts(pid)
-        return bool(psg and _PERSONAL.search(psg[0][1]))
+        return bool(psg) and reads_as_biography(psg[0][1])
 
     # --- the build_dense_kg callables ---------------------------------------------------------
 
