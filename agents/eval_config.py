@@ -65,7 +65,9 @@ class EvalConfig:
     policy: str = field(
         default="oracle",
         metadata={
-            "help": "'oracle', 'oracle:search' (answers from search results, no visit), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."
+            "help": "'oracle', 'oracle:search' (answers from search results, no visit), 'rule:first-title' (search the "
+            "question, answer the first result title it does not name), 'prior' (the most frequent train answer of the "
+            "question's form), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."
         },
     )
     index_dir: str | None = field(
@@ -148,9 +150,10 @@ class EvalConfig:
     )
 
     def __post_init__(self) -> None:
-        if not re.match(r"^(oracle|oracle:search|hf:.+|openai:.+)$", self.policy):
+        if not re.match(r"^(oracle|oracle:search|rule:first-title|prior|hf:.+|openai:.+)$", self.policy):
             raise ConfigError(
-                f"EvalConfig.policy must be 'oracle', 'oracle:search', 'hf:PATH' or 'openai:MODEL', got {self.policy!r}"
+                "EvalConfig.policy must be 'oracle', 'oracle:search', 'rule:first-title', 'prior', 'hf:PATH' or "
+                f"'openai:MODEL', got {self.policy!r}"
             )
         if self.k < 1 or (self.n is not None and self.n < 1) or self.workers < 1 or self.batch_size < 1:
             raise ConfigError(

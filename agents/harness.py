@@ -69,6 +69,15 @@ def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
         from agents.policies.oracle import OraclePolicy
 
         return OraclePolicy(tasks, index.store, read_pages=cfg.policy == "oracle")
+    if cfg.policy == "rule:first-title":
+        from agents.policies.baselines import FirstTitlePolicy
+
+        return FirstTitlePolicy()
+    if cfg.policy == "prior":
+        from agents.policies.baselines import AnswerPriorPolicy
+        from sim_web.env.tasks import load_tasks
+
+        return AnswerPriorPolicy(load_tasks(cfg.tasks, split="train") if cfg.tasks else [])
     kind, _, name = cfg.policy.partition(":")
     if kind == "hf":
         from agents.models import resolve_hf_path

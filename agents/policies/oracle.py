@@ -4,7 +4,8 @@ It reads the plan from the task's metadata, the SailorFog-QA contract when prese
 (``clues[].query`` / ``clues[].entity``, ``evidence[].url``, ``answer_url``), else the derived
 tasks' ``page_id`` and gold answer; then it acts like an honest agent: it only visits pages that
 its searches returned, and it answers the gold answer only when the answer page came up in
-the results of a clue query (or of the question itself) and could be read. Otherwise it answers
+the results of a clue query (or of the question itself) and could be read, or when those results
+name the answer (a result title or a snippet, as a reader of the results sees it). Otherwise it answers
 its best guess (the top result), so its success rate is the env's ceiling on a task set, not a
 tautology: a task it fails is a task whose answer page the tools do not surface. Asked to
 answer now (Tongyi's forced-answer prompt at the last call), it answers from what it has read
@@ -55,6 +56,7 @@ class _Plan:
 @dataclass
 class _State:
     results: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # query -> [(title, url)]
+    shown: dict[str, str] = field(default_factory=dict)  # query -> the text of its results (titles and snippets)
     visited: dict[str, bool] = field(default_factory=dict)  # page key -> readable
     text: str = ""
 
@@ -211,6 +213,7 @@ class OraclePolicy(Policy):
             for block in content.split(OBSERVATION_SEPARATOR):
                 if h := _SEARCH_HEAD.search(block):
                     st.results[h.group(1)] = _RESULT.findall(block)
+                    st.shown[h.group(1)] = block
                 elif n := _NO_RESULTS.search(block):
                     st.results[n.group(1)] = []
                 elif v := _VISIT_HEAD.search(block):
@@ -223,6 +226,14 @@ class OraclePolicy(Policy):
         legit = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         return {self._key(u) for q, res in st.results.items() if not legit_only or q in legit for _, u in res}
 
+    def _answer_shown(self, st: _State, plan: _Plan, task: Task) -> bool:
+        """Whether the results of a clue or question search name the answer (as a result title or in a snippet):
+        the answer can then be read off the results."""
+        legit = {q for q, _, _ in plan.clues} | set(plan.question_queries)
+        golds = {f" {g} " for g in (normalize_answer(x) for x in (task.answer, _bare(task.answer), *task.aliases)) if g}
+        texts = [f" {normalize_answer(t)} " for q, t in st.shown.items() if q in legit]
+        return any(g in t for g in golds for t in texts)
+
     def _next(self, messages: Messages) -> str:
         task = self._task(messages)
         if task is None:
@@ -230,13 +241,13 @@ class OraclePolicy(Policy):
         plan, st = self._plan(task), self._state(messages)
         if messages[-1]["role"] == "user" and messages[-1]["content"] == FORCE_ANSWER_PROMPT:
             return self._final(plan, st, task)
-        for query, entity_url, text in plan.clues:
+        for i, (query, entity_url, text) in enumerate(plan.clues):
             if query not in st.results:
                 return _search(
                     f"I look for the page behind this clue: {text}"
                     if self.read_pages
-                    else "I search for the next fact."
-                    if st.results
+                    else _next_fact(plan.clues[i - 1][1])
+                    if i and st.results
                     else "I search for the first fact.",
                     query,
                 )
@@ -254,7 +265,7 @@ class OraclePolicy(Policy):
             if self._key(url) in legit and self._key(url) not in st.visited:
                 return _visit("This result is one of the pages I need; I read it.", url, task.question)
         akey = self._key(plan.answer_url)
-        if akey not in legit:
+        if akey not in legit and not self._answer_shown(st, plan, task):
             for q in plan.question_queries:
                 if q not in st.results:
                     return _search("I search for the description in the question.", q)
@@ -271,7 +282,8 @@ class OraclePolicy(Policy):
     def _final(self, plan: _Plan, st: _State, task: Task) -> str:
         """The answer turn: the gold answer when the answer page came up in a clue search and was read, else a guess."""
         akey = self._key(plan.answer_url)
-        if akey in self._seen(st, plan, legit_only=True) and (st.visited.get(akey) or not self.read_pages):
+        seen = akey in self._seen(st, plan, legit_only=True)
+        if (seen and (st.visited.get(akey) or not self.read_pages)) or self._answer_shown(st, plan, task):
             why = f"The page {plan.answer_url} matches every clue" if self.read_pages else "The results show it"
             return f"<think>{why}, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
@@ -279,6 +291,17 @@ class OraclePolicy(Policy):
         return (
             f"<think>I could not confirm the answer; my best guess is the top result.</think>\n<answer>{guess}</answer>"
         )
+
+
+def _bare(title: str) -> str:
+    """A title without its qualifier: ``"Georgia (country)"`` -> ``"Georgia"``."""
+    return re.sub(r"\s*\([^)]*\)$", "", title)
+
+
+def _next_fact(entity_url: str | None) -> str:
+    """The search-only oracle's thought before a later hop: it names what the last search showed."""
+    name = _bare(url_to_title(entity_url) or "") if entity_url else ""
+    return f"The results show {name}. I search for the next fact about it." if name else "I search for the next fact."
 
 
 def _search(think: str, query: str) -> str:

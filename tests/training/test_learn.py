@@ -60,8 +60,21 @@ def test_report_pairs_stages_task_by_task(tmp_path):
     assert p["mcnemar_p"] == pytest.approx(2 / 16, abs=1e-4) and p["ci95"][0] > 0
     md = (tmp_path / "report.md").read_text()
     assert "| sft->grpo | all | 24 | +0.167 |" in md and "GRPO: 2 steps" in md
+    assert s["stages"]["sft"]["all"]["two_searches"] == 0.0  # one search per episode in these runs
     assert (tmp_path / "learning.png").stat().st_size > 1000
     assert summarise(tmp_path / "nothing") == {"stages": {}, "paired": {}}
+
+
+def test_report_rows_include_the_baselines_and_the_ceiling(tmp_path):
+    ids = [f"bridge-{i:02d}" for i in range(10)]
+    _stage(tmp_path / "eval-rule", {t: int(i < 1) for i, t in enumerate(ids)})
+    _stage(tmp_path / "eval-prior", {t: 0 for t in ids})
+    _stage(tmp_path / "eval-sft", {t: int(i < 4) for i, t in enumerate(ids)})
+    _stage(tmp_path / "eval-oracle", {t: 1 for t in ids})
+    s = summarise(tmp_path)
+    assert list(s["stages"]) == ["rule", "prior", "sft", "oracle"]  # the table's order: baselines, model, ceiling
+    p = s["paired"]["rule->sft"]["bridge"]
+    assert (p["diff"], p["only_before"], p["only_after"]) == (0.3, 0, 3)
 
 
 def test_config_errors_name_the_fix():
@@ -71,6 +84,8 @@ def test_config_errors_name_the_fix():
         LearnConfig(tiers=("sailorfog",))
     with pytest.raises(ConfigError, match="test_fraction"):
         LearnConfig(lookup_test_fraction=0.0)
+    with pytest.raises(ConfigError, match="split"):
+        LearnConfig(split="random")
 
 
 def test_cli_parses_learn_and_grpo_overrides(tmp_path):
@@ -103,13 +118,16 @@ def test_task_stage_writes_both_tiers_once_and_refuses_other_settings(sample_ind
     from training.learn.run import stage_tasks
 
     cfg = LearnConfig(out=str(tmp_path), index_dir=str(sample_index), recipe="cpu-learn-test")
-    path = stage_tasks(cfg, sample_index, k=5)
+    path = stage_tasks(cfg, sample_index, k=5, snippet_chars=160)
     recs = [json.loads(x) for x in path.read_text().splitlines()]
     tiers = {r["tier"] for r in recs}
     assert tiers == {"lookup", "bridge"} and {r["split"] for r in recs} == {"train", "test"}
     card = json.loads(path.with_name("cpu-learn-test.card.json").read_text())
     assert card["settings"]["k"] == 5 and set(card["tiers"]) == tiers
-    assert stage_tasks(cfg, sample_index, k=5) == path  # written once
+    # answer-disjoint across the tiers: no held-out answer (or alias) of either tier is a train answer of either
+    assert card["answer_overlap"] == {"test": sum(r["split"] == "test" for r in recs), "test_answer_in_train": 0}
+    assert [r["tier"] for r in recs[:40]].count("bridge") not in (0, 40)  # the tiers are mixed in file order
+    assert stage_tasks(cfg, sample_index, k=5, snippet_chars=160) == path  # written once
     with pytest.raises(ConfigError, match="delete it"):
-        stage_tasks(cfg, sample_index, k=10)
+        stage_tasks(cfg, sample_index, k=10, snippet_chars=160)
     path.unlink()

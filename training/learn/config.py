@@ -19,7 +19,7 @@ from typing import Any
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
-STAGES = ("tasks", "base", "demos", "sft", "eval-sft", "grpo", "eval-grpo", "report")
+STAGES = ("tasks", "base", "rule", "prior", "oracle", "demos", "sft", "eval-sft", "grpo", "eval-grpo", "report")
 
 
 def _f(default: Any, text: str) -> Any:
@@ -41,6 +41,11 @@ class LearnConfig:
     tiers: tuple[str, ...] = _f(("lookup", "bridge"), "Curriculum tiers of the task set (training/synth/tiers.py).")
     lookup_test_fraction: float = _f(0.5, "Held-out share of the lookup tier.")
     bridge_test_fraction: float = _f(0.5, "Held-out share of the bridge tier.")
+    split: str = _f(
+        "answer",
+        "'answer': no held-out answer (or alias) is a train answer, across tiers; 'id': hashed ids (the older sets).",
+    )
+    sft_max_demos: int | None = _f(None, "Use at most this many demonstrations for SFT (None: every kept one).")
     eval_batch_size: int = _f(32, "Episodes generated together in the evals.")
     eval_n: int | None = _f(None, "Evaluate only the first n held-out tasks (None: all).")
     sft_full: bool = _f(True, "Full fine-tune (False: LoRA r=16, merged).")
@@ -61,6 +66,8 @@ class LearnConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.split not in ("answer", "id"):
+            raise ConfigError(f"LearnConfig.split must be 'answer' or 'id', got {self.split!r}")
         bad = [s for s in self.stages if s not in STAGES]
         if bad:
             raise ConfigError(f"LearnConfig.stages: unknown {bad}; expected some of {STAGES}")

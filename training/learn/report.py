@@ -20,8 +20,17 @@ import math
 from pathlib import Path
 from typing import Any
 
-STAGE_RUNS = (("base", "eval-base"), ("sft", "eval-sft"), ("grpo", "eval-grpo"))
-PAIRS = (("base", "sft"), ("sft", "grpo"), ("base", "grpo"))
+#: every row of the table, baselines and ceiling included: the base model, the zero-parameter rule, the answer prior,
+#: the trained stages and the search-only oracle, all on the same held-out tasks
+STAGE_RUNS = (
+    ("base", "eval-base"),
+    ("rule", "eval-rule"),
+    ("prior", "eval-prior"),
+    ("sft", "eval-sft"),
+    ("grpo", "eval-grpo"),
+    ("oracle", "eval-oracle"),
+)
+PAIRS = (("base", "sft"), ("rule", "sft"), ("sft", "grpo"), ("rule", "grpo"), ("base", "grpo"))
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -75,6 +84,7 @@ def load_stage(folder: Path) -> dict[str, dict[str, Any]] | None:
             "correct": int(score >= 1.0),
             "answered": int(str(r.get("termination", "")).startswith(("answer", "forced_answer"))),
             "tool_calls": sum((r.get("tool_calls") or {}).values()),
+            "searches": int((r.get("tool_calls") or {}).get("search", 0)),
         }
     return out
 
@@ -89,6 +99,7 @@ def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
         "ci95": [round(lo, 4), round(hi, 4)],
         "answer_rate": round(sum(rows[i]["answered"] for i in ids) / n, 4) if n else None,
         "tool_calls": round(sum(rows[i]["tool_calls"] for i in ids) / n, 3) if n else None,
+        "two_searches": round(sum(rows[i].get("searches", 0) >= 2 for i in ids) / n, 4) if n else None,
     }
 
 
@@ -136,14 +147,14 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
     lines = [
         "# cpu-learn: held-out pass@1 per stage (greedy)",
         "",
-        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls |",
-        "|---|---|---|---|---|---|---|",
+        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for stage, scopes in summary["stages"].items():
         for scope, r in scopes.items():
             lines.append(
                 f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
-                f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} |"
+                f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} | {r['two_searches']:.3f} |"
             )
     lines += [
         "",

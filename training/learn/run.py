@@ -53,9 +53,17 @@ def task_path(cfg: LearnConfig, index_path: Path) -> Path:
     return index_path / "tasks" / f"{cfg.recipe}.jsonl"
 
 
-def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
-    """Write (once) the tiers' task set and cards; a set written with other settings is an error naming the fix."""
+def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) -> Path:
+    """Write (once) the tiers' task set and cards; a set written with other settings is an error naming the fix.
+
+    With ``split="answer"`` the held-out split is drawn over the tiers together, so that no held-out answer of any
+    tier is a train answer of any tier; the records are written in a seeded order that mixes the tiers, so the first
+    ``eval_n`` held-out tasks are a sample of both.
+    """
+    import hashlib
+
     from training.synth.outputs import sibling, write_jsonl
+    from training.synth.tier_split import answer_disjoint_split, answer_overlap
     from training.synth.tiers import TierConfig, generate_tier, tier_card
 
     path = task_path(cfg, index_path)
@@ -65,6 +73,7 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
         "seed": cfg.seed,
         "lookup_test_fraction": cfg.lookup_test_fraction,
         "bridge_test_fraction": cfg.bridge_test_fraction,
+        **({"split": cfg.split, "snippet_chars": snippet_chars} if cfg.split == "answer" else {}),
     }
     card_path = sibling(path, ".card.json")
     if path.is_file() and card_path.is_file():
@@ -78,15 +87,25 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int) -> Path:
     records, cards = [], {}
     for tier in cfg.tiers:
         frac = cfg.lookup_test_fraction if tier == "lookup" else cfg.bridge_test_fraction
-        recs, rep = generate_tier(index_path, TierConfig(tier=tier, n=10_000, k=k, seed=cfg.seed, test_fraction=frac))
+        tcfg = TierConfig(
+            tier=tier, n=10_000, k=k, seed=cfg.seed, test_fraction=frac, snippet_chars=snippet_chars, split="id"
+        )
+        recs, rep = generate_tier(index_path, tcfg)
         records += recs
-        cards[tier] = tier_card(recs, rep)
+        cards[tier] = (recs, rep)
+    if cfg.split == "answer":
+        fracs = {"lookup": cfg.lookup_test_fraction, "bridge": cfg.bridge_test_fraction}
+        answer_disjoint_split(records, fracs, cfg.seed)
+        records.sort(key=lambda r: hashlib.sha1(f"{cfg.seed}|{r['id']}".encode()).hexdigest())
     path.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(records, path)
-    card_path.write_text(
-        json.dumps({"settings": wanted, "tiers": cards}, indent=1, ensure_ascii=False), encoding="utf-8"
-    )
-    log.warning("tasks: %s (%s)", path, {t: c["splits"] for t, c in cards.items()})
+    card = {
+        "settings": wanted,
+        "answer_overlap": answer_overlap(records),
+        "tiers": {t: tier_card(recs, rep) for t, (recs, rep) in cards.items()},
+    }
+    card_path.write_text(json.dumps(card, indent=1, ensure_ascii=False), encoding="utf-8")
+    log.warning("tasks: %s (%s; %s)", path, {t: c["splits"] for t, c in card["tiers"].items()}, card["answer_overlap"])
     return path
 
 
@@ -125,6 +144,8 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
         return out
     if not (data / "README.md").is_file():
         result = collect(CollectConfig(runs=(str(demos),), max_turns=max_turns))
+        if cfg.sft_max_demos is not None:
+            result.kept = result.kept[: cfg.sft_max_demos]
         model = resolve_model(cfg.model)
         ds = build_dataset(result.kept, AutoTokenizer.from_pretrained(str(model)), result.sources[0]["tools"])
         save(ds, data, dataset_card(ds, result, model.name, None), result.stats.table())
@@ -182,10 +203,13 @@ def main(cfg: LearnConfig) -> Path:
     index_path = WikiIndex.from_dir(cfg.index_dir).path
     base = resolve_hf_path(cfg.model)
     recipe = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"))
-    if "tasks" in cfg.stages:  # gated at the results per search the policy will see
-        stage_tasks(cfg, index_path, recipe.env.search_results)
+    if "tasks" in cfg.stages:  # gated at the results per search, and the snippets, the policy will see
+        stage_tasks(cfg, index_path, recipe.env.search_results, recipe.env.sim.snippet_chars)
     if "base" in cfg.stages:
         evaluate(cfg, recipe, f"hf:{base}", "eval-base")
+    for stage, policy in (("rule", "rule:first-title"), ("prior", "prior"), ("oracle", "oracle:search")):
+        if stage in cfg.stages:  # the baselines and the ceiling, on the same held-out tasks
+            evaluate(cfg, recipe, policy, f"eval-{stage}")
     if "demos" in cfg.stages:
         evaluate(cfg, recipe, "oracle:search", "demos", split="train")
     if "sft" in cfg.stages:

@@ -26,20 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.synth.kg import edge_rank
 from training.synth.naming import head_noun, leaks, name_variants
-from training.synth.relations import SRC, fill, infobox_template, is_text_relation, relation_words
+from training.synth.relations import SRC, Names, fill, infobox_template, is_text_relation, relation_words
+from training.synth.tier_facts import Fact, all_facts, clean
 from training.synth.uncertainty import relation_label
 from wiki_index.types import title_to_url
 
 TIERS = ("lookup", "bridge", "sailorfog")
-_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
 
 
 @dataclass
@@ -51,6 +49,13 @@ class TierConfig:
     seed: int = field(default=0, metadata={"help": "Seed of the graph growth and of the question order."})
     test_fraction: float = field(default=0.25, metadata={"help": "Share of ids in the held-out 'test' split."})
     k: int = field(default=10, metadata={"help": "Search results an agent sees (the gates look in the top k)."})
+    snippet_chars: int = field(
+        default=240, metadata={"help": "Snippet length of a search result, as the env shows it (SimConfig)."}
+    )
+    split: str = field(
+        default="answer",
+        metadata={"help": "'answer': no held-out answer (or alias) is a train answer; 'id': hashed ids (older sets)."},
+    )
     progress: bool = field(default=False, metadata={"help": "Show a progress bar."})
 
     def __post_init__(self) -> None:
@@ -59,23 +64,13 @@ class TierConfig:
                 f"TierConfig.tier must be 'lookup' or 'bridge', found {self.tier!r}; 'sailorfog' is "
                 "training.synth.pipeline.generate"
             )
+        if self.split not in ("answer", "id"):
+            raise ValueError(f"TierConfig.split must be 'answer' or 'id', found {self.split!r}")
         if self.n < 1 or self.k < 1 or not 0 <= self.test_fraction < 1:
             raise ValueError(
                 f"TierConfig needs n >= 1, k >= 1 and 0 <= test_fraction < 1; found n={self.n}, k={self.k}, "
                 f"test_fraction={self.test_fraction}"
             )
-
-
-@dataclass(frozen=True)
-class Fact:
-    """One typed, functional fact: page ``subject`` states ``relation`` with ``obj`` (the asked role)."""
-
-    subject: str
-    obj: str
-    relation: str
-    kind: str
-    evidence: str
-    passage: str | None
 
 
 @dataclass
@@ -85,55 +80,6 @@ class TierReport:
     config: dict[str, Any] = field(default_factory=dict)
     facts: Counter = field(default_factory=Counter)
     funnel: Counter = field(default_factory=Counter)
-
-
-def _clean(title: str) -> str:
-    return _QUALIFIER.sub("", title)
-
-
-_LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
-#: relations that hold for several objects at once, whatever one sentence lists ("bordered by", "shares borders with")
-_MANY = re.compile(r"border|bound|neighbo|adjacent|\bshares?\b|includ|contain|consist|compris")
-_BAD_GRAMMAR = re.compile(r"\b(?:is|was|are|were) (?:has|had|have|is|was|are|were)\b")
-
-
-def _lists_others(sentence: str, obj: str, others: list[str]) -> bool:
-    """Whether the object is one item of a list in the evidence sentence ("bordered by Ghana, Benin and ..."):
-    another linked page is named within a few words after it, joined by a comma, "and", "or" or a slash."""
-    i = sentence.find(_clean(obj))
-    if i < 0:
-        return False
-    tail = sentence[i + len(_clean(obj)) :]
-    if not _LIST_AFTER.match(tail):
-        return False
-    near = tail[:60]
-    return any(len(o) > 2 and _clean(o) in near for o in others if o != obj)
-
-
-def functional_facts(src: Any, titles: list[str], report: TierReport) -> dict[str, list[Fact]]:
-    """Subject title -> its typed facts that hold for one object only (see the module docstring)."""
-    by_subject: dict[str, list[Fact]] = {}
-    for subject in titles:
-        nbrs = src.neighbours(subject)
-        rels = Counter(str(b.get("relation")) for _, b in nbrs)
-        linked = [t for t, _ in nbrs]
-        for obj, a in nbrs:
-            if edge_rank(a) > 1:
-                continue
-            report.facts["typed"] += 1
-            rel, ev = str(a["relation"]), str(a.get("evidence") or "")
-            if rels[rel] != 1 or _MANY.search(relation_label(rel)):
-                report.facts["not_functional"] += 1
-            elif a["kind"] == "infobox" and ("," in ev.split("=", 1)[-1] or " and " in ev):
-                report.facts["list_value"] += 1
-            elif a["kind"] != "infobox" and _lists_others(ev, obj, linked):
-                report.facts["list_sentence"] += 1
-            elif _BAD_GRAMMAR.search(fill(rel, "X", "Y")) or obj == subject or src.entity(obj) is None:
-                report.facts["unusable"] += 1
-            else:
-                report.facts["functional"] += 1
-                by_subject.setdefault(subject, []).append(Fact(subject, obj, rel, a["kind"], ev, a.get("passage")))
-    return by_subject
 
 
 def ask(fact: Fact, subject_ref: str, asked: str) -> str:
@@ -161,20 +107,27 @@ def _wh(head: str) -> str:
 def lookup_question(fact: Fact, src: Any) -> str:
     """``"Bucharest is the capital of which country?"``: the subject named, the object asked."""
     head = head_noun(src.entity(fact.obj), forbidden=[fact.subject])
-    return _question_case(ask(fact, _clean(fact.subject), _wh(head)))
+    return _question_case(ask(fact, clean(fact.subject), _wh(head)))
 
 
 def bridge_question(first: Fact, second: Fact, src: Any) -> str:
     """``"Bucharest is the capital of a country. What is the currency of that country?"``: A named, B described."""
+    return bridge_parts(first, second, src)[0]
+
+
+def bridge_parts(first: Fact, second: Fact, src: Any) -> tuple[str, str]:
+    """The bridge question and its second sentence with B named (``"What is the currency of Romania?"``): the
+    search a solver writes once the first search has shown B."""
     head_b = head_noun(src.entity(first.obj), forbidden=[first.subject, second.obj])
     head_c = head_noun(src.entity(second.obj), forbidden=[first.subject, first.obj])
     art = "an" if head_b[:1] in "aeiou" else "a"
-    intro = ask(first, _clean(first.subject), f"{art} {head_b}")
-    return f"{intro[:1].upper()}{intro[1:]}. {_question_case(ask(second, f'that {head_b}', _wh(head_c)))}"
+    intro = ask(first, clean(first.subject), f"{art} {head_b}")
+    question = f"{intro[:1].upper()}{intro[1:]}. {_question_case(ask(second, f'that {head_b}', _wh(head_c)))}"
+    return question, _question_case(ask(second, clean(first.obj), _wh(head_c)))
 
 
 def _query(subject: str, fact: Fact) -> str:
-    return f"{_clean(subject)} {relation_words(fact.relation)}".strip()
+    return f"{clean(subject)} {relation_words(fact.relation)}".strip()
 
 
 def _aliases(src: Any, title: str) -> list[str]:
@@ -183,7 +136,7 @@ def _aliases(src: Any, title: str) -> list[str]:
 
 
 def _leaks(question: str, *titles: str) -> bool:
-    return any(leaks(question, [t, _clean(t)]) for t in titles)
+    return any(leaks(question, [t, clean(t)]) for t in titles)
 
 
 def _record(
@@ -241,10 +194,44 @@ def _record(
     }
 
 
+class ResultView:
+    """What one search shows an agent: the top ``k`` result titles and their query-focused snippets (cached).
+
+    Args:
+        backend: A :class:`~sim_web.backends.sim.SimBackend` with the env's snippet length.
+        k: Results per search.
+    """
+
+    def __init__(self, backend: Any, k: int) -> None:
+        self._backend, self._k = backend, k
+        self._cache: dict[str, list[tuple[str, str]]] = {}
+        self.searches = 0
+
+    def results(self, query: str) -> list[tuple[str, str]]:
+        """``(title, snippet)`` of the top ``k`` results."""
+        query = " ".join(query.split())
+        if query not in self._cache:
+            self.searches += 1
+            self._cache[query] = [(r.title, r.snippet) for r in self._backend.search(query, self._k)] if query else []
+        return self._cache[query]
+
+    def titles(self, query: str) -> list[str]:
+        """Titles of the top ``k`` results."""
+        return [t for t, _ in self.results(query)]
+
+    def shows(self, query: str, title: str) -> bool:
+        """Whether the results name page ``title``: as a result, or in a snippet (its name as whole words)."""
+        res = self.results(query)
+        if any(t == title for t, _ in res):
+            return True
+        finder = Names({title, clean(title)})
+        return any(finder.search(snip) is not None for _, snip in res)
+
+
 def _lookups(
-    by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any, rep: TierReport, rng: random.Random
+    by_subject: dict[str, list[Fact]], view: ResultView, cfg: TierConfig, src: Any, rep: TierReport, rng: random.Random
 ) -> list[dict[str, Any]]:
-    facts = [f for s in sorted(by_subject) for f in by_subject[s]]
+    facts = [f for s in sorted(by_subject) for f in by_subject[s] if f.direction == "forward"]
     rng.shuffle(facts)
     out, seen = [], set()
     for f in facts:
@@ -256,11 +243,11 @@ def _lookups(
             rep.funnel["duplicate_or_leak"] += 1
             continue
         seen.add(q)
-        top = gates.titles(q)[: cfg.k]
+        top = view.titles(q)
         rep.funnel["question_finds_answer"] += f.obj in top
         rep.funnel["question_finds_subject"] += f.subject in top
         query = q if f.obj in top else _query(f.subject, f)
-        if query != q and f.obj not in gates.titles(query)[: cfg.k]:
+        if query != q and f.obj not in view.titles(query):
             rep.funnel["unanswerable"] += 1
             continue
         out.append(_record("lookup", q, f.obj, [f], [query], 1, f.obj in top, cfg, src))
@@ -268,8 +255,11 @@ def _lookups(
 
 
 def _bridges(
-    by_subject: dict[str, list[Fact]], gates: Any, cfg: TierConfig, src: Any, rep: TierReport, rng: random.Random
+    by_subject: dict[str, list[Fact]], view: ResultView, cfg: TierConfig, src: Any, rep: TierReport, rng: random.Random
 ) -> list[dict[str, Any]]:
+    """A -> B -> C chains; each hop is answerable when its search shows the next entity (a result, or its name in a
+    snippet): the question's first sentence (else A's name with the relation's words) for B, then the second
+    sentence with B named (else B's name with the relation's words, else B's name) for C."""
     pairs = [
         (a, b)
         for s in sorted(by_subject)
@@ -285,22 +275,26 @@ def _bridges(
         if used[a.subject] >= 2:  # spread the set over many named entities
             continue
         rep.funnel["candidates"] += 1
-        q = bridge_question(a, b, src)
+        q, named = bridge_parts(a, b, src)
         if q in seen or _leaks(q, a.obj, b.obj):
             rep.funnel["duplicate_or_leak"] += 1
             continue
         seen.add(q)
-        if b.obj in gates.titles(q)[: cfg.k]:
+        if b.obj in view.titles(q):
             rep.funnel["question_finds_answer"] += 1
             continue
         intro = q.split(". ", 1)[0]
-        q1 = next((x for x in (_query(a.subject, a), intro, q) if a.obj in gates.titles(x)[: cfg.k]), None)
-        q2 = next((x for x in (_query(a.obj, b), _clean(a.obj)) if b.obj in gates.titles(x)[: cfg.k]), None)
+        q1 = next((x for x in (intro, _query(a.subject, a), q) if view.shows(x, a.obj)), None)
+        q2 = next((x for x in (named, _query(a.obj, b), clean(a.obj)) if view.shows(x, b.obj)), None)
         if q1 is None or q2 is None:
             rep.funnel["unanswerable"] += 1
             continue
         used[a.subject] += 1
-        out.append(_record("bridge", q, b.obj, [a, b], [q1, q2], 2, False, cfg, src))
+        rec = _record("bridge", q, b.obj, [a, b], [q1, q2], 2, False, cfg, src)
+        rec["difficulty"]["question_snippet_names_answer"] = view.shows(q, b.obj)
+        rep.funnel["question_snippet_names_answer"] += rec["difficulty"]["question_snippet_names_answer"]
+        rep.funnel["reverse_hops"] += (a.direction == "reverse") + (b.direction == "reverse")
+        out.append(rec)
     return out
 
 
@@ -316,25 +310,24 @@ def generate_tier(
     Returns:
         ``(records, report)``; fewer than ``config.n`` records when the graph has no more facts that pass the gates.
     """
-    from tqdm.auto import tqdm
-
-    from sim_web.backends.sim import SimBackend
-    from training.synth.gates import SearchGates, sim_search, sim_visit
+    from sim_web.backends.sim import SimBackend, SimConfig
     from training.synth.store_source import StoreSource
+    from training.synth.tier_split import answer_disjoint_split
     from wiki_index.search.index import WikiIndex
 
     cfg = config or TierConfig()
     rep = TierReport(config=asdict(cfg))
     index = WikiIndex.from_dir(index_dir)
     src = StoreSource(index.store)
-    backend = SimBackend(index)
-    gates = SearchGates(sim_search(backend, cfg.k), sim_visit(backend))
+    view = ResultView(SimBackend(index, SimConfig(snippet_chars=cfg.snippet_chars)), cfg.k)
     titles = sorted(src.title(p) for p in src.page_ids())
-    by_subject = functional_facts(src, tqdm(titles, desc="typed facts", unit="page", disable=not cfg.progress), rep)
+    by_subject = all_facts(src, titles, rep, progress=cfg.progress)
     make = _lookups if cfg.tier == "lookup" else _bridges
-    records = make(by_subject, gates, cfg, src, rep, random.Random(f"{cfg.seed}:{cfg.tier}"))
+    records = make(by_subject, view, cfg, src, rep, random.Random(f"{cfg.seed}:{cfg.tier}"))
+    if cfg.split == "answer":
+        answer_disjoint_split(records, cfg.test_fraction, cfg.seed)
     rep.funnel["accepted"] = len(records)
-    rep.funnel["searches"] = gates.searches
+    rep.funnel["searches"] = view.searches
     return records, rep
 
 
