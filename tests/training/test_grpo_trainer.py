@@ -132,6 +132,29 @@ def test_loss_sees_loo_advantages_and_dropped_samples_have_no_gradient(tiny, tmp
     assert logged["time/generation"] == pytest.approx(0.5) and logged["time/training"] > 0
 
 
+def test_a_step_with_nothing_to_learn_skips_forward_and_backward(tiny, tmp_path):
+    """Every rollout solved: all advantages are 0, so the step neither runs the model nor moves a weight."""
+
+    def solved_rollout(prompts, trainer):
+        out = fake_rollout(prompts, trainer)
+        return {**out, "env_reward": [1.0] * len(prompts), "no_answer": [""] * len(prompts)}
+
+    trainer = make_trainer(tiny, tmp_path)
+    trainer.rollout_func = solved_rollout
+    before = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    calls = []
+    hook = trainer.model.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        trainer.train()
+    finally:
+        hook.remove()
+    assert calls == []  # no forward pass in training (generation is the fake rollout's)
+    after = trainer.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    logged = {k: v for h in trainer.state.log_history for k, v in h.items()}
+    assert logged["agent/skipped_micro_batches"] == 1.0 and logged["agent/frac_zero_variance_groups"] == 1.0
+
+
 def test_keep_all_trains_every_sample(tiny, tmp_path):
     trainer = make_trainer(tiny, tmp_path, truncation="keep_all", advantage="grpo")
     seen = []

@@ -164,10 +164,16 @@ def prefilter_tasks(
     prompts = [(t, [{"role": "user", "content": t.question}]) for t in tasks for _ in range(k)]
     mine = prompts[acc.process_index :: acc.num_processes]  # each process plays a share; the verdict uses all of them
     played: list[tuple[str, float | None]] = []
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(mine), desc=f"DUPO prefilter ({k} per task)", unit="ep", disable=not acc.is_main_process)
     for start in range(0, len(mine), batch):
         chunk = mine[start : start + batch]
         res = rollout([p for _, p in chunk], trainer)
         played += [(t.id, r) for (t, _), r in zip(chunk, res["env_reward"])]
+        bar.update(len(chunk))
+        bar.set_postfix(solved=sum(r is not None and r >= solved_reward for _, r in played))
+    bar.close()
     if acc.num_processes > 1:
         from accelerate.utils import gather_object
 

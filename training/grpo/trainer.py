@@ -198,6 +198,26 @@ class AgentGRPOTrainer(GRPOTrainer):
             if key in timing:
                 m[f"time/{key.replace('_seconds', '')}"].append(float(timing[key]))
 
+    def _nothing_to_learn(self, model: Any, inputs: dict[str, Any]) -> bool:
+        """Whether this micro-batch's loss is zero whatever the weights: every advantage is 0 (or every token masked),
+        with no KL, entropy or auxiliary term and one process (DDP needs every rank's backward)."""
+        if not model.training or self.beta != 0.0 or self.accelerator.num_processes != 1:
+            return False
+        if getattr(self, "_entropy_bonus_enabled", False) or getattr(self, "aux_loss_enabled", False):
+            return False
+        mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        return bool((inputs["advantages"] == 0).all() or (mask == 0).all())
+
+    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+        """TRL's loss, skipped (forward and backward) on a micro-batch with nothing to learn (e.g. every group solved
+        by every rollout): its gradient is zero, so the pass would cost seconds and change nothing."""
+        skip = self._nothing_to_learn(model, inputs)
+        if model.training:
+            self._metrics["train"]["agent/skipped_micro_batches"].append(float(skip))
+        if skip:
+            return torch.zeros((), device=inputs["advantages"].device, requires_grad=True)
+        return super()._compute_loss(model, inputs)
+
     def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any) -> torch.Tensor:
         """TRL's step, timed: what is not rollout (generation, tools, scoring) is training; logged once per optimiser step."""
         t0, before = time.perf_counter(), self._rollout_seconds

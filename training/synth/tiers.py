@@ -321,6 +321,7 @@ def generate_tier(
     src = StoreSource(index.store)
     view = ResultView(SimBackend(index, SimConfig(snippet_chars=cfg.snippet_chars)), cfg.k)
     titles = sorted(src.title(p) for p in src.page_ids())
+    rep.facts["pages"] = len(titles)
     by_subject = all_facts(src, titles, rep, progress=cfg.progress)
     make = _lookups if cfg.tier == "lookup" else _bridges
     records = make(by_subject, view, cfg, src, rep, random.Random(f"{cfg.seed}:{cfg.tier}"))
@@ -341,6 +342,11 @@ def tier_card(records: list[dict[str, Any]], report: TierReport) -> dict[str, An
         "records": n,
         "splits": dict(Counter(r["split"] for r in records)),
         "facts": dict(report.facts),
+        "facts_per_page": round(
+            (report.facts["functional"] + report.facts["reverse_functional"] - report.facts["reverse_duplicate"])
+            / max(report.facts["pages"], 1),
+            4,
+        ),
         "funnel": dict(f),
         "uniqueness": "functional relation on its page (one object, no list in the evidence sentence)",
         "answerable_rate": round(1 - f["unanswerable"] / cand, 3),
@@ -364,7 +370,7 @@ def render_tier_card(card: dict[str, Any]) -> str:
         f"# Task set: tier `{card['tier']}` ({card['records']} questions)",
         "",
         f"splits: {card['splits']}",
-        f"facts: {card['facts']}",
+        f"facts: {card['facts']} ({card['facts_per_page']} functional facts per page, both directions)",
         f"funnel: {card['funnel']}",
         f"uniqueness: {card['uniqueness']}",
         f"answerable by the oracle's searches: {card['answerable_rate']}",
