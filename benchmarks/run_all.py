@@ -24,6 +24,7 @@ BENCHMARKS = [
     "bench_store",
     "bench_hard_retrieval",
     "bench_dense_scale",
+    "bench_tiers",
 ]
 
 

@@ -22,6 +22,7 @@ SLOW = [
     "bench_agent_eval",
     "bench_growth",
     "bench_dense_scale",
+    "bench_tiers",
 ]
 
 
