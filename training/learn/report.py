@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 #: every row of the table, baselines and ceiling included: the base model, the zero-parameter rule, the answer prior,
 #: the trained stages and the search-only oracle, all on the same held-out tasks
+_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.DOTALL)
+_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
 STAGE_RUNS = (
     ("base", "eval-base"),
     ("rule", "eval-rule"),
@@ -70,8 +73,50 @@ def tier_of(task_id: str) -> str:
     return task_id.split("-", 1)[0]
 
 
-def load_stage(folder: Path) -> dict[str, dict[str, Any]] | None:
-    """Task id -> ``{correct, answered, tool_calls}`` of one eval run, or ``None`` when it has not run."""
+def search_queries(messages: list[dict[str, Any]]) -> list[str]:
+    """The search queries of an episode's assistant turns, in order.
+
+    >>> search_queries([{"role": "assistant", "content": '<tool_call>{"name": "search", "arguments": '
+    ...                 '{"query": ["Kabul capital"]}}</tool_call>'}])
+    ['Kabul capital']
+    """
+    out = []
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        for call in _CALL.findall(str(m.get("content", ""))):
+            try:
+                data = json.loads(call)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict) and data.get("name") == "search":
+                q = (data.get("arguments") or {}).get("query")
+                out += [str(x) for x in (q if isinstance(q, list) else [q]) if x]
+    return out
+
+
+def bridge_entities(run: Path) -> dict[str, str]:
+    """Bridge task id -> its middle entity B (without a qualifier), read from the task set the evals ran on."""
+    for folder in sorted(run.glob("eval-*")):
+        meta = folder / "run.json"
+        if not meta.is_file():
+            continue
+        tasks = Path(str(json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("tasks") or ""))
+        if not tasks.is_file():
+            continue
+        out = {}
+        for line in tasks.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            if r.get("tier") == "bridge" and r.get("provenance"):
+                out[r["id"]] = _QUALIFIER.sub("", str(r["provenance"][0]["object"]))
+        return out
+    return {}
+
+
+def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
+    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge}`` of one eval run, or ``None`` when it has
+    not run. ``names_bridge``: on a bridge task, whether a search after the first names the middle entity B (the hop
+    a solver makes once the first search has shown B); ``None`` on other tasks."""
     from agents.trajectory import load_records
 
     path = folder / "trajectories.jsonl"
@@ -80,17 +125,21 @@ def load_stage(folder: Path) -> dict[str, dict[str, Any]] | None:
     out = {}
     for r in load_records(path):
         score = r.get("correct", r.get("em", 0.0)) or 0.0
+        b = (bridges or {}).get(r["task_id"])
+        later = search_queries(r.get("messages") or [])[1:] if b else []
         out[r["task_id"]] = {
             "correct": int(score >= 1.0),
             "answered": int(str(r.get("termination", "")).startswith(("answer", "forced_answer"))),
             "tool_calls": sum((r.get("tool_calls") or {}).values()),
             "searches": int((r.get("tool_calls") or {}).get("search", 0)),
+            "names_bridge": any(b.lower() in q.lower() for q in later) if b else None,
         }
     return out
 
 
 def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
     k, n = sum(rows[i]["correct"] for i in ids), len(ids)
+    hops = [i for i in ids if rows[i].get("names_bridge") is not None]
     lo, hi = wilson(k, n)
     return {
         "n": n,
@@ -100,12 +149,14 @@ def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
         "answer_rate": round(sum(rows[i]["answered"] for i in ids) / n, 4) if n else None,
         "tool_calls": round(sum(rows[i]["tool_calls"] for i in ids) / n, 3) if n else None,
         "two_searches": round(sum(rows[i].get("searches", 0) >= 2 for i in ids) / n, 4) if n else None,
+        "names_bridge": round(sum(bool(rows[i].get("names_bridge")) for i in hops) / len(hops), 4) if hops else None,
     }
 
 
 def summarise(run: Path) -> dict[str, Any]:
     """Per-stage rates (all tasks and per tier) and paired comparisons on the tasks both stages evaluated."""
-    stages = {name: rows for name, folder in STAGE_RUNS if (rows := load_stage(run / folder)) is not None}
+    bridges = bridge_entities(run)
+    stages = {name: rows for name, folder in STAGE_RUNS if (rows := load_stage(run / folder, bridges)) is not None}
     out: dict[str, Any] = {"stages": {}, "paired": {}}
     for name, rows in stages.items():
         ids = sorted(rows)
@@ -147,14 +198,15 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
     lines = [
         "# cpu-learn: held-out pass@1 per stage (greedy)",
         "",
-        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches |",
-        "|---|---|---|---|---|---|---|---|",
+        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches | a later search names B |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for stage, scopes in summary["stages"].items():
         for scope, r in scopes.items():
             lines.append(
                 f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
-                f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} | {r['two_searches']:.3f} |"
+                f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} | {r['two_searches']:.3f} | "
+                f"{'-' if r['names_bridge'] is None else format(r['names_bridge'], '.3f')} |"
             )
     lines += [
         "",
