@@ -45,9 +45,13 @@ class LearnConfig:
         "answer",
         "'answer': no held-out answer (or alias) is a train answer, across tiers; 'id': hashed ids (the older sets).",
     )
-    sft_max_demos: int | None = _f(None, "Use at most this many demonstrations for SFT (None: every kept one).")
+    sft_max_demos: int | None = _f(
+        320, "Use at most this many demonstrations for SFT, in task-file order (None: every kept one)."
+    )
     eval_batch_size: int = _f(32, "Episodes generated together in the evals.")
-    eval_n: int | None = _f(None, "Evaluate only the first n held-out tasks (None: all).")
+    eval_n: int | None = _f(
+        240, "Evaluate only the first n held-out tasks (None: all); the task file mixes the tiers in a seeded order."
+    )
     sft_full: bool = _f(True, "Full fine-tune (False: LoRA r=16, merged).")
     sft_learning_rate: float = _f(8e-5, "SFT peak learning rate (cosine schedule).")
     sft_epochs: float = _f(1.0, "Passes over the demonstrations.")

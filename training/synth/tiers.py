@@ -13,9 +13,14 @@ each backed by the sentence or field that states it (the record's ``provenance``
   this tier: the oracle needs one search): the question itself, else the subject's name with the relation's words
   ("Bucharest capital").
 * ``bridge``: "Bucharest is the capital of a country. What is the currency of that country?" Two facts A -> B -> C,
-  each functional on its page; A is named, B and C are not. Gates: the question's own search does *not* show C's
-  page (a defect for this tier: the first search must not answer it), a search built from A and the first
-  relation reaches B, and one built from B's name and the second relation reaches C (the oracle needs two searches).
+  each functional (forward or reverse, :mod:`training.synth.tier_facts`); A is named, B and C are not. Gates: the
+  question's own search does *not* show C's page (a defect for this tier: the first search must not answer it), the
+  question's first sentence (else A's name with the relation's words) shows B, and its second sentence with B named
+  (else B's name with the relation's words) shows C (the oracle needs two searches). A search *shows* an entity when
+  its page is among the top ``k`` results or its name is in a result's snippet, as the agent reads them.
+
+The held-out split is answer-disjoint by default (:mod:`training.synth.tier_split`): no held-out answer is a train
+answer, so a model cannot score by recalling frequent train answers.
 
 Records carry the fields the env, the oracle (``clues[].query`` / ``clues[].entity``, ``evidence``, ``answer_url``)
 and the feedback loop (``difficulty.score`` / ``oracle_searches``: lookup 1, bridge 2, below every SailorFog-QA
@@ -110,14 +115,10 @@ def lookup_question(fact: Fact, src: Any) -> str:
     return _question_case(ask(fact, clean(fact.subject), _wh(head)))
 
 
-def bridge_question(first: Fact, second: Fact, src: Any) -> str:
-    """``"Bucharest is the capital of a country. What is the currency of that country?"``: A named, B described."""
-    return bridge_parts(first, second, src)[0]
-
-
 def bridge_parts(first: Fact, second: Fact, src: Any) -> tuple[str, str]:
-    """The bridge question and its second sentence with B named (``"What is the currency of Romania?"``): the
-    search a solver writes once the first search has shown B."""
+    """The bridge question, A named and B described (``"Bucharest is the capital of a country. What is the currency
+    of that country?"``), and its second sentence with B named (``"What is the currency of Romania?"``): the search
+    a solver writes once the first search has shown B."""
     head_b = head_noun(src.entity(first.obj), forbidden=[first.subject, second.obj])
     head_c = head_noun(src.entity(second.obj), forbidden=[first.subject, first.obj])
     art = "an" if head_b[:1] in "aeiou" else "a"
