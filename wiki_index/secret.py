@@ -31,12 +31,12 @@ from wiki_index.settings import env
 #: What a masked value is replaced with.
 MASK = "***"
 #: Loggers whose records are scrubbed (with their children).
-SCRUBBED_LOGGERS = ("sim_web", "agents", "training", "wiki_index", "httpx", "httpcore", "openai")
+SCRUBBED_LOGGERS = ("sim_web", "agents", "training", "wiki_index", "httpx", "httpcore", "httpx2", "httpcore2", "openai")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]*@")
 _QUERY = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s\"']*)")
 _CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|sig|jwt|code|session|cred")
 _MIN_KNOWN = 8  # shorter values ("EMPTY", "k") are not scrubbed from logs: they would mask ordinary words
-_HTTP_LOGGERS = ("httpx", "httpcore", "openai")
+_HTTP_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "openai")  # openai's client may ship httpx as httpx2
 _KNOWN: set[str] = set()  # every value given directly in this process (scrubbed from log records)
 _KNOWN_LOCK = threading.Lock()
 
@@ -244,7 +244,7 @@ def install_log_scrubber() -> None:
     factory = logging.getLogRecordFactory()
     if not isinstance(factory, _Scrubber):
         logging.setLogRecordFactory(_Scrubber(factory))
-    for name in ("httpx", "httpcore"):  # their records, also when another factory replaces ours later
+    for name in _HTTP_LOGGERS:  # their records, also when another factory replaces ours later
         logger = logging.getLogger(name)
         if not any(isinstance(f, ScrubFilter) for f in logger.filters):
             logger.addFilter(ScrubFilter())
