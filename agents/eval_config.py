@@ -53,7 +53,6 @@ class EndpointConfig:
         metadata={"help": "Timeout and retries of every endpoint of the run (policy, judge, summariser)."},
     )
 
-
     def __post_init__(self) -> None:
         for name in ("base_url", "judge_base_url", "summariser_base_url"):
             object.__setattr__(self, name, as_secret(getattr(self, name)))

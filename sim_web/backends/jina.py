@@ -33,6 +33,7 @@ from sim_web.backends.upstream import (
     UpstreamError,
     base_url_secret,
     cache_key,
+    join_url,
     relative_to,
     request,
 )
@@ -188,7 +189,7 @@ class JinaBackend:
         self.summariser = summariser
         self.extractor = extractor or DeterministicExtractor()
         self.raw_cache = raw_cache
-        self._base = config.base_url.require("JinaConfig.base_url").rstrip("/")  # read now, held in memory only
+        self._base = config.base_url.require("JinaConfig.base_url")  # read now, held in memory only
         self.cache_namespace = cache_key(
             "jina",
             config.base_url.shown(),
@@ -217,7 +218,7 @@ class JinaBackend:
         if text is not None:
             self._events("jina.raw_cache_hits")
             return text
-        text = self._get(f"{self._base}/{url}")
+        text = self._get(join_url(self._base, f"/{url}"))
         warning = target_error(text)
         if warning:  # Jina answers 200 with a Warning line when the page itself failed (its 404, 500)
             raise UpstreamError(f"jina read {url} but the page failed: {warning}", retryable=False, page_error=True)

@@ -60,25 +60,37 @@ class ReplayMiss(httpx.TransportError):
 class RelativeTransport(httpx.BaseTransport):
     """Mark each request with its target relative to ``base`` (:data:`TARGET`), then pass it to ``inner``.
 
+    The target is the request's path after the base URL's path, and its query without the base URL's own
+    parameters (a proxy's ``?apikey=...``); what the upstream is asked (a page URL's query) stays.
+
     Args:
         inner: The recording or replaying transport.
-        base: The upstream's base URL, as the backend joins targets to it.
+        base: The upstream's base URL, as the backend joins targets to it (:func:`sim_web.backends.upstream.join_url`).
     """
 
     def __init__(self, inner: httpx.BaseTransport, base: str) -> None:
         self.inner = inner
-        self._prefix = httpx.URL(base.rstrip("/")).raw_path.split(b"?", 1)[0].rstrip(b"/")
+        url = httpx.URL(base)
+        self._prefix = url.raw_path.split(b"?", 1)[0].rstrip(b"/")
+        self._base_params = frozenset(_params(url.query))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Set the target extension and forward."""
-        raw = request.url.raw_path
-        rel = raw[len(self._prefix) :] if self._prefix and raw.startswith(self._prefix) else raw
-        request.extensions = {**request.extensions, TARGET: rel.decode("ascii")}
+        path, _, _ = request.url.raw_path.partition(b"?")
+        rel = path[len(self._prefix) :] if self._prefix and path.startswith(self._prefix) else path
+        query = "&".join(p for p in _params(request.url.query) if p not in self._base_params)
+        target = rel.decode("ascii") + (f"?{query}" if query else "")
+        request.extensions = {**request.extensions, TARGET: target}
         return self.inner.handle_request(request)
 
     def close(self) -> None:
         """Close the inner transport."""
         self.inner.close()
+
+
+def _params(query: bytes) -> list[str]:
+    """The parameters of a raw query (``&`` and ``;`` both separate them)."""
+    return [p for p in re.split(r"[&;]", query.decode("ascii")) if p]
 
 
 def request_target(request: httpx.Request) -> str:

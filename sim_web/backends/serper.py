@@ -25,6 +25,7 @@ from sim_web.backends.upstream import (
     UpstreamError,
     base_url_secret,
     cache_key,
+    join_url,
     relative_to,
     request,
     status_error,
@@ -211,7 +212,7 @@ class SerperBackend:
 
         self.config = config = config or SerperConfig()
         self.raw_cache = raw_cache
-        self._base = config.base_url.require("SerperConfig.base_url").rstrip("/")  # read now, held in memory only
+        self._base = config.base_url.require("SerperConfig.base_url")  # read now, held in memory only
         self.cache_namespace = cache_key(
             "serper", RESULT_SCHEMA, config.base_url.shown(), config.location, config.gl, config.hl
         )
@@ -229,7 +230,7 @@ class SerperBackend:
     def _post(self, path: str, body: dict[str, str], parse: Callable[[Any], list[R]]) -> list[R]:
         """``parse`` of the reply to ``POST path``: from the raw cache when a fresh row parses, else from Serper
         (cached only once it parsed, so a malformed reply or an error body is never kept)."""
-        url = self._base + path
+        url = join_url(self._base, path)
         key = cache_key("serper-raw", self.config.base_url.shown().rstrip("/") + path, body)
         text = self.raw_cache.get(key, self.config.raw_ttl_s) if self.raw_cache is not None else None
         if text is not None:

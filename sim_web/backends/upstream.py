@@ -197,6 +197,20 @@ def status_error(
     )
 
 
+def join_url(base: str, target: str) -> str:
+    """``target`` (``/search``, ``/https://page?x=1``) under ``base``, whose own query (a proxy's key) stays the query.
+
+    Example:
+        >>> join_url("https://proxy.example/v1?apikey=k", "/search")
+        'https://proxy.example/v1/search?apikey=k'
+    """
+    pre, sep, query = base.partition("?")
+    if not sep:
+        return pre.rstrip("/") + target
+    path, tsep, tquery = target.partition("?")
+    return f"{pre.rstrip('/')}{path}?{query}" + (f"&{tquery}" if tsep else "")
+
+
 def relative_to(base: str, transport: httpx.BaseTransport | None) -> httpx.BaseTransport | None:
     """``transport`` marking each request with its target relative to ``base`` (for recordings), or ``None``.
 

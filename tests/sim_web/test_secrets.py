@@ -17,7 +17,7 @@ import gymnasium as gym
 import httpx
 import pytest
 
-from sim_web.backends.mocks import MockJina, MockSerper
+from sim_web.backends.mocks import MockJina
 from sim_web.backends.recording import RecordingTransport, ReplayTransport
 from sim_web.backends.serper import SerperBackend, SerperConfig
 from sim_web.backends.upstream import UpstreamError
@@ -75,7 +75,7 @@ def closed_port() -> int:
 def test_a_secret_prints_formats_serialises_and_pickles_redacted(monkeypatch):
     s = Secret.of(KEY, env="ZQ9_TEST_KEY")
     url = Secret.of(with_credentials("http://127.0.0.1:9/v1?api_key=" + KEY))
-    for shown in (repr(s), str(s), f"{s}", f"{s!r:>40}", "%s" % s, json.dumps(asdict(s)), url.shown(), repr(url)):
+    for shown in (repr(s), str(s), f"{s}", f"{s!r:>40}", f"{s}", json.dumps(asdict(s)), url.shown(), repr(url)):
         assert not leaks(shown), shown
     assert url.shown() == "http://127.0.0.1:9/v1" and s.fingerprint and s.fingerprint in repr(s)
     assert s.reveal() == KEY and copy.deepcopy(s).reveal() == KEY  # in memory the value stays usable
