@@ -139,7 +139,7 @@ def archive_name(manifest: dict[str, Any], folder: Path) -> str:
             f"{folder / MANIFEST} names the archive {name!r}, expected a plain file name inside {folder} "
             "(e.g. sim-web-bundle.tar.gz): the manifest was tampered with or damaged; copy the bundle's folder again"
         )
-    return name
+    return str(name)
 
 
 def check_parts(folder: str | Path, progress: Callable[[str], None] | None = None) -> list[str]:
