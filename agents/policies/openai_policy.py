@@ -15,6 +15,7 @@ import email.utils
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,12 +26,15 @@ from typing import Any
 from agents.config import SamplingConfig
 from agents.policies.base import FatalPolicyError, Generation, Messages, Policy, cut_at_stop
 from wiki_index.errors import ConfigError
+from wiki_index.secret import Secret, as_secret, redact_url, reveal
 from wiki_index.settings import env
 
 log = logging.getLogger(__name__)
 TRANSIENT_STATUS = (408, 409, 429)
 AUTH_STATUS = (401, 403)
 BODY_CHARS = 200  # how much of an unreadable reply an error shows
+KEY_VAR = "OPENAI_API_KEY"
+BASE_URL_VAR = "OPENAI_BASE_URL"
 
 
 class EndpointError(RuntimeError):
@@ -81,11 +85,18 @@ class OpenAIConfig:
     """Where and how to call the endpoint."""
 
     model: str = field(default="", metadata={"help": "Model name as the server knows it."})
-    base_url: str | None = field(
-        default=None, metadata={"help": "Endpoint ending in /v1 (default: $OPENAI_BASE_URL, else OpenAI's)."}
+    base_url: Secret | None = field(
+        default=None,
+        metadata={
+            "help": "Endpoint ending in /v1 (default: $OPENAI_BASE_URL, else OpenAI's); a string becomes a Secret."
+        },
     )
-    api_key: str | None = field(
-        default=None, metadata={"help": "API key (default: $OPENAI_API_KEY, else 'EMPTY' for local servers)."}
+    api_key: Secret | None = field(
+        default=None,
+        metadata={
+            "help": "API key (default: $OPENAI_API_KEY, else 'EMPTY' for local servers); a string becomes a Secret "
+            "that never prints, logs or serialises (copies read $OPENAI_API_KEY)."
+        },
     )
     timeout: float = field(default=RequestConfig.timeout, metadata={"help": "Seconds per request."})
     max_retries: int = field(
@@ -104,6 +115,8 @@ class OpenAIConfig:
     )
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "base_url", as_secret(self.base_url, env=BASE_URL_VAR))
+        object.__setattr__(self, "api_key", as_secret(self.api_key, env=KEY_VAR))
         if not self.model:
             raise ConfigError("OpenAIConfig.model is empty: name the served model, e.g. --policy openai:Qwen/Qwen3-8B")
         _check_requests(self.timeout, self.max_retries, self.backoff, self.max_backoff)
@@ -186,20 +199,40 @@ class OpenAIPolicy(Policy):
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        import openai
-
         self.config = config
         self.sampling = sampling or SamplingConfig()
         self.name = f"openai:{config.model}"
-        base_url = config.base_url or env("OPENAI_BASE_URL")
-        key = config.api_key or env("OPENAI_API_KEY") or "EMPTY"
         self.key_source = (
-            "--api-key" if config.api_key else "$OPENAI_API_KEY" if env("OPENAI_API_KEY") else "none (sent 'EMPTY')"
+            "--api-key" if config.api_key else "$OPENAI_API_KEY" if env(KEY_VAR) else "none (sent 'EMPTY')"
         )
-        self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=config.timeout, max_retries=0)
-        self.endpoint = f"{self.name} at {str(self.client.base_url).rstrip('/')}"
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self.endpoint = f"{self.name} at {redact_url(str(self.client.base_url)).rstrip('/')}"
         self.retries = 0  # transient failures retried so far (all threads)
         self._sleep, self._clock = sleep, clock
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.OpenAI`` client, built on first use (the key is read then, and again in a copy)."""
+        with self._client_lock:
+            if self._client is None:
+                import openai
+
+                cfg = self.config
+                base_url = reveal(cfg.base_url) or env(BASE_URL_VAR)
+                key = reveal(cfg.api_key) or env(KEY_VAR) or "EMPTY"
+                self._client = openai.OpenAI(base_url=base_url, api_key=key, timeout=cfg.timeout, max_retries=0)
+            return self._client
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the client (its lock does not pickle, its key must not): a copy builds its own."""
+        state = dict(self.__dict__)
+        state["_client"], state["_client_lock"] = None, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._client_lock = threading.Lock()
 
     def generate(
         self,
@@ -300,4 +333,5 @@ class OpenAIPolicy(Policy):
 
     def close(self) -> None:
         """Close the HTTP client."""
-        self.client.close()
+        if self._client is not None:
+            self._client.close()

@@ -27,11 +27,20 @@ from sim_web.backends.summarise import (
     parse_jina_text,
     target_error,
 )
-from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request
+from sim_web.backends.upstream import (
+    EventSink,
+    RawCache,
+    UpstreamError,
+    base_url_secret,
+    cache_key,
+    join_url,
+    relative_to,
+    request,
+)
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
-from wiki_index.settings import env
+from wiki_index.secret import Secret
 
 if TYPE_CHECKING:
     import httpx
@@ -49,8 +58,8 @@ Extractor = Callable[[str, str, str], tuple[str, str]]
 class JinaConfig:
     """Where and how to read pages, and how much of each page the extractor sees."""
 
-    base_url: str = field(
-        default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL,
+    base_url: Secret = field(
+        default_factory=lambda: Secret.from_env(BASE_URL_VAR, DEFAULT_BASE_URL),
         metadata={
             "help": f"Jina Reader's root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; https://r.jinaai.cn where "
             "r.jina.ai is unreachable; a proxy's or a mock's URL)."
@@ -76,8 +85,7 @@ class JinaConfig:
     )
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"JinaConfig.base_url must start with http:// or https://, got {self.base_url!r}")
+        object.__setattr__(self, "base_url", base_url_secret(self.base_url, BASE_URL_VAR, "JinaConfig.base_url"))
         if not (self.timeout_s > 0 and self.summary_timeout_s > 0):
             raise ConfigError(f"JinaConfig timeouts must be > 0 s, got {self.timeout_s} and {self.summary_timeout_s}")
         if self.max_page_tokens < 100:
@@ -181,9 +189,10 @@ class JinaBackend:
         self.summariser = summariser
         self.extractor = extractor or DeterministicExtractor()
         self.raw_cache = raw_cache
+        self._base = config.base_url.require("JinaConfig.base_url")  # read now, held in memory only
         self.cache_namespace = cache_key(
             "jina",
-            config.base_url,
+            config.base_url.shown(),
             config.max_page_tokens,
             config.tokenizer,
             summariser_id if summariser else "deterministic",
@@ -191,7 +200,7 @@ class JinaBackend:
             repr(self.extractor),
         )
         self.keys = api_key if isinstance(api_key, KeyRing) else KeyRing(api_key)
-        self._client = httpx.Client(timeout=config.timeout_s, transport=transport)
+        self._client = httpx.Client(timeout=config.timeout_s, transport=relative_to(self._base, transport))
         self._events: EventSink = lambda _name: None
 
     def bind_events(self, sink: EventSink) -> None:
@@ -204,12 +213,12 @@ class JinaBackend:
         Raises:
             UpstreamError: On a failed request, or a page whose target answered an error.
         """
-        key = cache_key("jina-raw", self.config.base_url, url)
+        key = cache_key("jina-raw", self.config.base_url.shown(), url)
         text = self.raw_cache.get(key, self.config.raw_ttl_s) if self.raw_cache is not None else None
         if text is not None:
             self._events("jina.raw_cache_hits")
             return text
-        text = self._get(f"{self.config.base_url.rstrip('/')}/{url}")
+        text = self._get(join_url(self._base, f"/{url}"))
         warning = target_error(text)
         if warning:  # Jina answers 200 with a Warning line when the page itself failed (its 404, 500)
             raise UpstreamError(f"jina read {url} but the page failed: {warning}", retryable=False, page_error=True)

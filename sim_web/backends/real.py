@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from sim_web.backends.jina import JinaBackend, JinaConfig, KeyRing
 from sim_web.backends.serper import SerperBackend, SerperConfig
 from sim_web.backends.summarise import LLMSummariser
-from sim_web.backends.upstream import RawCache, UpstreamError, require_key
+from sim_web.backends.upstream import RawCache, UpstreamError, relative_to, require_key
 from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
+from wiki_index.secret import redact_url
 from wiki_index.settings import env
 from wiki_index.types import url_to_title
 
@@ -91,7 +92,7 @@ def summariser_from_env(config: JinaConfig, http_client: httpx.Client | None, re
         timeout_s=config.summary_timeout_s,
         http_client=http_client,
     )
-    return s, f"{values['API_BASE']}|{values['SUMMARY_MODEL_NAME']}"
+    return s, f"{redact_url(values['API_BASE'])}|{values['SUMMARY_MODEL_NAME']}"
 
 
 def jina_keys(record_dir: str | None, replay_dir: str | None) -> KeyRing:
@@ -146,7 +147,9 @@ def build_real_backends(
         "replay" if replay else require_key("SERPER_KEY_ID", what="a Serper API key for search and google_scholar")
     )
     keys = jina_keys(record_dir, replay_dir)
-    llm_client = httpx.Client(transport=transport, timeout=jina.summary_timeout_s) if transport is not None else None
+    api_base = (env("API_BASE") or "").strip()
+    llm_transport = relative_to(api_base, transport) if api_base else transport
+    llm_client = httpx.Client(transport=llm_transport, timeout=jina.summary_timeout_s) if llm_transport else None
     summariser, summariser_id = summariser_from_env(jina, llm_client, replay)
     return (
         SerperBackend(serper_key, serper, transport=transport, raw_cache=raw_cache),

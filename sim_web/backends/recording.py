@@ -2,15 +2,22 @@
 
 Recording writes every request and its response (status, headers, body bytes) to one JSON file
 per exchange in a directory; replaying answers each request from that directory, so a real-web
-run can be repeated offline, byte for byte, without keys. Requests are matched by content:
-method, path and query, body; never the ``Authorization`` / ``X-API-KEY`` headers, which are not
-stored, and not the scheme, host or port, so that a run recorded against the loopback mocks
-(``SIM_TO_REAL_MOCK=1``, a new random port each run) or through ``SERPER_BASE_URL`` /
-``JINA_BASE_URL`` replays wherever the services are said to be.
+run can be repeated offline, byte for byte, without keys.
+
+A recording keeps, by allow-list, only what the replay key needs: the method, the *target* (what was
+asked of the upstream, relative to its base URL: ``/search``, ``/https://example.org/page``,
+``/chat/completions``) and the body (built by sim-web from the query, never holding a key). Nothing else
+of the request is written: no header (``Authorization``, ``X-API-KEY``, ``Cookie``, ``Proxy-Authorization``,
+``X-Goog-Api-Key``, whatever a proxy wants), no scheme, host, port, user info, and no path or query of the
+base URL (``SERPER_BASE_URL=https://u:p@proxy/KEY/?api%5Fkey=...``). So no credential can reach a
+recording whatever it is called, and a run recorded against the loopback mocks (``SIM_TO_REAL_MOCK=1``, a
+new random port each run) or through one proxy replays wherever the services are said to be, with another
+key or none. The backends mark each request with its target (:class:`RelativeTransport`).
 A request recorded several times (a 429, then a 200 on retry) replays its responses in recorded
-order and then repeats the last one. Credentials in a URL (``https://user:pass@host``, a query
-parameter such as ``?apikey=...``, e.g. from ``SERPER_BASE_URL`` / ``JINA_BASE_URL``) are redacted
-before anything is written, and left out of the match, so a run replays with another key or none.
+order and then repeats the last one.
+
+Recordings made before the allow-list (format 1: a redacted ``url`` and headers) still replay: they are
+matched by their old key (method, path with query, body), computed for each request in memory.
 """
 
 from __future__ import annotations
@@ -30,13 +37,17 @@ import httpx
 
 from wiki_index.errors import ConfigError
 
-#: Request headers never written to a recording (credentials).
+#: The format of the exchanges written now (1: the full redacted URL and headers; 2: the allow-list).
+FORMAT = 2
+#: The request extension naming a request's target relative to its upstream's base URL.
+TARGET = "sim_web.target"
+#: Request headers a format-1 recording left out (credentials); kept for reading those.
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
 #: Response headers kept (the rest vary run to run and no backend reads them).
 KEPT_RESPONSE_HEADERS = ("content-type", "retry-after")
-#: What a credential in a URL is replaced with.
+#: What a credential in a format-1 URL was replaced with.
 REDACTED = "REDACTED"
-#: Query parameters whose value is a credential (``apikey``, ``api_key``, ``key``, ``access_token``, ``client_secret``, ...).
+#: Format 1: query parameters whose value is a credential (only to recompute those recordings' keys).
 _SECRET_PARAM = re.compile(r"(?i)(?:.*[-_])?(?:api[-_]?key|apikey|key|token|secret|password|passwd|auth|sig|signature)")
 
 
@@ -46,8 +57,52 @@ class ReplayMiss(httpx.TransportError):
     replay_miss = True
 
 
+class RelativeTransport(httpx.BaseTransport):
+    """Mark each request with its target relative to ``base`` (:data:`TARGET`), then pass it to ``inner``.
+
+    The target is the request's path after the base URL's path, and its query without the base URL's own
+    parameters (a proxy's ``?apikey=...``); what the upstream is asked (a page URL's query) stays.
+
+    Args:
+        inner: The recording or replaying transport.
+        base: The upstream's base URL, as the backend joins targets to it (:func:`sim_web.backends.upstream.join_url`).
+    """
+
+    def __init__(self, inner: httpx.BaseTransport, base: str) -> None:
+        self.inner = inner
+        url = httpx.URL(base)
+        self._prefix = url.raw_path.split(b"?", 1)[0].rstrip(b"/")
+        self._base_params = frozenset(_params(url.query))
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Set the target extension and forward."""
+        path, _, _ = request.url.raw_path.partition(b"?")
+        rel = path[len(self._prefix) :] if self._prefix and path.startswith(self._prefix) else path
+        query = "&".join(p for p in _params(request.url.query) if p not in self._base_params)
+        target = rel.decode("ascii") + (f"?{query}" if query else "")
+        request.extensions = {**request.extensions, TARGET: target}
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        """Close the inner transport."""
+        self.inner.close()
+
+
+def _params(query: bytes) -> list[str]:
+    """The parameters of a raw query (``&`` and ``;`` both separate them)."""
+    return [p for p in re.split(r"[&;]", query.decode("ascii")) if p]
+
+
+def request_target(request: httpx.Request) -> str:
+    """What ``request`` asks of its upstream: its :data:`TARGET` mark, else its path without the query."""
+    target = request.extensions.get(TARGET)
+    if isinstance(target, str):
+        return target
+    return request.url.raw_path.split(b"?", 1)[0].decode("ascii")
+
+
 def request_key(request: httpx.Request) -> str:
-    """The content key of a request: method, path with query, and body; without credentials or the host.
+    """The content key of a request: method, target and body; never a header, the host or the base URL.
 
     Example:
         >>> a = httpx.Request("POST", "http://127.0.0.1:40123/search", content=b'{"q": "x"}')
@@ -55,20 +110,23 @@ def request_key(request: httpx.Request) -> str:
         >>> request_key(a) == request_key(b)
         True
     """
-    return _key(request.method, request.url, request.content)
+    return _key(request.method, request_target(request).encode(), request.content)
 
 
-def _key(method: str, url: httpx.URL | str, body: bytes) -> str:
+def _key(method: str, target: bytes, body: bytes) -> str:
     h = hashlib.sha256()
-    for part in (method.encode(), redact_url(httpx.URL(url)).raw_path, body):
+    for part in (method.encode(), target, body):
         h.update(len(part).to_bytes(8, "big") + part)
     return h.hexdigest()
 
 
-def redact_url(url: httpx.URL) -> httpx.URL:
-    """``url`` without user info and with the value of every credential query parameter replaced by ``REDACTED``.
+def legacy_key(method: str, url: httpx.URL | str, body: bytes) -> str:
+    """The key of a format-1 exchange: method, redacted path with query, body."""
+    return _key(method, redact_url(httpx.URL(url)).raw_path, body)
 
-    The rest of the query is kept byte for byte (a URL without credentials comes back unchanged).
+
+def redact_url(url: httpx.URL) -> httpx.URL:
+    """Format 1's redaction: ``url`` without user info, credential query parameters' values replaced by ``REDACTED``.
 
     Example:
         >>> str(redact_url(httpx.URL("https://u:p@proxy.example/search?apikey=s3cret&q=a%20b")))
@@ -87,9 +145,14 @@ def _redact_param(part: str) -> str:
 
 
 def _recorded_key(record: dict) -> str:
-    """The key of a recorded exchange, recomputed from its request (recordings keyed with the host replay too)."""
+    """The key of a recorded exchange, recomputed from its request (format 1: the old key)."""
     req = record["request"]
-    return _key(req["method"], req["url"], base64.b64decode(req["body"]))
+    body = base64.b64decode(req["body"])
+    if "target" in req:
+        if not isinstance(req["target"], str):
+            raise TypeError("request.target must be a string")
+        return _key(req["method"], req["target"].encode(), body)
+    return legacy_key(req["method"], req["url"], body)
 
 
 class RecordingTransport(httpx.BaseTransport):
@@ -113,10 +176,10 @@ class RecordingTransport(httpx.BaseTransport):
         record = {
             "key": key,
             "time_ns": time.time_ns(),
-            "request": {
+            "format": FORMAT,
+            "request": {  # the allow-list: what the key needs, nothing else
                 "method": request.method,
-                "url": str(redact_url(request.url)),
-                "headers": {k: v for k, v in request.headers.items() if k.lower() not in SECRET_HEADERS},
+                "target": request_target(request),
                 "body": base64.b64encode(request.content).decode(),
             },
             "response": {
@@ -198,6 +261,7 @@ class ReplayTransport(httpx.BaseTransport):
         self._responses: dict[str, list[dict]] = {}
         for key, _, response in keyed:
             self._responses.setdefault(key, []).append(response)
+        self._legacy = any("target" not in r["request"] for r in records)
         self._served: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -212,11 +276,13 @@ class ReplayTransport(httpx.BaseTransport):
         """
         key = request_key(request)
         with self._lock:
+            if key not in self._responses and self._legacy:  # a format-1 recording: its old key, made in memory
+                key = legacy_key(request.method, request.url, request.content)
             answers = self._responses.get(key)
             if not answers:
                 raise ReplayMiss(
-                    f"{request.method} {request.url} is not in the recording {str(self.directory)!r} "
-                    "(record this run again with record_dir=...)",
+                    f"{request.method} {request_target(request)[:300]} is not in the recording "
+                    f"{str(self.directory)!r} (record this run again with record_dir=...)",
                     request=request,
                 )
             i = self._served.get(key, 0)

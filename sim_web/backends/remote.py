@@ -6,6 +6,7 @@ from typing import Any
 
 from sim_web.protocol.errors import BackendError
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
+from wiki_index.secret import redact_url, scrub
 
 
 class RemoteBackend:
@@ -27,6 +28,7 @@ class RemoteBackend:
         import httpx
 
         self.base_url = base_url.rstrip("/")
+        self._shown = redact_url(self.base_url)  # messages: no user info, no query
         self._client = client or httpx.Client(
             base_url=self.base_url, timeout=timeout_s, limits=httpx.Limits(max_connections=64)
         )
@@ -38,20 +40,20 @@ class RemoteBackend:
         try:
             r = self._client.post(path, json=body, headers=self._headers)
         except httpx.HTTPError as e:
-            raise BackendError(f"tool server {self.base_url}{path} unreachable: {e}", retryable=True) from e
+            raise BackendError(f"tool server {self._shown}{path} unreachable: {scrub(str(e))}", retryable=True) from e
         if r.status_code == 429 or r.status_code >= 500:
             raise BackendError(
-                f"tool server {self.base_url}{path} answered {r.status_code}: {r.text[:200]}", retryable=True
+                f"tool server {self._shown}{path} answered {r.status_code}: {r.text[:200]}", retryable=True
             )
         if r.status_code == 401:
             raise BackendError(
-                f"tool server {self.base_url} refused the request (401): it needs its bearer token; pass "
+                f"tool server {self._shown} refused the request (401): it needs its bearer token; pass "
                 "RemoteBackend(..., token=...) with the token it was started with",
                 retryable=False,
             )
         if r.status_code != 200:
             raise BackendError(
-                f"tool server {self.base_url}{path} rejected the request ({r.status_code}): {r.text[:500]}",
+                f"tool server {self._shown}{path} rejected the request ({r.status_code}): {r.text[:500]}",
                 retryable=False,
             )
         return r.json()

@@ -19,11 +19,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sim_web.backends.upstream import EventSink, RawCache, UpstreamError, cache_key, request, status_error
+from sim_web.backends.upstream import (
+    EventSink,
+    RawCache,
+    UpstreamError,
+    base_url_secret,
+    cache_key,
+    join_url,
+    relative_to,
+    request,
+    status_error,
+)
 from sim_web.protocol.arguments import valid_unicode_value
 from sim_web.protocol.results import EMPTY_SCHOLAR, EMPTY_SEARCH, ScholarResult, SearchResult, VisitResult
 from wiki_index.errors import ConfigError
-from wiki_index.settings import env
+from wiki_index.secret import Secret
 
 if TYPE_CHECKING:
     import httpx
@@ -42,8 +52,8 @@ RESULT_SCHEMA = 2
 class SerperConfig:
     """Where and how to call Serper."""
 
-    base_url: str = field(
-        default_factory=lambda: env(BASE_URL_VAR) or DEFAULT_BASE_URL,
+    base_url: Secret = field(
+        default_factory=lambda: Secret.from_env(BASE_URL_VAR, DEFAULT_BASE_URL),
         metadata={
             "help": f"Serper's API root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; a proxy's or a mock's URL)."
         },
@@ -60,8 +70,7 @@ class SerperConfig:
     )
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"SerperConfig.base_url must start with http:// or https://, got {self.base_url!r}")
+        object.__setattr__(self, "base_url", base_url_secret(self.base_url, BASE_URL_VAR, "SerperConfig.base_url"))
         if not self.timeout_s > 0:
             raise ConfigError(f"SerperConfig.timeout_s must be > 0 seconds, got {self.timeout_s}")
 
@@ -203,12 +212,13 @@ class SerperBackend:
 
         self.config = config = config or SerperConfig()
         self.raw_cache = raw_cache
+        self._base = config.base_url.require("SerperConfig.base_url")  # read now, held in memory only
         self.cache_namespace = cache_key(
-            "serper", RESULT_SCHEMA, config.base_url, config.location, config.gl, config.hl
+            "serper", RESULT_SCHEMA, config.base_url.shown(), config.location, config.gl, config.hl
         )
         self._client = httpx.Client(
             timeout=config.timeout_s,
-            transport=transport,
+            transport=relative_to(self._base, transport),
             headers={"X-API-KEY": api_key, "Content-Type": "application/json"},
         )
         self._events: EventSink = lambda _name: None
@@ -220,8 +230,8 @@ class SerperBackend:
     def _post(self, path: str, body: dict[str, str], parse: Callable[[Any], list[R]]) -> list[R]:
         """``parse`` of the reply to ``POST path``: from the raw cache when a fresh row parses, else from Serper
         (cached only once it parsed, so a malformed reply or an error body is never kept)."""
-        url = self.config.base_url.rstrip("/") + path
-        key = cache_key("serper-raw", url, body)
+        url = join_url(self._base, path)
+        key = cache_key("serper-raw", self.config.base_url.shown().rstrip("/") + path, body)
         text = self.raw_cache.get(key, self.config.raw_ttl_s) if self.raw_cache is not None else None
         if text is not None:
             try:

@@ -22,6 +22,7 @@ from sim_web.backends.extract import bm25_rank, summarize, top_indices
 from sim_web.backends.upstream import UpstreamError
 from wiki_index.errors import ConfigError
 from wiki_index.parse.text import split_sentences
+from wiki_index.secret import scrub
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _MARKDOWN_HEADER = "Markdown Content:\n"
@@ -234,9 +235,9 @@ class LLMSummariser:
         except Exception as e:  # noqa: BLE001 - any client failure falls back to the deterministic extractor
             if _replay_miss(e):  # ... but not a request missing from a replayed recording: that would be different data
                 raise UpstreamError(
-                    f"summariser {self.model}: {e.__cause__ or e}", retryable=False, fatal=True
+                    f"summariser {self.model}: {scrub(str(e.__cause__ or e))}", retryable=False, fatal=True
                 ) from None
-            raise SummariserError(f"summariser {self.model} failed: {type(e).__name__}: {e}") from None
+            raise SummariserError(f"summariser {self.model} failed: {type(e).__name__}: {scrub(str(e))}") from None
         return parse_extraction(reply)
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sim_web.protocol.errors import BackendError
 from wiki_index.errors import ConfigError
+from wiki_index.secret import Secret, as_secret, redact_url, scrub
 from wiki_index.settings import env
 
 if TYPE_CHECKING:
@@ -150,16 +151,17 @@ def request(client: httpx.Client, upstream: str, key_var: str, method: str, url:
     """
     import httpx
 
+    shown = redact_url(url)  # messages never carry the user info or the query of a (credentialed) base URL
     try:
         r = client.request(method, url, **kw)
     except httpx.TimeoutException as e:
         raise UpstreamError(
-            f"{upstream} timed out ({type(e).__name__}) on {url}", retryable=True, is_timeout=True
+            f"{upstream} timed out ({type(e).__name__}) on {shown}", retryable=True, is_timeout=True
         ) from None
     except httpx.TransportError as e:
         if getattr(e, "replay_miss", False):  # replaying again cannot help, and no fallback may stand in for it
-            raise UpstreamError(f"{upstream}: {e}", retryable=False, fatal=True) from None
-        raise UpstreamError(f"{upstream} unreachable at {url}: {e}", retryable=True) from None
+            raise UpstreamError(f"{upstream}: {scrub(str(e))}", retryable=False, fatal=True) from None
+        raise UpstreamError(f"{upstream} unreachable at {shown}: {scrub(str(e))}", retryable=True) from None
     if r.is_success:
         return r
     raise status_error(upstream, key_var, r.status_code, _reason(r), parse_retry_after(r.headers.get("Retry-After")))
@@ -193,6 +195,50 @@ def status_error(
         opens_circuit=status in CIRCUIT_OPENING,
         page_error=status in PAGE_ERRORS,
     )
+
+
+def join_url(base: str, target: str) -> str:
+    """``target`` (``/search``, ``/https://page?x=1``) under ``base``, whose own query (a proxy's key) stays the query.
+
+    Example:
+        >>> join_url("https://proxy.example/v1?apikey=k", "/search")
+        'https://proxy.example/v1/search?apikey=k'
+    """
+    pre, sep, query = base.partition("?")
+    if not sep:
+        return pre.rstrip("/") + target
+    path, tsep, tquery = target.partition("?")
+    return f"{pre.rstrip('/')}{path}?{query}" + (f"&{tquery}" if tsep else "")
+
+
+def relative_to(base: str, transport: httpx.BaseTransport | None) -> httpx.BaseTransport | None:
+    """``transport`` marking each request with its target relative to ``base`` (for recordings), or ``None``.
+
+    A recording keeps that target (``/search``, ``/https://page``), never the base URL, its host, user info,
+    path or query, so a base URL with credentials never reaches it and a replay matches wherever the base is.
+    """
+    if transport is None:
+        return None
+    from sim_web.backends.recording import RelativeTransport
+
+    return RelativeTransport(transport, base)
+
+
+def base_url_secret(value: Secret | str | dict[str, Any], var: str, where: str) -> Secret:
+    """A config's base URL as a :class:`Secret` (a string is a value given directly, standing for ``$var`` in copies).
+
+    Raises:
+        ConfigError: When the URL (when it can be read now) is not http(s); the message shows it redacted.
+    """
+    secret = as_secret(value, env=var)
+    assert secret is not None
+    try:
+        url = secret.reveal() or ""
+    except ConfigError:
+        return secret  # a copy whose value was dropped: checked when used
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{where} must start with http:// or https://, got {secret.shown()!r}")
+    return secret
 
 
 def require_key(*names: str, what: str) -> str:

@@ -122,6 +122,26 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def plain_name(name: Any) -> bool:
+    """Whether ``name`` is a file name without a directory part (not ``../x``, ``/x``, ``a/x``, ``.``)."""
+    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name and "\\" not in name
+
+
+def archive_name(manifest: dict[str, Any], folder: Path) -> str:
+    """The manifest's ``archive``: a plain file name, so the joined archive lands inside ``folder``.
+
+    Raises:
+        PartsError: For a name with a directory part (``../x``, ``/etc/x``, ``sub/x``) or no name at all.
+    """
+    name = manifest.get("archive")
+    if not plain_name(name):
+        raise PartsError(
+            f"{folder / MANIFEST} names the archive {name!r}, expected a plain file name inside {folder} "
+            "(e.g. sim-web-bundle.tar.gz): the manifest was tampered with or damaged; copy the bundle's folder again"
+        )
+    return str(name)
+
+
 def check_parts(folder: str | Path, progress: Callable[[str], None] | None = None) -> list[str]:
     """Check every part in ``folder`` against the manifest.
 
@@ -132,6 +152,9 @@ def check_parts(folder: str | Path, progress: Callable[[str], None] | None = Non
     folder = Path(folder)
     problems = []
     for part in read_manifest(folder)["parts"]:
+        if not plain_name(part.get("name")):
+            problems.append(f"{part.get('name')!r}: not a plain file name inside {folder} (a tampered manifest)")
+            continue
         path = folder / part["name"]
         if not path.is_file():
             problems.append(f"{part['name']}: missing (expected {part['bytes']} bytes)")
@@ -167,12 +190,12 @@ def join_parts(
     """
     folder = Path(folder)
     manifest = read_manifest(folder)
+    out = Path(dest) if dest else folder / archive_name(manifest, folder)
     problems = check_parts(folder, progress)
     if problems:
         raise PartsError(
             f"{len(problems)} of {len(manifest['parts'])} parts are bad; copy them again:\n  " + "\n  ".join(problems)
         )
-    out = Path(dest) if dest else folder / manifest["archive"]
     whole = hashlib.sha256()
     with out.open("wb") as g:
         for part in manifest["parts"]:

@@ -119,8 +119,14 @@ def test_a_recording_with_rotation_replays_offline(
 def test_base_url_variables_point_the_backends_elsewhere(monkeypatch):
     monkeypatch.setenv("SERPER_BASE_URL", "http://127.0.0.1:9/serper")
     monkeypatch.setenv("JINA_BASE_URL", "http://127.0.0.1:9/jina")
-    assert (SerperConfig().base_url, JinaConfig().base_url) == ("http://127.0.0.1:9/serper", "http://127.0.0.1:9/jina")
+    assert (SerperConfig().base_url.reveal(), JinaConfig().base_url.reveal()) == (
+        "http://127.0.0.1:9/serper",
+        "http://127.0.0.1:9/jina",
+    )
     monkeypatch.delenv("SERPER_BASE_URL")
     monkeypatch.delenv("JINA_BASE_URL")
-    assert (SerperConfig().base_url, JinaConfig().base_url) == ("https://google.serper.dev", "https://r.jina.ai")
+    assert (SerperConfig().base_url.reveal(), JinaConfig().base_url.reveal()) == (
+        "https://google.serper.dev",
+        "https://r.jina.ai",
+    )
     assert KEY == "test-key"

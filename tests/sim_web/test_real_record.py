@@ -9,7 +9,7 @@ import gymnasium as gym
 import httpx
 import pytest
 
-from sim_web.backends.recording import RecordingTransport, ReplayMiss, ReplayTransport
+from sim_web.backends.recording import RecordingTransport, RelativeTransport, ReplayMiss, ReplayTransport
 from sim_web.backends.upstream import UpstreamError, request
 from sim_web.env import EnvConfig
 from tests.sim_web.real_mocks import KEY, Fault, MockJina, MockSerper, real_keys, sim_backend  # noqa: F401 - fixtures
@@ -95,10 +95,10 @@ def test_a_recording_replays_wherever_the_service_is(tmp_path) -> None:
     inner = httpx.MockTransport(
         lambda request: httpx.Response(200, text=f"{request.url.path} {request.content.decode()}")
     )
-    with httpx.Client(transport=RecordingTransport(rec, inner)) as client:
+    with httpx.Client(transport=RelativeTransport(RecordingTransport(rec, inner), "http://127.0.0.1:40123")) as client:
         client.post("http://127.0.0.1:40123/search", content=b'{"q": "Danube"}')
         client.get("http://127.0.0.1:40777/https://en.wikipedia.org/wiki/Paris")
-    with httpx.Client(transport=ReplayTransport(rec)) as client:
+    with httpx.Client(transport=RelativeTransport(ReplayTransport(rec), "https://google.serper.dev")) as client:
         assert (
             client.post("https://google.serper.dev/search", content=b'{"q": "Danube"}').text
             == '/search {"q": "Danube"}'

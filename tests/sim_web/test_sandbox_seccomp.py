@@ -35,14 +35,16 @@ def _decode(program: bytes) -> list[tuple[int, int, int, int]]:
     return [_seccomp._INSTRUCTION.unpack_from(program, i) for i in range(0, len(program), size)]
 
 
-def _evaluate(program: bytes, arch: int, nr: int) -> int:
-    """What the kernel would do for a call ``nr`` of ABI ``arch``: a tiny classic-BPF interpreter."""
+def _evaluate(program: bytes, arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
+    """What the kernel would do for a call ``nr`` of ABI ``arch`` with ``args``: a tiny classic-BPF interpreter."""
     data = {0: nr & 0xFFFFFFFF, 4: arch}
+    for i, value in enumerate(args):
+        data[16 + 8 * i] = value & 0xFFFFFFFF  # the low half of args[i] (little-endian)
     ops, pc, acc = _decode(program), 0, 0
     while True:
         code, jt, jf, k = ops[pc]
         if code == 0x20:  # LD W ABS
-            acc = data[k]
+            acc = data.get(k, 0)
         elif code in (0x15, 0x35):  # JEQ / JGE K
             pc += jt if (acc == k if code == 0x15 else acc >= k) else jf
         elif code == 0x06:  # RET K
@@ -52,26 +54,33 @@ def _evaluate(program: bytes, arch: int, nr: int) -> int:
         pc += 1
 
 
+RULE_CALLS = {rule.call for rule in _seccomp.ARG_RULES}
+EAFNOSUPPORT = _seccomp.SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT
+
+
 @pytest.mark.parametrize("machine", sorted(_seccomp.SYSCALLS))
 def test_program_structure_and_decisions(machine):
     program = _seccomp.filter_program(machine)
     ops, table = _decode(program), _seccomp.SYSCALLS[machine]
     denied = sorted({table[name] for name in _seccomp.DENIED if name in table})
     x32 = machine == "x86_64"
-    assert len(ops) == 4 + x32 + len(denied) + 2
+    rules = sum(4 + len(rule.values) for rule in _seccomp.ARG_RULES)  # JEQ nr, LD arg, JEQs, two RETs
+    assert len(ops) == 4 + x32 + len(denied) + rules + 2
     assert ops[0] == (0x20, 0, 0, 4)  # load seccomp_data.arch
     assert ops[1] == (0x15, 1, 0, _seccomp.AUDIT_ARCH[machine])  # this ABI: skip the next instruction
     assert ops[2] == (0x06, 0, 0, _seccomp.RET_EPERM)  # any other ABI: EPERM
     assert ops[3] == (0x20, 0, 0, 0)  # load seccomp_data.nr
     assert ops[-2] == (0x06, 0, 0, _seccomp.SECCOMP_RET_ALLOW) and ops[-1] == (0x06, 0, 0, _seccomp.RET_EPERM)
-    assert sorted(k for code, _, _, k in ops[4 + x32 : -2] if code == 0x15) == denied
-    for index, (code, jt, jf, _k) in enumerate(ops[4:-2], start=4):
+    checks = ops[4 : 4 + x32 + len(denied)]
+    assert sorted(k for code, _, _, k in checks if code == 0x15) == denied
+    for index, (code, jt, jf, _k) in enumerate(checks, start=4):
         assert code in (0x15, 0x35) and jf == 0 and index + 1 + jt == len(ops) - 1  # every match: the EPERM
     arch = _seccomp.AUDIT_ARCH[machine]
     for name in _seccomp.DENIED:
         if name in table:
             assert _evaluate(program, arch, table[name]) == _seccomp.RET_EPERM, name
-    for nr in set(range(0, 460)) - set(denied):  # read, write, openat, clone, execve...: all allowed
+    ruled = {table[call] for call in RULE_CALLS}
+    for nr in set(range(0, 460)) - set(denied) - ruled:  # read, write, openat, clone, execve...: all allowed
         assert _evaluate(program, arch, nr) == _seccomp.SECCOMP_RET_ALLOW, nr
     assert _evaluate(program, AUDIT_ARCH_I386, 20) == _seccomp.RET_EPERM  # a foreign ABI, even getpid
     assert _evaluate(program, arch, -1) == (_seccomp.RET_EPERM if x32 else _seccomp.SECCOMP_RET_ALLOW)
@@ -79,11 +88,31 @@ def test_program_structure_and_decisions(machine):
         assert _evaluate(program, arch, 0x40000000 | 39) == _seccomp.RET_EPERM  # x32 getpid
 
 
+@pytest.mark.parametrize("machine", sorted(_seccomp.SYSCALLS))
+def test_argument_rules_decide_locks_socket_families_and_personality(machine):
+    program, table = _seccomp.filter_program(machine), _seccomp.SYSCALLS[machine]
+    arch = _seccomp.AUDIT_ARCH[machine]
+    fcntl_, socket_, personality = table["fcntl"], table["socket"], table["personality"]
+    for cmd in (5, 6, 7, 36, 37, 38, 1024, 1025, 1026, (1 << 32) | 6):  # a high half is ignored, as by the kernel
+        assert _evaluate(program, arch, fcntl_, (3, cmd)) == _seccomp.RET_EPERM, cmd
+    for cmd in (0, 1, 2, 3, 4, 1030, 1031):  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC, ...
+        assert _evaluate(program, arch, fcntl_, (3, cmd)) == _seccomp.SECCOMP_RET_ALLOW, cmd
+    for family in (1, 2, 10, 16):  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+        assert _evaluate(program, arch, socket_, (family, 1, 0)) == _seccomp.SECCOMP_RET_ALLOW, family
+    for family in (0, 3, 17, 31, 38, 40, 41, 44, 45):  # AF_PACKET, Bluetooth, ALG, AF_VSOCK (40), ...
+        assert _evaluate(program, arch, socket_, (family, 1, 0)) == EAFNOSUPPORT, family
+    assert _evaluate(program, arch, personality, (0,)) == _seccomp.SECCOMP_RET_ALLOW
+    assert _evaluate(program, arch, personality, (0xFFFFFFFF,)) == _seccomp.SECCOMP_RET_ALLOW  # the query
+    for persona in (0x0040000, 0x0400000, 0x0008, 0x0020000):  # ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, ...
+        assert _evaluate(program, arch, personality, (persona,)) == _seccomp.RET_EPERM, persona
+
+
 def test_every_denied_call_has_a_number_on_each_machine():
     for machine, table in _seccomp.SYSCALLS.items():
-        missing = set(_seccomp.DENIED) - set(table)
-        assert missing == ({"iopl", "ioperm"} if machine == "aarch64" else set()), machine  # x86-only calls
-        assert set(table) <= set(_seccomp.DENIED) and len(set(table.values())) == len(table), machine
+        missing = (set(_seccomp.DENIED) | RULE_CALLS) - set(table)
+        expected = {"iopl", "ioperm", "inotify_init"} if machine == "aarch64" else set()  # x86-only calls
+        assert missing == expected, machine
+        assert set(table) <= set(_seccomp.DENIED) | RULE_CALLS and len(set(table.values())) == len(table), machine
 
 
 def _header_numbers(path: Path) -> dict[str, int]:
@@ -118,7 +147,7 @@ def test_numbers_match_libseccomp():
     resolve = ctypes.CDLL(name).seccomp_syscall_resolve_name_arch
     resolve.argtypes, resolve.restype = [ctypes.c_uint32, ctypes.c_char_p], ctypes.c_int
     for machine, table in _seccomp.SYSCALLS.items():
-        for call in _seccomp.DENIED:
+        for call in (*_seccomp.DENIED, *RULE_CALLS):
             known = resolve(_seccomp.AUDIT_ARCH[machine], call.encode())  # its arch tokens are AUDIT_ARCH values
             if call in table:
                 assert known in (table[call], -1), (machine, call, known)  # -1: an older libseccomp
@@ -171,7 +200,7 @@ def _lines(out: str) -> dict[str, str]:
 
 @NO_SANDBOX
 def test_every_denied_call_gets_eperm_inside(monkeypatch):
-    table = _seccomp.SYSCALLS[MACHINE]
+    table = {name: nr for name, nr in _seccomp.SYSCALLS[MACHINE].items() if name in _seccomp.DENIED}
     extra = {"x32 getpid": 0x40000000 | 39} if MACHINE == "x86_64" else {}  # the x32 ABI's getpid
     found = _lines(run_python(PRELUDE + ERRNO_OF_EACH.format(table={**table, **extra}) + SECCOMP_MODE))
     assert {name: found[name] for name in [*table, *extra]} == dict.fromkeys([*table, *extra], "EPERM")

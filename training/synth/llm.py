@@ -21,6 +21,7 @@ from typing import Any
 from training.synth.constraints import NodeSpec, walk
 from training.synth.naming import leaks, name_variants
 from training.synth.templates import QuestionDraft
+from wiki_index.secret import Secret, as_secret, reveal
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +40,20 @@ class LLMConfig:
     """Endpoint and sampling settings of the LLM generator.
 
     Attributes:
-        base_url: The OpenAI-compatible API root (ends in ``/v1``); ``None`` uses the ``openai`` default.
+        base_url: The OpenAI-compatible API root (ends in ``/v1``); ``None`` uses the ``openai`` default. A string
+            becomes a :class:`~wiki_index.secret.Secret` (it may carry credentials).
         model: Model name sent with each request.
-        api_key: Key; ``None`` reads ``OPENAI_API_KEY`` (an empty one is sent as ``"EMPTY"`` for local servers).
+        api_key: Key; ``None`` reads ``OPENAI_API_KEY`` (an empty one is sent as ``"EMPTY"`` for local servers). A
+            string becomes a :class:`~wiki_index.secret.Secret`: it never prints, logs or serialises.
         temperature: Sampling temperature (0 for reproducible rewrites).
         max_tokens: Reply length cap.
         timeout: Seconds per request.
         max_retries: Retries of a failed request (the client's exponential backoff).
     """
 
-    base_url: str | None = None
+    base_url: Secret | None = None
     model: str = "gpt-4o-mini"
-    api_key: str | None = None
+    api_key: Secret | None = None
     temperature: float = 0.0
     max_tokens: int = 400
     timeout: float = 60.0
@@ -60,9 +63,12 @@ class LLMConfig:
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("LLMConfig.model is empty; pass the served model's name (--model)")
-        if self.base_url is not None and not re.match(r"https?://", self.base_url):
+        self.base_url = as_secret(self.base_url, env="OPENAI_BASE_URL")
+        self.api_key = as_secret(self.api_key, env="OPENAI_API_KEY")
+        if self.base_url is not None and not re.match(r"https?://", reveal(self.base_url) or ""):
             raise ValueError(
-                f"LLMConfig.base_url must be an http(s) URL such as http://localhost:8000/v1, got {self.base_url!r}"
+                "LLMConfig.base_url must be an http(s) URL such as http://localhost:8000/v1, got "
+                f"{self.base_url.shown()!r}"
             )
         if not 0 <= self.temperature <= 2 or self.max_tokens < 16 or self.timeout <= 0 or self.max_retries < 0:
             raise ValueError(
@@ -145,9 +151,9 @@ class LLMGenerator:
         from wiki_index.settings import env
 
         self.config = config
-        key = config.api_key or env("OPENAI_API_KEY") or "EMPTY"
+        key = reveal(config.api_key) or env("OPENAI_API_KEY") or "EMPTY"
         self.client = openai.OpenAI(
-            base_url=config.base_url, api_key=key, timeout=config.timeout, max_retries=config.max_retries
+            base_url=reveal(config.base_url), api_key=key, timeout=config.timeout, max_retries=config.max_retries
         )
         self.requests = 0
         self.rejected: dict[str, int] = {"error": 0, "empty": 0, "leak": 0, "unfaithful": 0}

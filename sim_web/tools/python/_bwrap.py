@@ -7,7 +7,8 @@ Everything is decided here, on the parent side, and the kernel enforces it:
   (``--disable-userns``); every capability dropped; uid/gid 65534 inside; a new terminal session;
   the environment cleared and rebuilt from a short list; ``--die-with-parent``;
 * a seccomp filter (:mod:`sim_web.tools.python._seccomp`) that answers the kernel keyring, io_uring,
-  BPF, ptrace, mount, module and similar calls with ``EPERM``, installed just before the interpreter starts;
+  BPF, ptrace, mount, module, file-lock, inotify and similar calls with ``EPERM`` (and ``AF_VSOCK`` sockets
+  with ``EAFNOSUPPORT``), installed just before the interpreter starts;
 * a filesystem built from nothing: ``/usr`` (and the ``/bin``, ``/lib``... links into it),
   ``/etc/ld.so.cache``, the interpreter's installation prefix and the allowed site-packages
   directories, all read-only; the project's own packages, ``SIM_WEB_HOME``, the home directory, the

@@ -165,16 +165,19 @@ def _install_network_guard():
 def _install_process_guard(max_processes, root):
     """Cap process creation with a counter shared by every descendant (anonymous shared mmap)."""
     import _posixsubprocess
-    import fcntl
     import mmap
+    import select
 
     counter = mmap.mmap(-1, 8)  # MAP_SHARED | MAP_ANONYMOUS: inherited across fork
-    lock_path = os.path.join(root, ".sandbox-lock")
-    lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.unlink(lock_path)  # the descriptor keeps the inode; user code never sees the file
+    # A one-token pipe is the mutex (file locks are refused by the seccomp filter: they would be a channel
+    # between sandboxes). Whoever reads the byte holds it; writing it back releases it. A holder that dies in
+    # between would keep it: waiters go on without it after a while rather than hang (the count is a guard
+    # on top of the sandbox's process limits, not the limit itself).
+    token_r, token_w = os.pipe()
+    os.write(token_w, b"t")
 
     def take_slot():
-        fcntl.lockf(lock_fd, fcntl.LOCK_EX)  # POSIX locks are per process: a real mutex here
+        held = bool(select.select([token_r], [], [], 5.0)[0]) and os.read(token_r, 1) == b"t"
         try:
             used = int.from_bytes(counter[:8], "little")
             if used >= max_processes:
@@ -184,7 +187,8 @@ def _install_process_guard(max_processes, root):
                 )
             counter[:8] = (used + 1).to_bytes(8, "little")
         finally:
-            fcntl.lockf(lock_fd, fcntl.LOCK_UN)
+            if held:
+                os.write(token_w, b"t")
 
     def counted(function):
         def wrapper(*args, **kwargs):

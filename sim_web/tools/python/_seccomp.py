@@ -5,7 +5,11 @@ few are shared by every process of the machine whatever its namespaces: the kern
 (``add_key`` plants a key that another sandbox, or the host, reads in ``/proc/keys`` until the kernel
 collects it, so concurrent rollouts could pass answers to each other), io_uring, BPF and perf events,
 userfaultfd, ptrace and the mount, module, kexec and swap calls. Like Docker's default profile, the
-filter answers each of them with ``EPERM``; every other call is allowed.
+filter answers each of them with ``EPERM``. The same goes for what two sandboxes could otherwise share through
+the read-only files they all see (``/usr``): ``flock``, the ``fcntl`` lock, lease and notify commands, and
+inotify. A few calls are decided by an argument (:data:`ARG_RULES`): sockets only of the families the network
+namespace isolates (not ``AF_VSOCK``, which reaches the host), and ``personality`` only to query or keep the
+default. Every other call is allowed.
 
 The program is classic BPF, built here with :mod:`struct` (no libseccomp needed) and handed to
 ``bwrap --seccomp FD``, which installs it just before it ``exec``\\ s the interpreter, so bubblewrap
@@ -25,7 +29,13 @@ import os
 import platform
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
+
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+RET_EPERM = SECCOMP_RET_ERRNO | errno.EPERM
+RET_EAFNOSUPPORT = SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT
 
 #: The calls the sandbox denies (``EPERM``), like Docker's default profile.
 DENIED = (
@@ -33,6 +43,10 @@ DENIED = (
     "add_key",
     "keyctl",
     "request_key",
+    # locks and change notifications on files every sandbox shares read-only (/usr): channels between sandboxes
+    "flock",
+    "inotify_init",
+    "inotify_init1",
     # kernel attack surface that ordinary Python never needs
     "io_uring_setup",
     "io_uring_enter",
@@ -78,12 +92,57 @@ DENIED = (
     "ioperm",
 )
 
+#: ``fcntl`` commands that take, test or watch something other sandboxes can see: POSIX and open-file-description
+#: locks (``F_GETLK`` 5, ``F_SETLK`` 6, ``F_SETLKW`` 7, ``F_OFD_GETLK`` 36, ``F_OFD_SETLK`` 37, ``F_OFD_SETLKW`` 38),
+#: leases (``F_SETLEASE`` 1024, ``F_GETLEASE`` 1025) and directory notifications (``F_NOTIFY`` 1026).
+LOCK_COMMANDS = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
+#: Address families a socket may have: those the network namespace isolates (``AF_UNIX`` 1, ``AF_INET`` 2,
+#: ``AF_INET6`` 10, ``AF_NETLINK`` 16). Any other (``AF_VSOCK`` 40 reaches the host and its other guests
+#: whatever the namespace; Bluetooth, ALG, ...) gets ``EAFNOSUPPORT``, as from a kernel without it.
+SOCKET_FAMILIES = (1, 2, 10, 16)
+#: ``personality`` values allowed: ``PER_LINUX`` (0) and the query ``0xffffffff``.
+PERSONALITIES = (0, 0xFFFFFFFF)
+
+
+@dataclass(frozen=True)
+class ArgRule:
+    """A call allowed or refused by the low 32 bits of one argument (the kernel reads these arguments as ``int``).
+
+    Args:
+        call: The syscall's name (a key of :data:`SYSCALLS`).
+        arg: Which argument (0-based).
+        values: The values the rule lists.
+        listed: What a listed value gets (a ``SECCOMP_RET_*`` action).
+        other: What any other value gets.
+    """
+
+    call: str
+    arg: int
+    values: tuple[int, ...]
+    listed: int
+    other: int
+
+
+#: The calls decided by an argument (issue 38): lock commands refused, only namespaced socket families and the
+#: default personality allowed.
+ARG_RULES = (
+    ArgRule("fcntl", 1, LOCK_COMMANDS, listed=RET_EPERM, other=SECCOMP_RET_ALLOW),
+    ArgRule("socket", 0, SOCKET_FAMILIES, listed=SECCOMP_RET_ALLOW, other=RET_EAFNOSUPPORT),
+    ArgRule("personality", 0, PERSONALITIES, listed=SECCOMP_RET_ALLOW, other=RET_EPERM),
+)
+
 #: Syscall numbers of the denied calls (x86_64: ``asm/unistd_64.h``; aarch64: ``asm-generic/unistd.h``).
 SYSCALLS: dict[str, dict[str, int]] = {
     "x86_64": {
         "add_key": 248,
         "keyctl": 250,
         "request_key": 249,
+        "flock": 73,
+        "inotify_init": 253,
+        "inotify_init1": 294,
+        "fcntl": 72,
+        "socket": 41,
+        "personality": 135,
         "io_uring_setup": 425,
         "io_uring_enter": 426,
         "io_uring_register": 427,
@@ -128,6 +187,11 @@ SYSCALLS: dict[str, dict[str, int]] = {
         "add_key": 217,
         "keyctl": 219,
         "request_key": 218,
+        "flock": 32,
+        "inotify_init1": 26,  # no inotify_init on aarch64
+        "fcntl": 25,
+        "socket": 198,
+        "personality": 92,
         "io_uring_setup": 425,
         "io_uring_enter": 426,
         "io_uring_register": 427,
@@ -177,10 +241,8 @@ _LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x05 | 0x30 | 0x00  # BPF_JMP | BPF_JGE | BPF_K
 _RET_K = 0x06 | 0x00  # BPF_RET | BPF_K
-SECCOMP_RET_ALLOW = 0x7FFF0000
-SECCOMP_RET_ERRNO = 0x00050000
-RET_EPERM = SECCOMP_RET_ERRNO | errno.EPERM
 _OFFSET_NR, _OFFSET_ARCH = 0, 4  # struct seccomp_data {int nr; __u32 arch; __u64 ip; __u64 args[6];}
+_OFFSET_ARGS = 16  # args[i]'s low 32 bits at 16 + 8 * i (x86_64 and aarch64 are little-endian)
 _INSTRUCTION = struct.Struct("=HBBI")  # struct sock_filter {__u16 code; __u8 jt; __u8 jf; __u32 k;}
 
 
@@ -224,7 +286,9 @@ def filter_program(machine: str | None = None) -> bytes:
     """The compiled filter: an array of ``struct sock_filter``, as ``bwrap --seccomp`` reads it.
 
     Layout: load ``arch``, anything but this machine's ABI gets ``EPERM``; load ``nr``, (x86_64) an x32
-    number gets ``EPERM``; one ``JEQ`` per denied number jumping to the final ``EPERM``; else allow.
+    number gets ``EPERM``; one ``JEQ`` per denied number jumping to the final ``EPERM``; then one block per
+    :data:`ARG_RULES` entry (skipped unless ``nr`` matches: load the argument, one ``JEQ`` per listed value,
+    the decision for other values, the decision for listed ones); else allow.
 
     Args:
         machine: A ``platform.machine()`` value (default: this machine).
@@ -247,11 +311,22 @@ def filter_program(machine: str | None = None) -> bytes:
         _op(_LD_W_ABS, _OFFSET_NR),
     ]
     checks = [X32_SYSCALL_BIT] if name == "x86_64" else []
+    blocks = [_rule_block(SYSCALLS[name][rule.call], rule) for rule in ARG_RULES]
+    tail = sum(len(b) for b in blocks) + 1  # the blocks and the ALLOW, between the checks and the final EPERM
     body = []
     for index, number in enumerate(checks + numbers):
-        to_deny = len(checks) + len(numbers) - index  # past the remaining checks and the ALLOW
+        to_deny = len(checks) + len(numbers) - index - 1 + tail  # past the remaining checks, the blocks, the ALLOW
         body.append(_op(_JGE_K if index < len(checks) else _JEQ_K, number, jt=to_deny))
-    return b"".join([*head, *body, _op(_RET_K, SECCOMP_RET_ALLOW), _op(_RET_K, RET_EPERM)])
+    rules = [op for block in blocks for op in block]
+    return b"".join([*head, *body, *rules, _op(_RET_K, SECCOMP_RET_ALLOW), _op(_RET_K, RET_EPERM)])
+
+
+def _rule_block(number: int, rule: ArgRule) -> list[bytes]:
+    """The instructions of one :class:`ArgRule` for the call ``number`` (the accumulator holds ``nr``)."""
+    n = len(rule.values)
+    block = [_op(_JEQ_K, number, jf=n + 3), _op(_LD_W_ABS, _OFFSET_ARGS + 8 * rule.arg)]
+    block += [_op(_JEQ_K, value, jt=n - i) for i, value in enumerate(rule.values)]
+    return [*block, _op(_RET_K, rule.other), _op(_RET_K, rule.listed)]
 
 
 @contextlib.contextmanager

@@ -5,7 +5,8 @@ is **bubblewrap** (:mod:`sim_web.tools.python._bwrap`): new user, mount, PID, ne
 namespaces, no capabilities, uid 65534, a cleared environment, ``--die-with-parent``, a read-only view
 of only the interpreter, ``/usr`` and the allowed site-packages, a private size-capped tmpfs as the
 working directory and ``/tmp``, its own ``/proc``, and a seccomp filter that answers the kernel
-keyring, io_uring, BPF, ptrace, mount and module calls with ``EPERM`` (:mod:`sim_web.tools.python._seccomp`;
+keyring, io_uring, BPF, ptrace, mount and module calls, file locks and inotify with ``EPERM``, and
+non-namespaced socket families (``AF_VSOCK``) with ``EAFNOSUPPORT`` (:mod:`sim_web.tools.python._seccomp`;
 it refuses to run on a machine it has no syscall table for). Nothing of ``SIM_WEB_HOME`` (indexes, task
 files), the project tree or the home directory exists inside. Where ``bwrap`` is missing or cannot
 create namespaces, the tool refuses to run (the observation says how to install it) unless the caller
