@@ -128,7 +128,8 @@ async def _serve_socket(websocket: WebSocket, session: EnvSession, ctx: McpConte
                 return
             if message["type"] == "websocket.disconnect":
                 return
-            raw = message.get("text") if message.get("text") is not None else message.get("bytes") or b""
+            text = message.get("text")
+            raw: str | bytes = text if isinstance(text, str) else bytes(message.get("bytes") or b"")
             size = len(raw.encode("utf-8", "surrogatepass")) if isinstance(raw, str) else len(raw)
             if size > limits.max_message_bytes:
                 await _send_error(
