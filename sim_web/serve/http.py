@@ -5,7 +5,8 @@ Endpoints: ``GET /health``, ``GET /tools`` (schemas), ``POST /tools/{name}`` (To
 text, exactly what the env prints, agent mistakes included: 200 with the env's ``Error: ...`` text),
 ``POST /backend/{search,scholar,visit}`` (structured results, used by
 :class:`sim_web.backends.remote.RemoteBackend`; ``/backend/search`` also takes many ``queries``), and
-Search-R1's ``POST /retrieve`` (:mod:`sim_web.serve.retrieve`). OpenAPI schema at ``/openapi.json``.
+Search-R1's ``POST /retrieve`` (:mod:`sim_web.serve.retrieve`), and the OpenEnv environment (``/ws``,
+``POST /mcp``, ``/metadata``, ``/schema``: :mod:`sim_web.serve.openenv`). OpenAPI schema at ``/openapi.json``.
 
 Security:
 
@@ -50,6 +51,7 @@ from sim_web.serve.conn import ConnectionLimits, uvicorn_config
 from sim_web.serve.fast import HotRoutes, tool_text
 from sim_web.serve.guards import TOKEN_ENV, BodyLimit, ToolPool, bearer_guard, check_exposure
 from sim_web.serve.http_models import QueryRequest, ToolReply, ToolRequest, VisitRequest, add_error_handlers
+from sim_web.serve.openenv import OpenEnvLimits, add_openenv_routes, openenv_serving
 from sim_web.serve.retrieve import Retriever, SearchRequest, add_retrieve_route, bulk_search
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 
@@ -88,6 +90,7 @@ def create_app(
     fast_routes: bool = True,
     warm: bool = False,
     warm_searches: int = 0,
+    openenv_limits: OpenEnvLimits | None = None,
 ) -> FastAPI:
     """Build the FastAPI app over the index at ``index_dir`` (default: the sample index).
 
@@ -112,6 +115,7 @@ def create_app(
             pay for starting the JVM (``serve`` and its workers do; tests need not).
         warm_searches: With ``warm``, varied searches to run first, so that Lucene's JIT has settled before the
             first client (:mod:`sim_web.serve.warm`).
+        openenv_limits: Sessions, message size and idle time of the OpenEnv routes (:mod:`sim_web.serve.openenv`).
 
     Returns:
         The app (serve it with uvicorn).
@@ -165,6 +169,7 @@ def create_app(
     )
     retriever = Retriever.serving(toolbox.executor.backends, index, cfg.sim.mode)
     add_retrieve_route(app, retriever, pool, bearer_guard(token))
+    add_openenv_routes(app, **openenv_serving(cfg, enabled, toolbox, pool, token, openenv_limits))
     if warm:
         warm_index(toolbox.executor.backends, warm_searches)
     if fast_routes:  # added last: the outermost of our middlewares, in front of BodyLimit and the router
@@ -195,7 +200,7 @@ def _add_routes(
     async def health(
         request: Request,
     ) -> dict[str, Any]:  # on the event loop: answered however busy the tool threads are
-        public = {"status": "ok", **{k: about[k] for k in PUBLIC_HEALTH}}
+        public = {"status": "healthy", **{k: about[k] for k in PUBLIC_HEALTH}}
         try:
             authorized(request)
         except HTTPException:  # a load balancer without the token: no paths, tools or load

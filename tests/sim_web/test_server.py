@@ -44,7 +44,7 @@ def local_toolbox(sample_index):
 
 def test_health_tools_and_openapi(client, sample_index):
     h = client.get("/health").json()
-    assert h["status"] == "ok" and h["pages"] > 10_000 and len(h["content_sha256"]) == 64
+    assert h["status"] == "healthy" and h["pages"] > 10_000 and len(h["content_sha256"]) == 64
     names = [t["function"]["name"] for t in client.get("/tools").json()]
     assert names == ["search", "visit", "PythonInterpreter", "google_scholar"]
     spec = client.get("/openapi.json").json()

@@ -112,7 +112,7 @@ def test_slowloris_past_the_descriptor_limit_neither_stalls_health_nor_stays(sam
         slow = [_connect(port, PARTIAL) for _ in range(450)]
         try:
             health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=WAIT_S)
-            assert health.status_code == 200 and health.json()["status"] == "ok"
+            assert health.status_code == 200 and health.json()["status"] == "healthy"
             deadline = time.monotonic() + WAIT_S
             answers = [_until_closed(s, deadline) for s in slow]
         finally:
@@ -135,7 +135,7 @@ def test_header_deadline_keep_alive_and_cap_are_set_from_the_command_line(sample
             b'Content-Length: 100\r\n\r\n{"arguments": ',
         )  # 14 of 100 bytes, then nothing
         kept, first = _connect(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), b""
-        while b'"status":"ok"' not in first:
+        while b'"status":"healthy"' not in first:
             chunk = kept.recv(65536)
             assert chunk, first
             first += chunk
