@@ -29,6 +29,7 @@ print("RESULT " + json.dumps({"step": trainer.state.global_step, "tools": sorted
 """
 
 
+@pytest.mark.slow  # a real GRPO step of SmolLM2 through a live server: minutes on 2 cores (`make test-slow`)
 def test_the_trl_openenv_example_trains_one_step(sample_index, tmp_path):
     from agents.models import SMOLLM2_NAME, smollm2_path
 
