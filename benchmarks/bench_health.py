@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--routes", default="search,visit,scholar,backend,retrieve", help="comma-separated")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per /health probe otherwise
     index = args.index or str(ensure_sample_index())
     bodies = route_bodies(index)
     binary = compile_loadgen()

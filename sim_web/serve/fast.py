@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -203,7 +203,7 @@ class HotRoutes:
         await send({"type": "http.response.body", "body": content})
 
 
-def client_key(scope: dict[str, Any]) -> str:
+def client_key(scope: Mapping[str, Any]) -> str:
     """Who sends a request, for the pool's per-client share: the peer address (``""`` when unknown)."""
     peer = scope.get("client")
     return str(peer[0]) if peer else ""
