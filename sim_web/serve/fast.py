@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from pydantic_core import to_json
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.guards import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, ToolPool, action_detail, short, token_matches
+from sim_web.serve.pool import client_key
 
 if TYPE_CHECKING:
     from sim_web.protocol.errors import ActionError
@@ -201,12 +202,6 @@ class HotRoutes:
             }
         )
         await send({"type": "http.response.body", "body": content})
-
-
-def client_key(scope: Mapping[str, Any]) -> str:
-    """Who sends a request, for the pool's per-client share: the peer address (``""`` when unknown)."""
-    peer = scope.get("client")
-    return str(peer[0]) if peer else ""
 
 
 def tool_text(toolbox: Toolbox, name: str, arguments: dict[str, Any], code: str | None) -> str:

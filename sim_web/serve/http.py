@@ -49,9 +49,10 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 
 from sim_web.serve.conn import ConnectionLimits, uvicorn_config
-from sim_web.serve.fast import HotRoutes, client_key, tool_text
+from sim_web.serve.fast import HotRoutes, tool_text
 from sim_web.serve.guards import TOKEN_ENV, BodyLimit, ToolPool, bearer_guard, check_exposure
 from sim_web.serve.http_models import QueryRequest, ToolReply, ToolRequest, VisitRequest, add_error_handlers
+from sim_web.serve.pool import client_key
 from sim_web.serve.retrieve import Retriever, SearchRequest, add_retrieve_route, bulk_search
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 

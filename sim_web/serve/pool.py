@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -27,6 +27,12 @@ from fastapi import HTTPException
 
 _T = TypeVar("_T")
 THREAD_PREFIX = "sim-web-tool"  #: the name prefix of the pool's threads (tests check where a call ran)
+
+
+def client_key(scope: Mapping[str, Any]) -> str:
+    """Who sends a request (an ASGI scope), for the pool's per-client share: the peer address (``""`` unknown)."""
+    peer = scope.get("client")
+    return str(peer[0]) if peer else ""
 
 
 class ToolPool:

@@ -216,7 +216,7 @@ def add_retrieve_route(
     """
     from fastapi import Depends
 
-    from sim_web.serve.fast import client_key
+    from sim_web.serve.pool import client_key
 
     schema = {"schema": RetrieveRequest.model_json_schema()}
     body_doc = {"requestBody": {"required": True, "content": {"application/json": schema, MEDIA_TYPES[0]: schema}}}
