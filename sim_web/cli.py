@@ -68,6 +68,7 @@ def _serve(args: argparse.Namespace) -> int:
         token=token,
         max_body_bytes=args.max_body_bytes,
         tool_threads=args.tool_threads,
+        max_calls_per_client=args.max_calls_per_client,
         backend=args.backend,
         warm_searches=args.warm_searches,
         limits=_limits(args),
@@ -164,6 +165,15 @@ def make_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--max-body-bytes", type=int, default=1024 * 1024, help="request body limit; larger bodies get 413")
     s.add_argument("--tool-threads", type=int, default=32, help="threads per worker that run tool calls")
+    s.add_argument(
+        "--max-calls-per-client",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="calls one client (peer address) may have in progress per worker; more are answered 429 (0: no cap; "
+        "the threads are shared between clients in round robin either way). Set it on a server many trainers "
+        "share; behind a load balancer every call comes from one address, so cap clients there instead",
+    )
     s.add_argument(
         "--warm-searches",
         type=_count,

@@ -51,9 +51,11 @@ def test_requires_python_and_classifiers_name_the_same_pythons():
 
 @pytest.mark.parametrize("python", ["3.11", "3.12", "3.13"])
 def test_every_package_has_exactly_one_requirement_per_supported_python(python):
-    """A package split by markers (pyserini 1.6.0 / 2.4.0, torch) is covered once on every Python, never twice."""
+    """A package split by markers (pyserini 1.6.0 / 2.4.0, torch) is covered once on every Python, never twice
+    (a third-party client of the ``clients`` extra at most once)."""
     bad = {key: [str(r) for r in reqs if _applies(r, python)] for key, reqs in requirement_groups().items()}
-    bad = {key: found for key, found in bad.items() if len(found) != 1}
+    # the clients extra may leave out a client on a Python its release does not support (its test then skips)
+    bad = {key: found for key, found in bad.items() if len(found) > 1 or (not found and key[0] != "clients")}
     assert not bad, f"on Python {python}, these packages have no requirement or more than one: {bad}"
 
 

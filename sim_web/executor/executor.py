@@ -163,7 +163,7 @@ class ToolExecutor:
     @property
     def inline(self) -> bool:
         """Whether every call runs in the calling thread and never waits on I/O or a rate limit: all backends
-        are ``inline`` with no policy of their own (the HTTP server then answers them on its event loop)."""
+        are ``inline`` with no policy of their own (no timeout thread is started for them)."""
         return all(t is None for t in self._timeouts.values()) and not self._buckets
 
     def chain(self, tool: str) -> list[Backend]:

@@ -10,12 +10,10 @@ parses it, checked against the same rules as the pydantic request models of :mod
 :mod:`sim_web.serve.retrieve`, run on the same bounded :class:`~sim_web.serve.guards.ToolPool`, and encoded with
 pydantic-core's JSON encoder, the one FastAPI's response models use.
 
-When the executor is ``inline`` (the local sim index: in-process, no I/O, no rate limit), search, visit and
-scholar calls run on the event loop itself instead of a pool thread. A call holds the GIL for nearly all of
-its time anyway (Lucene runs under the JNI lock), so the thread hop only added two GIL hand-overs and a
-futex wake-up per request, costing capacity and server CPU per request (``benchmarks/bench_server.py``). The
-PythonInterpreter, every tool of a remote or real-web executor, and the many-query requests of
-:mod:`sim_web.serve.retrieve` stay on the pool.
+Every call runs on the pool, whatever the executor (an in-process index included): a search holds the GIL for
+most of its time, but on the event loop it also holds the loop, and 32 clients searching then pushed ``/health``
+past a second (issue 38). On the pool, the loop only parses, hands over and sends, and the pool shares its threads
+between clients in round robin (:mod:`sim_web.serve.pool`).
 
 Everything else goes to the FastAPI app unchanged, with the body read here replayed to it, so every error
 answer (401, 404, 413, 422 and their texts) comes from the one place that made it before: a missing or wrong
@@ -39,6 +37,7 @@ from pydantic_core import to_json
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.guards import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, ToolPool, action_detail, short, token_matches
+from sim_web.serve.pool import client_key
 
 if TYPE_CHECKING:
     from sim_web.protocol.errors import ActionError
@@ -106,8 +105,6 @@ class HotRoutes:
         token: str | None,
         retriever: Retriever | None = None,
     ) -> None:
-        from sim_web.serve.retrieve import bulk_search
-
         self.app, self.pool, self.max_body_bytes, self.token = app, pool, max_body_bytes, token
         self.toolbox, self.executor = toolbox, toolbox.executor
         self.routes: dict[str, Callable[[Any], Any]] = {f"/tools/{n}": self._tool_route(n) for n in names}
@@ -120,10 +117,6 @@ class HotRoutes:
         )
         if retriever is not None:
             self.routes["/retrieve"] = self._retrieve_route(retriever)
-        inline = getattr(self.executor, "inline", False) is True
-        #: Routes answered on the event loop (see the module docstring); the others run on ``pool``.
-        self.inline_paths = {p for p in self.routes if inline and p not in ("/tools/PythonInterpreter", "/retrieve")}
-        self._pooled = {bulk_search}  #: many searches long: on ``pool`` whatever the route
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         route = self.routes.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
@@ -138,7 +131,7 @@ class HotRoutes:
             call = None
         if call is None:
             return await self.app(scope, _replay(body, receive), send)
-        await self._answer(call, send, scope["path"] in self.inline_paths and call[0] not in self._pooled)
+        await self._answer(call, send, client_key(scope))
 
     def _plain_json(self, headers: list[tuple[bytes, bytes]]) -> bool:
         """A declared ``application/json`` body within the limit, and the token when one is required."""
@@ -186,15 +179,16 @@ class HotRoutes:
         args = visit_args(body)
         return None if args is None else (_visit, self.executor.visit, *args)
 
-    async def _answer(self, call: tuple[Any, ...], send: Send, inline: bool) -> None:
-        """Run ``call`` (a function and its arguments) here or on the pool; send its JSON, or the error as the app would."""
+    async def _answer(self, call: tuple[Any, ...], send: Send, client: str) -> None:
+        """Run ``call`` (a function and its arguments) on the pool for ``client``; send its JSON, or the error as the
+        app would."""
         from fastapi import HTTPException
 
         from sim_web.protocol.errors import ActionError, ToolUnavailableError
 
         try:
-            content = call[0](*call[1:]) if inline else await self.pool.run(*call)
-        except HTTPException as e:  # the pool is full: 503, Retry-After
+            content = await self.pool.run(*call, client=client)
+        except HTTPException as e:  # the pool is full (503) or this client has its share (429): Retry-After
             return await _send_json(send, e.status_code, {"detail": e.detail}, e.headers)
         except ActionError as e:  # a backend route's argument (a tool call answers its mistakes): never echoed
             return await _send_json(send, 422, {"detail": action_detail(e, list(call[2:]))})

@@ -1,20 +1,20 @@
-"""What guards the tool server: loopback checks, the bearer token, the body limit, the bounded tool pool.
+"""What guards the tool server: loopback checks, the bearer token, the body limit (the bounded tool pool:
+:mod:`sim_web.serve.pool`).
 
 Split from :mod:`sim_web.serve.http` (which wires them into the app); see its docstring for the policy.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import ipaddress
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from fastapi import HTTPException, Request
 
 from sim_web.protocol.arguments import MAX_GOAL_CHARS
+from sim_web.serve.pool import ToolPool as ToolPool  # re-exported: the pool lived here first
 
 if TYPE_CHECKING:
     from sim_web.protocol.errors import ActionError
@@ -26,7 +26,6 @@ QUERY_MAX, URL_MAX, GOAL_MAX, K_MAX = 2000, 4000, MAX_GOAL_CHARS, 100
 TOKEN_ENV = "SIM_WEB_SERVER_TOKEN"  #: the bearer token, when not given as ``--token``
 _MAX_DETAIL = 500  # characters of an error message in a 4xx body
 _ECHO_MIN = 8  # request strings this long must not appear in a 4xx body (shorter ones match ordinary words)
-_T = TypeVar("_T")
 
 
 def is_loopback(host: str) -> bool:
@@ -172,32 +171,6 @@ def _strings(value: Any) -> list[str]:
         elif isinstance(item, list):
             todo += item
     return found
-
-
-class ToolPool:
-    """Tool calls on threads of their own, off the event loop; at most ``4 x threads`` in progress (else 503)."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads, self.in_progress = threads, 0
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="sim-web-tool")
-
-    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run ``fn(*args)`` on a tool thread; 503 (retryable) when too many calls are in progress."""
-        if self.in_progress >= 4 * self.threads:  # only the event loop's thread touches the counter
-            raise HTTPException(
-                503,
-                f"server busy: {self.in_progress} tool calls in progress; retry later",
-                headers={"Retry-After": "1"},
-            )
-        self.in_progress += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
-        finally:
-            self.in_progress -= 1
-
-    def shutdown(self) -> None:
-        """Stop the threads (queued calls are cancelled)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def token_matches(token: str, authorization: str) -> bool:

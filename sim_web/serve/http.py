@@ -15,9 +15,11 @@ Security:
 * With a bearer token (``token`` / ``--token`` / ``$SIM_WEB_SERVER_TOKEN``) every ``/tools``,
   ``/backend`` and ``/retrieve`` route requires ``Authorization: Bearer <token>`` (401 otherwise). :func:`serve` refuses
   to bind a non-loopback address without one.
-* Tool calls run in a bounded thread pool of their own (``tool_threads``), never on the event loop,
-  so ``/health`` answers however busy the tools are; past ``4 x tool_threads`` waiting calls the
-  server answers 503 (retryable) instead of queueing without bound.
+* Tool calls of every route run in a bounded thread pool of their own (``tool_threads``), never on the event
+  loop, so ``/health`` answers however busy the tools are; past ``4 x tool_threads`` waiting calls the
+  server answers 503 (retryable) instead of queueing without bound. The threads are shared between clients
+  (peer addresses) in round robin, and ``max_calls_per_client`` caps one client's calls in progress (429):
+  :mod:`sim_web.serve.pool`.
 * Request bodies over ``max_body_bytes`` are answered 413 before they are read whole; 4xx bodies
   never echo the request (validation errors carry the location and the reason, not the input; a backend
   argument's 422 names the argument and the type it got, not its value: :func:`~sim_web.serve.guards.action_detail`).
@@ -52,6 +54,7 @@ from sim_web.serve.fast import HotRoutes, tool_text
 from sim_web.serve.guards import TOKEN_ENV, BodyLimit, ToolPool, bearer_guard, check_exposure
 from sim_web.serve.http_models import QueryRequest, ToolReply, ToolRequest, VisitRequest, add_error_handlers
 from sim_web.serve.openenv import OpenEnvLimits, add_openenv_routes, openenv_serving
+from sim_web.serve.pool import client_key
 from sim_web.serve.retrieve import Retriever, SearchRequest, add_retrieve_route, bulk_search
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
 
@@ -67,6 +70,7 @@ BACKEND_ENV = "SIM_WEB_SERVER_BACKEND"
 PYTHON_ENV = "SIM_WEB_SERVER_PYTHON"  #: "1": serve PythonInterpreter (set by ``serve`` for its workers)
 MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by ``serve`` for its workers)
 THREADS_ENV = "SIM_WEB_SERVER_THREADS"  #: tool threads per worker (set by ``serve`` for its workers)
+PER_CLIENT_ENV = "SIM_WEB_SERVER_PER_CLIENT"  #: calls in progress per client and worker (set by ``serve``)
 WARM_ENV = "SIM_WEB_SERVER_WARM_SEARCHES"  #: warm-up searches per worker (set by ``serve`` for its workers)
 FAST_ENV = "SIM_WEB_SERVER_FAST_ROUTES"  #: "0": every request through FastAPI (to measure :mod:`sim_web.serve.fast`)
 #: What ``/health`` shows without the token: enough for a load balancer to check that replicas serve the same index.
@@ -84,6 +88,7 @@ def create_app(
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     tool_threads: int = DEFAULT_TOOL_THREADS,
+    max_calls_per_client: int = 0,
     python_runner: Callable[[str], str] | None = None,
     backend: str = "sim",
     env_config: EnvConfig | None = None,
@@ -104,6 +109,7 @@ def create_app(
             for loopback only; :func:`serve` enforces that).
         max_body_bytes: Largest request body accepted; larger ones get 413.
         tool_threads: Threads that run tool calls (separate from the event loop that answers ``/health``).
+        max_calls_per_client: Calls one client (peer address) may have in progress; more get 429 (0: no cap).
         python_runner: ``code -> text`` for ``PythonInterpreter`` (default: the bubblewrap sandbox).
         backend: ``"sim"`` (the index) or ``"real"`` (Serper + Jina with the index as fallback, keys from the
             environment): one server then holds the fleet's QPS budget, circuit breakers and cache.
@@ -121,7 +127,8 @@ def create_app(
         The app (serve it with uvicorn).
 
     Raises:
-        ConfigError: For a non-positive ``max_body_bytes`` or ``tool_threads``, an empty token, or a real
+        ConfigError: For a non-positive ``max_body_bytes`` or ``tool_threads``, a negative
+            ``max_calls_per_client``, an empty token, or a real
             backend without its keys (naming the variable).
     """
     from sim_web.backends.sim import SimConfig
@@ -132,10 +139,10 @@ def create_app(
     from wiki_index.errors import ConfigError
     from wiki_index.search.index import WikiIndex
 
-    if max_body_bytes < 1 or tool_threads < 1:
+    if max_body_bytes < 1 or tool_threads < 1 or max_calls_per_client < 0:
         raise ConfigError(
-            f"create_app needs max_body_bytes >= 1 and tool_threads >= 1, got {max_body_bytes}, "
-            f"{tool_threads}; e.g. {DEFAULT_MAX_BODY} and {DEFAULT_TOOL_THREADS}"
+            f"create_app needs max_body_bytes >= 1, tool_threads >= 1 and max_calls_per_client >= 0, got "
+            f"{max_body_bytes}, {tool_threads}, {max_calls_per_client}; e.g. {DEFAULT_MAX_BODY}, {DEFAULT_TOOL_THREADS}, 0"
         )
     if token is not None and not token.strip():
         raise ConfigError(f"the server token is empty; pass a non-empty --token or ${TOKEN_ENV}, or none on loopback")
@@ -151,7 +158,7 @@ def create_app(
         description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.",
     )
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    pool = ToolPool(tool_threads)
+    pool = ToolPool(tool_threads, max_calls_per_client)
     app.router.on_shutdown.append(pool.shutdown)
     add_error_handlers(app)
     _add_routes(
@@ -215,26 +222,29 @@ def _add_routes(
         return ToolReply(result=tool_text(toolbox, name, req.arguments, req.code))
 
     @app.post("/tools/{name}", response_model=ToolReply, dependencies=guarded)
-    async def call_tool(name: str, req: ToolRequest) -> ToolReply:
+    async def call_tool(name: str, req: ToolRequest, request: Request) -> ToolReply:
         if name not in names:
             raise HTTPException(404, f"unknown tool; available: {names}")
-        return await pool.run(run_tool, name, req)
+        return await pool.run(run_tool, name, req, client=client_key(request.scope))
 
     @app.post("/backend/search", dependencies=guarded, response_model=None)
-    async def backend_search(req: SearchRequest) -> dict[str, Any] | Response:
+    async def backend_search(req: SearchRequest, request: Request) -> dict[str, Any] | Response:
+        client = client_key(request.scope)
         if req.queries is not None:  # bulk: one result list per query, the fast route's bytes
             return Response(
-                await pool.run(bulk_search, executor.search, req.queries, req.k), media_type="application/json"
+                await pool.run(bulk_search, executor.search, req.queries, req.k, client=client),
+                media_type="application/json",
             )
-        return {"results": [asdict(r) for r in await pool.run(executor.search, req.query, req.k)]}
+        return {"results": [asdict(r) for r in await pool.run(executor.search, req.query, req.k, client=client)]}
 
     @app.post("/backend/scholar", dependencies=guarded)
-    async def backend_scholar(req: QueryRequest) -> dict[str, Any]:
-        return {"results": [asdict(r) for r in await pool.run(executor.scholar, req.query, req.k)]}
+    async def backend_scholar(req: QueryRequest, request: Request) -> dict[str, Any]:
+        found = await pool.run(executor.scholar, req.query, req.k, client=client_key(request.scope))
+        return {"results": [asdict(r) for r in found]}
 
     @app.post("/backend/visit", dependencies=guarded)
-    async def backend_visit(req: VisitRequest) -> dict[str, Any]:
-        return asdict(await pool.run(executor.visit, req.url, req.goal))
+    async def backend_visit(req: VisitRequest, request: Request) -> dict[str, Any]:
+        return asdict(await pool.run(executor.visit, req.url, req.goal, client=client_key(request.scope)))
 
 
 def app_factory() -> FastAPI:
@@ -250,6 +260,7 @@ def app_factory() -> FastAPI:
         token=env(TOKEN_ENV) or None,
         max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
         tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS),
+        max_calls_per_client=int(env(PER_CLIENT_ENV) or 0),
         fast_routes=_fast_routes(),
         warm=True,
         warm_searches=int(env(WARM_ENV) or DEFAULT_WARM_SEARCHES),
@@ -275,6 +286,7 @@ def serve(
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     tool_threads: int = DEFAULT_TOOL_THREADS,
+    max_calls_per_client: int = 0,
     backend: str = "sim",
     warm_searches: int = DEFAULT_WARM_SEARCHES,
     limits: ConnectionLimits | None = None,
@@ -292,6 +304,7 @@ def serve(
         token: Bearer token for the tool and backend routes (default: ``$SIM_WEB_SERVER_TOKEN``).
         max_body_bytes: Request body limit.
         tool_threads: Tool threads per worker.
+        max_calls_per_client: Calls one client (peer address) may have in progress per worker (0: no cap).
         backend: ``"sim"`` or ``"real"`` (Serper + Jina; run one server per machine or fleet so that the QPS
             limits are global; the persistent cache is shared by its workers).
         warm_searches: Varied searches each worker runs before it takes connections (0: none), so that Lucene's
@@ -319,6 +332,7 @@ def serve(
                 PYTHON_ENV: "1" if enable_python else "0",
                 MAX_BODY_ENV: str(max_body_bytes),
                 THREADS_ENV: str(tool_threads),
+                PER_CLIENT_ENV: str(max_calls_per_client),
                 INDEX_ENV: str(index_dir or ""),
                 TOKEN_ENV: token or "",
                 WARM_ENV: str(warm_searches),
@@ -338,6 +352,7 @@ def serve(
             token=token,
             max_body_bytes=max_body_bytes,
             tool_threads=tool_threads,
+            max_calls_per_client=max_calls_per_client,
             backend=backend,
             fast_routes=_fast_routes(),
             warm=True,

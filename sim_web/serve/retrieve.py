@@ -1,10 +1,17 @@
 """Many queries in one request: Search-R1's ``POST /retrieve``, and the bulk form of ``POST /backend/search``.
 
 Search-R1 (github.com/PeterGriffinJin/Search-R1: the server ``search_r1/search/retrieval_server.py``, the client
-``search_r1/llm_agent/generation.py``) and its ports (verl, verl-tool, SkyRL-gym) send one request per turn for the
-rollouts of a whole batch, ``{"queries": [...], "topk": k, "return_scores": true}``, and read ``"result"``: per
-query, a list of ``{"document": {"id": ..., "contents": ...}, "score": ...}`` (with ``return_scores`` false, the
-document dicts alone). ``contents`` follows their corpus (wiki-18): the title in double quotes on the first line,
+``search_r1/llm_agent/generation.py``) and verl's port (``verl/tools/utils/search_r1_like_utils.py``, verl <= 0.7.1)
+send one request per turn for the rollouts of a whole batch, ``{"queries": [...], "topk": k, "return_scores": true}``,
+and read ``"result"``: per query, a list of ``{"document": {"id": ..., "contents": ...}, "score": ...}`` (with
+``return_scores`` false, the document dicts alone). Two of its ports send one query per request instead:
+
+* SkyRL-gym 0.4.0 (``skyrl_gym/tools/search.py``) posts JSON ``{"query": "...", "topk": k, "return_scores": true}``
+  and reads ``"result"`` as Search-R1's, a list per query: it gets ``{"result": [[...]]}``;
+* GEM 0.1.0 (``gem/tools/search_tool.py``) posts the same fields as MessagePack, without a ``Content-Type``, and
+  reads ``"result"`` of a MessagePack reply as one flat list of documents. A MessagePack request
+  (:func:`~sim_web.serve.msgpack_wire.looks_packed`) gets a MessagePack reply; with a single ``query`` its
+  ``result`` is that query's list, with ``queries`` one list per query as in JSON. ``contents`` follows their corpus (wiki-18): the title in double quotes on the first line,
 then the passage; their client takes the first line as the title and the rest as the text. Served here, so that
 such a fleet trains on this corpus with its client unchanged.
 
@@ -33,6 +40,7 @@ from pydantic_core import to_json
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.guards import K_MAX, QUERY_MAX, ToolPool
+from sim_web.serve.msgpack_wire import MEDIA_TYPES, MsgpackError, looks_packed, packb, unpackb
 
 MAX_QUERIES = 512  #: queries in one ``/retrieve`` or bulk ``/backend/search`` request
 DEFAULT_TOPK = 3  #: ``/retrieve`` documents per query when ``topk`` is missing, null or 0 (Search-R1's default)
@@ -45,17 +53,28 @@ def _valid_unicode_items(value: Any) -> Any:
 
 
 class RetrieveRequest(BaseModel):
-    """Search-R1's retrieval request (unknown fields ignored, as by their server)."""
+    """Search-R1's retrieval request, or SkyRL-gym's and GEM's with one ``query`` (unknown fields ignored, as by
+    Search-R1's server)."""
 
     model_config = ConfigDict(extra="ignore")
-    queries: list[str] = Field(max_length=MAX_QUERIES, description='e.g. ["capital of France"]')
+    queries: list[str] | None = Field(default=None, max_length=MAX_QUERIES, description='e.g. ["capital of France"]')
+    query: str | None = Field(default=None, description="one query instead of 'queries' (SkyRL-gym, GEM)")
     topk: int | None = Field(default=None, ge=0, le=K_MAX, description=f"missing, null or 0: {DEFAULT_TOPK}")
     return_scores: bool = False
 
-    @field_validator("queries", mode="before")
+    @field_validator("queries", "query", mode="before")
     @classmethod
     def _valid_unicode(cls, value: Any) -> Any:
-        return _valid_unicode_items(value)
+        return valid_unicode(value) if isinstance(value, str) else _valid_unicode_items(value)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> RetrieveRequest:
+        if (self.query is None) == (self.queries is None):
+            raise ValueError(
+                "'queries' missing or sent with 'query': send 'queries' (a list of strings, Search-R1) "
+                "or 'query' (one string, SkyRL-gym and GEM), not both"
+            )
+        return self
 
 
 class SearchRequest(BaseModel):
@@ -87,6 +106,11 @@ def retrieve_args(body: Any) -> tuple[list[str], int, bool] | None:
     if type(body) is not dict:
         return None
     queries, topk, scores = body.get("queries"), body.get("topk"), body.get("return_scores", False)
+    one = body.get("query")
+    if type(one) is str and queries is None:
+        queries = [one]
+    elif one is not None:
+        return None
     if type(queries) is not list or len(queries) > MAX_QUERIES or any(type(q) is not str for q in queries):
         return None
     if (topk is not None and (type(topk) is not int or not 0 <= topk <= K_MAX)) or type(scores) is not bool:
@@ -169,11 +193,20 @@ class Retriever:
         """
         return to_json({"result": [self.documents(q, topk, scores) for q in queries]})
 
+    def retrieve_packed(self, queries: list[str], topk: int, scores: bool, flat: bool) -> bytes:
+        """The ``/retrieve`` answer as MessagePack: ``result`` one list per query, or with ``flat`` (one ``query``,
+        GEM's request) that query's list."""
+        result = [self.documents(q, topk, scores) for q in queries]
+        return packb({"result": result[0] if flat else result})
+
 
 def add_retrieve_route(
     app: FastAPI, retriever: Retriever, pool: ToolPool, authorized: Callable[[Request], None]
 ) -> None:
-    """``POST /retrieve`` behind ``authorized``, run on ``pool``; the answer's bytes are the fast route's.
+    """``POST /retrieve`` behind ``authorized``, run on ``pool``; a JSON answer's bytes are the fast route's.
+
+    The body is read here rather than by FastAPI, since it may be JSON or MessagePack; it is checked against
+    :class:`RetrieveRequest` all the same, and its errors are FastAPI's 422s.
 
     Args:
         app: The FastAPI app.
@@ -183,8 +216,49 @@ def add_retrieve_route(
     """
     from fastapi import Depends
 
-    @app.post("/retrieve", dependencies=[Depends(authorized)])
-    async def retrieve(req: RetrieveRequest) -> Response:
-        """Search-R1's ``/retrieve``: per query, the ``topk`` best passages (``"title"\\ntext``), with scores on request."""
-        content = await pool.run(retriever.retrieve, req.queries, req.topk or DEFAULT_TOPK, req.return_scores)
+    from sim_web.serve.pool import client_key
+
+    schema = {"schema": RetrieveRequest.model_json_schema()}
+    body_doc = {"requestBody": {"required": True, "content": {"application/json": schema, MEDIA_TYPES[0]: schema}}}
+
+    @app.post("/retrieve", dependencies=[Depends(authorized)], openapi_extra=body_doc)
+    async def retrieve(request: Request) -> Response:
+        """Search-R1's ``/retrieve``: per query, the ``topk`` best passages (``"title"\\ntext``), with scores on request.
+
+        Also one ``query`` instead of ``queries`` (SkyRL-gym), and MessagePack in and out (GEM).
+        """
+        raw = await request.body()
+        packed = looks_packed(request.headers.get("content-type", ""), raw)
+        req = parse_retrieve(raw, packed)
+        queries = req.queries if req.queries is not None else [req.query or ""]
+        topk, client = req.topk or DEFAULT_TOPK, client_key(request.scope)
+        if packed:
+            flat = req.queries is None
+            content = await pool.run(retriever.retrieve_packed, queries, topk, req.return_scores, flat, client=client)
+            return Response(content, media_type=MEDIA_TYPES[0])
+        content = await pool.run(retriever.retrieve, queries, topk, req.return_scores, client=client)
         return Response(content, media_type="application/json")
+
+
+def parse_retrieve(raw: bytes, packed: bool) -> RetrieveRequest:
+    """A ``/retrieve`` body (JSON, or MessagePack when ``packed``) as a checked :class:`RetrieveRequest`.
+
+    Raises:
+        RequestValidationError: Not JSON (or MessagePack), or not a valid request (answered 422 without echo).
+    """
+    import json
+
+    from fastapi.exceptions import RequestValidationError
+    from pydantic import ValidationError
+
+    try:
+        data = unpackb(raw) if packed else json.loads(raw)
+    except (MsgpackError, ValueError, RecursionError) as e:
+        kind = "MessagePack" if packed else "JSON"
+        reason = str(e) if isinstance(e, MsgpackError) else f"{kind} decode error"
+        raise RequestValidationError([{"type": "json_invalid", "loc": ("body", 0), "msg": reason}]) from None
+    try:
+        return RetrieveRequest.model_validate(data)
+    except ValidationError as e:
+        errors = [{**err, "loc": ("body", *err["loc"])} for err in e.errors(include_input=False, include_url=False)]
+        raise RequestValidationError(errors) from None
