@@ -184,7 +184,9 @@ def test_cli_eval(sample_index, tmp_path, capsys):
         == 2
     )
     assert "neither a file nor a task set" in capsys.readouterr().err
-    with pytest.raises(ConfigError, match="'oracle', 'oracle:search', 'hf:PATH' or 'openai:MODEL'"):
+    with pytest.raises(
+        ConfigError, match="'oracle', 'oracle:search', 'rule:first-title', 'prior', 'hf:PATH' or 'openai:MODEL'"
+    ):
         EvalConfig(policy="gpt4")
 
 
