@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -25,6 +26,18 @@ def normalize_title(title: str) -> str:
     if title.startswith(":"):
         title = title[1:].lstrip()
     return title[:1].upper() + title[1:]
+
+
+_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
+
+
+def bare_title(title: str) -> str:
+    """The title without its trailing bracketed qualifier, as a reader names the page.
+
+    >>> bare_title("Georgia (country)")
+    'Georgia'
+    """
+    return _QUALIFIER.sub("", title)
 
 
 def title_to_url(title: str) -> str:

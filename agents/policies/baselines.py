@@ -18,14 +18,13 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from agents.config import SamplingConfig
-from agents.policies.base import Generation, Messages, Policy
+from agents.policies.base import FunctionPolicy, Messages
 from sim_web.env.rewards import normalize_answer
 from sim_web.env.tasks import Task
+from wiki_index.types import bare_title
 
 _RESULT_TITLE = re.compile(r"^\d+\. \[(.*)\]\(https?://", re.MULTILINE)
 _FORM = re.compile(r"\b(?:which [\w-]+|who|what is the [\w-]+|what)\b")
-_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
 
 
 def question_form(question: str) -> str:
@@ -44,26 +43,18 @@ def question_form(question: str) -> str:
 def _names(text: str, title: str) -> bool:
     """Whether ``text`` names ``title`` (or the title without its qualifier) as whole words, case-insensitively."""
     hay = f" {normalize_answer(text)} "
-    return any(f" {n} " in hay for n in {normalize_answer(title), normalize_answer(_QUALIFIER.sub("", title))} if n)
+    return any(f" {n} " in hay for n in {normalize_answer(title), normalize_answer(bare_title(title))} if n)
 
 
 def _answer(text: str, think: str) -> str:
     return f"<think>{think}</think>\n<answer>{text}</answer>"
 
 
-class FirstTitlePolicy(Policy):
+class FirstTitlePolicy(FunctionPolicy):
     """``rule:first-title``: one search of the question, then the first result title the question does not name."""
 
-    name = "rule:first-title"
-
-    def generate(
-        self,
-        batch: Sequence[Messages],
-        sampling: SamplingConfig | None = None,
-        seeds: Sequence[int | None] | None = None,
-    ) -> list[Generation]:
-        """The next turn of each chat: the search, then the answer."""
-        return [Generation(text=self._next(m)) for m in batch]
+    def __init__(self) -> None:
+        super().__init__(self._next, name="rule:first-title")
 
     def _next(self, messages: Messages) -> str:
         question = messages[1]["content"] if len(messages) > 1 else ""
@@ -73,19 +64,18 @@ class FirstTitlePolicy(Policy):
             return f"<think>I search the question.</think>\n<tool_call>\n{json.dumps(call, ensure_ascii=False)}\n</tool_call>"
         titles = _RESULT_TITLE.findall(replies[0])
         pick = next((t for t in titles if not _names(question, t)), titles[0] if titles else "unknown")
-        return _answer(_QUALIFIER.sub("", pick), "The first result the question does not name.")
+        return _answer(bare_title(pick), "The first result the question does not name.")
 
 
-class AnswerPriorPolicy(Policy):
+class AnswerPriorPolicy(FunctionPolicy):
     """``prior``: the most frequent train answer of the question's form, without any tool call.
 
     Args:
         train: The train tasks whose answers make the prior.
     """
 
-    name = "prior"
-
     def __init__(self, train: Sequence[Task]) -> None:
+        super().__init__(self._next, name="prior")
         by_form: dict[str, Counter] = {}
         for t in train:
             by_form.setdefault(question_form(t.question), Counter())[t.answer] += 1
@@ -93,17 +83,6 @@ class AnswerPriorPolicy(Policy):
         self.fallback = min(overall.items(), key=lambda kv: (-kv[1], kv[0]))[0] if overall else "unknown"
         self.by_form = {f: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for f, c in by_form.items()}
 
-    def generate(
-        self,
-        batch: Sequence[Messages],
-        sampling: SamplingConfig | None = None,
-        seeds: Sequence[int | None] | None = None,
-    ) -> list[Generation]:
-        """Answer each chat at once with the prior's answer for its question's form."""
-        out = []
-        for m in batch:
-            form = question_form(m[1]["content"] if len(m) > 1 else "")
-            out.append(
-                Generation(text=_answer(self.by_form.get(form, self.fallback), f"The usual answer to '{form}'."))
-            )
-        return out
+    def _next(self, messages: Messages) -> str:
+        form = question_form(messages[1]["content"] if len(messages) > 1 else "")
+        return _answer(self.by_form.get(form, self.fallback), f"The usual answer to '{form}'.")

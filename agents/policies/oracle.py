@@ -31,7 +31,7 @@ from agents.prompts import FORCE_ANSWER_PROMPT
 from sim_web.env.rewards import normalize_answer
 from sim_web.env.tasks import Task
 from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, OBSERVATION_SEPARATOR
-from wiki_index.types import normalize_title, title_to_url, url_to_title
+from wiki_index.types import bare_title, normalize_title, title_to_url, url_to_title
 
 _SEARCH_HEAD = re.compile(r"A Google (?:search|scholar) for '(.*?)' found \d+ results:")
 _NO_RESULTS = re.compile(r"No results found for '(.*?)'\. Try with a more general query\.")
@@ -230,7 +230,9 @@ class OraclePolicy(Policy):
         """Whether the results of a clue or question search name the answer (as a result title or in a snippet):
         the answer can then be read off the results."""
         legit = {q for q, _, _ in plan.clues} | set(plan.question_queries)
-        golds = {f" {g} " for g in (normalize_answer(x) for x in (task.answer, _bare(task.answer), *task.aliases)) if g}
+        golds = {
+            f" {g} " for g in (normalize_answer(x) for x in (task.answer, bare_title(task.answer), *task.aliases)) if g
+        }
         texts = [f" {normalize_answer(t)} " for q, t in st.shown.items() if q in legit]
         return any(g in t for g in golds for t in texts)
 
@@ -293,14 +295,9 @@ class OraclePolicy(Policy):
         )
 
 
-def _bare(title: str) -> str:
-    """A title without its qualifier: ``"Georgia (country)"`` -> ``"Georgia"``."""
-    return re.sub(r"\s*\([^)]*\)$", "", title)
-
-
 def _next_fact(entity_url: str | None) -> str:
     """The search-only oracle's thought before a later hop: it names what the last search showed."""
-    name = _bare(url_to_title(entity_url) or "") if entity_url else ""
+    name = bare_title(url_to_title(entity_url) or "") if entity_url else ""
     return f"The results show {name}. I search for the next fact about it." if name else "I search for the next fact."
 
 

@@ -21,10 +21,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from wiki_index.types import bare_title
+
 #: every row of the table, baselines and ceiling included: the base model, the zero-parameter rule, the answer prior,
 #: the trained stages and the search-only oracle, all on the same held-out tasks
 _CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.DOTALL)
-_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
 STAGE_RUNS = (
     ("base", "eval-base"),
     ("rule", "eval-rule"),
@@ -108,7 +109,7 @@ def bridge_entities(run: Path) -> dict[str, str]:
         for line in tasks.read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
             if r.get("tier") == "bridge" and r.get("provenance"):
-                out[r["id"]] = _QUALIFIER.sub("", str(r["provenance"][0]["object"]))
+                out[r["id"]] = bare_title(str(r["provenance"][0]["object"]))
         return out
     return {}
 

@@ -26,8 +26,8 @@ from typing import Any
 from training.synth.kg import edge_rank
 from training.synth.relations import DST, SRC, fill, is_text_relation
 from training.synth.uncertainty import relation_label
+from wiki_index.types import bare_title
 
-_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
 #: relations that hold for several objects at once, whatever one sentence lists ("bordered by", "shares borders with")
 _MANY = re.compile(r"border|bound|neighbo|adjacent|\bshares?\b|includ|contain|consist|compris")
@@ -51,22 +51,17 @@ class Fact:
     direction: str = "forward"
 
 
-def clean(title: str) -> str:
-    """The title without its qualifier: ``"Georgia (country)"`` -> ``"Georgia"``."""
-    return _QUALIFIER.sub("", title)
-
-
 def lists_others(sentence: str, obj: str, others: list[str]) -> bool:
     """Whether the object is one item of a list in the evidence sentence ("bordered by Ghana, Benin and ..."):
     another linked page is named within a few words after it, joined by a comma, "and", "or" or a slash."""
-    i = sentence.find(clean(obj))
+    i = sentence.find(bare_title(obj))
     if i < 0:
         return False
-    tail = sentence[i + len(clean(obj)) :]
+    tail = sentence[i + len(bare_title(obj)) :]
     if not _LIST_AFTER.match(tail):
         return False
     near = tail[:60]
-    return any(len(o) > 2 and clean(o) in near for o in others if o != obj)
+    return any(len(o) > 2 and bare_title(o) in near for o in others if o != obj)
 
 
 def functional_facts(src: Any, titles: list[str], report: Any) -> dict[str, list[Fact]]:

@@ -38,9 +38,9 @@ from typing import Any
 
 from training.synth.naming import head_noun, leaks, name_variants
 from training.synth.relations import SRC, Names, fill, infobox_template, is_text_relation, relation_words
-from training.synth.tier_facts import Fact, all_facts, clean
+from training.synth.tier_facts import Fact, all_facts
 from training.synth.uncertainty import relation_label
-from wiki_index.types import title_to_url
+from wiki_index.types import bare_title, title_to_url
 
 TIERS = ("lookup", "bridge", "sailorfog")
 
@@ -112,7 +112,7 @@ def _wh(head: str) -> str:
 def lookup_question(fact: Fact, src: Any) -> str:
     """``"Bucharest is the capital of which country?"``: the subject named, the object asked."""
     head = head_noun(src.entity(fact.obj), forbidden=[fact.subject])
-    return _question_case(ask(fact, clean(fact.subject), _wh(head)))
+    return _question_case(ask(fact, bare_title(fact.subject), _wh(head)))
 
 
 def bridge_parts(first: Fact, second: Fact, src: Any) -> tuple[str, str]:
@@ -122,13 +122,13 @@ def bridge_parts(first: Fact, second: Fact, src: Any) -> tuple[str, str]:
     head_b = head_noun(src.entity(first.obj), forbidden=[first.subject, second.obj])
     head_c = head_noun(src.entity(second.obj), forbidden=[first.subject, first.obj])
     art = "an" if head_b[:1] in "aeiou" else "a"
-    intro = ask(first, clean(first.subject), f"{art} {head_b}")
+    intro = ask(first, bare_title(first.subject), f"{art} {head_b}")
     question = f"{intro[:1].upper()}{intro[1:]}. {_question_case(ask(second, f'that {head_b}', _wh(head_c)))}"
-    return question, _question_case(ask(second, clean(first.obj), _wh(head_c)))
+    return question, _question_case(ask(second, bare_title(first.obj), _wh(head_c)))
 
 
 def _query(subject: str, fact: Fact) -> str:
-    return f"{clean(subject)} {relation_words(fact.relation)}".strip()
+    return f"{bare_title(subject)} {relation_words(fact.relation)}".strip()
 
 
 def _aliases(src: Any, title: str) -> list[str]:
@@ -137,7 +137,7 @@ def _aliases(src: Any, title: str) -> list[str]:
 
 
 def _leaks(question: str, *titles: str) -> bool:
-    return any(leaks(question, [t, clean(t)]) for t in titles)
+    return any(leaks(question, [t, bare_title(t)]) for t in titles)
 
 
 def _record(
@@ -225,7 +225,7 @@ class ResultView:
         res = self.results(query)
         if any(t == title for t, _ in res):
             return True
-        finder = Names({title, clean(title)})
+        finder = Names({title, bare_title(title)})
         return any(finder.search(snip) is not None for _, snip in res)
 
 
@@ -286,7 +286,7 @@ def _bridges(
             continue
         intro = q.split(". ", 1)[0]
         q1 = next((x for x in (intro, _query(a.subject, a), q) if view.shows(x, a.obj)), None)
-        q2 = next((x for x in (named, _query(a.obj, b), clean(a.obj)) if view.shows(x, b.obj)), None)
+        q2 = next((x for x in (named, _query(a.obj, b), bare_title(a.obj)) if view.shows(x, b.obj)), None)
         if q1 is None or q2 is None:
             rep.funnel["unanswerable"] += 1
             continue
