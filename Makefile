@@ -44,6 +44,7 @@ train-smoke: install
 # resumable (rerun to continue); report in $SIM_WEB_HOME/runs/learn/cpu-learn/{report.md,learning.png}
 learn: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web learn $(ARGS)
 
 # sim vs real web side by side (needs SERPER_KEY_ID, JINA_API_KEYS; SIM_TO_REAL_MOCK=1: local mocks with faults)

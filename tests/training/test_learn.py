@@ -77,6 +77,32 @@ def test_report_rows_include_the_baselines_and_the_ceiling(tmp_path):
     assert (p["diff"], p["only_before"], p["only_after"]) == (0.3, 0, 3)
 
 
+def test_report_gives_the_spread_of_grpo_seeds(tmp_path):
+    ids = [f"bridge-{i:02d}" for i in range(10)] + [f"lookup-{i:02d}" for i in range(10)]
+    _stage(tmp_path / "eval-sft", {t: int(i < 2) for i, t in enumerate(ids)})
+    for folder, k in (("eval-grpo", 4), ("eval-grpo-seed2", 2), ("eval-grpo-seed1", 3)):
+        _stage(tmp_path / folder, {t: int(i < k) for i, t in enumerate(ids)})
+    s = write_report(tmp_path, tmp_path / "grpo")
+    assert list(s["stages"]) == ["sft", "grpo", "grpo-seed1", "grpo-seed2"]  # seeds in order, right after grpo
+    b = s["seeds"]["bridge"]
+    assert b["pass@1"] == [0.4, 0.3, 0.2] and (b["mean"], b["min"], b["max"]) == (0.3, 0.2, 0.4)
+    assert b["sft->grpo"]["diff"] == 0.1 and s["seeds"]["lookup"]["mean"] == 0.0
+    assert (
+        "| 3 | bridge | 10 | 0.400 / 0.300 / 0.200 | 0.300 (0.200-0.400) | +0.100 |"
+        in (tmp_path / "report.md").read_text()
+    )
+
+
+def test_grpo_seeds_name_their_folders():
+    from sim_web.cli import make_parser
+    from training.learn.cli import config_from_args
+
+    cfg = config_from_args(make_parser().parse_args(["learn", "--set", "grpo_seeds=0,1,2"]))
+    assert cfg.grpo_runs()[2] == (2, "grpo-seed2", "eval-grpo-seed2") and cfg.grpo_runs()[0][1] == "grpo"
+    with pytest.raises(ConfigError, match="distinct"):
+        LearnConfig(grpo_seeds=(1, 1))
+
+
 def test_config_errors_name_the_fix():
     with pytest.raises(ConfigError, match="unknown"):
         LearnConfig(stages=("tasks", "nope"))

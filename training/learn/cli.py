@@ -28,6 +28,10 @@ def config_from_args(args: argparse.Namespace) -> Any:
     for key in ("tiers", "stages"):
         if isinstance(values.get(key), str):
             values[key] = tuple(v.strip() for v in values[key].split(",") if v.strip())
+    if "grpo_seeds" in values:  # "0,1,2", a single 0, or a YAML list
+        seeds = values["grpo_seeds"]
+        seeds = str(seeds).split(",") if isinstance(seeds, (str, int)) else seeds
+        values["grpo_seeds"] = tuple(int(str(s).strip()) for s in seeds if str(s).strip())
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip()) if args.stages else STAGES
     return LearnConfig(
         recipe=args.recipe,

@@ -19,7 +19,20 @@ from typing import Any
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
 
-STAGES = ("tasks", "base", "rule", "prior", "oracle", "demos", "sft", "eval-sft", "grpo", "eval-grpo", "report")
+STAGES = (
+    "tasks",
+    "base",
+    "rule",
+    "prior",
+    "oracle",
+    "demos",
+    "sft",
+    "eval-sft",
+    "grpo",
+    "eval-grpo",
+    "sailorfog",
+    "report",
+)
 
 
 def _f(default: Any, text: str) -> Any:
@@ -59,6 +72,19 @@ class LearnConfig:
         2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
     )
     sft_grad_accum: int = _f(4, "Batches per SFT optimiser step.")
+    grpo_seeds: tuple[int, ...] = _f(
+        (0,),
+        "Seeds of the GRPO stage (each its own run and held-out eval, from the same SFT model); the first writes "
+        "grpo/ and eval-grpo/, each other seed S grpo-seedS/ and eval-grpo-seedS/; the report gives their spread.",
+    )
+    sailorfog_level: str = _f(
+        "easy",
+        "The sailorfog stage evaluates the rule, the oracle, SFT and GRPO (first seed) on the held-out SailorFog-QA "
+        "tasks of this level (<index>/tasks/sailorfog_qa.jsonl): the distance to the real goal.",
+    )
+    sailorfog_turns: int = _f(
+        8, "Turn cap of the sailorfog stage (its questions take the oracle up to 5 searches; the tiers' cap is 4)."
+    )
     threads: int | None = _f(None, "torch CPU threads for every stage (None: torch's default).")
     stages: tuple[str, ...] = _f(STAGES, f"Stages to run, in order (finished ones are skipped): {', '.join(STAGES)}.")
     grpo_overrides: dict[str, Any] = field(
@@ -84,9 +110,22 @@ class LearnConfig:
             raise ConfigError(
                 "LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction < 1 (a train and a held-out split)"
             )
+        if not self.grpo_seeds or len(set(self.grpo_seeds)) != len(self.grpo_seeds):
+            raise ConfigError(f"LearnConfig.grpo_seeds must be distinct seeds, at least one; got {self.grpo_seeds!r}")
         if min(self.eval_batch_size, self.sft_batch_size, self.sft_grad_accum) < 1:
             raise ConfigError("LearnConfig needs eval_batch_size, sft_batch_size and sft_grad_accum >= 1")
 
     def out_dir(self) -> Path:
         """The run folder."""
         return Path(self.out) if self.out else sim_web_home() / "runs" / "learn" / self.recipe
+
+    def grpo_runs(self) -> list[tuple[int, str, str]]:
+        """``(seed, GRPO folder, eval folder)`` per GRPO seed; the first seed keeps the single-seed names.
+
+        >>> LearnConfig(grpo_seeds=(0, 1)).grpo_runs()
+        [(0, 'grpo', 'eval-grpo'), (1, 'grpo-seed1', 'eval-grpo-seed1')]
+        """
+        return [
+            (s, "grpo" if i == 0 else f"grpo-seed{s}", "eval-grpo" if i == 0 else f"eval-grpo-seed{s}")
+            for i, s in enumerate(self.grpo_seeds)
+        ]

@@ -114,6 +114,24 @@ def bridge_entities(run: Path) -> dict[str, str]:
     return {}
 
 
+def answer_shown(record: dict[str, Any]) -> bool:
+    """Whether a tool response of the episode contains the gold answer or an alias (case-insensitive): the search
+    found it, whatever the final answer. A wrong episode with the answer shown failed at reading, not at searching.
+
+    >>> answer_shown({"gold": "Namibia", "aliases": [], "messages": [{"role": "user", "content": "Windhoek?"},
+    ...     {"role": "user", "content": "<tool_response>Windhoek is the capital of Namibia.</tool_response>"}]})
+    True
+    """
+    gold = record.get("gold") or []
+    names = [str(g).lower() for g in (gold if isinstance(gold, list) else [gold]) + list(record.get("aliases") or [])]
+    seen = " ".join(
+        str(m.get("content", "")).lower()
+        for m in (record.get("messages") or [])[1:]
+        if m.get("role") in ("user", "tool") and "<tool_response>" in str(m.get("content", ""))
+    )
+    return any(n and n in seen for n in names)
+
+
 def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
     """Task id -> ``{correct, answered, tool_calls, searches, names_bridge}`` of one eval run, or ``None`` when it has
     not run. ``names_bridge``: on a bridge task, whether a search after the first names the middle entity B (the hop
@@ -134,6 +152,7 @@ def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str,
             "tool_calls": sum((r.get("tool_calls") or {}).values()),
             "searches": int((r.get("tool_calls") or {}).get("search", 0)),
             "names_bridge": any(b.lower() in q.lower() for q in later) if b else None,
+            "shown": answer_shown(r),
         }
     return out
 
@@ -151,13 +170,28 @@ def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
         "tool_calls": round(sum(rows[i]["tool_calls"] for i in ids) / n, 3) if n else None,
         "two_searches": round(sum(rows[i].get("searches", 0) >= 2 for i in ids) / n, 4) if n else None,
         "names_bridge": round(sum(bool(rows[i].get("names_bridge")) for i in hops) / len(hops), 4) if hops else None,
+        "shown_missed": round(sum(rows[i].get("shown", False) and not rows[i]["correct"] for i in ids) / n, 4)
+        if n
+        else None,
     }
 
 
+def stage_runs(run: Path) -> list[tuple[str, str]]:
+    """``(stage, eval folder)`` of the table, the further GRPO seeds (``eval-grpo-seedS``) right after ``grpo``."""
+    seeds = sorted((p.name for p in run.glob("eval-grpo-seed*")), key=lambda n: int(n.rsplit("seed", 1)[1] or 0))
+    out = []
+    for name, folder in STAGE_RUNS:
+        out.append((name, folder))
+        if name == "grpo":
+            out += [(f[len("eval-") :], f) for f in seeds]
+    return out
+
+
 def summarise(run: Path) -> dict[str, Any]:
-    """Per-stage rates (all tasks and per tier) and paired comparisons on the tasks both stages evaluated."""
+    """Per-stage rates (all tasks and per tier), paired comparisons on the tasks both stages evaluated, and the spread
+    of the GRPO seeds."""
     bridges = bridge_entities(run)
-    stages = {name: rows for name, folder in STAGE_RUNS if (rows := load_stage(run / folder, bridges)) is not None}
+    stages = {name: rows for name, folder in stage_runs(run) if (rows := load_stage(run / folder, bridges)) is not None}
     out: dict[str, Any] = {"stages": {}, "paired": {}}
     for name, rows in stages.items():
         ids = sorted(rows)
@@ -176,6 +210,49 @@ def summarise(run: Path) -> dict[str, Any]:
                     *[(t, [i for i in common if tier_of(i) == t]) for t in sorted({tier_of(i) for i in common})],
                 ]
             }
+    found = {p.name[len("sailorfog-") :]: p for p in run.glob("sailorfog-*") if p.is_dir()}
+    order = [name for name, _ in STAGE_RUNS]  # the main table's row order: rule, sft, grpo, oracle
+    sailorfog = {
+        name: rows
+        for name in sorted(found, key=lambda n: order.index(n) if n in order else len(order))
+        if (rows := load_stage(found[name])) is not None
+    }
+    if sailorfog:
+        out["sailorfog"] = {name: _rates(rows, sorted(rows)) for name, rows in sailorfog.items()}
+    grpo = [rows for name, rows in stages.items() if name.startswith("grpo")]
+    if len(grpo) > 1 and "sft" in stages:
+        out["seeds"] = seed_spread(stages["sft"], grpo)
+    return out
+
+
+def seed_spread(sft: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per tier: the GRPO seeds' pass@1 (each, mean, min, max) and SFT -> GRPO averaged over the seeds, task by task.
+
+    The paired interval resamples tasks; each task's GRPO score is its mean over the seeds, so the interval covers
+    task sampling with the seed noise averaged in, the usual way a few seeds are reported.
+    """
+    common = sorted(set(sft).intersection(*runs))
+    out: dict[str, Any] = {}
+    for scope in ["all", *sorted({tier_of(i) for i in common})]:
+        ids = [i for i in common if scope == "all" or tier_of(i) == scope]
+        if not ids:
+            continue
+        rates = [sum(r[i]["correct"] for i in ids) / len(ids) for r in runs]
+        before = [sft[i]["correct"] for i in ids]
+        after = [sum(r[i]["correct"] for r in runs) / len(runs) for i in ids]
+        lo, hi = paired_bootstrap(before, after)
+        out[scope] = {
+            "n": len(ids),
+            "seeds": len(runs),
+            "pass@1": [round(x, 4) for x in rates],
+            "mean": round(sum(rates) / len(rates), 4),
+            "min": round(min(rates), 4),
+            "max": round(max(rates), 4),
+            "sft->grpo": {
+                "diff": round(sum(after) / len(ids) - sum(before) / len(ids), 4),
+                "ci95": [round(lo, 4), round(hi, 4)],
+            },
+        }
     return out
 
 
@@ -199,15 +276,17 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
     lines = [
         "# cpu-learn: held-out pass@1 per stage (greedy)",
         "",
-        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches | a later search names B |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches | a later search names B "
+        "| wrong, answer shown |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for stage, scopes in summary["stages"].items():
         for scope, r in scopes.items():
             lines.append(
                 f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
                 f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} | {r['two_searches']:.3f} | "
-                f"{'-' if r['names_bridge'] is None else format(r['names_bridge'], '.3f')} |"
+                f"{'-' if r['names_bridge'] is None else format(r['names_bridge'], '.3f')} | "
+                f"{r['shown_missed']:.3f} |"
             )
     lines += [
         "",
@@ -219,6 +298,25 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {r['ci95'][0]:+.3f} to {r['ci95'][1]:+.3f} | "
                 f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.2g} |"
+            )
+    if summary.get("seeds"):
+        lines += [
+            "",
+            "| GRPO seeds | tier | n | pass@1 per seed | mean (min-max) | SFT -> GRPO, seed mean | 95% CI (paired bootstrap) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for scope, r in summary["seeds"].items():
+            d = r["sft->grpo"]
+            lines.append(
+                f"| {r['seeds']} | {scope} | {r['n']} | {' / '.join(f'{x:.3f}' for x in r['pass@1'])} | "
+                f"{r['mean']:.3f} ({r['min']:.3f}-{r['max']:.3f}) | {d['diff']:+.3f} | "
+                f"{d['ci95'][0]:+.3f} to {d['ci95'][1]:+.3f} |"
+            )
+    if summary.get("sailorfog"):
+        lines += ["", "| SailorFog-QA (held-out) | n | pass@1 | 95% CI | tool calls |", "|---|---|---|---|---|"]
+        for name, r in summary["sailorfog"].items():
+            lines.append(
+                f"| {name} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | {r['tool_calls']:.2f} |"
             )
     if grpo_rows:
         first, last = grpo_rows[0], grpo_rows[-1]

@@ -32,16 +32,16 @@ from wiki_index.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
-def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str) -> Any:
-    """The GRPO recipe of the run: the recipe file, its overrides, and this run's model, tasks and folders."""
+def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str, seed: int | None = None, folder: str = "grpo") -> Any:
+    """The GRPO recipe of the run: the recipe file, its overrides, and this run's model, tasks, seed and folder."""
     from training.grpo.recipes import load_recipe
 
     over = {
         "model": model,
         "tasks": str(task_path),
         "index_dir": cfg.index_dir,
-        "output_dir": str(cfg.out_dir() / "grpo"),
-        "seed": cfg.seed,
+        "output_dir": str(cfg.out_dir() / folder),
+        "seed": cfg.seed if seed is None else seed,
         **({"threads": cfg.threads} if cfg.threads else {}),
         **cfg.grpo_overrides,
     }
@@ -178,8 +178,59 @@ def stage_grpo(cfg: LearnConfig, recipe: Any) -> Path:
         return final
     t = time.perf_counter()
     summary = grpo(recipe)
-    _note(cfg, "grpo", {"steps": summary["steps"], "seconds": round(time.perf_counter() - t, 1)})
+    _note(cfg, recipe.out_dir().name, {"steps": summary["steps"], "seconds": round(time.perf_counter() - t, 1)})
     return final
+
+
+def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
+    """Evaluate the rule, the oracle and the trained models on the held-out SailorFog-QA tasks of one level.
+
+    The tasks are the index's synthesized set (``sim-web synth``), held-out split, ``cfg.sailorfog_level`` only,
+    copied to ``<run>/sailorfog-<level>.jsonl``; each policy's run is ``<run>/sailorfog-<name>/``. The recipe's
+    observation settings apply, with the turn cap ``cfg.sailorfog_turns``.
+    """
+    import dataclasses
+
+    from agents.harness import run_eval
+
+    source = index_path / "tasks" / "sailorfog_qa.jsonl"
+    if not source.is_file():
+        raise ConfigError(f"the sailorfog stage needs {source}: run `sim-web synth` first (make learn does)")
+    out = cfg.out_dir()
+    tasks = out / f"sailorfog-{cfg.sailorfog_level}.jsonl"
+    if not tasks.is_file():
+        keep = [
+            line
+            for line in source.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+            and (r := json.loads(line)).get("split") == "test"
+            and (r.get("difficulty") or {}).get("level") == cfg.sailorfog_level
+        ]
+        if not keep:
+            raise ConfigError(f"{source} has no held-out tasks of level {cfg.sailorfog_level!r}")
+        tasks.write_text("\n".join(keep) + "\n", encoding="utf-8")
+    first = out / cfg.grpo_runs()[0][1] / "final"
+    policies = [("rule", "rule:first-title"), ("oracle", "oracle:search"), ("sft", f"hf:{out / 'sft'}")]
+    policies += [("grpo", f"hf:{first}")] if (first / "config.json").is_file() else []
+    for name, policy in policies:
+        ecfg = recipe.eval_config(
+            policy, out / f"sailorfog-{name}", batch_size=cfg.eval_batch_size, threads=cfg.threads, progress=True
+        )
+        agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
+        res = run_eval(dataclasses.replace(ecfg, tasks=str(tasks), agent=agent))
+        _note(cfg, f"sailorfog-{name}", {"pass@1": res.metrics["pass@1"]})
+    return tasks
+
+
+def _shared_verdict(recipe: Any, first: Path) -> Any:
+    """``recipe`` with the first seed's DUPO verdict: every seed starts from the same SFT model on the same tasks, so
+    the tasks it always solves are dropped once, not re-played per seed."""
+    import dataclasses
+
+    verdict = first / "prefilter.json"
+    if recipe.out_dir() == first or not recipe.prefilter.k or recipe.prefilter.verdict or not verdict.is_file():
+        return recipe
+    return dataclasses.replace(recipe, prefilter=dataclasses.replace(recipe.prefilter, verdict=str(verdict)))
 
 
 def _note(cfg: LearnConfig, stage: str, values: dict[str, Any]) -> None:
@@ -216,10 +267,14 @@ def main(cfg: LearnConfig) -> Path:
         stage_sft(cfg, out / "demos", recipe.env.max_turns)
     if "eval-sft" in cfg.stages:
         evaluate(cfg, recipe, f"hf:{out / 'sft'}", "eval-sft")
-    if "grpo" in cfg.stages:
-        stage_grpo(cfg, recipe)
-    if "eval-grpo" in cfg.stages:
-        evaluate(cfg, recipe, f"hf:{recipe.out_dir() / 'final'}", "eval-grpo")
+    for seed, folder, name in cfg.grpo_runs():  # each seed trains, then is evaluated, before the next starts
+        seeded = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"), seed, folder)
+        if "grpo" in cfg.stages:
+            stage_grpo(cfg, _shared_verdict(seeded, out / cfg.grpo_runs()[0][1]))
+        if "eval-grpo" in cfg.stages:
+            evaluate(cfg, seeded, f"hf:{seeded.out_dir() / 'final'}", name)
+    if "sailorfog" in cfg.stages:
+        stage_sailorfog(cfg, recipe, index_path)
     if "report" in cfg.stages:
-        write_report(out, recipe.out_dir())
+        write_report(out, out / cfg.grpo_runs()[0][1])
     return out
