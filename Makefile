@@ -32,7 +32,7 @@ run: install
 	$(BIN)/python -m agents.demo
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # a few CPU GRPO steps of a tiny random Llama on the sample's SailorFog-QA train split (real env, real TRL)
 train-smoke: install

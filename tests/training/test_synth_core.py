@@ -84,6 +84,9 @@ def test_extract_dates_handles_wikipedia_forms():
     ]
     assert [(x.year, x.month, x.day) for x in extract_dates("On July 20, 1969, Apollo 11 landed")] == [(1969, 7, 20)]
     assert extract_dates("founded in 1703 by Peter the Great")[0].attr == "founded"
+    # "until" ends some event of the page, not the page's subject ("This country ended in the 2020s" for Mali)
+    assert extract_dates("a civil war from 1975 until 2002")[-1].attr != "end"
+    assert extract_dates("the empire was dissolved in 1806")[0].attr == "end"
     assert extract_dates("in the 16th century")[0].precision == "century"
     assert extract_dates("Artwork series by Andy Warhol (1961–62)")[1].year == 1962
     assert extract_dates("pages 12-14, a 3–1 win, 2,500 people") == []

@@ -95,6 +95,20 @@ def test_a_description_naming_another_entity_of_the_question_gives_way_to_its_he
     assert "Turkey" not in phrase.text and dict(phrase.record).get("source") in ("head", "title"), phrase
 
 
+def test_a_bare_head_noun_with_no_clue_of_its_own_gives_way_to_the_name():
+    g = nx.Graph()
+    _edge(g, "Ankara", "Turkey", "{src} lies in {dst}")
+    _edge(g, "Turkey", "Asia", "{src} is a country in {dst}")
+    facts = {
+        "Ankara": Entity(title="Ankara", description="the capital of Turkey", first_sentence="Ankara is a city."),
+        "Turkey": Entity(title="Turkey", description="a country in West Asia"),
+    }
+    b = _builder(g, facts, "Asia")
+    b.phrases["Turkey"] = "a country in West Asia"  # Turkey is in the question: Ankara's description names it
+    leaf = b.describe("Ankara", {})  # its description names Turkey; "The capital lies in this country" says nothing
+    assert leaf.text == "Ankara" and b.phrases["Ankara"] == "Ankara", leaf
+
+
 def test_a_count_may_come_from_the_list_on_either_page():
     g = nx.Graph()
     evidence = "Togo is bordered by Ghana, Benin and Burkina Faso."

@@ -225,6 +225,18 @@ class ClueBuilder:
             rel.parts,
         )
 
+    def _not_bare(self, node: Hashable, base: Clue) -> Clue:
+        """``base``, or the entity's name when ``base`` is a bare noun and nothing else ("a country"): a relation to
+        "a country" with no further clue ("A country is part of this country") identifies nothing."""
+        bare = len(strip_article(base.text).split()) <= 1  # a head noun alone, whether from the lead or a description
+        if dict(base.record).get("source") == "title" or base.parts or not bare:
+            return base
+        named = describe_entity(self.entity(node), forbidden=self.forbidden, named=True)
+        if dict(named.record).get("source") != "title" or named.text in self.phrases.values():
+            return base
+        self.phrases[node] = named.text
+        return named
+
     def describe(self, node: Hashable, children: Mapping[Hashable, list]) -> Clue:
         """A noun phrase for ``node`` with relational clauses for its subtree."""
         self.seen.add(node)
@@ -235,6 +247,6 @@ class ClueBuilder:
             for d in [self.describe(c, children)]
         ]
         if not subs:
-            return base
+            return self._not_bare(node, base)
         joined = " and ".join(s.text for s in subs)
         return Clue(f"{base.text} {joined}", base.type, base.original, base.record, (base, *subs))

@@ -76,7 +76,9 @@ _DATE_CUES = [
     ("opened", ("opened", "inaugurated")),
     ("signed", ("signed",)),
     ("start", ("began", "started", "since")),
-    ("end", ("ended", "until", "dissolved", "abolished")),
+    # not "ended" or "until": in a page's prose they end some event ("a civil war until 2002"), rarely the page's
+    # own subject, and "This country ended in the 2020s" is what came of reading them as the subject's end
+    ("end", ("dissolved", "abolished")),
 ]
 _NUMBER_CUES = [
     ("population", ("population", "residents", "inhabitants", "people", "populous")),

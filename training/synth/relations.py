@@ -52,6 +52,29 @@ _INTRO = re.compile(
 _PRONOUN = re.compile(r"^(?:It|He|She|They)\b")
 _THING_PRONOUN = re.compile(r"^(?:It|They)\b")
 _FINITE = {"is", "was", "are", "were", "has", "had", "have"}
+_BE = {"is", "was", "are", "were", "be", "been", "being"}
+#: passives that take their object with no preposition ("was named X", "was elected X"); any other passive ending
+#: the phrase ("was featured X") has lost its preposition in the sentence and would read wrong as a clue
+_COMPLEMENT_PASSIVES = {
+    "named",
+    "called",
+    "renamed",
+    "elected",
+    "crowned",
+    "appointed",
+    "declared",
+    "considered",
+    "titled",
+    "nicknamed",
+    "dubbed",
+    "voted",
+    "styled",
+    "designated",
+    "ranked",
+    "given",
+    "awarded",
+    "granted",
+}
 _THE_NOUN = re.compile(
     r"^(?:The|This)\s+[a-z][a-z-]+(?:\s+[a-z][a-z-]+)?(?=\s+(?:is|was|are|were|has|had|lies|became|remains|"
     r"serves|contains|covers|borders|forms|includes|stretches|flows|runs)\b)"
@@ -133,6 +156,8 @@ def clean_predicate(text: str) -> str | None:
     True
     >>> clean_predicate("is has a coastline along") is None
     True
+    >>> clean_predicate("was featured") is None
+    True
     """
     p = _LIST_TAIL.sub("", " ".join(_ADVERBS.sub("", _DATE.sub(" ", text)).split()) + " ").strip()
     p = _COORD.sub(r"\1", p + " ").strip()
@@ -173,6 +198,8 @@ def clean_predicate(text: str) -> str | None:
     low = [w.lower() for w in words]
     if any(a in _FINITE and b in _FINITE for a, b in zip(low, low[1:])) or (len(low) > 1 and low[-2] in PREPS):
         return None  # "is has a coastline along", "is the capital of in": two clauses run together
+    if len(low) > 1 and low[-2] in _BE and low[-1].endswith("ed") and low[-1] not in _COMPLEMENT_PASSIVES:
+        return None  # "was featured": the sentence's preposition is gone ("was featured on"), the clue reads wrong
     words[0] = SINGULAR.get(words[0], words[0])  # the question's subjects are singular ("this language was spoken")
     return " ".join(words)
 
