@@ -52,7 +52,12 @@ def test_report_pairs_stages_task_by_task(tmp_path):
     (grpo / "metrics.jsonl").write_text(
         "".join(json.dumps({"step": s, "agent/reward_mean": s / 10}) + "\n" for s in (1, 2))
     )
+    (tmp_path / "stages.json").write_text(
+        json.dumps({"sft": {"seconds": 3600}, "eval-sft": {"pass@1": 0.3, "seconds": 1800}})
+    )
     s = write_report(tmp_path, grpo)
+    assert s["seconds"] == {"sft": 3600, "eval-sft": 1800}
+    assert "(minutes, 1.50 h in all): sft 60.0, eval-sft 30.0" in (tmp_path / "report.md").read_text()
     assert s["stages"]["sft"]["lookup"]["solved"] == 8 and s["stages"]["grpo"]["all"]["solved"] == 12
     assert s["stages"]["base"]["bridge"]["n"] == 4
     p = s["paired"]["sft->grpo"]["all"]

@@ -318,6 +318,13 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {name} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | {r['tool_calls']:.2f} |"
             )
+    if summary.get("seconds"):
+        secs = summary["seconds"]
+        lines += [
+            "",
+            f"Wall time per stage (minutes, {sum(secs.values()) / 3600:.2f} h in all): "
+            + ", ".join(f"{k} {v / 60:.1f}" for k, v in secs.items()),
+        ]
     if grpo_rows:
         first, last = grpo_rows[0], grpo_rows[-1]
         lines += [
@@ -387,6 +394,10 @@ def write_report(run: Path, grpo_dir: Path) -> dict[str, Any]:
         }
         for r in rows
     ]
+    stages = run / "stages.json"
+    if stages.is_file():  # where the wall time went, per finished stage (the sitting that finished it)
+        done = json.loads(stages.read_text(encoding="utf-8"))
+        summary["seconds"] = {k: v["seconds"] for k, v in done.items() if isinstance(v, dict) and "seconds" in v}
     (run / "report.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (run / "report.md").write_text(render(summary, rows), encoding="utf-8")
     plot(summary, rows, run / "learning.png")
