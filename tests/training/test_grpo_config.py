@@ -220,3 +220,22 @@ def test_micro_batch_accumulates_to_the_same_step():
     assert (full.per_device_train_batch_size, full.gradient_accumulation_steps) == (16, 1)
     with pytest.raises(ConfigError, match="micro_batch must divide"):
         load_recipe("cpu-learn", {"trainer.micro_batch": 3})
+
+
+def test_tiers_pick_the_training_tasks_before_n_tasks(sample_index, tmp_path):
+    import json
+
+    from training.grpo.train import train_tasks
+    from wiki_index.search.index import WikiIndex
+
+    path = tmp_path / "tiers.jsonl"
+    rows = [
+        {"id": f"{tier}-{i}", "question": f"q{tier}{i}?", "answer": "a", "tier": tier, "split": split}
+        for i, (tier, split) in enumerate([("lookup", "train"), ("bridge", "train"), ("bridge", "test")] * 3)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    index = WikiIndex.from_dir(str(sample_index))
+    both = train_tasks(load_recipe("cpu-learn", {"tasks": str(path), "n_tasks": None}), index)
+    assert [t.id for t in both] == ["lookup-0", "bridge-1", "lookup-3", "bridge-4", "lookup-6", "bridge-7"]
+    bridge = train_tasks(load_recipe("cpu-learn", {"tasks": str(path), "tiers": "bridge", "n_tasks": 2}), index)
+    assert [t.id for t in bridge] == ["bridge-1", "bridge-4"]  # the tier first, then the first n

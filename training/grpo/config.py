@@ -73,6 +73,9 @@ class GRPORecipe:
     )
     split: str | None = _f("train", "Task split to train on (the test split stays held out for `sim-web eval`).")
     n_tasks: int | None = _f(None, "Use the first n tasks of the split (None = all).")
+    tiers: tuple[str, ...] | None = _f(
+        None, "Train only on tasks of these curriculum tiers (the records' `tier`, e.g. bridge), before n_tasks."
+    )
     solved_reward: float = _f(
         1.0, "Reward at or above which an episode counts as solved (DUPO's prefilter, the loop's pass rates)."
     )

@@ -114,7 +114,6 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     import torch
     from transformers.trainer_callback import ProgressCallback
 
-    from sim_web.env.tasks import resolve_tasks
     from sim_web.tools import system_prompt, tool_schema
     from training.grpo.rollout import AgentRollout, env_reward, task_dataset
     from training.grpo.trainer import AgentGRPOTrainer
@@ -141,9 +140,12 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
 
     # 1. tasks: the train split of the index's task set
     index = WikiIndex.from_dir(recipe.index_dir)
-    tasks = resolve_tasks(index, recipe.tasks, recipe.split)[: recipe.n_tasks]
+    tasks = train_tasks(recipe, index)
     if not tasks:
-        raise ValueError(f"no tasks in {recipe.tasks or 'the default set'} (split {recipe.split!r}) of {index.path}")
+        raise ValueError(
+            f"no tasks in {recipe.tasks or 'the default set'} (split {recipe.split!r}, tiers {recipe.tiers}) of "
+            f"{index.path}"
+        )
     # 2. the env every rollout plays in
     env_config = recipe.env_config(str(index.path))
     # 3. the policy
@@ -194,6 +196,14 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return summary
+
+
+def train_tasks(recipe: GRPORecipe, index: Any) -> list[Any]:
+    """The tasks the recipe trains on: its split of its task set, of its ``tiers`` only, the first ``n_tasks``."""
+    from sim_web.env.tasks import resolve_tasks
+
+    tasks = resolve_tasks(index, recipe.tasks, recipe.split)
+    return [t for t in tasks if recipe.tiers is None or t.metadata.get("tier") in recipe.tiers][: recipe.n_tasks]
 
 
 def _metric_rows(path: Path) -> list[dict[str, Any]]:
