@@ -80,8 +80,11 @@ def random_model(shape: str, tokenizer: str | Path, out: str | Path) -> Path:
 
 
 def cuda_status() -> tuple[bool, str]:
-    """Whether torch sees a CUDA GPU, and a line saying what it sees."""
-    import torch
+    """Whether torch sees a CUDA GPU, and a line saying what it sees (no torch at all: no CUDA either)."""
+    try:
+        import torch
+    except ImportError:
+        return False, "no CUDA GPU visible (torch is not installed here): nothing to measure here"
 
     if not torch.cuda.is_available():
         built = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"

