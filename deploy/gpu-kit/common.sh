@@ -48,7 +48,8 @@ bench() {  # bench NAME ARGS...: one GPU check run, skipped when an earlier call
   local rc=$?
   [ -f "$OUT/$name.json" ] || cp "$NODE/runs/$name/metrics.jsonl" "$OUT/$name.metrics.jsonl" 2>/dev/null
   note "$name" "rc=$rc"
-  [ $rc -eq 0 ] && touch "$NODE/$name.done"
+  # done only once it measured something (a CPU rehearsal says "no CUDA" and exits 0 without steps)
+  [ $rc -eq 0 ] && grep -q '"steps"' "$OUT/$name.json" 2>/dev/null && touch "$NODE/$name.done"
   return 0
 }
 
