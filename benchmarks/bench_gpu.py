@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     index = ensure_sample_index(args.index)
     shape = args.model.removeprefix("random:") if args.model.startswith("random:") else None
-    if args.model == "smollm2" or (shape and not args.tokenizer):
+    if args.model == "smollm2":
         from agents.models import smollm2_path
 
         smollm2_path()  # converted once under $SIM_WEB_HOME/models

@@ -52,14 +52,19 @@ def lead_index(tmp_path_factory, vital_leads):
 
 
 def test_the_lite_engine_ranks_as_lucene_does(lead_index, monkeypatch):
-    from wiki_index.search.bm25_lite import LiteBM25Searcher
+    from wiki_index.search.bm25_lite import LiteBM25Searcher, lite_stamp
     from wiki_index.search.index import WikiIndex
 
     path, data = lead_index
     lucene = WikiIndex.from_dir(path)
     monkeypatch.setenv("SIM_WEB_BM25", "lite")
     lite = WikiIndex.from_dir(path)
-    assert isinstance(lite.bm25, LiteBM25Searcher) and (path / "bm25-lite" / "meta.json").is_file()
+    assert isinstance(lite.bm25, LiteBM25Searcher)
+    stamp = lite_stamp(path / "bm25-lite")  # the postings say which index and columns they were built from
+    assert stamp == {
+        "content_sha256": lucene.manifest["content_sha256"],
+        "columns_commit": lucene.columns.meta["commit"],
+    }
     leads = [rec["extract"] for _, rec in sorted(data.items())[:150]]
     queries = [" ".join(text.split()[3:12]) for text in leads[::5]] + ["history of the world", "river in Europe"]
     same = [lucene.bm25.search_docs(q, 5) == lite.bm25.search_docs(q, 5) for q in queries]

@@ -118,13 +118,22 @@ def norm_byte(length: int) -> int:
 LENGTH_TABLE = np.array([b if b < _FREE else _FREE + _int4_to_long(b - _FREE) for b in range(256)], dtype=np.float32)
 
 
-def build_lite(texts: list[str], ids: list[str], out: str | Path) -> Path:
+def lite_stamp(path: str | Path) -> dict[str, str] | None:
+    """The ``stamp`` that :func:`build_lite` wrote into ``path`` (which index and columns), or ``None`` if none."""
+    meta = Path(path) / "meta.json"
+    if not meta.is_file():
+        return None
+    return json.loads(meta.read_text(encoding="utf-8")).get("stamp")
+
+
+def build_lite(texts: list[str], ids: list[str], out: str | Path, stamp: dict[str, str] | None = None) -> Path:
     """Write the postings of ``texts`` (in Lucene document order) to ``out``.
 
     Args:
         texts: Each document's indexed text (the passage's ``contents``), document ``i`` at position ``i``.
         ids: Each document's passage id (ties are broken by it, as Lucene's sort does).
         out: The folder to write (``vocab.json``, ``*.npy``, ``meta.json``).
+        stamp: What the postings belong to (the index's content hash, the columns' commit), kept in ``meta.json``.
 
     Returns:
         ``out``.
@@ -148,8 +157,8 @@ def build_lite(texts: list[str], ids: list[str], out: str | Path) -> Path:
     np.save(out / "norms.npy", np.array([norm_byte(int(n)) for n in lengths], dtype=np.uint8))
     np.save(out / "id_rank.npy", np.argsort(np.argsort(np.array(ids, dtype=object), kind="stable")).astype(np.int32))
     (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
-    meta = {"format": FORMAT, "docs": len(texts), "terms": len(vocab), "sum_length": int(lengths.sum())}
-    (out / "meta.json").write_text(json.dumps(meta))
+    meta = {"format": FORMAT, "docs": len(texts), "terms": len(vocab), "sum_length": int(lengths.sum()), "stamp": stamp}
+    (out / "meta.json").write_text(json.dumps(meta))  # last: a folder without it is unfinished
     return out
 
 

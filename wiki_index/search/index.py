@@ -8,8 +8,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from wiki_index.errors import ConfigError, IndexNotFoundError
 from wiki_index.manifest import read_manifest
 from wiki_index.search.searcher import Searcher
@@ -82,22 +80,23 @@ class WikiIndex:
         return self._part("bm25", lambda: BM25Searcher(self.path / "bm25", p["k1"], p["b"], p.get("title_boost", 0.0)))
 
     def _make_lite(self) -> Any:
-        from wiki_index.search.bm25_lite import LiteBM25Searcher, build_lite
+        """The Java-free searcher, over postings built once from the columns (kept while they match this index)."""
+        from wiki_index.search.bm25_lite import LiteBM25Searcher, build_lite, lite_stamp
         from wiki_index.settings import sim_web_home
 
         p = self.manifest["bm25"]
         if p.get("title_boost"):
             raise ConfigError("SIM_WEB_BM25=lite does not do the title field of an index built with a title boost")
+        cols = self.columns
+        stamp = {"content_sha256": self.manifest["content_sha256"], "columns_commit": cols.meta.get("commit", "")}
         own = self.path / "bm25-lite"
-        cached = sim_web_home() / "cache" / f"bm25-lite-{self.manifest['content_sha256'][:16]}"
-        where = next((d for d in (own, cached) if (d / "meta.json").is_file()), None)
-        if where is None:
-            cols = self.columns
-            rows = np.arange(len(cols), dtype=np.int64)
-            passages = cols.passages(rows.tolist())
+        cached = sim_web_home() / "cache" / f"bm25-lite-{stamp['content_sha256'][:16]}"
+        where = next((d for d in (own, cached) if lite_stamp(d) == stamp), None)
+        if where is None:  # none yet, or postings of an earlier build of this index: (re)build them
+            passages = cols.passages(list(range(len(cols))))
             where = own if os.access(self.path, os.W_OK) else cached
-            build_lite([q.contents for q in passages], [q.docid for q in passages], where)
-        return LiteBM25Searcher(where, p["k1"], p["b"], self.columns)
+            build_lite([q.contents for q in passages], [q.docid for q in passages], where, stamp)
+        return LiteBM25Searcher(where, p["k1"], p["b"], cols)
 
     @property
     def dense(self) -> Any:
