@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,11 @@ CARRY_LIMIT = 64 * 2**20
 TREE_ROOM = 8 * 2**20
 #: Distributions the GPU check imports (training.grpo.train with the env, TRL, SIM_WEB_BM25=lite search and visit)
 #: that the image lacks, pinned to the versions this project tests. Measured by an import trace on a CPU run of the
-#: check's recipe (docs/install.md, "GPU kit"); the image's list is KINDS.md's.
+#: check's recipe against the image's list (KINDS.md): trl, datasets, dill, multiprocess, gymnasium,
+#: farama-notifications, tenacity, duckdb, sniffio (and sim-web, whose wheel is built apart); left out, what the
+#: trace found only as dependencies of this machine's newer huggingface-hub and pandas (httpx2, httpcore2, truststore,
+#: pytz: the image's own versions of those need them not). Added: nltk (the Porter stemmer, read by file, so no
+#: import shows it), json5 (lenient tool-call JSON, imported only when a call needs it) and gguf (t3's conversion).
 KIT_WHEELS = (
     "trl==1.16.0",
     "datasets==5.2.0",
@@ -166,7 +171,9 @@ def _gguf() -> Path:
     return found[0]
 
 
-def build_kit(index: Path, out: Path, python: str = sys.executable, progress: object = print) -> list[Transfer]:
+def build_kit(
+    index: Path, out: Path, python: str = sys.executable, progress: Callable[[str], None] = print
+) -> list[Transfer]:
     """Build the kit for ``index`` into ``out`` (``<repo>/.gpukit``), replacing an older kit there.
 
     Args:
@@ -181,7 +188,7 @@ def build_kit(index: Path, out: Path, python: str = sys.executable, progress: ob
     Raises:
         BundleError: A part of the index is missing, a wheel cannot be downloaded, or a transfer is too large.
     """
-    say = progress if callable(progress) else print
+    say = progress
     missing = [p for p in INDEX_PARTS if not (index / p).exists()]
     if missing:
         raise BundleError(
