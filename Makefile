@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint test-slow train-smoke learn sim-to-real ablate bench gpu-check bundle resolve-check clean-index
+.PHONY: install run test lint test-slow train-smoke learn sim-to-real ablate bench gpu-check gpu-kit bundle resolve-check clean-index
 
 install: $(STAMP)
 
@@ -77,6 +77,14 @@ bench: install
 # the GPU check: a few GRPO steps of single-gpu on SmolLM2 (bf16) and dense encoding; without CUDA it says so
 gpu-check: install
 	$(BIN)/python -m benchmarks.bench_gpu $(ARGS)
+
+# the GPU kit: what gpu-check needs on the lent GPU image, as 3 transfers of < 64 MiB in .gpukit/ (docs/install.md
+# "GPU kit"); builds the cpu-learn tasks and the Java-free BM25 postings of the sample first, then prints the sequence
+gpu-kit: install
+	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
+	test -f "$(INDEX)/tasks/cpu-learn.jsonl" || $(BIN)/sim-web learn --stages tasks
+	SIM_WEB_BM25=lite $(BIN)/python -c "from wiki_index.search.index import WikiIndex; WikiIndex.from_dir().bm25"
+	$(BIN)/sim-web gpu-kit $(ARGS)
 
 # an offline bundle for a machine without a package index, in parts of <= 60 MiB checked by sha256 (README "Offline
 # install"), e.g. ARGS="--python 3.12 --platform manylinux_2_28_x86_64 --skip-installed target-freeze.txt --out DIR"

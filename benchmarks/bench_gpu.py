@@ -1,7 +1,12 @@
 """The GPU check: a few GRPO steps of the ``single-gpu`` recipe on SmolLM2 (bf16), and dense encoding on the GPU.
 
 Run: ``python -m benchmarks.bench_gpu [--steps 3] [--group 4] [--prompts 2] [--turns 4] [--turn-tokens 128]
-[--passages 10000] [--model smollm2|PATH]``.
+[--passages 10000] [--model smollm2|PATH|random:SHAPE] [--tokenizer DIR] [--bm25 lucene|lite] [--json PATH]``.
+
+``--model random:SHAPE`` (a key of :data:`SHAPES`) builds a randomly initialised model of that architecture from its
+config, with SmolLM2's tokenizer (``--tokenizer``): rollout tokens/s, step time and memory do not depend on the
+weights, so the throughput half of the check needs no weights to travel (the GPU kit, docs/install.md).
+``--passages 0`` skips the dense encoding (the kit's check is BM25); ``--json`` writes the numbers to a file.
 
 On a machine without CUDA it says so and exits 0. On a CUDA machine it runs the real trainer (``training.grpo.train``:
 the env, the rollouts, TRL) with the ``single-gpu`` recipe cut down to a few small steps, so that it ends well within
@@ -14,6 +19,7 @@ PythonInterpreter is dropped where its bubblewrap sandbox cannot run (said so).
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -23,10 +29,62 @@ from typing import Any
 
 from benchmarks.common import ensure_sample_index, table
 
+#: Random-init shapes for the throughput half: transformers config fields (Qwen2's published sizes; SmolLM2's own
+#: config is the tokenizer folder's ``config.json``).
+SHAPES: dict[str, dict[str, Any]] = {
+    "smollm2-135m": {},
+    "qwen2-0.5b": {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+                   "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+                   "max_position_embeddings": 32768, "rope_theta": 1e6, "tie_word_embeddings": True},
+    "qwen2-1.5b": {"model_type": "qwen2", "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28,
+                   "num_attention_heads": 12, "num_key_value_heads": 2, "vocab_size": 151936,
+                   "max_position_embeddings": 32768, "rope_theta": 1e6, "tie_word_embeddings": True},
+}  # fmt: skip
+
+
+def random_model(shape: str, tokenizer: str | Path, out: str | Path) -> Path:
+    """Write a randomly initialised bf16 model of ``shape`` with the tokenizer of ``tokenizer`` to ``out`` (once).
+
+    Args:
+        shape: A key of :data:`SHAPES`.
+        tokenizer: A model folder with tokenizer files and a ``config.json`` (SmolLM2's; its config is the
+            ``smollm2-135m`` shape and the source of the special token ids).
+        out: The folder to write (kept: a second call with the same folder reuses it).
+
+    Returns:
+        ``out``, loadable by ``AutoModelForCausalLM.from_pretrained``.
+
+    Raises:
+        ValueError: For an unknown shape.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    if shape not in SHAPES:
+        raise ValueError(f"unknown random shape {shape!r}: use one of {', '.join(SHAPES)}")
+    out = Path(out)
+    if (out / "config.json").is_file():
+        return out
+    base = AutoConfig.from_pretrained(tokenizer)
+    fields = dict(SHAPES[shape])
+    config = AutoConfig.for_model(fields.pop("model_type"), **fields) if fields else base
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        setattr(config, key, getattr(base, key, None))
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    tmp = out.with_name(out.name + ".tmp")
+    model.save_pretrained(tmp)
+    AutoTokenizer.from_pretrained(tokenizer).save_pretrained(tmp)
+    tmp.rename(out)
+    return out
+
 
 def cuda_status() -> tuple[bool, str]:
-    """Whether torch sees a CUDA GPU, and a line saying what it sees."""
-    import torch
+    """Whether torch sees a CUDA GPU, and a line saying what it sees (no torch at all: no CUDA either)."""
+    try:
+        import torch
+    except ImportError:
+        return False, "no CUDA GPU visible (torch is not installed here): nothing to measure here"
 
     if not torch.cuda.is_available():
         built = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
@@ -123,8 +181,8 @@ def run_grpo(args: argparse.Namespace, index: Path) -> dict[str, Any]:
 
     from training.grpo.train import main as train
 
-    with tempfile.TemporaryDirectory(prefix="bench-gpu-") as out:
-        recipe = gpu_recipe(args, index, out)
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
+        recipe = gpu_recipe(args, index, args.out or tmp)
         use_vllm, _ = recipe.generation()
         print(
             f"GRPO: {recipe.model}, bf16, G={recipe.trainer.num_generations}, {recipe.trainer.prompts_per_step} tasks/step, "
@@ -171,19 +229,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=4, help="env turn cap")
     ap.add_argument("--turn-tokens", type=int, default=128, help="most new tokens per assistant turn")
     ap.add_argument("--budget", type=int, default=2048, help="max_completion_length (tool output included)")
-    ap.add_argument("--passages", type=int, default=10_000, help="passages to encode for the dense rate")
+    ap.add_argument("--passages", type=int, default=10_000, help="passages to encode for the dense rate (0: skip)")
+    ap.add_argument("--tokenizer", default=None, help="for random:SHAPE: a folder with SmolLM2's tokenizer and config")
+    ap.add_argument("--bm25", choices=("lucene", "lite"), default=None, help="BM25 engine (default $SIM_WEB_BM25)")
+    ap.add_argument("--out", default=None, help="the GRPO run's folder (default: a temporary one)")
+    ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = ap.parse_args(argv)
+    if args.bm25:
+        from wiki_index.settings import set_env
+
+        set_env("SIM_WEB_BM25", args.bm25)
     ok, line = cuda_status()
     print(f"GPU check: {line}", flush=True)
     if not ok:
         print("run this on a CUDA machine (the bundle brings what it lacks: `sim-web bundle --help`)")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"device": line, "cuda": False}))
         return 0
     t0 = time.perf_counter()
     index = ensure_sample_index(args.index)
+    shape = args.model.removeprefix("random:") if args.model.startswith("random:") else None
     if args.model == "smollm2":
         from agents.models import smollm2_path
 
         smollm2_path()  # converted once under $SIM_WEB_HOME/models
+    if shape:
+        from agents.models import smollm2_path
+        from wiki_index.settings import sim_web_home
+
+        tok = args.tokenizer or str(smollm2_path())
+        args.model = str(random_model(shape, tok, sim_web_home() / "models" / f"random-{shape}"))
+        print(f"random-init {shape} (bf16, seed 0) at {args.model}", flush=True)
     summary = run_grpo(args, index)
     rows, tot = step_rows(summary["metrics"])
     print(table(["step", "reward", "gen tokens", "tokens/s", "step s", "generation s", "tool s", "training s"], rows))
@@ -194,9 +270,19 @@ def main(argv: list[str] | None = None) -> int:
         f"GiB reserved; device in use at the end: {summary['device_used'] / gib:.1f} of {summary['device_total'] / gib:.1f} GiB "
         f"(generation: {summary['generator']})"
     )
-    n, rate, where = dense_rate(index, args.passages)
-    print(f"dense encoding: {n} passages at {rate:.0f} passages/s on {where}")
-    print(f"GPU check done in {time.perf_counter() - t0:.0f} s")
+    numbers: dict[str, Any] = {"device": line, "model": args.model, "generator": summary["generator"], "split": tot}
+    numbers.update({k: summary[k] for k in ("peak_allocated", "peak_reserved", "device_used", "device_total")})
+    numbers["steps"] = summary["metrics"]
+    if args.json:
+        Path(args.json).write_text(json.dumps(numbers, indent=1, default=str))
+    if args.passages > 0:
+        n, rate, where = dense_rate(index, args.passages)
+        print(f"dense encoding: {n} passages at {rate:.0f} passages/s on {where}")
+        numbers["dense"] = {"passages": n, "per_s": rate, "where": where}
+    numbers["seconds"] = time.perf_counter() - t0
+    if args.json:
+        Path(args.json).write_text(json.dumps(numbers, indent=1, default=str))
+    print(f"GPU check done in {numbers['seconds']:.0f} s")
     return 0
 
 

@@ -13,6 +13,7 @@ import logging
 import sys
 from importlib.metadata import entry_points
 
+from sim_web.bundle.cli import add_gpukit_parser
 from sim_web.bundle.cli import add_parser as add_bundle_parser
 from sim_web.serve.conn import HEADER_TIMEOUT_S, KEEP_ALIVE_S, ConnectionLimits
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES
@@ -210,6 +211,7 @@ def make_parser() -> argparse.ArgumentParser:
     d.add_argument("--index", default=None)
     d.set_defaults(func=_demo)
     add_bundle_parser(sub)
+    add_gpukit_parser(sub)
     _add_plugins(sub)
     return p
 

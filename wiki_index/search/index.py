@@ -8,13 +8,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from wiki_index.errors import ConfigError, IndexNotFoundError
 from wiki_index.manifest import read_manifest
 from wiki_index.search.searcher import Searcher
-from wiki_index.settings import default_index_dir
+from wiki_index.settings import default_index_dir, env
 from wiki_index.types import Hit, Passage
 
 MODES = ("bm25", "dense", "hybrid")
+BM25_ENGINES = ("lucene", "lite")
 
 
 class WikiIndex:
@@ -59,12 +60,43 @@ class WikiIndex:
         return self._part("store", lambda: Store(self.path / "store.duckdb"))
 
     @property
+    def bm25_engine(self) -> str:
+        """``lucene`` (pyserini, the default) or ``lite`` (Java-free, :mod:`wiki_index.search.bm25_lite`), from
+        ``$SIM_WEB_BM25``."""
+        engine = (env("SIM_WEB_BM25") or "lucene").strip().lower()
+        if engine not in BM25_ENGINES:
+            raise ConfigError(f"SIM_WEB_BM25 must be one of {BM25_ENGINES}, got {engine!r}")
+        return engine
+
+    @property
     def bm25(self) -> Any:
-        """The :class:`~wiki_index.search.bm25.BM25Searcher` with the manifest's parameters."""
+        """The BM25 searcher with the manifest's parameters: :class:`~wiki_index.search.bm25.BM25Searcher` (Lucene), or
+        :class:`~wiki_index.search.bm25_lite.LiteBM25Searcher` where ``SIM_WEB_BM25=lite``."""
+        p = self.manifest["bm25"]
+        if self.bm25_engine == "lite":
+            return self._part("bm25", self._make_lite)
         from wiki_index.search.bm25 import BM25Searcher
 
-        p = self.manifest["bm25"]
         return self._part("bm25", lambda: BM25Searcher(self.path / "bm25", p["k1"], p["b"], p.get("title_boost", 0.0)))
+
+    def _make_lite(self) -> Any:
+        """The Java-free searcher, over postings built once from the columns (kept while they match this index)."""
+        from wiki_index.search.bm25_lite import LiteBM25Searcher, build_lite, lite_stamp
+        from wiki_index.settings import sim_web_home
+
+        p = self.manifest["bm25"]
+        if p.get("title_boost"):
+            raise ConfigError("SIM_WEB_BM25=lite does not do the title field of an index built with a title boost")
+        cols = self.columns
+        stamp = {"content_sha256": self.manifest["content_sha256"], "columns_commit": cols.meta.get("commit", "")}
+        own = self.path / "bm25-lite"
+        cached = sim_web_home() / "cache" / f"bm25-lite-{stamp['content_sha256'][:16]}"
+        where = next((d for d in (own, cached) if lite_stamp(d) == stamp), None)
+        if where is None:  # none yet, or postings of an earlier build of this index: (re)build them
+            passages = cols.passages(list(range(len(cols))))
+            where = own if os.access(self.path, os.W_OK) else cached
+            build_lite([q.contents for q in passages], [q.docid for q in passages], where, stamp)
+        return LiteBM25Searcher(where, p["k1"], p["b"], cols)
 
     @property
     def dense(self) -> Any:
@@ -108,6 +140,14 @@ class WikiIndex:
 
         sha, commit = self.manifest["content_sha256"], lucene_commit(self.path / "bm25")
         own, cached = self.path / "columns", sim_web_home() / "cache" / f"columns-{sha[:16]}-{commit}"
+        if not commit and self.bm25_engine == "lite":  # no Lucene index (a Java-free machine): the columns travel
+            for path in (own, *sorted(cached.parent.glob(f"columns-{sha[:16]}-*"))):
+                if (path / "meta.json").exists() and PassageColumns(path).meta.get("content_sha256") == sha:
+                    return PassageColumns(path)
+            raise IndexNotFoundError(
+                f"{self.path} has no Lucene index and no columns: SIM_WEB_BM25=lite reads <index>/columns, written by "
+                "`wiki-index build` (copy that folder along with the index)"
+            )
         for path in (own, cached):
             if (path / "meta.json").exists() and PassageColumns(path).matches(sha, commit):
                 return PassageColumns(path)
