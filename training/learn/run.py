@@ -4,14 +4,18 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
 
 1. ``tasks``: the ``lookup`` and ``bridge`` tiers (:mod:`training.synth.tiers`) gated at the recipe's results per
    search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's ``tasks``), each with its own split;
-2. ``base``: the base model on the held-out tasks (greedy), through the eval harness;
+2. ``base``, ``rule``, ``prior``, ``oracle``: the base model, the two zero-parameter baselines and the search-only
+   oracle (the ceiling) on the held-out tasks (greedy), through the eval harness;
 3. ``demos``: the search-only oracle on the train split (``oracle:search``: search, then answer from the results);
 4. ``sft``: rejection sampling of those episodes (:mod:`training.sft.collect`) and SFT (:mod:`training.sft.train`);
 5. ``eval-sft``: the SFT model on the same held-out tasks;
-6. ``grpo``: :class:`~training.grpo.trainer.AgentGRPOTrainer` from the SFT model on the train split only;
-7. ``eval-grpo``: the GRPO model on the same held-out tasks;
-8. ``report``: pass@1 per stage and tier with 95% intervals, paired tests between stages, ``learning.png``
-   (:mod:`training.learn.report`).
+6. ``grpo``: :class:`~training.grpo.trainer.AgentGRPOTrainer` from the SFT model on the train split only, once per
+   seed of ``grpo_seeds``;
+7. ``eval-grpo``: each GRPO model on the same held-out tasks;
+8. ``sailorfog``: the rule, the oracle, SFT and GRPO on the held-out SailorFog-QA questions of one level, the
+   distance to the real goal;
+9. ``report``: pass@1 per stage and tier with 95% intervals, paired tests between stages, the seeds' spread,
+   ``learning.png`` (:mod:`training.learn.report`).
 
 Every eval is :meth:`GRPORecipe.eval_config <training.grpo.config.GRPORecipe.eval_config>` of the run's recipe (its
 turn cap, turn length, prompt style, tools, results per search, snippet and response lengths), greedy, so each model is
@@ -217,8 +221,11 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
             policy, out / f"sailorfog-{name}", batch_size=cfg.eval_batch_size, threads=cfg.threads, progress=True
         )
         agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
+        t = time.perf_counter()
         res = run_eval(dataclasses.replace(ecfg, tasks=str(tasks), agent=agent))
-        _note(cfg, f"sailorfog-{name}", {"pass@1": res.metrics["pass@1"]})
+        if res.failures:
+            raise RuntimeError(f"{len(res.failures)} episodes of sailorfog-{name} failed (rerun to resume them)")
+        _note(cfg, f"sailorfog-{name}", {"pass@1": res.metrics["pass@1"], "seconds": round(time.perf_counter() - t, 1)})
     return tasks
 
 
