@@ -27,7 +27,7 @@ def test_the_installed_entry_points_are_the_declared_ones() -> None:
 
 def test_every_declared_subcommand_is_on_the_parser() -> None:
     choices = cli.make_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    assert set(_declared()) | {"serve", "demo", "bundle"} == set(choices)
+    assert set(_declared()) | {"serve", "demo", "bundle", "gpu-kit"} == set(choices)
 
 
 def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,7 +35,7 @@ def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None
         cli.main(["--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    for name in [*_declared(), "serve", "demo", "bundle"]:
+    for name in [*_declared(), "serve", "demo", "bundle", "gpu-kit"]:
         assert f"\n    {name} " in out, f"{name} missing from sim-web --help:\n{out}"
 
 
