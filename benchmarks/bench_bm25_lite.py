@@ -15,24 +15,11 @@ import argparse
 import json
 import random
 import shutil
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.common import ensure_sample_index, table
-
-
-def _lat(fn: Callable[[str], object], queries: list[str], reps: int = 3) -> float:
-    """Median over ``reps`` runs of the mean per-query latency in ms."""
-    runs = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        for q in queries:
-            fn(q)
-        runs.append((time.perf_counter() - t) * 1000 / len(queries))
-    return statistics.median(runs)
+from benchmarks.common import ensure_sample_index, query_latency_ms, table
 
 
 def questions(index: Path, n: int = 0) -> list[str]:
@@ -105,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"analyzer: {analyzer_agreement(index_dir, args.passages):.3f} of {args.passages} passages tokenised as Lucene does"
         )
-        lat = [["Lucene (pyserini, search_docs)", f"{_lat(lambda q: lucene.search_docs(q, args.k), qs):.2f}"]]
-        lat.append(["lite (numpy, search_docs)", f"{_lat(lambda q: lite.search_docs(q, args.k), qs):.2f}"])
+        lat = [
+            ["Lucene (pyserini, search_docs)", f"{query_latency_ms(lambda q: lucene.search_docs(q, args.k), qs):.2f}"]
+        ]
+        lat.append(["lite (numpy, search_docs)", f"{query_latency_ms(lambda q: lite.search_docs(q, args.k), qs):.2f}"])
         lat += _bm25s_row(passages, qs, args.k, p)
         print(f"\nper-query latency, k={args.k}, median of 3 runs over {len(qs)} questions")
         print(table(["engine", "ms/query"], lat))
@@ -129,7 +118,7 @@ def _bm25s_row(passages: list, qs: list[str], k: int, p: dict) -> list[list[str]
     def run(q: str) -> object:
         return retriever.retrieve(bm25s.tokenize([q], stopwords="en", show_progress=False), k=k, show_progress=False)
 
-    return [["bm25s 0.3 (own tokenizer)", f"{_lat(run, qs):.2f}"]]
+    return [["bm25s 0.3 (own tokenizer)", f"{query_latency_ms(run, qs):.2f}"]]
 
 
 if __name__ == "__main__":

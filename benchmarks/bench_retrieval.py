@@ -9,22 +9,9 @@ pages of the top-10 passages.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Callable
 
-from benchmarks.common import ensure_sample_index, table
-
-
-def _lat(fn: Callable[[str], object], queries: list[str], reps: int = 3) -> float:
-    """Median over ``reps`` runs of the mean per-query latency in ms."""
-    runs = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        for q in queries:
-            fn(q)
-        runs.append((time.perf_counter() - t) * 1000 / len(queries))
-    return statistics.median(runs)
+from benchmarks.common import ensure_sample_index, query_latency_ms, table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         return [docids[i] for i in res[0]]
 
     lat = {
-        "pyserini LuceneSearcher.search (raw)": _lat(lambda q: raw.search(q, 10), queries),
-        "ours BM25Searcher.search": _lat(lambda q: ours.search(q, 10), queries),
-        "ours BM25Searcher.search_passages (+text)": _lat(lambda q: ours.search_passages(q, 10), queries),
-        "bm25s retrieve": _lat(bm25s_search, queries),
+        "pyserini LuceneSearcher.search (raw)": query_latency_ms(lambda q: raw.search(q, 10), queries),
+        "ours BM25Searcher.search": query_latency_ms(lambda q: ours.search(q, 10), queries),
+        "ours BM25Searcher.search_passages (+text)": query_latency_ms(lambda q: ours.search_passages(q, 10), queries),
+        "bm25s retrieve": query_latency_ms(bm25s_search, queries),
     }
     base = lat["pyserini LuceneSearcher.search (raw)"]
     print(f"\nBM25 latency over {len(queries)} queries, k=10 (median of 3 runs); bm25s index build {bm25s_build:.1f}s")
@@ -94,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in modes:
         s = index.searcher(mode)
         s.search(queries[0], 10)  # load the encoder outside the timing
-        one = _lat(lambda q, s=s: s.search(q, 10), queries[: min(100, len(queries))], reps=1)
+        one = query_latency_ms(lambda q, s=s: s.search(q, 10), queries[: min(100, len(queries))], reps=1)
         t = time.perf_counter()
         res = s.batch_search(queries, 10)
         qps = len(queries) / (time.perf_counter() - t)

@@ -50,6 +50,19 @@ def per_call_us(fn: Callable[[int], object], n: int) -> list[float]:
     return out
 
 
+def query_latency_ms(fn: Callable[[str], object], queries: list[str], reps: int = 3) -> float:
+    """Median over ``reps`` runs of the mean per-query latency of ``fn`` in ms."""
+    import statistics
+
+    runs = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        for q in queries:
+            fn(q)
+        runs.append((time.perf_counter() - t) * 1000 / len(queries))
+    return statistics.median(runs)
+
+
 def table(header: list[str], rows: list[list[object]]) -> str:
     """Format rows as an aligned plain-text table."""
     cells = [header] + [[str(c) for c in r] for r in rows]
