@@ -49,7 +49,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--split", default="test", help="task split; 'all' for every task (default: test, the held-out split)"
     )
-    p.add_argument("--n", type=int, default=None, help="evaluate the first N tasks")
+    p.add_argument("--n", type=int, default=None, help="evaluate the first N tasks (after --skip)")
+    p.add_argument("--skip", type=int, default=0, help="skip the first S tasks of the split (default 0)")
     p.add_argument("--k", type=int, default=1, help="samples per task; pass@k is reported (default 1)")
     p.add_argument("--out", default=None, help="output folder (default: $SIM_WEB_HOME/runs/eval/<run name>)")
     p.add_argument("--no-resume", action="store_true", help="start over instead of skipping finished episodes")
@@ -199,6 +200,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         tasks=args.tasks,
         split=None if args.split == "all" else args.split,
         n=args.n,
+        skip=args.skip,
         k=args.k,
         out=args.out,
         workers=args.workers,

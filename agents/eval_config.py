@@ -89,7 +89,10 @@ class EvalConfig:
         metadata={"help": "Task file path or name: default, derived, sailorfog, or <index>/tasks/NAME.jsonl."},
     )
     split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
-    n: int | None = field(default=None, metadata={"help": "Use the first n tasks (None = all)."})
+    n: int | None = field(default=None, metadata={"help": "Use the first n tasks (None = all), after skip."})
+    skip: int = field(
+        default=0, metadata={"help": "Skip the first tasks of the split (a later slice: tasks skip+1 to skip+n)."}
+    )
     k: int = field(default=1, metadata={"help": "Samples per task (pass@k is reported for k and powers of two below)."})
     out: str | None = field(
         default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/eval/<run name>)."}
@@ -166,10 +169,16 @@ class EvalConfig:
                 "EvalConfig.policy must be 'oracle', 'oracle:search', 'rule:first-title', 'prior', 'hf:PATH' or "
                 f"'openai:MODEL', got {self.policy!r}"
             )
-        if self.k < 1 or (self.n is not None and self.n < 1) or self.workers < 1 or self.batch_size < 1:
+        if (
+            self.k < 1
+            or (self.n is not None and self.n < 1)
+            or self.skip < 0
+            or self.workers < 1
+            or self.batch_size < 1
+        ):
             raise ConfigError(
-                f"EvalConfig needs k >= 1, n >= 1 (or None), workers >= 1, batch_size >= 1; got k={self.k}, "
-                f"n={self.n}, workers={self.workers}, batch_size={self.batch_size}"
+                f"EvalConfig needs k >= 1, n >= 1 (or None), skip >= 0, workers >= 1, batch_size >= 1; got k={self.k}, "
+                f"n={self.n}, skip={self.skip}, workers={self.workers}, batch_size={self.batch_size}"
             )
         if self.max_response_chars < 100 or self.max_obs_chars < 1:
             raise ConfigError(

@@ -135,6 +135,7 @@ def default_out(cfg: EvalConfig) -> Path:
             cfg.policy,
             Path(cfg.tasks).stem if cfg.tasks else "default",
             cfg.split or "all",
+            *([f"skip{cfg.skip}"] if cfg.skip else []),
             f"n{cfg.n or 'all'}",
             f"k{cfg.k}",
         ]
@@ -216,9 +217,11 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
 
     t_start = time.perf_counter()
     index = WikiIndex.from_dir(cfg.index_dir)
-    tasks = resolve_tasks(index, cfg.tasks, cfg.split)[: cfg.n]
+    tasks = resolve_tasks(index, cfg.tasks, cfg.split)[cfg.skip :][: cfg.n]
     if not tasks:
-        raise ConfigError(f"the task set {cfg.tasks or 'default'!r} (split {cfg.split!r}) of {index.path} is empty")
+        raise ConfigError(
+            f"the task set {cfg.tasks or 'default'!r} (split {cfg.split!r}, skip {cfg.skip}) of {index.path} is empty"
+        )
     out = Path(cfg.out) if cfg.out else default_out(cfg)
     with exclusive_out(out):
         _prepare_out(out, cfg)

@@ -294,3 +294,13 @@ def test_compact_prompt_and_short_results_reach_the_env_and_the_run_identity(sam
     assert "prompt" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="EvalConfig.prompt must be one of"):
         cfg(sample_index, tmp_path, prompt="short")
+
+
+def test_skip_takes_a_later_slice_of_the_tasks(sample_index, tmp_path):
+    first = run_eval(cfg(sample_index, tmp_path / "a", n=5))
+    later = run_eval(cfg(sample_index, tmp_path / "b", n=2, skip=3))
+    assert [r["task_id"] for r in later.records] == [r["task_id"] for r in first.records][3:5]
+    with pytest.raises(ConfigError, match="skip >= 0"):
+        cfg(sample_index, tmp_path, skip=-1)
+    with pytest.raises(ConfigError, match="skip 10000"):
+        run_eval(cfg(sample_index, tmp_path / "c", skip=10_000))

@@ -89,13 +89,38 @@ def test_report_gives_the_spread_of_grpo_seeds(tmp_path):
         _stage(tmp_path / folder, {t: int(i < k) for i, t in enumerate(ids)})
     s = write_report(tmp_path, tmp_path / "grpo")
     assert list(s["stages"]) == ["sft", "grpo", "grpo-seed1", "grpo-seed2"]  # seeds in order, right after grpo
-    b = s["seeds"]["bridge"]
+    b = s["seeds"]["grpo"]["bridge"]
     assert b["pass@1"] == [0.4, 0.3, 0.2] and (b["mean"], b["min"], b["max"]) == (0.3, 0.2, 0.4)
-    assert b["sft->grpo"]["diff"] == 0.1 and s["seeds"]["lookup"]["mean"] == 0.0
+    assert b["sft->grpo"]["diff"] == 0.1 and s["seeds"]["grpo"]["lookup"]["mean"] == 0.0
     assert (
-        "| 3 | bridge | 10 | 0.400 / 0.300 / 0.200 | 0.300 (0.200-0.400) | +0.100 |"
+        "| grpo | 3 | bridge | 10 | 0.400 / 0.300 / 0.200 | 0.300 (0.200-0.400) | +0.100 |"
         in (tmp_path / "report.md").read_text()
     )
+
+
+def test_report_gives_each_grpo_variant_its_rows_pairs_and_seeds(tmp_path):
+    ids = [f"bridge-{i:02d}" for i in range(10)]
+    _stage(tmp_path / "eval-sft", {t: int(i < 2) for i, t in enumerate(ids)})
+    _stage(tmp_path / "eval-oracle", {t: 1 for t in ids})
+    for folder, k in (("eval-grpo", 1), ("eval-grpo-bridge-seed1", 6), ("eval-grpo-bridge", 4), ("eval-grpo-seed1", 3)):
+        _stage(tmp_path / folder, {t: int(i < k) for i, t in enumerate(ids)})
+    s = summarise(tmp_path)
+    assert list(s["stages"]) == ["sft", "grpo", "grpo-seed1", "grpo-bridge", "grpo-bridge-seed1", "oracle"]
+    assert s["paired"]["sft->grpo-bridge"]["bridge"]["diff"] == 0.2
+    assert s["paired"]["grpo->grpo-bridge"]["bridge"]["diff"] == 0.3
+    assert s["seeds"]["grpo-bridge"]["bridge"]["mean"] == 0.5 and s["seeds"]["grpo"]["bridge"]["mean"] == 0.2
+
+
+def test_learn_config_names_grpo_variants_and_skips_held_out_tasks():
+    assert LearnConfig(grpo_name="grpo-bridge", grpo_seeds=(0, 3)).grpo_runs() == [
+        (0, "grpo-bridge", "eval-grpo-bridge"),
+        (3, "grpo-bridge-seed3", "eval-grpo-bridge-seed3"),
+    ]
+    for bad in ("bridge", "grpo/x", "grpo-seed1"):
+        with pytest.raises(ConfigError, match="grpo_name"):
+            LearnConfig(grpo_name=bad)
+    with pytest.raises(ConfigError, match="eval_skip"):
+        LearnConfig(eval_skip=-1)
 
 
 def test_grpo_seeds_name_their_folders():

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,17 @@ class LearnConfig:
         "Seeds of the GRPO stage (each its own run and held-out eval, from the same SFT model); the first writes "
         "grpo/ and eval-grpo/, each other seed S grpo-seedS/ and eval-grpo-seedS/; the report gives their spread.",
     )
+    grpo_name: str = _f(
+        "grpo",
+        "Folder name of the GRPO stage's runs: <name>/ and eval-<name>/ for the first seed, <name>-seedS/ and "
+        "eval-<name>-seedS/ for the others; another name (e.g. grpo-bridge, with --grpo-set tiers=bridge) trains a "
+        "variant from the same SFT model beside the earlier runs, and the report gives each variant its own rows.",
+    )
+    eval_skip: int = _f(
+        0,
+        "Skip the first n held-out tasks before taking eval_n: a confirmation set no earlier choice looked at. Give "
+        "such a run its own folder (--out) and link the sft/ and GRPO folders it evaluates into it.",
+    )
     sailorfog_level: str = _f(
         "easy",
         "The sailorfog stage evaluates the rule, the oracle, SFT and GRPO (first seed) on the held-out SailorFog-QA "
@@ -112,6 +124,13 @@ class LearnConfig:
             )
         if not self.grpo_seeds or len(set(self.grpo_seeds)) != len(self.grpo_seeds):
             raise ConfigError(f"LearnConfig.grpo_seeds must be distinct seeds, at least one; got {self.grpo_seeds!r}")
+        if not re.fullmatch(r"grpo[A-Za-z0-9_-]*", self.grpo_name) or re.search(r"-seed\d+$", self.grpo_name):
+            raise ConfigError(
+                f"LearnConfig.grpo_name must start with 'grpo' and hold only letters, digits, '-' and '_' (and not "
+                f"end in -seedN, the seeds' suffix), got {self.grpo_name!r}"
+            )
+        if self.eval_skip < 0:
+            raise ConfigError(f"LearnConfig.eval_skip must be >= 0, got {self.eval_skip}")
         if min(self.eval_batch_size, self.sft_batch_size, self.sft_grad_accum) < 1:
             raise ConfigError("LearnConfig needs eval_batch_size, sft_batch_size and sft_grad_accum >= 1")
 
@@ -124,8 +143,8 @@ class LearnConfig:
 
         >>> LearnConfig(grpo_seeds=(0, 1)).grpo_runs()
         [(0, 'grpo', 'eval-grpo'), (1, 'grpo-seed1', 'eval-grpo-seed1')]
+        >>> LearnConfig(grpo_name="grpo-bridge").grpo_runs()
+        [(0, 'grpo-bridge', 'eval-grpo-bridge')]
         """
-        return [
-            (s, "grpo" if i == 0 else f"grpo-seed{s}", "eval-grpo" if i == 0 else f"eval-grpo-seed{s}")
-            for i, s in enumerate(self.grpo_seeds)
-        ]
+        names = [self.grpo_name if i == 0 else f"{self.grpo_name}-seed{s}" for i, s in enumerate(self.grpo_seeds)]
+        return [(s, n, f"eval-{n}") for s, n in zip(self.grpo_seeds, names)]

@@ -176,15 +176,36 @@ def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
     }
 
 
+def variant_of(stage: str) -> str:
+    """The GRPO variant a stage belongs to: ``grpo-bridge-seed1`` -> ``grpo-bridge`` (seeds share their variant).
+
+    >>> variant_of("grpo-seed2"), variant_of("grpo-bridge"), variant_of("sft")
+    ('grpo', 'grpo-bridge', 'sft')
+    """
+    return re.sub(r"-seed\d+$", "", stage)
+
+
 def stage_runs(run: Path) -> list[tuple[str, str]]:
-    """``(stage, eval folder)`` of the table, the further GRPO seeds (``eval-grpo-seedS``) right after ``grpo``."""
-    seeds = sorted((p.name for p in run.glob("eval-grpo-seed*")), key=lambda n: int(n.rsplit("seed", 1)[1] or 0))
+    """``(stage, eval folder)`` of the table: the GRPO stages where ``grpo`` stands, each variant (``eval-grpo``,
+    ``eval-grpo-bridge``, ...) followed by its further seeds (``eval-<variant>-seedS``) in seed order."""
+
+    def order(name: str) -> tuple[int, str, int]:
+        seed = re.search(r"-seed(\d+)$", name)
+        return (variant_of(name) != "grpo", variant_of(name), int(seed.group(1)) if seed else -1)
+
+    grpo = sorted((p.name[len("eval-") :] for p in run.glob("eval-grpo*") if p.is_dir()), key=order)
     out = []
     for name, folder in STAGE_RUNS:
-        out.append((name, folder))
-        if name == "grpo":
-            out += [(f[len("eval-") :], f) for f in seeds]
+        out += [(g, f"eval-{g}") for g in grpo] if name == "grpo" else [(name, folder)]
     return out
+
+
+def pairs(stages: list[str]) -> list[tuple[str, str]]:
+    """The paired comparisons of the report: :data:`PAIRS`, the same for each further GRPO variant, and the first
+    variant against each other one (``grpo->grpo-bridge``); only stages present are paired."""
+    variants = [v for v in dict.fromkeys(variant_of(s) for s in stages) if v.startswith("grpo") and v != "grpo"]
+    extra = [(a, v) for v in variants for a, b in PAIRS if b == "grpo"] + [("grpo", v) for v in variants]
+    return [(a, b) for a, b in (*PAIRS, *extra) if a in stages and b in stages]
 
 
 def summarise(run: Path) -> dict[str, Any]:
@@ -200,16 +221,15 @@ def summarise(run: Path) -> dict[str, Any]:
             "all": _rates(rows, ids),
             **{t: _rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers},
         }
-    for a, b in PAIRS:
-        if a in stages and b in stages:
-            common = sorted(set(stages[a]) & set(stages[b]))
-            out["paired"][f"{a}->{b}"] = {
-                scope: _paired(stages[a], stages[b], ids)
-                for scope, ids in [
-                    ("all", common),
-                    *[(t, [i for i in common if tier_of(i) == t]) for t in sorted({tier_of(i) for i in common})],
-                ]
-            }
+    for a, b in pairs(list(stages)):
+        common = sorted(set(stages[a]) & set(stages[b]))
+        out["paired"][f"{a}->{b}"] = {
+            scope: _paired(stages[a], stages[b], ids)
+            for scope, ids in [
+                ("all", common),
+                *[(t, [i for i in common if tier_of(i) == t]) for t in sorted({tier_of(i) for i in common})],
+            ]
+        }
     found = {p.name[len("sailorfog-") :]: p for p in run.glob("sailorfog-*") if p.is_dir()}
     order = [name for name, _ in STAGE_RUNS]  # the main table's row order: rule, sft, grpo, oracle
     sailorfog = {
@@ -219,9 +239,10 @@ def summarise(run: Path) -> dict[str, Any]:
     }
     if sailorfog:
         out["sailorfog"] = {name: _rates(rows, sorted(rows)) for name, rows in sailorfog.items()}
-    grpo = [rows for name, rows in stages.items() if name.startswith("grpo")]
-    if len(grpo) > 1 and "sft" in stages:
-        out["seeds"] = seed_spread(stages["sft"], grpo)
+    for variant in dict.fromkeys(variant_of(n) for n in stages if n.startswith("grpo")):
+        runs = [rows for name, rows in stages.items() if variant_of(name) == variant]
+        if len(runs) > 1 and "sft" in stages:
+            out.setdefault("seeds", {})[variant] = seed_spread(stages["sft"], runs)
     return out
 
 
@@ -302,13 +323,14 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
     if summary.get("seeds"):
         lines += [
             "",
-            "| GRPO seeds | tier | n | pass@1 per seed | mean (min-max) | SFT -> GRPO, seed mean | 95% CI (paired bootstrap) |",
-            "|---|---|---|---|---|---|---|",
+            "| GRPO variant | seeds | tier | n | pass@1 per seed | mean (min-max) | SFT -> GRPO, seed mean "
+            "| 95% CI (paired bootstrap) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        for scope, r in summary["seeds"].items():
+        for variant, scope, r in [(v, sc, r) for v, rs in summary["seeds"].items() for sc, r in rs.items()]:
             d = r["sft->grpo"]
             lines.append(
-                f"| {r['seeds']} | {scope} | {r['n']} | {' / '.join(f'{x:.3f}' for x in r['pass@1'])} | "
+                f"| {variant} | {r['seeds']} | {scope} | {r['n']} | {' / '.join(f'{x:.3f}' for x in r['pass@1'])} | "
                 f"{r['mean']:.3f} ({r['min']:.3f}-{r['max']:.3f}) | {d['diff']:+.3f} | "
                 f"{d['ci95'][0]:+.3f} to {d['ci95'][1]:+.3f} |"
             )

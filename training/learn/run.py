@@ -123,6 +123,7 @@ def evaluate(cfg: LearnConfig, recipe: Any, policy: str, name: str, split: str =
         out,
         split=split,
         n=cfg.eval_n if split == "test" else None,
+        skip=cfg.eval_skip if split == "test" else 0,
         batch_size=cfg.eval_batch_size,
         threads=cfg.threads,
         progress=True,
@@ -215,7 +216,7 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
         tasks.write_text("\n".join(keep) + "\n", encoding="utf-8")
     first = out / cfg.grpo_runs()[0][1] / "final"
     policies = [("rule", "rule:first-title"), ("oracle", "oracle:search"), ("sft", f"hf:{out / 'sft'}")]
-    policies += [("grpo", f"hf:{first}")] if (first / "config.json").is_file() else []
+    policies += [(cfg.grpo_name, f"hf:{first}")] if (first / "config.json").is_file() else []
     for name, policy in policies:
         ecfg = recipe.eval_config(
             policy, out / f"sailorfog-{name}", batch_size=cfg.eval_batch_size, threads=cfg.threads, progress=True
