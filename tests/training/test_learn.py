@@ -187,3 +187,12 @@ def test_task_stage_writes_both_tiers_once_and_refuses_other_settings(sample_ind
     with pytest.raises(ConfigError, match="delete it"):
         stage_tasks(cfg, sample_index, k=10, snippet_chars=160)
     path.unlink()
+
+
+def test_stage_seconds_add_up_over_sittings(tmp_path):
+    from training.learn.run import _note
+
+    cfg = LearnConfig(out=str(tmp_path))
+    _note(cfg, "eval-sft", {"pass@1": 0.25, "seconds": 600.0})
+    _note(cfg, "eval-sft", {"pass@1": 0.3, "seconds": 0.5})  # the resumed sitting that finished it
+    assert json.loads((tmp_path / "stages.json").read_text())["eval-sft"] == {"pass@1": 0.3, "seconds": 600.5}

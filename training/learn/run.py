@@ -242,10 +242,12 @@ def _shared_verdict(recipe: Any, first: Path) -> Any:
 
 
 def _note(cfg: LearnConfig, stage: str, values: dict[str, Any]) -> None:
-    """Record a finished stage's numbers in ``stages.json`` (wall time of the sitting that finished it)."""
+    """Record a finished stage's numbers in ``stages.json``; its ``seconds`` add up over the sittings that ran it (a
+    resumed eval's second sitting adds its own time instead of replacing the first's)."""
     path = cfg.out_dir() / "stages.json"
     done = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    done[stage] = values
+    before = done.get(stage, {}).get("seconds", 0.0)
+    done[stage] = {**values, **({"seconds": round(before + values["seconds"], 1)} if "seconds" in values else {})}
     path.write_text(json.dumps(done, indent=1), encoding="utf-8")
 
 
