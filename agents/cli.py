@@ -206,12 +206,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         workers=args.workers,
         batch_size=args.batch_size,
         agent=agent,
-        retrieval=args.retrieval,
-        tools=args.tools,
-        backend=args.backend,
-        record_dir=args.record,
-        replay_dir=args.replay,
-        real_fallback=args.real_fallback,
+        env=_env(args),
         endpoints=EndpointConfig(
             base_url=args.base_url,
             api_key=args.api_key,
@@ -225,14 +220,29 @@ def config_from_args(args: argparse.Namespace) -> Any:
         threads=args.threads,
         resume=not args.no_resume,
         progress=not args.no_progress,
-        **_budgets(args),
     )
 
 
-def _budgets(args: argparse.Namespace) -> dict[str, Any]:
-    """The observation settings given on the command line (the others keep EvalConfig's defaults)."""
-    keys = ("max_response_chars", "max_obs_chars", "prompt", "search_results", "snippet_chars")
-    return {k: v for k in keys if (v := getattr(args, k, None)) is not None}
+def _env(args: argparse.Namespace) -> Any:
+    """The env of the run: :func:`~agents.eval_config.eval_env` with the env settings given on the command line."""
+    from dataclasses import replace
+
+    from agents.eval_config import eval_env
+
+    env = eval_env()
+    keys = ("max_response_chars", "max_obs_chars", "prompt", "search_results")
+    given = {k: v for k in keys if (v := getattr(args, k, None)) is not None}
+    sim = {"mode": args.retrieval, **({"snippet_chars": args.snippet_chars} if args.snippet_chars is not None else {})}
+    return replace(
+        env,
+        tools=args.tools,
+        sim=replace(env.sim, **sim),
+        backend=args.backend,
+        record_dir=args.record,
+        replay_dir=args.replay,
+        real_fallback=args.real_fallback,
+        **given,
+    )
 
 
 def _requests(args: argparse.Namespace) -> Any:

@@ -1,4 +1,5 @@
-"""What one ``sim-web eval`` run is: :class:`EvalConfig` and the endpoints it talks to, :class:`EndpointConfig`.
+"""What one ``sim-web eval`` run is: :class:`EvalConfig`, the env it plays in (a nested :class:`~sim_web.env.EnvConfig`,
+never a copy of some of its fields) and the endpoints it talks to, :class:`EndpointConfig`.
 
 :class:`EndpointConfig` is shared with ``sim-web sim-to-real`` (:class:`agents.sim_to_real.run.SimToRealConfig`), which
 runs the harness twice with the same endpoints.
@@ -7,15 +8,13 @@ runs the harness twice with the same endpoints.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from agents.config import AgentConfig
 from agents.policies.openai_policy import RequestConfig
 from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig
-from sim_web.protocol import TOOL_NAMES
-from sim_web.tools import PROMPT_STYLES
 from wiki_index.errors import ConfigError
 from wiki_index.secret import Secret, as_secret
 
@@ -59,14 +58,28 @@ class EndpointConfig:
         object.__setattr__(self, "api_key", as_secret(self.api_key, env="OPENAI_API_KEY"))
 
 
-RESPONSE_CHARS = EnvConfig.max_response_chars  # the env's default cap on one tool response
-#: The observation settings of the env's defaults; a run's identity names only those that differ.
+def eval_env() -> EnvConfig:
+    """The env of ``sim-web eval`` when nothing is set: the env's defaults with a large observation budget (the agent's
+    own limits come first) and no fallback from the real web to the index (a measurement of the real web stays one)."""
+    return EnvConfig(max_obs_chars=2_000_000, real_fallback=False)
+
+
+#: The env's defaults of the observation settings that a run's identity names (by the flat keys of earlier versions)
+#: where they differ; ``snippet_chars`` is ``EnvConfig.sim.snippet_chars``.
 OBS_DEFAULTS = {
-    "max_response_chars": RESPONSE_CHARS,
+    "max_response_chars": EnvConfig.max_response_chars,
     "prompt": EnvConfig.prompt,
     "search_results": EnvConfig.search_results,
     "snippet_chars": SimConfig.snippet_chars,
 }
+#: Env fields outside a run's identity: set at the top level (index_dir, tasks, split), by the harness (max_turns),
+#: named by the identity's older keys (tools, retrieval, backend, real_fallback and OBS_DEFAULTS), how calls are carried
+#: out rather than what they return (executor, record_dir, replay_dir), or left out of it before (max_obs_chars).
+_ENV_OUTSIDE_IDENTITY = frozenset(
+    {"index_dir", "tasks", "split", "max_turns", "tools", "backend", "real_fallback", "executor", "record_dir"}
+    | {"replay_dir", "max_obs_chars", *OBS_DEFAULTS}
+)
+_SIM_OUTSIDE_IDENTITY = frozenset({"mode", "snippet_chars"})  # the identity's retrieval and snippet_chars
 
 
 @dataclass(frozen=True)
@@ -106,50 +119,14 @@ class EvalConfig:
             "help": "The OpenAI-compatible endpoints of the run: the policy's, the judge's, the ReSum summariser's."
         },
     )
-    retrieval: str = field(default="bm25", metadata={"help": "Search mode of the sim backend: bm25, dense, hybrid."})
-    backend: str = field(
-        default="sim",
-        metadata={"help": "'sim' (the index) or 'real' (Serper + Jina, keys $SERPER_KEY_ID / $JINA_API_KEYS)."},
-    )
-    real_fallback: bool = field(
-        default=False,
+    env: EnvConfig = field(
+        default_factory=eval_env,
         metadata={
-            "help": "backend='real': let the index answer when Serper / Jina fail. Off, so that a measurement of the real web "
-            "is not silently mixed with Wikipedia; each fallback is counted in the metrics either way."
-        },
-    )
-    record_dir: str | None = field(
-        default=None, metadata={"help": "backend='real': record every request and response here."}
-    )
-    replay_dir: str | None = field(
-        default=None, metadata={"help": "backend='real': replay a recorded run from here (offline, no keys)."}
-    )
-    tools: tuple[str, ...] = field(default=TOOL_NAMES, metadata={"help": "Enabled tools."})
-    max_obs_chars: int = field(
-        default=2_000_000,
-        metadata={"help": "The env's tool-output budget per episode (the agent's own limits come first)."},
-    )
-    max_response_chars: int = field(
-        default=RESPONSE_CHARS,
-        metadata={
-            "help": "Cap on one tool response in characters (longer ones are cut with a marker); evaluate a GRPO checkpoint with "
-            "its recipe's max_response_chars so it sees observations as long as in training."
-        },
-    )
-    prompt: str = field(
-        default=EnvConfig.prompt,
-        metadata={
-            "help": "System prompt style: 'tongyi' (upstream's) or 'compact' (short, for small models); evaluate a checkpoint with "
-            "the style it was trained on."
-        },
-    )
-    search_results: int = field(
-        default=EnvConfig.search_results, metadata={"help": "Results per search query shown to the agent."}
-    )
-    snippet_chars: int = field(
-        default=SimConfig.snippet_chars,
-        metadata={
-            "help": "Most characters of one search result's snippet (the sim backend's; Serper's snippets are its own)."
+            "help": "The env every episode plays in (sim_web.env.EnvConfig): tools, prompt, search_results, budgets, "
+            "sim (retrieval mode, snippet_chars), reward, backend ('real': Serper + Jina) and the rest; evaluate a "
+            "checkpoint in the env it was trained in (GRPORecipe.eval_config passes the recipe's). Its index_dir, tasks "
+            "and split are this config's; max_turns is set by the harness to agent.max_llm_calls + 2, so that the "
+            "agent's own limits come first."
         },
     )
     device: str = field(default="cpu", metadata={"help": "torch device of a local model."})
@@ -180,43 +157,78 @@ class EvalConfig:
                 f"EvalConfig needs k >= 1, n >= 1 (or None), skip >= 0, workers >= 1, batch_size >= 1; got k={self.k}, "
                 f"n={self.n}, skip={self.skip}, workers={self.workers}, batch_size={self.batch_size}"
             )
-        if self.max_response_chars < 100 or self.max_obs_chars < 1:
+        given = [p for p in ("index_dir", "tasks", "split") if getattr(self.env, p) is not None]
+        if given:
             raise ConfigError(
-                f"EvalConfig needs max_response_chars >= 100 and max_obs_chars >= 1, got {self.max_response_chars}, "
-                f"{self.max_obs_chars}"
+                f"EvalConfig.env sets {given}: set them on the EvalConfig itself (index_dir, tasks, split)"
             )
-        if self.prompt not in PROMPT_STYLES:
+        if self.env.sim.snippet_chars < 1:  # SimConfig does not check it
+            raise ConfigError(f"EvalConfig.env.sim.snippet_chars must be >= 1, got {self.env.sim.snippet_chars}")
+        if self.env.reward.kind == "judge":
             raise ConfigError(
-                f"EvalConfig.prompt must be one of {PROMPT_STYLES}, got {self.prompt!r} (--prompt compact for small models)"
-            )
-        if self.search_results < 1 or self.snippet_chars < 1:
-            raise ConfigError(
-                f"EvalConfig needs search_results >= 1 and snippet_chars >= 1, got {self.search_results}, "
-                f"{self.snippet_chars}"
-            )
-        if self.backend not in ("sim", "real"):
-            raise ConfigError(f"EvalConfig.backend must be 'sim' or 'real', got {self.backend!r}")
-        if (self.record_dir or self.replay_dir) and self.backend != "real":
-            raise ConfigError(
-                "EvalConfig.record_dir / replay_dir record the real web: set backend='real' (--backend real) too"
+                "EvalConfig.env.reward.kind 'judge' needs a judge inside the env, which the harness does not pass: set "
+                "env.reward.kind to 'em' or 'f1', and judge correctness with endpoints.judge (--judge openai:MODEL)"
             )
         if self.agent.resum.enabled and self.agent.resum.summariser == "openai" and not self.endpoints.summariser_model:
             raise ConfigError(
                 "ReSum with summariser='openai' needs EvalConfig.summariser_model (e.g. --summariser openai:MODEL)"
             )
 
+    def env_config(self, index_dir: str) -> EnvConfig:
+        """The :class:`~sim_web.env.EnvConfig` every episode of the run plays in: ``env`` on ``index_dir``, with
+        ``max_turns = agent.max_llm_calls + 2`` (the agent's own limits end an episode before the env truncates it).
+
+        Args:
+            index_dir: The opened index's folder.
+        """
+        return replace(self.env, index_dir=index_dir, max_turns=self.agent.max_llm_calls + 2)
+
     def identity(self) -> dict[str, Any]:
-        """The fields that decide what an episode is; resuming with different ones is refused."""
+        """The fields that decide what an episode is; resuming with different ones is refused.
+
+        The env's settings appear under the keys of the flat config this one replaced (``retrieval``, ``tools``,
+        ``max_response_chars``, ...), so that earlier run folders still resume; any other env setting is named only
+        where it differs from :func:`eval_env`'s (a dataclass by its differing fields), as ``reward: {"kind": "f1"}``.
+        """
+        env = self.env
+        obs = {k: env.sim.snippet_chars if k == "snippet_chars" else getattr(env, k) for k in OBS_DEFAULTS}
         return {
             "policy": self.policy,
             "index_dir": self.index_dir,
             "tasks": self.tasks,
             "split": self.split,
             "agent": asdict(self.agent),
-            "retrieval": self.retrieval,
-            "tools": list(self.tools),
+            "retrieval": env.sim.mode,
+            "tools": list(env.tools),
             "judge": self.endpoints.judge,
-            **({"backend": self.backend} if self.backend != "sim" else {}),
-            **({"real_fallback": True} if self.backend == "real" and self.real_fallback else {}),
-            **{k: getattr(self, k) for k, default in OBS_DEFAULTS.items() if getattr(self, k) != default},
+            **({"backend": env.backend} if env.backend != "sim" else {}),
+            **({"real_fallback": True} if env.backend == "real" and env.real_fallback else {}),
+            **{k: v for k, v in obs.items() if v != OBS_DEFAULTS[k]},
+            **_env_changes(env),
         }
+
+
+def _env_changes(env: EnvConfig) -> dict[str, Any]:
+    """The env settings outside the identity's older keys that differ from :func:`eval_env`'s, as plain data."""
+    default = eval_env()
+    out = {}
+    for f in fields(EnvConfig):
+        if f.name in _ENV_OUTSIDE_IDENTITY:
+            continue
+        skip = _SIM_OUTSIDE_IDENTITY if f.name == "sim" else frozenset()
+        change = _changes(getattr(env, f.name), getattr(default, f.name), skip)
+        if change is not None:
+            out[f.name] = change
+    return out
+
+
+def _changes(value: Any, default: Any, skip: frozenset[str] = frozenset()) -> Any:
+    """``value`` where it differs from ``default``: for a dataclass, a dict of its differing fields; else ``None``."""
+    if is_dataclass(value) and type(value) is type(default):
+        diff = {
+            f.name: asdict(v) if is_dataclass(v := getattr(value, f.name)) else v
+            for f in fields(value)
+            if f.name not in skip and getattr(value, f.name) != getattr(default, f.name)
+        }
+        return diff or None
+    return None if value == default else value

@@ -33,8 +33,7 @@ from agents.plot import plot_run
 from agents.policies.base import FatalPolicyError, Policy
 from agents.schedule import run_lockstep, run_threaded
 from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft_example
-from sim_web.backends.sim import SimConfig
-from sim_web.env import EnvConfig, WebResearchEnv
+from sim_web.env import WebResearchEnv
 from sim_web.env.tasks import Task, resolve_tasks
 from wiki_index.errors import ConfigError
 from wiki_index.settings import sim_web_home
@@ -254,7 +253,7 @@ def run_eval(cfg: EvalConfig, policy: Policy | None = None) -> EvalResult:
             "episodes_per_second": round(ran / run_seconds, 4) if run_seconds > 0 and ran else None,
             "concurrency": cfg.batch_size if policy.batched else cfg.workers,
             "judge": cfg.endpoints.judge,
-            "prompt": cfg.prompt,
+            "prompt": cfg.env.prompt,
         }
         if getattr(policy, "generate_seconds", 0):
             run_info["generated_tokens_per_second"] = round(policy.generated_tokens / policy.generate_seconds, 3)  # type: ignore[attr-defined]
@@ -291,20 +290,7 @@ def _run_episodes(
 
         judge = LLMJudge(_remote(ep, ep.judge, ep.judge_base_url))
     agent = ReactAgent(policy, agent_cfg, summariser)
-    env_cfg = EnvConfig(
-        index_dir=str(index.path),
-        tools=tuple(cfg.tools),
-        sim=SimConfig(mode=cfg.retrieval, snippet_chars=cfg.snippet_chars),
-        max_turns=agent_cfg.max_llm_calls + 2,
-        max_obs_chars=cfg.max_obs_chars,
-        backend=cfg.backend,
-        max_response_chars=cfg.max_response_chars,
-        prompt=cfg.prompt,
-        search_results=cfg.search_results,
-        record_dir=cfg.record_dir,
-        replay_dir=cfg.replay_dir,
-        real_fallback=cfg.real_fallback,
-    )
+    env_cfg = cfg.env_config(str(index.path))
     make_env = lambda: WebResearchEnv(env_cfg, tasks=list(tasks))  # noqa: E731
     writer = TrajectoryWriter(out / TRAJECTORIES)
     bar = tqdm(

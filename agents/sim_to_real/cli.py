@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from wiki_index.errors import ConfigError
@@ -96,7 +96,7 @@ def add_parser(subparsers: Any) -> None:
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~agents.sim_to_real.run.SimToRealConfig` of parsed arguments."""
     from agents.config import AgentConfig, SamplingConfig
-    from agents.eval_config import EndpointConfig
+    from agents.eval_config import EndpointConfig, eval_env
     from agents.sim_to_real.report import ApiPrices
     from agents.sim_to_real.run import SimToRealConfig
 
@@ -113,7 +113,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         workers=args.workers,
         batch_size=args.batch_size,
         agent=AgentConfig(max_llm_calls=args.max_llm_calls, sampling=sampling),
-        tools=args.tools,
+        env=replace(eval_env(), tools=args.tools, real_fallback=args.real_fallback),
         endpoints=EndpointConfig(
             base_url=args.base_url, api_key=args.api_key, judge=args.judge, judge_base_url=args.judge_base_url
         ),
@@ -121,7 +121,6 @@ def config_from_args(args: argparse.Namespace) -> Any:
         dtype=args.dtype,
         record_dir=args.record,
         replay_dir=args.replay,
-        real_fallback=args.real_fallback,
         mock=args.mock,
         mock_faults=not args.no_faults,
         prices=prices,

@@ -2,7 +2,7 @@
 
 For each policy (``oracle``, ``hf:PATH``, ``openai:MODEL``, as ``sim-web eval``; a checkpoint trained in
 sim and its base model give the 2x2 table), the evaluation harness runs twice, with ``backend="sim"``
-and ``backend="real"`` (Serper + Jina; the index answers failed calls only with ``real_fallback``), into ``<out>/<policy>/{sim,real}``.
+and ``backend="real"`` (Serper + Jina; the index answers failed calls only with ``env.real_fallback``), into ``<out>/<policy>/{sim,real}``.
 The report (``report.json``, ``report.md``, ``report.png`` in ``<out>``) sets them side by side:
 pass@1 / pass@k, turns, tool calls by tool, tool errors, retries, fallbacks, cache hits, p50 / p95
 tool latency, upstream requests and estimated cost (:class:`~agents.sim_to_real.report.ApiPrices`),
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import AgentConfig
-from agents.eval_config import EndpointConfig, EvalConfig
+from agents.eval_config import EndpointConfig, EvalConfig, eval_env
 from agents.harness import EvalResult, run_eval
 from agents.sim_to_real.format import check_records
 from agents.sim_to_real.report import ApiPrices, markdown, plot, run_summary
-from sim_web.protocol import TOOL_NAMES
+from sim_web.env import EnvConfig
 from wiki_index.errors import ConfigError
 from wiki_index.settings import env, flag, scoped_env, sim_web_home
 
@@ -52,7 +52,7 @@ class SimToRealConfig:
         },
     )
     index_dir: str | None = field(
-        default=None, metadata={"help": "The index (tasks; with real_fallback, the fallback of the real web)."}
+        default=None, metadata={"help": "The index (tasks; with env.real_fallback, the fallback of the real web)."}
     )
     tasks: str | None = field(default=None, metadata={"help": "Task file or name (as `sim-web eval --tasks`)."})
     split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
@@ -72,7 +72,14 @@ class SimToRealConfig:
         default_factory=EndpointConfig,
         metadata={"help": "Endpoints of openai: policies, the judge and the summariser (the same in sim and real)."},
     )
-    tools: tuple[str, ...] = field(default=TOOL_NAMES, metadata={"help": "Enabled tools (the same in sim and real)."})
+    env: EnvConfig = field(
+        default_factory=eval_env,
+        metadata={
+            "help": "The env of both sides (sim_web.env.EnvConfig, as EvalConfig.env): tools, prompt, budgets, sim, "
+            "reward, ...; the runner sets backend per side, and real_fallback (default off: the comparison is sim vs "
+            "the real web alone; every fallback is counted in the report either way) applies to the real side only."
+        },
+    )
     device: str = field(default="cpu", metadata={"help": "torch device of hf: policies."})
     dtype: str = field(default="float32", metadata={"help": "dtype of hf: policies."})
     record_dir: str | None = field(
@@ -82,13 +89,6 @@ class SimToRealConfig:
     replay_dir: str | None = field(
         default=None,
         metadata={"help": "Replay the real side from a recording made with record_dir (offline, no keys)."},
-    )
-    real_fallback: bool = field(
-        default=False,
-        metadata={
-            "help": "Let the index answer when Serper / Jina fail on the real side (off: the comparison is sim vs the real web "
-            "alone; every fallback is counted in the report either way)."
-        },
     )
     mock: bool | None = field(
         default=None,
@@ -114,6 +114,16 @@ class SimToRealConfig:
             raise ConfigError(f"SimToRealConfig.policies names a policy twice: {list(self.policies)}")
         if self.record_dir and self.replay_dir:
             raise ConfigError("record_dir and replay_dir are exclusive: record a run, then replay it in another")
+        if self.env.backend != "sim":
+            raise ConfigError(
+                f"SimToRealConfig.env.backend is {self.env.backend!r}: leave it 'sim', the runner plays each policy on "
+                "both backends (record_dir / replay_dir are this config's own fields)"
+            )
+        given = [p for p in ("index_dir", "tasks", "split") if getattr(self.env, p) is not None]
+        if given:
+            raise ConfigError(
+                f"SimToRealConfig.env sets {given}: set them on the SimToRealConfig (index_dir, tasks, split)"
+            )
 
     @property
     def use_mock(self) -> bool:
@@ -217,14 +227,16 @@ def _eval_config(cfg: SimToRealConfig, policy: str, backend: str, out: Path) -> 
         workers=cfg.workers,
         batch_size=cfg.batch_size,
         agent=cfg.agent,
-        tools=cfg.tools,
-        backend=backend,
-        real_fallback=real and cfg.real_fallback,
+        env=replace(
+            cfg.env,
+            backend=backend,
+            real_fallback=real and cfg.env.real_fallback,
+            record_dir=str(Path(cfg.record_dir) / slug(policy)) if real and cfg.record_dir else None,
+            replay_dir=str(Path(cfg.replay_dir) / slug(policy)) if real and cfg.replay_dir else None,
+        ),
         endpoints=cfg.endpoints,
         device=cfg.device,
         dtype=cfg.dtype,
-        record_dir=str(Path(cfg.record_dir) / slug(policy)) if real and cfg.record_dir else None,
-        replay_dir=str(Path(cfg.replay_dir) / slug(policy)) if real and cfg.replay_dir else None,
         resume=cfg.resume and not cfg.use_mock,
         progress=cfg.progress,
         sft=False,

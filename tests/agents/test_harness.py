@@ -1,10 +1,12 @@
 """The evaluation harness and CLI: oracle ceiling, resume, concurrency, outputs."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from agents.config import AgentConfig
+from agents.eval_config import eval_env
 from agents.harness import EvalConfig, run_eval
 from agents.policies.base import FunctionPolicy
 from agents.policies.oracle import OraclePolicy
@@ -257,7 +259,7 @@ def test_response_budget_reaches_the_env_and_is_part_of_the_run_identity(sample_
     assert main(args) == 2  # the default cap is a different run: resuming it in the same folder is refused
     assert "max_response_chars" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="max_response_chars >= 100"):
-        cfg(sample_index, tmp_path, max_response_chars=10)
+        cfg(sample_index, tmp_path, env=replace(eval_env(), max_response_chars=10))
 
 
 def test_compact_prompt_and_short_results_reach_the_env_and_the_run_identity(sample_index, tmp_path, capsys):
@@ -292,8 +294,26 @@ def test_compact_prompt_and_short_results_reach_the_env_and_the_run_identity(sam
     capsys.readouterr()
     assert main(args) == 2  # the Tongyi prompt is another run: resuming in the same folder is refused
     assert "prompt" in capsys.readouterr().err
-    with pytest.raises(ConfigError, match="EvalConfig.prompt must be one of"):
-        cfg(sample_index, tmp_path, prompt="short")
+    with pytest.raises(ConfigError, match="EnvConfig.prompt must be one of"):
+        cfg(sample_index, tmp_path, env=replace(eval_env(), prompt="short"))
+
+
+def test_every_env_setting_reaches_the_episodes_and_the_run_identity(sample_index, tmp_path):
+    """``EvalConfig.env`` is played as given, settings the flat config dropped (date, reward) included."""
+    from sim_web.env.rewards import RewardConfig
+
+    env = replace(eval_env(), date="2024-06-01", reward=RewardConfig(kind="f1"), tools=("search", "visit"))
+    res = run_eval(cfg(sample_index, tmp_path, n=2, env=env))
+    assert res.metrics["pass@1"] == 1.0
+    assert all("Current date: 2024-06-01" in r["messages"][0]["content"] for r in res.records)
+    identity = json.loads((tmp_path / "run.json").read_text())["identity"]
+    assert (identity["date"], identity["reward"], identity["tools"]) == (
+        "2024-06-01",
+        {"kind": "f1"},
+        ["search", "visit"],
+    )
+    with pytest.raises(ConfigError, match="date, reward"):  # the default date and reward are another run
+        run_eval(cfg(sample_index, tmp_path, n=2, env=replace(eval_env(), tools=("search", "visit"))))
 
 
 def test_skip_takes_a_later_slice_of_the_tasks(sample_index, tmp_path):

@@ -138,14 +138,17 @@ def test_without_keys_it_stops_naming_the_variables(no_keys, sample_index, tmp_p
 
 
 def test_the_index_stands_in_for_the_real_web_only_when_asked(tmp_path):
+    from dataclasses import replace
+
+    from agents.eval_config import eval_env
     from agents.sim_to_real.run import SimToRealConfig, _eval_config
 
     for asked in (False, True):
-        cfg = SimToRealConfig(real_fallback=asked)
+        cfg = SimToRealConfig(env=replace(eval_env(), real_fallback=asked))
         real, sim = _eval_config(cfg, "oracle", "real", tmp_path), _eval_config(cfg, "oracle", "sim", tmp_path)
-        assert (real.real_fallback, sim.real_fallback) == (asked, False)
+        assert (real.env.real_fallback, sim.env.real_fallback) == (asked, False)
         assert ("real_fallback" in real.identity()) == asked  # a run with the index behind it never resumes one without
-    assert SimToRealConfig().real_fallback is False
+    assert SimToRealConfig().env.real_fallback is False
 
 
 def test_percentile_and_prices():

@@ -120,9 +120,9 @@ def test_eval_cli_passes_the_backend_and_recording_into_the_env_config(tmp_path)
 
     args = make_parser().parse_args(["eval", "--policy", "oracle", "--backend", "real", "--replay", str(tmp_path)])
     cfg = config_from_args(args)
-    assert (cfg.backend, cfg.replay_dir, cfg.record_dir) == ("real", str(tmp_path), None)
+    assert (cfg.env.backend, cfg.env.replay_dir, cfg.env.record_dir) == ("real", str(tmp_path), None)
     assert cfg.identity()["backend"] == "real" and "backend" not in EvalConfig().identity()  # old sim runs still resume
     with pytest.raises(SystemExit):  # --record and --replay are exclusive
         make_parser().parse_args(["eval", "--policy", "oracle", "--backend", "real", "--record", "a", "--replay", "b"])
-    with pytest.raises(ConfigError, match="--backend real"):
-        EvalConfig(record_dir="x")
+    with pytest.raises(ConfigError, match="set backend='real'"):
+        EvalConfig(env=EnvConfig(record_dir="x"))

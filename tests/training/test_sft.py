@@ -172,7 +172,6 @@ def oracle_run(sample_index, tmp_path_factory):
             split="train",
             n=2,
             out=str(out),
-            tools=TOOL_NAMES,
             agent=AgentConfig(max_llm_calls=8),
             progress=False,
         )

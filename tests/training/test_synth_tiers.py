@@ -147,6 +147,9 @@ def test_answer_names_join_aliases_and_the_disjoint_split_honours_them():
     ],
 )
 def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, policy, turns, visits):
+    from dataclasses import replace
+
+    from agents.eval_config import eval_env
     from agents.harness import EvalConfig, run_eval
 
     path = tmp_path / "tiers.jsonl"
@@ -158,7 +161,7 @@ def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, po
             tasks=str(path),
             split=None,
             out=str(tmp_path / "run"),
-            tools=("search", "visit"),
+            env=replace(eval_env(), tools=("search", "visit")),
             progress=False,
         )
     )

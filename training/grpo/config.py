@@ -156,8 +156,9 @@ class GRPORecipe:
         return dataclasses.replace(self.env, index_dir=index_dir)
 
     def eval_config(self, policy: str, out: str | Path, *, split: str = "test", **extra: Any) -> Any:
-        """A greedy :class:`~agents.harness.EvalConfig` that sees what this recipe trains on: its tasks, tools, turn cap,
-        turn length and observation settings (so a checkpoint is evaluated as it was trained).
+        """A greedy :class:`~agents.harness.EvalConfig` that sees what this recipe trains on: its tasks, turn cap, turn
+        length and its whole ``env`` section, passed through unchanged (tools, observation settings, retrieval mode,
+        reward, ...), so a checkpoint is evaluated in the env it was trained in.
 
         Args:
             policy: The policy spec (``hf:PATH``, ``oracle:search``, ...).
@@ -168,7 +169,6 @@ class GRPORecipe:
         from agents.config import AgentConfig, SamplingConfig
         from agents.harness import EvalConfig
 
-        env = self.env
         sampling = SamplingConfig(
             max_tokens=self.rollout.max_turn_tokens, temperature=0.0, presence_penalty=0.0, seed=self.seed
         )
@@ -179,13 +179,8 @@ class GRPORecipe:
             split=split,
             k=1,
             out=str(out),
-            agent=AgentConfig(max_llm_calls=env.max_turns, sampling=sampling),
-            tools=tuple(env.tools),
-            max_obs_chars=env.max_obs_chars,
-            max_response_chars=env.max_response_chars,
-            prompt=env.prompt,
-            search_results=env.search_results,
-            snippet_chars=env.sim.snippet_chars,
+            agent=AgentConfig(max_llm_calls=self.env.max_turns, sampling=sampling),
+            env=self.env,
             **extra,
         )
 

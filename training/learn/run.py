@@ -18,8 +18,8 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
    ``learning.png`` (:mod:`training.learn.report`).
 
 Every eval is :meth:`GRPORecipe.eval_config <training.grpo.config.GRPORecipe.eval_config>` of the run's recipe (its
-turn cap, turn length, prompt style, tools, results per search, snippet and response lengths), greedy, so each model is
-evaluated with what it was trained on. Held-out tasks are never trained on.
+turn cap, turn length and whole ``env`` section: prompt style, tools, results per search, snippet and response lengths,
+retrieval mode, reward), greedy, so each model is evaluated with what it was trained on. Held-out tasks are never trained on.
 """
 
 from __future__ import annotations
