@@ -13,10 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.turn import TurnCounts
-
-#: How an episode that ended with a scored answer terminates (others: a budget or a rollout stop, see ``termination``).
-ANSWER = "answer"
+from agents.turn import ANSWER, TurnCounts  # ANSWER and the other terminations: agents.turn.TERMINATIONS
 
 
 def _f(help_text: str, default: Any = None, factory: Any = None) -> Any:
@@ -48,8 +45,9 @@ class Episode:
     em: float = _f("Exact match of the prediction.", 0.0)
     f1: float = _f("Token F1 of the prediction.", 0.0)
     termination: str = _f(
-        "How it ended: 'answer', 'forced_answer:<why>', a budget ('max_llm_calls', ...) or a "
-        "rollout stop ('length', 'turn_cap', 'obs_budget', 'rollback', 'error').",
+        "How it ended, in the words of agents.turn.TERMINATIONS: 'answer', 'forced_answer:<why>', an env budget "
+        "('env_truncated:max_turns', 'env_truncated:max_obs_chars'), an eval budget ('max_llm_calls', ...) or a "
+        "rollout stop ('length', 'rollback', 'error').",
         "",
     )
     counts: TurnCounts = _f("Turns, tool calls, failed tool calls and unreadable turns.", factory=TurnCounts)

@@ -20,16 +20,29 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from agents.config import AgentConfig, SamplingConfig
-from agents.episode import ANSWER, Episode
+from agents.episode import Episode
 from agents.policies.base import Generation, Messages, Policy, approx_tokens
 from agents.prompts import FORCE_ANSWER_PROMPT, LLM_CALLS_EXCEEDED
 from agents.resum import ExtractiveSummariser, close_summary, continue_messages, extract_summary, summary_request
-from agents.turn import Turn, TurnCounts, clean_turn, describe_action, play_turn
+from agents.turn import (
+    ANSWER,
+    MAX_CONTEXT_TOKENS,
+    MAX_LLM_CALLS,
+    MAX_SECONDS,
+    Turn,
+    TurnCounts,
+    clean_turn,
+    describe_action,
+    env_truncation,
+    forced,
+    play_turn,
+)
+from sim_web.env.step_info import read_action
 from sim_web.env.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -134,10 +147,8 @@ class ReactAgent:
         return new
 
     def _record(self, run: _EpisodeRun, termination: str, final: dict[str, Any] | None) -> Episode:
-        u = getattr(run.env, "unwrapped", run.env)
-        task, steps = run.task, run.steps
-        messages = [dict(m) for m in u.messages]
-        ex = getattr(u, "executor", None)
+        task, steps, info = run.task, run.steps, run.info  # the env's last info: its chat and running counts
+        messages = [dict(m) for m in info["messages"]]
         return Episode(
             task_id=task.id,
             sample=run.sample,
@@ -158,9 +169,9 @@ class ReactAgent:
             termination=termination,
             counts=run.counts,
             llm_calls=run.calls,
-            tool_calls=dict(u.tool_calls),
-            env_errors=dict(u.errors),
-            tool_stats=ex.stats.counts() if ex is not None else None,
+            tool_calls=dict(info["tool_calls"]),
+            env_errors=dict(info["errors"]),
+            tool_stats=info.get("tool_stats"),
             tokens={
                 "prompt": sum(s["prompt_tokens"] for s in steps),
                 "completion": sum(s["completion_tokens"] for s in steps),
@@ -198,6 +209,8 @@ class _EpisodeRun:
         self.seed = episode_seed(self.cfg.sampling.seed, task.id, sample)
         self.t0 = time.perf_counter()
         self.question, info = env.reset(seed=self.seed, options={"task": task})
+        #: The env's latest info (reset's, then each step's): what the episode's record reads of the env.
+        self.info: dict[str, Any] = info
         self.system = info["messages"][0]["content"]
         self.context: Messages = [
             {"role": "system", "content": self.system},
@@ -223,10 +236,10 @@ class _EpisodeRun:
     def _check_budgets(self) -> Generator[Request, Generation, Ending | None]:
         cfg = self.cfg
         if time.perf_counter() - self.t0 > cfg.max_seconds:
-            return (yield from self.force("time")) if "time" in cfg.force_on else ("max_seconds", None)
+            return (yield from self.force("time")) if "time" in cfg.force_on else (MAX_SECONDS, None)
         if self.calls >= cfg.max_llm_calls:
             self.context[-1] = {"role": self.context[-1]["role"], "content": LLM_CALLS_EXCEEDED}
-            return "max_llm_calls", None
+            return MAX_LLM_CALLS, None
         if self.calls == cfg.max_llm_calls - 1 and "calls" in cfg.force_on and self.steps:
             return (yield from self.force("calls"))
         return None
@@ -240,7 +253,7 @@ class _EpisodeRun:
         if turn.terminated:
             return ANSWER, turn.info
         if turn.truncated:
-            return f"env_truncated:{turn.info.get('truncated_by')}", None
+            return env_truncation(turn.info), None
         self.context.append({"role": "user", "content": turn.observation})
         return (yield from self._after_observation())
 
@@ -258,7 +271,7 @@ class _EpisodeRun:
             self.last_summary_turn = len(self.steps)
             tokens = self.policy.count_tokens(self.context)
         if tokens > cfg.max_context_tokens:
-            return (yield from self.force("context")) if "context" in cfg.force_on else ("max_context_tokens", None)
+            return (yield from self.force("context")) if "context" in cfg.force_on else (MAX_CONTEXT_TOKENS, None)
         return None
 
     def call(
@@ -271,16 +284,28 @@ class _EpisodeRun:
         return gen, time.perf_counter() - t
 
     def record(
-        self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int, turn: Turn | None = None
+        self,
+        text: str,
+        purpose: str,
+        gen: Generation,
+        llm_s: float,
+        ctx_tokens: int,
+        turn: Turn | None = None,
+        action: Mapping[str, Any] | None = None,
     ) -> None:
-        """Append one step to the trajectory and count the turn (``turn``: its env step, None when not stepped)."""
-        self.counts.add(text, turn)
+        """Append one step to the trajectory and count the turn.
+
+        ``turn`` is its env step; a turn not stepped gives ``action``, how the env would read it (``read_action``,
+        with the env's default settings when not given: the loop does not know the env's).
+        """
+        read = turn.info["action"] if turn is not None else action if action is not None else read_action(text)
+        self.counts.add(turn, read)
         self.steps.append(
             {
                 "turn": len(self.steps) + 1,
                 "purpose": purpose,
                 "action": text,
-                **describe_action(text),
+                **describe_action(read),
                 "observation_chars": len(turn.observation) if turn else 0,
                 "obs_error": turn.error if turn else None,
                 "llm_seconds": round(llm_s, 6),
@@ -297,6 +322,7 @@ class _EpisodeRun:
     def step_env(self, text: str, purpose: str, gen: Generation, llm_s: float, ctx_tokens: int) -> Turn:
         """Step the env with the model's turn (:func:`~agents.turn.play_turn`) and record the step."""
         turn = play_turn(self.env, text)
+        self.info = turn.info
         if turn.terminated:
             self.reward = turn.reward
         self.record(turn.action, purpose, gen, llm_s, ctx_tokens, turn)
@@ -313,11 +339,12 @@ class _EpisodeRun:
         gen, llm_s = yield from self.call(msgs, "force", self.cfg.sampling)
         text = clean_turn(gen.text)
         self.context = msgs + [{"role": "assistant", "content": text}]
-        if describe_action(text)["kind"] == "answer":
+        action = read_action(text)  # only an answer is stepped: the env must not run a tool the prompt did not ask for
+        if action["kind"] == "answer":
             turn = self.step_env(text, "force", gen, llm_s, tokens)
-            return f"forced_answer:{reason}", turn.info if turn.terminated else None
-        self.record(text, "force", gen, llm_s, tokens)
-        return f"forced_no_answer:{reason}", None
+            return forced(reason, True), turn.info if turn.terminated else None
+        self.record(text, "force", gen, llm_s, tokens, action=action)
+        return forced(reason, False), None
 
 
 def drive(episodes: Sequence[Generator[Request, Generation, Episode]], policy: Policy) -> list[Episode]:

@@ -17,9 +17,9 @@ from sim_web.env.config import REAL_POLICIES, EnvConfig
 from sim_web.env.config_data import env_config_from, tasks_from
 from sim_web.env.rewards import Judge, score_answer
 from sim_web.env.spaces import TextSpace
+from sim_web.env.step_info import action_info, parse_turn
 from sim_web.env.tasks import Task, resolve_tasks
 from sim_web.executor import SqliteCache, ToolExecutor
-from sim_web.protocol.actions import parse_action
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.errors import ActionError
 from sim_web.protocol.formatting import format_tool_response, truncate
@@ -124,6 +124,11 @@ class WebResearchEnv(gym.Env[str, str]):
     ``errors`` (count per mistake kind), ``tool_calls`` and the executor's per-episode
     ``tool_stats`` (counts only, so that infos are deterministic); the final step adds ``answer``,
     ``em``, ``f1`` and ``timings`` (episode wall time, tool latency).
+    Each step also says how it read the turn: ``action`` (``kind`` ``tool_call``/``answer``/``invalid``, ``tools``,
+    ``calls``, the mistake ``error`` or None, and the call's ``tool``/``arguments``/``code`` or the ``answer``;
+    None after reset), ``step_tool_calls`` and ``step_errors`` (this step's share of ``tool_calls`` and ``errors``).
+    An agent loop reads these instead of parsing the turn again or reading the env's attributes, so that the
+    env's settings decide and a wrapper may sit in between (:mod:`sim_web.env.step_info`).
 
     ## Example
     >>> import gymnasium as gym
@@ -136,6 +141,8 @@ class WebResearchEnv(gym.Env[str, str]):
     ...     '<tool_call>{"name": "search", "arguments": {"query": ["Paris"]}}</tool_call>')
     >>> obs.startswith("<tool_response>\\nA Google search for 'Paris' found"), reward, info["tool_calls"]
     (True, 0.0, {'search': 1})
+    >>> info["action"]["kind"], info["action"]["tools"], info["step_tool_calls"], info["step_errors"]
+    ('tool_call', ['search'], {'search': 1}, {})
     >>> obs, reward, terminated, truncated, info = env.step("<answer>Paris</answer>")
     >>> terminated, sorted(k for k in ("answer", "em", "f1") if k in info)
     (True, ['answer', 'em', 'f1'])
@@ -184,9 +191,21 @@ class WebResearchEnv(gym.Env[str, str]):
         self.obs_chars = 0
         self.errors: Counter[str] = Counter()
         self.tool_calls: Counter[str] = Counter()
+        self._new_step()
         self.done = False
         self.executor.stats.reset()
         self.episode_t0 = time.perf_counter()
+
+    def _new_step(self) -> None:
+        """Start a step's report (``info["action"]``, ``step_tool_calls``, ``step_errors``): nothing read yet."""
+        self.step_action: dict[str, Any] | None = None
+        self.step_tool_calls: Counter[str] = Counter()
+        self.step_errors: Counter[str] = Counter()
+
+    def _mistake(self, kind: str) -> None:
+        """Count an agent mistake in the episode and in this step."""
+        self.errors[kind] += 1
+        self.step_errors[kind] += 1
 
     def _info(self, **extra: Any) -> dict[str, Any]:
         info = {
@@ -198,6 +217,9 @@ class WebResearchEnv(gym.Env[str, str]):
             "tool_calls": dict(sorted(self.tool_calls.items())),
             "obs_chars": self.obs_chars,
             "tool_stats": self.executor.stats.counts(),
+            "action": dict(self.step_action) if self.step_action is not None else None,
+            "step_tool_calls": dict(sorted(self.step_tool_calls.items())),
+            "step_errors": dict(sorted(self.step_errors.items())),
         }
         info.update(extra)
         return info
@@ -238,24 +260,24 @@ class WebResearchEnv(gym.Env[str, str]):
         )  # the stored chat must encode as UTF-8
         self.turn += 1
         self.messages.append({"role": "assistant", "content": action})
+        self._new_step()
         try:
-            act = parse_action(
-                action,
-                allow_multiple=self.config.allow_multiple_calls,
-                max_chars=self.config.max_action_chars,
-                max_calls=self.config.max_calls_per_turn,
-                tools=self.toolbox.enabled,
-            )
+            act = parse_turn(action, self.config, self.toolbox.enabled)
         except ActionError as e:
-            self.errors[e.kind] += 1
+            self.step_action = action_info(error=e.kind)
+            self._mistake(e.kind)
             return self._observe(f"Error: {e}")
+        self.step_action = action_info(act)
         if act.kind == "answer":
             return self._finish(act.answer or "")
-        self.tool_calls.update(cast(str, c.tool) for c in (act.calls or (act,)))  # every call of a multi-call turn
+        tools = [cast(str, c.tool) for c in (act.calls or (act,))]  # every call of a multi-call turn
+        self.tool_calls.update(tools)
+        self.step_tool_calls.update(tools)
         try:
             text = self.toolbox.call(act)
         except ActionError as e:
-            self.errors[e.kind] += 1
+            self.step_action = action_info(act, e.kind)
+            self._mistake(e.kind)
             text = f"Error: {e}"
         return self._observe(text)
 

@@ -109,3 +109,39 @@ def test_the_server_bounds_the_goal_on_both_visit_routes(sample_index):
     assert r.status_code == 422
     r = client.post("/backend/visit", json={"url": "https://en.wikipedia.org/wiki/Paris", "goal": "population"})
     assert r.status_code == 200 and r.json()["ok"]
+
+
+def test_each_step_says_how_it_read_the_turn_and_what_it_counted(env):
+    """info["action"], step_tool_calls and step_errors: the env's verdict, parsed once with its own settings."""
+    from sim_web.env import read_action
+
+    _, info = env.reset(seed=0)
+    assert (info["action"], info["step_tool_calls"], info["step_errors"]) == (None, {}, {})
+    totals_calls, totals_errors = {}, {}
+    turns = [
+        "no action here",
+        call("search", query=["a"]) + "\n" + call("visit", url=["https://en.wikipedia.org/wiki/Paris"], goal="g"),
+        call("search", query=[]),  # parses; running it is a bad_argument
+        "<answer>Paris</answer>",
+    ]
+    want = [
+        ({"kind": "invalid", "tools": [], "calls": 0, "error": "no_action"}, {}, {"no_action": 1}),
+        ({"kind": "tool_call", "tools": ["search", "visit"], "calls": 2, "error": None}, {"search": 1, "visit": 1}, {}),
+        (
+            {"kind": "tool_call", "tools": ["search"], "calls": 1, "error": "bad_argument"},
+            {"search": 1},
+            {"bad_argument": 1},
+        ),
+        ({"kind": "answer", "tools": [], "calls": 0, "error": None, "answer": "Paris"}, {}, {}),
+    ]
+    for turn, (action, calls, errors) in zip(turns, want):
+        *_, info = env.step(turn)
+        assert {k: info["action"][k] for k in action} == action
+        assert (info["step_tool_calls"], info["step_errors"]) == (calls, errors)
+        for total, step in ((totals_calls, calls), (totals_errors, errors)):
+            for k, v in step.items():
+                total[k] = total.get(k, 0) + v
+        assert (info["tool_calls"], info["errors"]) == (totals_calls, totals_errors)  # the totals are the steps' sums
+        parsed = read_action(turn, env.config)  # the same reading without a step (a run's own mistakes aside)
+        assert parsed["kind"] == action["kind"] and parsed["tools"] == action["tools"]
+    assert read_action(turns[1])["kind"] == "invalid"  # the default settings allow one call per turn

@@ -117,7 +117,9 @@ def test_episode_endings(tiny, task_setup, monkeypatch):
     assert (cut["env_reward"], cut["answered"], cut["no_answer"]) == ([0.0], [False], ["length"])
 
     capped = play(task_setup, tok, [call("search", query=["x"])], monkeypatch=monkeypatch, max_turns=1)
-    assert capped["no_answer"] == ["turn_cap"] and capped["env_mask"][0] == [1] * len(capped["completion_ids"][0])
+    assert capped["no_answer"] == ["env_truncated:max_turns"] and capped["env_mask"][0] == [1] * len(
+        capped["completion_ids"][0]
+    )
 
     first = tokenize(tok, call("search", query=["x"])) + [tok.eos_token_id]
     rolled = play(task_setup, tok, [call("search", query=["x"])], budget=len(first) + 20, monkeypatch=monkeypatch)

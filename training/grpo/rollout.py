@@ -12,9 +12,10 @@ on and ``sim-web eval`` prompts with:
 ``max_completion_length`` is the budget of the whole multi-turn completion, tool tokens included. An
 episode ends with a final answer (scored by the env: :func:`sim_web.env.rewards.score_answer`, the code
 ``sim-web eval`` uses), or without one: ``length`` (a turn hit the token budget before its end-of-turn
-token), ``turn_cap`` (the env's ``max_turns``), ``obs_budget`` (the env's ``max_obs_chars``) or
-``rollback`` (the next tool output would overflow the budget, so it is left out and the completion ends
-after the assistant's end-of-turn token, a stop that TRL's own truncation test cannot see).
+token), ``env_truncated:max_turns`` / ``env_truncated:max_obs_chars`` (the env's budgets, named as ``sim-web eval``
+names them: :data:`agents.turn.TERMINATIONS`) or ``rollback`` (the next tool output would overflow the budget, so it
+is left out and the completion ends after the assistant's end-of-turn token, a stop that TRL's own truncation test
+cannot see).
 
 Generation (:func:`training.grpo.generation.generate`): with ``use_vllm`` through TRL's
 ``trainer.vllm_generation.generate`` (one completion per context), else ``generate`` on ``trainer.model`` with the
@@ -27,8 +28,9 @@ that computed it.
 Sampling follows the trainer, not ``sim-web eval``'s Tongyi settings: no presence penalty and no stop
 strings (a turn ends at the end-of-turn token). Each turn is read, stepped and counted by :mod:`agents.turn`, the
 code the eval loop uses, so a hallucinated ``<tool_response>`` is cut before the env reads the turn (it stays in the
-trained ids) and ``tool_errors`` means what ``sim-web eval``'s ``tool_error_rate`` counts. Each episode's outcome is an
-:class:`agents.episode.Episode` (:attr:`AgentRollout.last_episodes` after a call).
+trained ids) and ``tool_errors`` means what ``sim-web eval``'s ``tool_error_rate`` counts. What an episode did is read
+from the env's ``info`` (its chat, counters and verdict on each turn), never from the env's attributes. Each
+episode's outcome is an :class:`agents.episode.Episode` (:attr:`AgentRollout.last_episodes` after a call).
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.episode import ANSWER, Episode
+from agents.episode import Episode
 from agents.policies.kv_reuse import PrefixKV, supports
-from agents.turn import clean_turn, play_turn
-from sim_web.env import EnvConfig, Task, WebResearchEnv
+from agents.turn import ANSWER, ERROR, LENGTH, NO_ANSWER_METRICS, ROLLBACK, clean_turn, env_truncation, play_turn
+from sim_web.env import EnvConfig, Task, WebResearchEnv, read_action
 from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
 from training.grpo.generation import generate
 from training.grpo.trainer_config import check_sandbox
@@ -52,7 +54,8 @@ from training.wire import render, tokenize, tool_suffix_ids
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
-REASONS = ("length", "turn_cap", "obs_budget", "rollback")
+#: How a rollout episode ends without an answer (the terminations its metrics count).
+REASONS = tuple(NO_ANSWER_METRICS.values())
 
 
 def env_reward(
@@ -103,11 +106,15 @@ class RolloutConfig:
 
 @dataclass
 class TokenTrace:
-    """One rollout episode in progress: its env, the ids built so far, and the :class:`~agents.episode.Episode` it plays."""
+    """One rollout episode in progress: its env, the ids built so far, and the :class:`~agents.episode.Episode` it plays.
+
+    ``info`` is the env's latest info (reset's, then each step's): the chat and running counters the trace reads.
+    """
 
     env: WebResearchEnv
     prompt_ids: list[int]
     episode: Episode
+    info: dict[str, Any] = field(default_factory=dict)
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -115,10 +122,10 @@ class TokenTrace:
     generated: int = 0
 
     def end(self, termination: str, reward: float | None = 0.0, prediction: str | None = None) -> None:
-        """Close the episode: how it ended, its reward, and the env's counters."""
+        """Close the episode: how it ended, its reward, and the env's counters (from its latest info)."""
         ep = self.episode
         self.done, ep.termination, ep.reward, ep.prediction = True, termination, reward, prediction
-        ep.tool_calls, ep.env_errors = dict(self.env.tool_calls), dict(self.env.errors)
+        ep.tool_calls, ep.env_errors = dict(self.info.get("tool_calls", {})), dict(self.info.get("errors", {}))
 
 
 def _seed(*parts: Any) -> int:
@@ -186,9 +193,8 @@ class AgentRollout:
                 aliases=list(task.aliases),
             )
             samples[task.id] += 1
-            episodes.append(
-                TokenTrace(env, tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True)), played)
-            )
+            prompt_ids = tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True))
+            episodes.append(TokenTrace(env, prompt_ids, played, info=info))
         kv = self._kv_store(trainer)
         gen_s = tool_s = 0.0
         turn = 0
@@ -236,26 +242,27 @@ class AgentRollout:
         e.generated += len(ids)
         text = tok.decode(ids, skip_special_tokens=True)
         if not ended:
-            e.episode.counts.add(clean_turn(text))
-            e.end("length")
+            e.episode.counts.add(None, read_action(clean_turn(text), self.env_config))
+            e.end(LENGTH)
             return 0.0
         t = time.perf_counter()
         try:
             turn = play_turn(e.env, text)
         except Exception as exc:  # a judge or backend failure: the episode is unscorable, the batch goes on
             log.warning("episode of task %s could not be scored: %s", e.episode.task_id, exc)
-            e.episode.counts.add(clean_turn(text))
-            e.end("error", reward=None)
+            e.episode.counts.add(None, read_action(clean_turn(text), self.env_config))
+            e.end(ERROR, reward=None)
             return time.perf_counter() - t
-        e.episode.counts.add(turn.action, turn)
+        e.info = turn.info
+        e.episode.counts.add(turn)
         if turn.terminated:
             e.end(ANSWER, turn.reward, turn.info.get("answer"))
         elif turn.truncated:
-            e.end("turn_cap" if turn.info.get("truncated_by") == "max_turns" else "obs_budget")
+            e.end(env_truncation(turn.info))
         else:
-            suffix = tool_suffix_ids(tok, e.env.messages)
+            suffix = tool_suffix_ids(tok, turn.info["messages"])
             if len(e.completion_ids) + len(suffix) >= budget:  # no room for the tool output and one more token
-                e.end("rollback")
+                e.end(ROLLBACK)
             else:
                 e.completion_ids += suffix
                 e.env_mask += [0] * len(suffix)

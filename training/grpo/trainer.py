@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from agents.turn import NO_ANSWER_METRICS
 from sim_web.protocol.actions import TOOL_NAMES
 from training.grpo.advantage import drop_mask, group_advantages, group_std, zero_variance_groups
 from training.grpo.dupo import dupo_fill_index, remap_batch
@@ -191,8 +192,8 @@ class AgentGRPOTrainer(GRPOTrainer):
             * len(inputs)
             * self.accelerator.num_processes
         )
-        for reason in ("length", "turn_cap", "rollback", "obs_budget"):
-            m[f"agent/no_answer/{reason}"].append(self._gather_mean([float(x["no_answer"] == reason) for x in inputs]))
+        for name, reason in NO_ANSWER_METRICS.items():  # short metric names for the rollout's terminations
+            m[f"agent/no_answer/{name}"].append(self._gather_mean([float(x["no_answer"] == reason) for x in inputs]))
         timing = inputs[0].get("rollout_timing") or {}
         for key in ("generation_seconds", "tool_seconds"):
             if key in timing:
