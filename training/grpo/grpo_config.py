@@ -23,7 +23,7 @@ def _f(default: Any, text: str) -> Any:
 
 # The switches' base comes first so that their fields follow GRPOConfig's and win over it (epsilon_high's default).
 @dataclass
-class AgentGRPOConfig(MutableGRPOSwitches, GRPOConfig):  # type: ignore[misc, valid-type]
+class AgentGRPOConfig(MutableGRPOSwitches, GRPOConfig):
     """``GRPOConfig`` plus the agent-RL switches (:class:`~training.grpo.advantage.GRPOSwitches`), with the Tongyi
     recipe's defaults.
 
