@@ -108,6 +108,7 @@ MutableGRPOSwitches = make_dataclass(
         "switch_values": GRPOSwitches.switch_values,
     },
 )
+_SWITCH_FIELDS = {f.name: f for f in fields(GRPOSwitches)}
 
 
 def check_choice(owner: str, switch: str, value: Any) -> None:
@@ -124,9 +125,6 @@ def check_choice(owner: str, switch: str, value: Any) -> None:
     choices = _SWITCH_FIELDS[switch].metadata.get("choices")
     if choices is not None and value not in choices:
         raise ConfigError(f"{owner}.{switch} must be one of {choices}, got {value!r}")
-
-
-_SWITCH_FIELDS = {f.name: f for f in fields(GRPOSwitches)}
 
 
 def _grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
