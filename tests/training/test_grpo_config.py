@@ -120,7 +120,7 @@ def test_mistakes_name_the_fix():
     with pytest.raises(ConfigError, match="EnvConfig.tools must be a non-empty subset of"):
         load_recipe("cpu-smoke", {"env.tools": "search,python"})
     with pytest.raises(
-        ConfigError, match="unknown key 'trainer.max_step' in section 'trainer'; valid keys: num_generations, "
+        ConfigError, match="unknown key 'trainer.max_step' in section 'trainer'; valid keys: advantage, .*max_steps"
     ):
         load_recipe("cpu-smoke", {"trainer.max_step": 3})
     with pytest.raises(
@@ -137,6 +137,8 @@ def test_mistakes_name_the_fix():
         load_recipe("cpu-smoke", {"trainer.num_generations": 1})
     with pytest.raises(ConfigError, match="trainer.advantage must be one of"):
         load_recipe("cpu-smoke", {"trainer.advantage": "rloo"})
+    with pytest.raises(ConfigError, match="trainer.truncation must be one of \\('keep_all', "):
+        load_recipe("cpu-smoke", {"trainer.truncation": "drop"})
     with pytest.raises(ConfigError, match="loop.tiers must be a non-empty subset"):
         load_recipe("cpu-smoke", {"loop.tiers": "hard"})
     with pytest.raises(ConfigError, match="not 'tiny', 'smollm2' or a model folder"):
@@ -239,3 +241,50 @@ def test_tiers_pick_the_training_tasks_before_n_tasks(sample_index, tmp_path):
     assert [t.id for t in both] == ["lookup-0", "bridge-1", "lookup-3", "bridge-4", "lookup-6", "bridge-7"]
     bridge = train_tasks(load_recipe("cpu-learn", {"tasks": str(path), "tiers": "bridge", "n_tasks": 2}), index)
     assert [t.id for t in bridge] == ["bridge-1", "bridge-4"]  # the tier first, then the first n
+
+
+def _other_value(f: dataclasses.Field) -> object:
+    """A value of the switch ``f`` that is not its default (the next of its choices, the other bool, a float)."""
+    choices = f.metadata.get("choices")
+    if choices:
+        return choices[(choices.index(f.default) + 1) % len(choices)]
+    if isinstance(f.default, bool):
+        return not f.default
+    if isinstance(f.default, float):
+        return f.default + 0.05
+    raise AssertionError(f"no non-default value for switch {f.name} (default {f.default!r}): extend _other_value")
+
+
+def test_a_switch_is_declared_once_and_reaches_trl(tmp_path):
+    """Every GRPOSwitches field is a recipe key and an AgentGRPOConfig field, and a --set value of each reaches TRL's
+    arguments: a new switch needs one field, no copy in TrainerConfig.args."""
+    pytest.importorskip("trl")
+    from training.grpo.advantage import GRPOSwitches
+    from training.grpo.grpo_config import AgentGRPOConfig
+    from training.grpo.trainer_config import TrainerConfig
+
+    switches = dataclasses.fields(GRPOSwitches)
+    names = {f.name for f in switches}
+    assert names >= {"advantage", "truncation", "dupo", "epsilon_high"}
+    trl_fields = {f.name: f for f in dataclasses.fields(AgentGRPOConfig)}
+    recipe_fields = {f.name: f for f in dataclasses.fields(TrainerConfig)}
+    for f in switches:  # same default and help text on both holders
+        for holder in (trl_fields, recipe_fields):
+            assert (holder[f.name].default, holder[f.name].metadata) == (f.default, f.metadata)
+    over = {f"trainer.{f.name}": _other_value(f) for f in switches}
+    recipe = load_recipe("cpu-smoke", {**over, "output_dir": str(tmp_path)})
+    args = recipe.grpo_config()
+    for f in switches:
+        assert getattr(recipe.trainer, f.name) == getattr(args, f.name) == over[f"trainer.{f.name}"] != f.default
+    assert TrainerConfig().args(str(tmp_path), seed=0).switch_values() == GRPOSwitches().switch_values()
+
+
+def test_the_switches_check_runs_once_per_config(monkeypatch):
+    from training.grpo import advantage
+    from training.grpo.trainer_config import TrainerConfig
+
+    seen = []
+    original = advantage.check_choice
+    monkeypatch.setattr(advantage, "check_choice", lambda owner, *a: seen.append(owner) or original(owner, *a))
+    TrainerConfig(advantage="grpo")
+    assert seen == ["trainer"] * len(dataclasses.fields(advantage.GRPOSwitches))  # once per switch, by its holder

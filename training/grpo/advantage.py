@@ -1,4 +1,5 @@
-"""Group advantages and the truncated-negative drop mask: pure functions on flat reward tensors.
+"""Group advantages and the truncated-negative drop mask (pure functions on flat reward tensors), and the switches that
+pick them (:class:`GRPOSwitches`, declared once for the recipe and TRL's arguments).
 
 Rewards arrive flat, ``G`` consecutive samples per prompt (TRL's layout after ``gather``). A NaN reward
 marks an unscorable sample (every reward function returned ``None``): it is left out of its group's
@@ -21,41 +22,109 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any, ClassVar, get_type_hints
+
 import torch
 
 from wiki_index.errors import ConfigError
 
 ADVANTAGES = ("grpo", "loo", "loo_std")
 TRUNCATION_RULES = ("keep_all", "drop_all_truncated", "drop_truncated_negatives")
-#: Help texts of the switches, shared by the recipe's ``trainer:`` section and TRL's ``AgentGRPOConfig``.
-SWITCH_HELP = {
-    "advantage": "Group advantage: 'grpo' (TRL's own, honouring scale_rewards), 'loo' (leave-one-out "
-    "r_i - mean_{j!=i} r_j) or 'loo_std' (LOO / group std).",
-    "truncation": "Which samples leave the loss: 'keep_all'; 'drop_all_truncated' (every episode without a final answer, "
-    "TRL's mask_truncated_completions rule); 'drop_truncated_negatives' (no final answer AND reward <= 0; "
-    "truncated successes stay). Dropped samples stay in the group baseline.",
-    "dupo": "DUPO batch filling: replace each group whose rewards are all equal by a copy of an informative group of the "
-    "same batch (no extra rollouts); counts logged as agent/dupo_dropped_groups and agent/dupo_duplicated_groups.",
-    "epsilon_high": "Upper clip of the ratio (clip-higher); 0.2 gives symmetric clipping, None = epsilon.",
-}
 EPS = 1e-4  # TRL's epsilon when scaling by the std
 
 
-def check_switches(owner: str, advantage: str | None = None, truncation: str | None = None) -> None:
-    """Refuse an unknown advantage or truncation rule (the one check every config and function here uses).
+def _switch(default: Any, text: str, choices: tuple[str, ...] | None = None) -> Any:
+    """A switch field: its default, help text and, for a switch with named values, the allowed ones."""
+    return field(default=default, metadata={"help": text} if choices is None else {"help": text, "choices": choices})
+
+
+@dataclass(frozen=True)
+class GRPOSwitches:
+    """The GRPO loss switches, declared once: the recipe's ``trainer:`` section
+    (:class:`~training.grpo.trainer_config.TrainerConfig`) inherits these fields, TRL's arguments
+    (:class:`~training.grpo.grpo_config.AgentGRPOConfig`) inherit the same fields through
+    :data:`MutableGRPOSwitches`, and ``TrainerConfig.args`` copies every one of them across, so a new switch is one
+    field here (plus the code that reads it).
+
+    A field with ``choices`` in its metadata only takes those values (:meth:`check_switches`).
+    """
+
+    #: How errors name the holder of the values (``trainer`` in a recipe); each holder sets its own.
+    switch_owner: ClassVar[str] = "GRPOSwitches"
+
+    advantage: str = _switch(
+        "loo",
+        "Group advantage: 'grpo' (TRL's own, honouring scale_rewards), 'loo' (leave-one-out r_i - mean_{j!=i} r_j) "
+        "or 'loo_std' (LOO / group std).",
+        ADVANTAGES,
+    )
+    truncation: str = _switch(
+        "drop_truncated_negatives",
+        "Which samples leave the loss: 'keep_all'; 'drop_all_truncated' (every episode without a final answer, "
+        "TRL's mask_truncated_completions rule); 'drop_truncated_negatives' (no final answer AND reward <= 0; "
+        "truncated successes stay). Dropped samples stay in the group baseline.",
+        TRUNCATION_RULES,
+    )
+    dupo: bool = _switch(
+        False,
+        "DUPO batch filling: replace each group whose rewards are all equal by a copy of an informative group of the "
+        "same batch (no extra rollouts); counts logged as agent/dupo_dropped_groups and agent/dupo_duplicated_groups.",
+    )
+    epsilon_high: float | None = _switch(
+        0.28, "Upper clip of the ratio (clip-higher); 0.2 gives symmetric clipping, None = epsilon."
+    )
+
+    def __post_init__(self) -> None:
+        self.check_switches()
+
+    def check_switches(self) -> None:
+        """Refuse a value outside its switch's ``choices`` (the one check of every holder of the switches).
+
+        Raises:
+            ConfigError: Naming the holder (:attr:`switch_owner`), the switch, the value found and the allowed ones.
+        """
+        for f in fields(GRPOSwitches):
+            check_choice(self.switch_owner, f.name, getattr(self, f.name))
+
+    def switch_values(self) -> dict[str, Any]:
+        """Every switch by name (what ``TrainerConfig.args`` hands to TRL's arguments)."""
+        return {f.name: getattr(self, f.name) for f in fields(GRPOSwitches)}
+
+
+#: :class:`GRPOSwitches`' fields (same types, defaults and help) and methods on a class that is not frozen, for TRL's
+#: arguments: a frozen dataclass cannot be the base of one that is not. Made from the fields above, not declared again.
+MutableGRPOSwitches = make_dataclass(
+    "MutableGRPOSwitches",
+    [
+        (f.name, get_type_hints(GRPOSwitches)[f.name], field(default=f.default, metadata=f.metadata))
+        for f in fields(GRPOSwitches)
+    ],
+    namespace={
+        "__module__": __name__,
+        "__doc__": "GRPOSwitches' fields on a dataclass that is not frozen (TRL's arguments).",
+        "switch_owner": GRPOSwitches.switch_owner,
+        "check_switches": GRPOSwitches.check_switches,
+        "switch_values": GRPOSwitches.switch_values,
+    },
+)
+_SWITCH_FIELDS = {f.name: f for f in fields(GRPOSwitches)}
+
+
+def check_choice(owner: str, switch: str, value: Any) -> None:
+    """Refuse a value outside the ``choices`` of the :class:`GRPOSwitches` field ``switch`` (none: anything goes).
 
     Args:
-        owner: What holds the values, for the message (``trainer``, ``AgentGRPOConfig``, ...).
-        advantage: An advantage kind to check (None: not checked).
-        truncation: A truncation rule to check (None: not checked).
+        owner: What holds the value, for the message (``trainer``, ``AgentGRPOConfig``, ``group_advantages``...).
+        switch: The field's name.
+        value: The value to check.
 
     Raises:
-        ConfigError: Naming the owner, the value found and the allowed ones.
+        ConfigError: Naming the owner, the switch, the value found and the allowed ones.
     """
-    if advantage is not None and advantage not in ADVANTAGES:
-        raise ConfigError(f"{owner}.advantage must be one of {ADVANTAGES}, got {advantage!r}")
-    if truncation is not None and truncation not in TRUNCATION_RULES:
-        raise ConfigError(f"{owner}.truncation must be one of {TRUNCATION_RULES}, got {truncation!r}")
+    choices = _SWITCH_FIELDS[switch].metadata.get("choices")
+    if choices is not None and value not in choices:
+        raise ConfigError(f"{owner}.{switch} must be one of {choices}, got {value!r}")
 
 
 def _grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
@@ -102,7 +171,7 @@ def group_advantages(rewards: torch.Tensor, group_size: int, kind: str = "loo", 
     Raises:
         ConfigError: For an unknown ``kind`` or a batch that is not a whole number of groups.
     """
-    check_switches("group_advantages", advantage=kind)
+    check_choice("group_advantages", "advantage", kind)
     r = _grouped(rewards, group_size)
     ok = ~torch.isnan(r)
     n = ok.sum(1, keepdim=True).float()
@@ -139,7 +208,7 @@ def drop_mask(rewards: torch.Tensor, no_answer: torch.Tensor, rule: str = "drop_
     Raises:
         ConfigError: For an unknown rule or mismatched shapes.
     """
-    check_switches("drop_mask", truncation=rule)
+    check_choice("drop_mask", "truncation", rule)
     if rewards.shape != no_answer.shape:
         raise ConfigError(
             f"rewards {tuple(rewards.shape)} and no_answer {tuple(no_answer.shape)} must have the same shape"

@@ -1,19 +1,19 @@
 """TRL's arguments for agentic GRPO: :class:`AgentGRPOConfig`, ``GRPOConfig`` plus the agent-RL switches.
 
 It sits beside :mod:`training.grpo.trainer` as TRL keeps ``grpo_config.py`` beside ``grpo_trainer.py``; a recipe's
-``trainer:`` section (:class:`~training.grpo.trainer_config.TrainerConfig`) builds it. The switches share their help
-texts (:data:`~training.grpo.advantage.SWITCH_HELP`) and their check
-(:func:`training.grpo.advantage.check_switches`) with that section.
+``trainer:`` section (:class:`~training.grpo.trainer_config.TrainerConfig`) builds it. The loss switches are not
+declared here: both classes inherit them, with their help texts and their check, from
+:class:`training.grpo.advantage.GRPOSwitches`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trl import GRPOConfig
 
-from training.grpo.advantage import SWITCH_HELP, check_switches
+from training.grpo.advantage import MutableGRPOSwitches
 from wiki_index.errors import ConfigError
 
 
@@ -21,31 +21,31 @@ def _f(default: Any, text: str) -> Any:
     return field(default=default, metadata={"help": text})
 
 
+# The switches' base comes first so that their fields follow GRPOConfig's and win over it (epsilon_high's default).
 @dataclass
-class AgentGRPOConfig(GRPOConfig):
-    """``GRPOConfig`` plus the agent-RL switches, with the Tongyi recipe's defaults.
+class AgentGRPOConfig(MutableGRPOSwitches, GRPOConfig):
+    """``GRPOConfig`` plus the agent-RL switches (:class:`~training.grpo.advantage.GRPOSwitches`), with the Tongyi
+    recipe's defaults.
 
     Defaults that differ from TRL's: ``scale_rewards="none"`` (LOO does its own scaling),
     ``epsilon_high=0.28`` (clip-higher), ``beta=0.0``; ``loss_type="dapo"`` and
     ``mask_truncated_completions=False`` are TRL's defaults, kept.
     """
 
-    advantage: str = _f("loo", SWITCH_HELP["advantage"])
-    truncation: str = _f("drop_truncated_negatives", SWITCH_HELP["truncation"])
+    switch_owner: ClassVar[str] = "AgentGRPOConfig"
+
     strict_on_policy: bool = _f(
         True,
         "Require one optimiser step per generation batch (num_iterations=1, "
         "steps_per_generation=gradient_accumulation_steps), so every sample is from the "
         "current policy.",
     )
-    dupo: bool = _f(False, SWITCH_HELP["dupo"])
     scale_rewards: str = _f("none", "TRL's reward scaling, used only by advantage='grpo'.")
-    epsilon_high: float | None = _f(0.28, SWITCH_HELP["epsilon_high"])
     beta: float = _f(0.0, "KL coefficient (0: no reference model, as in the Tongyi recipe).")
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        check_switches("AgentGRPOConfig", self.advantage, self.truncation)
+        super().__post_init__()  # GRPOConfig's (the switches' base has none)
+        self.check_switches()
         if self.advantage != "grpo" and self.scale_rewards != "none":
             raise ConfigError(
                 f"advantage={self.advantage!r} ignores scale_rewards={self.scale_rewards!r}: set scale_rewards='none' "

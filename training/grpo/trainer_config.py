@@ -2,10 +2,11 @@
 
 :class:`TrainerConfig` holds the batch shape, optimiser, loss switches and generation settings and turns into TRL's
 arguments (:class:`~training.grpo.grpo_config.AgentGRPOConfig`, imported only then: TRL's import is slow, and loading a
-recipe, building the CLI or checking a config does not need it). The switches (advantage, truncation, DUPO batch
-filling, clip-higher) have one help text each (:data:`training.grpo.advantage.SWITCH_HELP`), shared with
-``AgentGRPOConfig``, and one check (:func:`training.grpo.advantage.check_switches`). :func:`choose_generation` decides between vLLM and transformers
-generation on this machine, :func:`check_sandbox` whether the enabled tools can run here.
+recipe, building the CLI or checking a config does not need it). The loss switches (advantage, truncation, DUPO batch
+filling, clip-higher) are not declared here: :class:`TrainerConfig` inherits them, with their help texts and their
+check, from :class:`training.grpo.advantage.GRPOSwitches`, as ``AgentGRPOConfig`` does, and :meth:`TrainerConfig.args`
+passes every one of them on. :func:`choose_generation` decides between vLLM and transformers generation on this
+machine, :func:`check_sandbox` whether the enabled tools can run here.
 
 Example:
     >>> TrainerConfig(prompts_per_step=2, num_generations=4).per_device_batch
@@ -15,10 +16,10 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim_web.protocol import NO_PYTHON_TOOLS
-from training.grpo.advantage import SWITCH_HELP, check_switches
+from training.grpo.advantage import GRPOSwitches
 from wiki_index.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -33,8 +34,11 @@ def help_field(default: Any, text: str) -> Any:
 
 
 @dataclass(frozen=True)
-class TrainerConfig:
-    """The ``trainer:`` section of a GRPO recipe: batch shape, optimiser, loss switches, precision and generation."""
+class TrainerConfig(GRPOSwitches):
+    """The ``trainer:`` section of a GRPO recipe: batch shape, optimiser, loss switches (the fields of
+    :class:`~training.grpo.advantage.GRPOSwitches`, listed first), precision and generation."""
+
+    switch_owner: ClassVar[str] = "trainer"
 
     num_generations: int = help_field(4, "Group size G (larger groups instead of dynamic sampling).")
     prompts_per_step: int = help_field(
@@ -53,10 +57,6 @@ class TrainerConfig:
     )
     temperature: float = help_field(1.0, "Sampling temperature of the rollouts (also used for the trained logprobs).")
     top_p: float = help_field(1.0, "Nucleus sampling mass of the rollouts.")
-    advantage: str = help_field("loo", SWITCH_HELP["advantage"])
-    truncation: str = help_field("drop_truncated_negatives", SWITCH_HELP["truncation"])
-    dupo: bool = help_field(False, SWITCH_HELP["dupo"])
-    epsilon_high: float = help_field(0.28, SWITCH_HELP["epsilon_high"])
     loss_type: str = help_field(
         "dapo", "TRL loss aggregation ('dapo': token-level, normalised by the batch's trained tokens)."
     )
@@ -83,7 +83,7 @@ class TrainerConfig:
     save_steps: int = help_field(10, "Save a checkpoint every N steps (resuming starts from the last one).")
 
     def __post_init__(self) -> None:
-        check_switches("trainer", self.advantage, self.truncation)
+        super().__post_init__()  # the switches' check
         if self.num_generations < 2:
             raise ConfigError(
                 f"trainer.num_generations must be >= 2 (a group needs a baseline), got {self.num_generations}"
@@ -142,10 +142,7 @@ class TrainerConfig:
             max_completion_length=self.max_completion_length,
             temperature=self.temperature,
             top_p=self.top_p,
-            advantage=self.advantage,
-            truncation=self.truncation,
-            dupo=self.dupo,
-            epsilon_high=self.epsilon_high,
+            **self.switch_values(),
             loss_type=self.loss_type,
             gradient_checkpointing=self.gradient_checkpointing,
             bf16=self.bf16,
