@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 
@@ -270,7 +270,7 @@ class WebResearchEnv(gym.Env[str, str]):
         self.step_action = action_info(act)
         if act.kind == "answer":
             return self._finish(act.answer or "")
-        tools = [cast(str, c.tool) for c in (act.calls or (act,))]  # every call of a multi-call turn
+        tools = self.step_action["tools"]  # every call of a multi-call turn, as action_info listed them
         self.tool_calls.update(tools)
         self.step_tool_calls.update(tools)
         try:
