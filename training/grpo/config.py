@@ -76,6 +76,11 @@ class GRPORecipe:
     tiers: tuple[str, ...] | None = _f(
         None, "Train only on tasks of these curriculum tiers (the records' `tier`, e.g. bridge), before n_tasks."
     )
+    balance_tiers: bool = _f(
+        False,
+        "Interleave the tiers in the train order (one task of each tier in turn, each tier shuffled with seed) "
+        "and turn off TRL's own shuffle, so each step's prompts mix the tiers (training.grpo.order).",
+    )
     solved_reward: float = _f(
         1.0, "Reward at or above which an episode counts as solved (DUPO's prefilter, the loop's pass rates)."
     )
@@ -116,6 +121,11 @@ class GRPORecipe:
                 f"trainer.max_completion_length ({self.trainer.max_completion_length}) is the budget of the whole "
                 f"episode and must be >= rollout.max_turn_tokens ({self.rollout.max_turn_tokens}); raise it or "
                 "lower rollout.max_turn_tokens"
+            )
+        if self.balance_tiers and self.loop.enabled:
+            raise ConfigError(
+                "balance_tiers orders a fixed task list, but loop.enabled rebuilds the list as it trains: "
+                "turn one of them off"
             )
         # the derived section fields follow the run
         object.__setattr__(
@@ -210,4 +220,5 @@ class GRPORecipe:
 
     def grpo_config(self, **overrides: Any) -> Any:
         """The TRL arguments of this recipe (:class:`~training.grpo.grpo_config.AgentGRPOConfig`)."""
+        overrides.setdefault("shuffle_dataset", not self.balance_tiers)
         return self.trainer.args(str(self.out_dir()), seed=self.seed, **overrides)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from training.grpo.config import GRPORecipe
+from training.grpo.order import interleave_tiers
 from training.grpo.recipes import load_recipe, parse_overrides
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
         else None
     )
     if loop is None:
-        trainer.train_dataset = task_dataset(tasks)
+        trainer.train_dataset = task_dataset(interleave_tiers(tasks, recipe.seed) if recipe.balance_tiers else tasks)
     # 6. train
     trainer.train(resume_from_checkpoint=last)
     # 7. save and summarise
