@@ -37,15 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.turn import ANSWER, MAX_LLM_CALLS, TURN_CAP, forced
 from sim_web.protocol import TOOL_NAMES
 from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 REASONS = ("over_turn_cap", "no_answer", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
-#: Terminations that mean the turn budget ran out (besides ``forced_*:calls`` and ``env_truncated:max_turns``).
-CAPPED = ("max_llm_calls",)
+#: Terminations that mean the turn budget ran out (besides ``forced_*:calls`` and the env's turn cap).
+CAPPED = (MAX_LLM_CALLS,)
 #: The termination of an answer given to the forcing prompt on the last allowed call.
-FORCED_AT_CAP = "forced_answer:calls"
+FORCED_AT_CAP = forced("calls", answered=True)
 TRAJECTORIES = "trajectories.jsonl"
 RUN_FILE = "run.json"
 #: The prompt style of a run whose identity names none (the harness records only a non-default style).
@@ -158,10 +159,10 @@ def reject_reason(record: dict[str, Any], cfg: CollectConfig) -> str | None:
     steps = record.get("steps") or []
     term = str(record.get("termination", ""))
     forced_ok = cfg.forced_answers and term == FORCED_AT_CAP and bool(record.get("context"))
-    capped = term in CAPPED or (term.endswith((":calls", ":max_turns")) and not forced_ok)
+    capped = term in CAPPED or ((term.endswith(":calls") or term == TURN_CAP) and not forced_ok)
     if int(record.get("turns", len(steps))) > cfg.max_turns or capped:
         return "over_turn_cap"
-    if term != "answer" and not forced_ok:
+    if term != ANSWER and not forced_ok:
         return "no_answer"
     if any(s.get("kind") == "invalid" for s in steps):
         return "malformed"
