@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint test-slow train-smoke learn sim-to-real ablate bench gpu-check gpu-kit bundle resolve-check clean-index
+.PHONY: install run test lint test-slow train-smoke learn learn-confirm sim-to-real ablate bench gpu-check gpu-kit bundle resolve-check clean-index
 
 install: $(STAMP)
 
@@ -46,6 +46,17 @@ learn: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web learn $(ARGS)
+
+# after `make learn`: GRPO on bridge tasks only, then it, SFT and the baselines on held-out tasks 241-562 (answers
+# disjoint from training, untouched by the first 240); report in $SIM_WEB_HOME/runs/learn/cpu-learn-confirm/
+LEARN := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/runs/learn
+learn-confirm: learn
+	$(BIN)/sim-web learn --set grpo_name=grpo-bridge --grpo-set tiers=bridge --stages grpo
+	mkdir -p "$(LEARN)/cpu-learn-confirm"
+	ln -sfn ../cpu-learn/sft "$(LEARN)/cpu-learn-confirm/sft"
+	ln -sfn ../cpu-learn/grpo-bridge "$(LEARN)/cpu-learn-confirm/grpo-bridge"
+	$(BIN)/sim-web learn --out "$(LEARN)/cpu-learn-confirm" --set eval_skip=240 --set eval_n=null \
+		--set grpo_name=grpo-bridge --stages rule,prior,oracle,eval-sft,eval-grpo,report
 
 # sim vs real web side by side (needs SERPER_KEY_ID, JINA_API_KEYS; SIM_TO_REAL_MOCK=1: local mocks with faults)
 sim-to-real: install
