@@ -31,8 +31,10 @@ run: install
 	$(BIN)/python -m sim_web.demo
 	$(BIN)/python -m agents.demo
 
+# on every core (-n auto: the physical cores, 2 on the CI machine; PYTEST_XDIST_AUTO_NUM_WORKERS=N sets another count);
+# --dist loadfile keeps a test file on one worker, so its module fixtures (tiny models, servers) are built once
 test: install
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q --durations=15 -n auto --dist loadfile
 
 # a few CPU GRPO steps of a tiny random Llama on the sample's SailorFog-QA train split (real env, real TRL)
 train-smoke: install

@@ -59,6 +59,8 @@ def test_eval_loop_and_grpo_rollout_count_one_episode_the_same(sample_index, tes
     from types import SimpleNamespace
 
     from sim_web.env import EnvConfig, WebResearchEnv
+    from sim_web.tools import toolbox
+    from sim_web.tools.python.sandbox import PythonConfig, run_python
     from training.grpo import rollout as R
     from training.grpo.tiny import tiny_model
     from training.wire import tokenize
@@ -66,6 +68,8 @@ def test_eval_loop_and_grpo_rollout_count_one_episode_the_same(sample_index, tes
     task = test_tasks[0]
     turns, want = script(task)
     env_config = EnvConfig(index_dir=str(sample_index), tools=TOOLS, max_turns=50)
+    # the sandbox stops the sleep at a 1 s wall-clock limit, not the default 10 s: the same stopped run, 18 s sooner
+    monkeypatch.setattr(toolbox, "_default_python_runner", lambda code: run_python(code, PythonConfig(timeout_s=1)))
 
     replies = iter(turns)
     played = run_episode(

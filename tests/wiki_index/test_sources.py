@@ -267,7 +267,7 @@ def test_sample_lead_pages(sample, vital_leads):
 
 def test_bench_ingest_quick_runs():
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_ingest", "--quick"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "benchmarks.bench_ingest", "--quick"], capture_output=True, text=True, timeout=900
     )
     assert out.returncode == 0, out.stderr
     assert "ours / wikiextractor" in out.stdout and "peak RSS MB" in out.stdout
