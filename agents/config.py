@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 #: Tongyi's stop sequences: the model must not write the tool's answer itself.
 TOOL_RESPONSE_STOPS = ("\n<tool_response>", "<tool_response>")

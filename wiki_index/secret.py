@@ -25,8 +25,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from wiki_index.errors import ConfigError
-from wiki_index.settings import env
+from simweb_core.errors import ConfigError
+from simweb_core.settings import env
 
 #: What a masked value is replaced with.
 MASK = "***"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 
 STUB_LOCAL = "999999999"  # the local label of a stub wheel (see write_stubs)
 MAX_SOURCE_BUILDS = 6

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from sim_web.env.config import EnvConfig
 from sim_web.env.tasks import Task
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 T = TypeVar("T")
 _MAPPINGS = (dict, collections.abc.Mapping)

@@ -18,8 +18,8 @@ from sim_web.backends.serper import SerperConfig
 from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig, Task, WebResearchEnv
 from sim_web.executor import BackendPolicy, ExecutorConfig
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import jina, real_keys, serper, sim_backend  # noqa: F401 - fixtures
-from wiki_index.errors import ConfigError
 
 NON_ASCII = "São Paulo Kraków Москва"
 NO_SHARED_MEMORY = {"shared_memory": False}  # what an async vector env of this env needs (the space is real text)

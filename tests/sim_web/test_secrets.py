@@ -24,8 +24,8 @@ from sim_web.backends.upstream import UpstreamError
 from sim_web.env import EnvConfig
 from sim_web.env.config_data import dataclass_from_data
 from sim_web.executor import BackendPolicy, ExecutorConfig
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import sim_backend  # noqa: F401 - fixture
-from wiki_index.errors import ConfigError
 from wiki_index.secret import Secret, scrub, scrub_record
 
 #: Every planted secret contains this, so one search finds any of them (and no fingerprint or mask does).

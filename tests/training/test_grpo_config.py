@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
+from simweb_core.errors import ConfigError
 from training.grpo.config import GRPORecipe
 from training.grpo.recipes import CONFIG_DIR, load_recipe, parse_overrides, parse_value, recipe_names
-from wiki_index.errors import ConfigError
 
 RECIPES = ("cpu-smoke", "single-gpu", "multi-gpu")
 

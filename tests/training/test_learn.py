@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
 from training.learn.report import mcnemar_p, paired_bootstrap, summarise, wilson, write_report
-from wiki_index.errors import ConfigError
 
 
 def _stage(folder: Path, solved: dict[str, int]) -> None:

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, get_type_hints
 
 import torch
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 ADVANTAGES = ("grpo", "loo", "loo_std")
 TRUNCATION_RULES = ("keep_all", "drop_all_truncated", "drop_truncated_negatives")

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from sim_web.env import EnvConfig
+from simweb_core.errors import ConfigError
+from simweb_core.settings import sim_web_home
 from training.grpo.dupo import PrefilterConfig
 from training.grpo.rollout import RolloutConfig
 from training.grpo.trainer_config import TrainerConfig, check_sandbox
 from training.loop.loop import LoopConfig
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
 
 __all__ = ["GRPORecipe", "check_sandbox"]
 

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 from trl import GRPOConfig
 
+from simweb_core.errors import ConfigError
 from training.grpo.advantage import MutableGRPOSwitches
-from wiki_index.errors import ConfigError
 
 
 def _f(default: Any, text: str) -> Any:

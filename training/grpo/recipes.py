@@ -23,8 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from simweb_core.errors import ConfigError
 from training.grpo.config import GRPORecipe
-from wiki_index.errors import ConfigError
 
 __all__ = [
     "CONFIG_DIR",

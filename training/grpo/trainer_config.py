@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim_web.protocol import NO_PYTHON_TOOLS
+from simweb_core.errors import ConfigError
 from training.grpo.advantage import GRPOSwitches
-from wiki_index.errors import ConfigError
 
 if TYPE_CHECKING:
     from training.grpo.grpo_config import AgentGRPOConfig

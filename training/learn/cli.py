@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 
 def config_from_args(args: argparse.Namespace) -> Any:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
+from simweb_core.errors import ConfigError
+from simweb_core.settings import sim_web_home
 
 STAGES = (
     "tasks",

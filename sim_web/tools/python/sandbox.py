@@ -83,7 +83,7 @@ def _opt(default: _T, help_text: str) -> _T:
 
 
 def _default_isolation() -> str:
-    from wiki_index.settings import env
+    from simweb_core.settings import env
 
     return env(ISOLATION_ENV) or "bwrap"
 
