@@ -19,7 +19,7 @@ from typing import Any
 
 from sim_web.protocol import TOOL_NAMES
 from sim_web.tools import PROMPT_STYLES
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 OUTPUTS = (
     ("trajectories", "trajectories.jsonl"),

@@ -8,10 +8,10 @@ penalty 1.1, stop at ``<tool_response>``, 100 LLM calls, 150 minutes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 #: Tongyi's stop sequences: the model must not write the tool's answer itself.
 TOOL_RESPONSE_STOPS = ("\n<tool_response>", "<tool_response>")
@@ -19,26 +19,18 @@ FORCE_TRIGGERS = ("context", "calls", "time")
 SUMMARISERS = ("policy", "extractive", "openai")
 
 
-_T = TypeVar("_T")
-
-
-def _help(text: str, default: _T) -> _T:
-    """A dataclass field with a help text (TRL style)."""
-    return field(default=default, metadata={"help": text})  # type: ignore[no-any-return]
-
-
 @dataclass(frozen=True)
 class SamplingConfig:
     """How a policy samples one turn (passed to the endpoint or to ``generate``)."""
 
-    temperature: float = _help("Sampling temperature; 0 means greedy decoding.", 0.6)
-    top_p: float = _help("Nucleus sampling mass.", 0.95)
-    presence_penalty: float = _help("Penalty on tokens already generated in this turn (OpenAI semantics).", 1.1)
-    max_tokens: int = _help("Most new tokens per turn.", 8192)
-    stop: tuple[str, ...] = _help(
-        "Stop sequences (Tongyi stops before a hallucinated tool response).", TOOL_RESPONSE_STOPS
+    temperature: float = help_field(0.6, "Sampling temperature; 0 means greedy decoding.")
+    top_p: float = help_field(0.95, "Nucleus sampling mass.")
+    presence_penalty: float = help_field(1.1, "Penalty on tokens already generated in this turn (OpenAI semantics).")
+    max_tokens: int = help_field(8192, "Most new tokens per turn.")
+    stop: tuple[str, ...] = help_field(
+        TOOL_RESPONSE_STOPS, "Stop sequences (Tongyi stops before a hallucinated tool response)."
     )
-    seed: int | None = _help("Base seed for sampling; each episode derives its own from it.", 0)
+    seed: int | None = help_field(0, "Base seed for sampling; each episode derives its own from it.")
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or not 0 < self.top_p <= 1:
@@ -59,22 +51,22 @@ class SamplingConfig:
 class ReSumConfig:
     """When and how the history is summarised (ReSum / WebResummer)."""
 
-    enabled: bool = _help("Summarise the history during the episode.", False)
-    trigger_fraction: float | None = _help(
-        "Summarise when the context reaches this fraction of AgentConfig.max_context_tokens (None = never by size).",
+    enabled: bool = help_field(False, "Summarise the history during the episode.")
+    trigger_fraction: float | None = help_field(
         0.6,
+        "Summarise when the context reaches this fraction of AgentConfig.max_context_tokens (None = never by size).",
     )
-    every_n_turns: int | None = _help(
-        "Also summarise every N agent turns since the last summary (None = never by count).", None
+    every_n_turns: int | None = help_field(
+        None, "Also summarise every N agent turns since the last summary (None = never by count)."
     )
-    summariser: str = _help(
+    summariser: str = help_field(
+        "policy",
         "'policy' (the acting model), 'openai' (a separate OpenAI-compatible model) or 'extractive' "
         "(deterministic, no model).",
-        "policy",
     )
-    max_summaries: int = _help("Most summarisations per episode.", 8)
-    max_history_chars: int = _help("History text shown to the summariser (the middle is cut beyond this).", 60_000)
-    summary_max_tokens: int = _help("Most new tokens of a summary.", 1024)
+    max_summaries: int = help_field(8, "Most summarisations per episode.")
+    max_history_chars: int = help_field(60_000, "History text shown to the summariser (the middle is cut beyond this).")
+    summary_max_tokens: int = help_field(1024, "Most new tokens of a summary.")
 
     def __post_init__(self) -> None:
         if self.summariser not in SUMMARISERS:
@@ -101,22 +93,24 @@ class ReSumConfig:
 class AgentConfig:
     """Limits of one episode of the ReAct loop."""
 
-    max_llm_calls: int = _help("Most policy calls per episode, summaries by the policy included (Tongyi: 100).", 100)
-    max_seconds: float = _help("Wall-clock limit of an episode in seconds (Tongyi: 150 minutes).", 150 * 60.0)
-    max_context_tokens: int = _help(
-        "Context size at which the answer is forced (Tongyi: 108K of a 128K window).", 108 * 1024
+    max_llm_calls: int = help_field(
+        100, "Most policy calls per episode, summaries by the policy included (Tongyi: 100)."
     )
-    force_on: tuple[str, ...] = _help(
+    max_seconds: float = help_field(150 * 60.0, "Wall-clock limit of an episode in seconds (Tongyi: 150 minutes).")
+    max_context_tokens: int = help_field(
+        108 * 1024, "Context size at which the answer is forced (Tongyi: 108K of a 128K window)."
+    )
+    force_on: tuple[str, ...] = help_field(
+        FORCE_TRIGGERS,
         "Limits that trigger Tongyi's forced-answer prompt instead of a silent stop: 'context' (as Tongyi), 'calls' "
         "(the last LLM call is spent on a forced answer), 'time' (one forced call once the time is up).",
-        FORCE_TRIGGERS,
     )
-    force_replaces_observation: bool = _help(
-        "Tongyi overwrites the last tool response with the forcing prompt; False appends it as a new user message.",
+    force_replaces_observation: bool = help_field(
         True,
+        "Tongyi overwrites the last tool response with the forcing prompt; False appends it as a new user message.",
     )
-    sampling: SamplingConfig = field(default_factory=SamplingConfig, metadata={"help": "Sampling of every agent turn."})
-    resum: ReSumConfig = field(default_factory=ReSumConfig, metadata={"help": "History summarisation."})
+    sampling: SamplingConfig = help_field(help="Sampling of every agent turn.", default_factory=SamplingConfig)
+    resum: ReSumConfig = help_field(help="History summarisation.", default_factory=ReSumConfig)
 
     def __post_init__(self) -> None:
         if self.max_llm_calls < 1 or self.max_seconds <= 0 or self.max_context_tokens < 256:

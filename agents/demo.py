@@ -11,7 +11,7 @@ import argparse
 import logging
 
 from sim_web.env.tasks import default_task_path, load_tasks
-from wiki_index.settings import default_index_dir
+from simweb_core.settings import default_index_dir
 
 
 def _short(text: str, limit: int = 700) -> str:

@@ -10,63 +10,68 @@ one into an :class:`Episode` again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agents.turn import ANSWER, TurnCounts  # ANSWER and the other terminations: agents.turn.TERMINATIONS
-
-
-def _f(help_text: str, default: Any = None, factory: Any = None) -> Any:
-    if factory is not None:
-        return field(default_factory=factory, metadata={"help": help_text})
-    return field(default=default, metadata={"help": help_text})
+from simweb_core.fields import help_field
 
 
 @dataclass
 class Episode:
     """One played episode of a policy on a task."""
 
-    task_id: str = _f("The task's id.", "")
-    sample: int = _f("Which of the task's samples (pass@k draws several).", 0)
-    seed: int | None = _f("The episode's seed (sampling and env reset).", None)
-    question: str = _f("The task's question.", "")
-    gold: str = _f("The task's gold answer.", "")
-    aliases: list[str] = _f("Other accepted answers.", factory=list)
-    metadata: dict[str, Any] = _f(
-        "The task's source, uncertainty types, difficulty, structure and split.", factory=dict
+    task_id: str = help_field("", "The task's id.")
+    sample: int = help_field(0, "Which of the task's samples (pass@k draws several).")
+    seed: int | None = help_field(None, "The episode's seed (sampling and env reset).")
+    question: str = help_field("", "The task's question.")
+    gold: str = help_field("", "The task's gold answer.")
+    aliases: list[str] = help_field(help="Other accepted answers.", default_factory=list)
+    metadata: dict[str, Any] = help_field(
+        help="The task's source, uncertainty types, difficulty, structure and split.", default_factory=dict
     )
-    policy: str = _f("The acting policy's name.", "")
-    prediction: str | None = _f("The submitted answer (None without one).", None)
-    reward: float | None = _f(
+    policy: str = help_field("", "The acting policy's name.")
+    prediction: str | None = help_field(None, "The submitted answer (None without one).")
+    reward: float | None = help_field(
+        0.0,
         "The env's reward of the answer (None: it could not be scored); the training signal of "
         "GRPO, not written to trajectory files (em, f1, judge and correct say it there).",
-        0.0,
     )
-    em: float = _f("Exact match of the prediction.", 0.0)
-    f1: float = _f("Token F1 of the prediction.", 0.0)
-    termination: str = _f(
+    em: float = help_field(0.0, "Exact match of the prediction.")
+    f1: float = help_field(0.0, "Token F1 of the prediction.")
+    termination: str = help_field(
+        "",
         "How it ended, in the words of agents.turn.TERMINATIONS: 'answer', 'forced_answer:<why>', an env budget "
         "('env_truncated:max_turns', 'env_truncated:max_obs_chars'), an eval budget ('max_llm_calls', ...) or a "
         "rollout stop ('length', 'rollback', 'error').",
-        "",
     )
-    counts: TurnCounts = _f("Turns, tool calls, failed tool calls and unreadable turns.", factory=TurnCounts)
-    llm_calls: int = _f("Policy calls (summaries by the policy included).", 0)
-    tool_calls: dict[str, int] = _f("Tool calls by tool, as the env counted them.", factory=dict)
-    env_errors: dict[str, int] = _f("The env's mistake counters by kind (written as 'tool_errors').", factory=dict)
-    tool_stats: dict[str, int] | None = _f("The tool executor's counters of this episode (None: no executor).", None)
-    tokens: dict[str, int] = _f("Prompt and completion tokens, peak context.", factory=dict)
-    timings: dict[str, float] = _f("Seconds: total, policy, env, and the env's own timings.", factory=dict)
-    steps: list[dict[str, Any]] = _f("One entry per policy call that acted (see ReactAgent).", factory=list)
-    summaries: list[dict[str, Any]] = _f("ReSum summaries made on the way.", factory=list)
-    messages: list[dict[str, str]] = _f("The env's chat.", factory=list)
-    context: list[dict[str, str]] | None = _f(
-        "The policy's final context when it differs from the chat (ReSum, forcing).", None
+    counts: TurnCounts = help_field(
+        help="Turns, tool calls, failed tool calls and unreadable turns.", default_factory=TurnCounts
     )
-    policy_info: dict[str, Any] = _f("What the policy reports about the episode.", factory=dict)
-    config: dict[str, Any] = _f("The agent settings it ran with.", factory=dict)
-    judge: float | None = _f("The LLM judge's verdict (None: no judge).", None)
-    correct: float | None = _f("The judge's verdict when there is one, else em (set by the harness).", None)
+    llm_calls: int = help_field(0, "Policy calls (summaries by the policy included).")
+    tool_calls: dict[str, int] = help_field(help="Tool calls by tool, as the env counted them.", default_factory=dict)
+    env_errors: dict[str, int] = help_field(
+        help="The env's mistake counters by kind (written as 'tool_errors').", default_factory=dict
+    )
+    tool_stats: dict[str, int] | None = help_field(
+        None, "The tool executor's counters of this episode (None: no executor)."
+    )
+    tokens: dict[str, int] = help_field(help="Prompt and completion tokens, peak context.", default_factory=dict)
+    timings: dict[str, float] = help_field(
+        help="Seconds: total, policy, env, and the env's own timings.", default_factory=dict
+    )
+    steps: list[dict[str, Any]] = help_field(
+        help="One entry per policy call that acted (see ReactAgent).", default_factory=list
+    )
+    summaries: list[dict[str, Any]] = help_field(help="ReSum summaries made on the way.", default_factory=list)
+    messages: list[dict[str, str]] = help_field(help="The env's chat.", default_factory=list)
+    context: list[dict[str, str]] | None = help_field(
+        None, "The policy's final context when it differs from the chat (ReSum, forcing)."
+    )
+    policy_info: dict[str, Any] = help_field(help="What the policy reports about the episode.", default_factory=dict)
+    config: dict[str, Any] = help_field(help="The agent settings it ran with.", default_factory=dict)
+    judge: float | None = help_field(None, "The LLM judge's verdict (None: no judge).")
+    correct: float | None = help_field(None, "The judge's verdict when there is one, else em (set by the harness).")
 
     @property
     def key(self) -> str:

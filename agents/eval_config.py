@@ -15,7 +15,7 @@ from agents.config import AgentConfig
 from agents.policies.openai_policy import RequestConfig
 from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.secret import Secret, as_secret
 
 

@@ -35,8 +35,8 @@ from agents.schedule import run_lockstep, run_threaded
 from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft_example
 from sim_web.env import WebResearchEnv
 from sim_web.env.tasks import Task, resolve_tasks
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
+from simweb_core.errors import ConfigError
+from simweb_core.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 RUN_FILE = "run.json"

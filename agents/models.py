@@ -14,8 +14,8 @@ import logging
 import shutil
 from pathlib import Path
 
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
+from simweb_core.errors import ConfigError
+from simweb_core.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -257,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
     import torch
 
+    from simweb_core.settings import default_index_dir
     from wiki_index.search.dense import DenseConfig
-    from wiki_index.settings import default_index_dir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--index", default=None, help="index with a built flat dense part (default: the sample index)")

@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = ap.parse_args(argv)
     if args.bm25:
-        from wiki_index.settings import set_env
+        from simweb_core.settings import set_env
 
         set_env("SIM_WEB_BM25", args.bm25)
     ok, line = cuda_status()
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         smollm2_path()  # converted once under $SIM_WEB_HOME/models
     if shape:
         from agents.models import smollm2_path
-        from wiki_index.settings import sim_web_home
+        from simweb_core.settings import sim_web_home
 
         tok = args.tokenizer or str(smollm2_path())
         args.model = str(random_model(shape, tok, sim_web_home() / "models" / f"random-{shape}"))

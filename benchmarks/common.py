@@ -14,8 +14,8 @@ from typing import Any
 def ensure_sample_index(path: str | None = None) -> Path:
     """Return the index directory, building the sample index there first if it is absent (BM25 only: a
     benchmark that needs dense retrieval gets it encoded on first use)."""
+    from simweb_core.settings import default_index_dir
     from wiki_index.manifest import MANIFEST
-    from wiki_index.settings import default_index_dir
 
     target = Path(path) if path else default_index_dir()
     if not (target / MANIFEST).is_file():

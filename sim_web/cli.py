@@ -17,7 +17,7 @@ from sim_web.bundle.cli import add_gpukit_parser
 from sim_web.bundle.cli import add_parser as add_bundle_parser
 from sim_web.serve.conn import HEADER_TIMEOUT_S, KEEP_ALIVE_S, ConnectionLimits
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 
 
 def _count(text: str) -> int:
@@ -48,7 +48,7 @@ def _seconds(text: str) -> float:
 def _serve(args: argparse.Namespace) -> int:
     from sim_web.serve.guards import TOKEN_ENV, check_exposure
     from sim_web.serve.http import serve
-    from wiki_index.settings import env
+    from simweb_core.settings import env
 
     token = args.token or env(TOKEN_ENV) or None
     check_exposure(args.host, token)  # refuse before printing that we serve

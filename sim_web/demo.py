@@ -7,7 +7,7 @@ import json
 import logging
 import time
 
-from wiki_index.settings import default_index_dir
+from simweb_core.settings import default_index_dir
 
 QUERIES = ["theory of relativity", "largest desert in Africa", "who painted the Mona Lisa"]
 

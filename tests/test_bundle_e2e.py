@@ -68,7 +68,7 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> 
 
 def test_a_bundle_installs_offline_and_runs_the_demos_and_cpu_smoke(tmp_path):
     from sim_web.bundle.build import BundleConfig, build_bundle
-    from wiki_index.settings import default_index_dir
+    from simweb_core.settings import default_index_dir
 
     index = default_index_dir()
     if not (index / "tasks" / "sailorfog_qa.jsonl").is_file():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("wiki_index", "sim_web", "agents", "training")
+PACKAGES = ("simweb_core", "wiki_index", "sim_web", "agents", "training")
 
 
 def _modules_with_examples() -> list[str]:

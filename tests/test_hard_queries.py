@@ -9,7 +9,7 @@ import re
 import pytest
 
 from benchmarks.bench_hard_retrieval import load_hard_queries, load_leads, split_of
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.search.hybrid import HybridSearcher, rrf
 from wiki_index.types import Hit
 

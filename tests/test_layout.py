@@ -1,4 +1,4 @@
-"""The package layout: imports run one way (wiki_index -> sim_web -> agents -> training) and, inside sim_web,
+"""The package layout: imports run one way (simweb_core -> wiki_index -> sim_web -> agents -> training) and, inside sim_web,
 bottom-up through its layers (protocol <- backends, executor <- tools <- env <- serve <- cli / demo). Imports
 spelled as strings (``importlib.import_module("training.grpo.cli")``, a table of module paths, ``python -c`` code)
 count too: a package names no module of a package above it in any form."""
@@ -13,10 +13,11 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("wiki_index", "sim_web", "agents", "training")
+PACKAGES = ("simweb_core", "wiki_index", "sim_web", "agents", "training")
 #: Package rank: a package may import only packages of lower or equal rank (training builds on agents' policies
-#: and harness; agents never imports training).
-PACKAGE_RANK = {"wiki_index": 0, "sim_web": 1, "agents": 2, "training": 3}
+#: and harness; agents never imports training). simweb_core, the config kernel, is the ground floor: every package may
+#: import it, and it imports none of them.
+PACKAGE_RANK = {"simweb_core": 0, "wiki_index": 1, "sim_web": 2, "agents": 3, "training": 4}
 #: sim_web's layers, bottom-up; the top level (cli, demo, bundle, __init__) is above all.
 LAYERS = {"protocol": 0, "backends": 1, "executor": 1, "tools": 2, "env": 3, "serve": 4}
 TOP = 5
@@ -65,6 +66,25 @@ def test_packages_import_one_way() -> None:
         if PACKAGE_RANK[dst.split(".")[0]] > PACKAGE_RANK[src.split(".")[0]]
     ]
     assert not bad, "upward imports across packages:\n" + "\n".join(bad)
+
+
+#: What the kernel may import besides the standard library (read lazily, for ``--set`` values).
+KERNEL_THIRD_PARTY = {"yaml"}
+
+
+def test_the_kernel_imports_only_the_standard_library() -> None:
+    """simweb_core is the ground floor: no project package and no third-party package but YAML's parser."""
+    import sys
+
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in sorted((ROOT / "simweb_core").rglob("*.py"))
+        for module, line in _imports(path)
+        if (top := module.split(".")[0]) != "simweb_core"
+        and top not in sys.stdlib_module_names
+        and top not in KERNEL_THIRD_PARTY
+    ]
+    assert not bad, "simweb_core imports outside the standard library:\n" + "\n".join(bad)
 
 
 #: A string that is a module path: dotted, optionally with an ``:attribute`` (``"agents.cli:add_parser"``).
@@ -188,11 +208,11 @@ def test_readme_file_tree_matches_the_folders() -> None:
 
 
 def test_environment_variables_are_read_and_set_in_settings_only() -> None:
-    """``wiki_index/settings.py`` is the one module that touches ``os.environ`` (its table documents every variable)."""
+    """``simweb_core/settings.py`` is the one module that touches ``os.environ`` (its table documents every variable)."""
     bad = []
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
-            if path.relative_to(ROOT).as_posix() == "wiki_index/settings.py":
+            if path.relative_to(ROOT).as_posix() == "simweb_core/settings.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if (
@@ -202,4 +222,4 @@ def test_environment_variables_are_read_and_set_in_settings_only() -> None:
                     and node.value.id == "os"
                 ):
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.{node.attr}")
-    assert not bad, "use wiki_index.settings.env / set_env:\n" + "\n".join(bad)
+    assert not bad, "use simweb_core.settings.env / set_env:\n" + "\n".join(bad)

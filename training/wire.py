@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 Messages = Sequence[dict[str, str]]
 #: A minimal ChatML template (SmolLM2's and Qwen's turn format), for tokenizers that ship none.

@@ -6,7 +6,7 @@ when first used.
 
 from importlib import metadata as _metadata
 
-from wiki_index.errors import ConfigError, CorpusError, IndexMismatchError, IndexNotFoundError, WikiIndexError
+from simweb_core.errors import ConfigError, CorpusError, IndexMismatchError, IndexNotFoundError, WikiIndexError
 from wiki_index.types import Hit, Page, Passage, Section, normalize_title, title_to_url
 
 __all__ = [

@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import ConfigError, CorpusError
+from simweb_core.errors import ConfigError, CorpusError
+from simweb_core.settings import default_index_dir
 from wiki_index.manifest import versions, write_manifest
 from wiki_index.parse.chunking import ChunkConfig, chunk_page
 from wiki_index.search.dense import DenseConfig
-from wiki_index.settings import default_index_dir
 from wiki_index.types import Passage
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ import logging
 import sys
 from pathlib import Path
 
-from wiki_index.errors import WikiIndexError
-from wiki_index.settings import default_index_dir
+from simweb_core.errors import WikiIndexError
+from simweb_core.settings import default_index_dir
 from wiki_index.types import title_to_url
 
 

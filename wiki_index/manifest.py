@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import IndexMismatchError, IndexNotFoundError
+from simweb_core.errors import IndexMismatchError, IndexNotFoundError
 
 FORMAT = "sim-web-index/1"
 MANIFEST = "manifest.json"

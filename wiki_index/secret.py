@@ -7,7 +7,7 @@ given directly (a ``--api-key`` flag), held in memory only. What leaves the proc
   URL its scheme, host and path (never the user info or the query);
 * ``dataclasses.asdict`` (so ``run.json``, ``EnvSpec.to_json``) gives ``{"env", "default", "fingerprint"}``:
   the variable's name, a public fallback and at most a short fingerprint, and
-  :func:`sim_web.env.config_data.dataclass_from_data` builds a ``Secret`` back from that dict;
+  :func:`simweb_core.data.from_data` builds a ``Secret`` back from that dict;
 * ``pickle`` (and so ``spawn`` workers, ``copy.deepcopy`` of an env) drops a directly given value: the copy
   reads its variable again when used, or says which variable to set.
 
@@ -25,8 +25,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from wiki_index.errors import ConfigError
-from wiki_index.settings import env
+from simweb_core.errors import ConfigError
+from simweb_core.settings import env
 
 #: What a masked value is replaced with.
 MASK = "***"

@@ -26,7 +26,7 @@ from typing import Any
 from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy, cut_at_stop
 from agents.policies.kv_reuse import Batch, PrefixKV, cache_kwarg, supports
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 DTYPES = ("float32", "bfloat16", "float16")

@@ -25,9 +25,9 @@ from typing import Any
 
 from agents.config import SamplingConfig
 from agents.policies.base import FatalPolicyError, Generation, Messages, Policy, cut_at_stop
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
+from simweb_core.settings import env
 from wiki_index.secret import Secret, as_secret, redact_url, reveal
-from wiki_index.settings import env
 
 log = logging.getLogger(__name__)
 TRANSIENT_STATUS = (408, 409, 429)

@@ -15,7 +15,7 @@ import sys
 from dataclasses import fields, replace
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 
 def add_parser(subparsers: Any) -> None:

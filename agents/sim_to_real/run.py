@@ -32,8 +32,8 @@ from agents.harness import EvalResult, run_eval
 from agents.sim_to_real.format import check_records
 from agents.sim_to_real.report import ApiPrices, markdown, plot, run_summary
 from sim_web.env import EnvConfig
-from wiki_index.errors import ConfigError
-from wiki_index.settings import env, flag, scoped_env, sim_web_home
+from simweb_core.errors import ConfigError
+from simweb_core.settings import env, flag, scoped_env, sim_web_home
 
 log = logging.getLogger(__name__)
 MOCK_VAR = "SIM_TO_REAL_MOCK"

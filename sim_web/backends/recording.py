@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 #: The format of the exchanges written now (1: the full redacted URL and headers; 2: the allow-list).
 FORMAT = 2

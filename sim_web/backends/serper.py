@@ -32,7 +32,7 @@ from sim_web.backends.upstream import (
 )
 from sim_web.protocol.arguments import valid_unicode_value
 from sim_web.protocol.results import EMPTY_SCHOLAR, EMPTY_SEARCH, ScholarResult, SearchResult, VisitResult
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.secret import Secret
 
 if TYPE_CHECKING:

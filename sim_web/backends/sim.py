@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sim_web.backends.extract import bm25_rank, snippet, summarize, top_indices
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.parse.text import split_sentences
 from wiki_index.search.index import MODES, WikiIndex
 from wiki_index.types import Passage, title_to_url, url_to_title

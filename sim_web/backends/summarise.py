@@ -20,7 +20,7 @@ from typing import Any
 
 from sim_web.backends.extract import bm25_rank, summarize, top_indices
 from sim_web.backends.upstream import UpstreamError
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.parse.text import split_sentences
 from wiki_index.secret import scrub
 

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sim_web.protocol.errors import BackendError
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
+from simweb_core.settings import env
 from wiki_index.secret import Secret, as_secret, redact_url, scrub
-from wiki_index.settings import env
 
 if TYPE_CHECKING:
     import httpx
@@ -242,7 +242,7 @@ def base_url_secret(value: Secret | str | dict[str, Any], var: str, where: str) 
 
 
 def require_key(*names: str, what: str) -> str:
-    """The first set environment variable of ``names`` (read through ``wiki_index.settings``).
+    """The first set environment variable of ``names`` (read through ``simweb_core.settings``).
 
     Args:
         names: Accepted variable names, preferred first (Tongyi's name first).

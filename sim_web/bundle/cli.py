@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -98,7 +98,7 @@ def run_gpukit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from sim_web.bundle.gpukit import KIT, ROOT, build_kit, check_plan, describe, plan, tree_bytes
-    from wiki_index.settings import default_index_dir
+    from simweb_core.settings import default_index_dir
 
     out = Path(args.out) if args.out else ROOT / KIT
     try:

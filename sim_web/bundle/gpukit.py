@@ -30,7 +30,7 @@ from pathlib import Path
 from sim_web.bundle.build import MODEL_DIST, MODEL_FOLDER
 from sim_web.bundle.parts import sha256_file, split_file
 from sim_web.bundle.wheels import BundleError, platform_tags
-from wiki_index.settings import sim_web_home
+from simweb_core.settings import sim_web_home
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ".gpukit"

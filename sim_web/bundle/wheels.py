@@ -25,11 +25,12 @@ import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
+from simweb_core.fields import help_field
 
 STUB_LOCAL = "999999999"  # the local label of a stub wheel (see write_stubs)
 MAX_SOURCE_BUILDS = 6
@@ -43,16 +44,14 @@ class BundleError(WikiIndexError):
     """A bundle cannot be built or checked: what was expected, what was found, and the fix."""
 
 
-def _f(default: object, text: str) -> object:
-    return field(default=default, metadata={"help": text})
-
-
 @dataclass(frozen=True)
 class Target:
     """The machine a bundle is for."""
 
-    python: str = _f(f"{sys.version_info.major}.{sys.version_info.minor}", "Python version X.Y (default: this one's).")
-    platform: str | None = _f(
+    python: str = help_field(
+        f"{sys.version_info.major}.{sys.version_info.minor}", "Python version X.Y (default: this one's)."
+    )
+    platform: str | None = help_field(
         None,
         "Platform tag such as manylinux_2_28_x86_64 (None: this machine's); older manylinux "
         "tags of the same architecture are accepted too, as pip on the target would.",

@@ -11,7 +11,7 @@ from sim_web.env.rewards import RewardConfig
 from sim_web.executor import BackendPolicy, ExecutorConfig
 from sim_web.protocol.actions import DEFAULT_MAX_CALLS, TOOL_NAMES
 from sim_web.tools.prompt import PROMPT_STYLES
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 BACKENDS = ("sim", "real")
 #: Executor policies of the real upstreams unless ``EnvConfig.executor.policies`` names them: Serper

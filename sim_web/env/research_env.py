@@ -25,8 +25,8 @@ from sim_web.protocol.errors import ActionError
 from sim_web.protocol.formatting import format_tool_response, truncate
 from sim_web.protocol.results import Backend
 from sim_web.tools import Toolbox, system_prompt
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
+from simweb_core.errors import ConfigError
+from simweb_core.settings import sim_web_home
 
 _shared_lock = threading.Lock()
 _shared: dict[str, Any] = {}

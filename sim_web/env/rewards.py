@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 _PUNCT = set(string.punctuation) | {"–", "—", "‘", "’", "“", "”", "…"}
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

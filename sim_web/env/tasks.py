@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sim_web.env.rewards import normalize_answer
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.parse.text import first_sentence
 
 

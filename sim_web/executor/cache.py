@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 _TYPES = {"search": SearchResult, "scholar": ScholarResult, "visit": VisitResult}

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from sim_web.executor.policy import BackendPolicy
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 _POLICY_FIELDS = tuple(f.name for f in fields(BackendPolicy))
 

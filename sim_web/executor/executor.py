@@ -40,7 +40,7 @@ from sim_web.executor.policy import CircuitBreaker, TokenBucket
 from sim_web.executor.stats import ExecutorStats
 from sim_web.protocol.errors import BackendError, ToolUnavailableError
 from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 
 @dataclass(frozen=True)

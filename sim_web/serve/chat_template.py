@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 #: The system line used when tools are given and the conversation has no system message.
 DEFAULT_SYSTEM = "You are a helpful assistant."

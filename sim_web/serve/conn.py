@@ -73,7 +73,7 @@ class ConnectionLimits:
     )
 
     def __post_init__(self) -> None:
-        from wiki_index.errors import ConfigError
+        from simweb_core.errors import ConfigError
 
         if not self.header_timeout_s > 0 or self.keep_alive_s < 1 or self.max_connections < 1:
             raise ConfigError(

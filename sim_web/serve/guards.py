@@ -55,7 +55,7 @@ def check_exposure(host: str, token: str | None) -> None:
     Raises:
         ConfigError: ``host`` is not loopback and there is no token.
     """
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
 
     if not token and not is_loopback(host):
         raise ConfigError(

@@ -136,7 +136,7 @@ def create_app(
     from sim_web.executor import ExecutorConfig
     from sim_web.protocol.actions import PYTHON_TOOL, TOOL_NAMES
     from sim_web.tools import Toolbox
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
     from wiki_index.search.index import WikiIndex
 
     if max_body_bytes < 1 or tool_threads < 1 or max_calls_per_client < 0:
@@ -249,7 +249,7 @@ def _add_routes(
 
 def app_factory() -> FastAPI:
     """uvicorn factory for multi-worker serving: reads the index, mode and security settings from the environment."""
-    from wiki_index.settings import env
+    from simweb_core.settings import env
 
     return create_app(
         env(INDEX_ENV) or None,
@@ -269,7 +269,7 @@ def app_factory() -> FastAPI:
 
 def _fast_routes() -> bool:
     """Whether :mod:`sim_web.serve.fast` answers the hot routes (``$SIM_WEB_SERVER_FAST_ROUTES=0``: off, to measure it)."""
-    from wiki_index.settings import env
+    from simweb_core.settings import env
 
     return env(FAST_ENV, "1") != "0"
 
@@ -315,11 +315,11 @@ def serve(
     Raises:
         ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
     """
-    from wiki_index.settings import env
+    from simweb_core.settings import env
 
     token = token or env(TOKEN_ENV) or None
     if warm_searches < 0:
-        from wiki_index.errors import ConfigError
+        from simweb_core.errors import ConfigError
 
         raise ConfigError(f"--warm-searches must be >= 0 (0: no warm-up), got {warm_searches}")
     _preflight(index_dir, host, token, enable_python, backend)
@@ -390,7 +390,7 @@ def _preflight(index_dir: str | None, host: str, token: str | None, enable_pytho
 
 def _export_worker_settings(settings: dict[str, str]) -> None:
     """Hand the settings to the worker processes through the environment (empty values: left as they are)."""
-    from wiki_index.settings import set_env
+    from simweb_core.settings import set_env
 
     for name, value in settings.items():
         if value:

@@ -43,7 +43,7 @@ def reuse_port_socket(host: str, port: int, listen: bool, backlog: int = 2048) -
         ConfigError: The address cannot be bound (e.g. in use by a socket without SO_REUSEPORT), or the
             platform has no SO_REUSEPORT.
     """
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
 
     if not hasattr(socket, "SO_REUSEPORT"):
         raise ConfigError(

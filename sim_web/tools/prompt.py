@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim_web.protocol.actions import PYTHON_TOOL
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 PYTHON_DESCRIPTION = """Executes Python code in a sandboxed environment. To use this tool, you must follow this format:
 1. The 'arguments' JSON object must be empty: {}.

@@ -47,7 +47,7 @@ from sim_web.protocol.formatting import (
 )
 from sim_web.protocol.results import VisitResult
 from sim_web.tools.prompt import PYTHON_DESCRIPTION
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 #: Several tool responses of one turn are separate blocks of one user message (Qwen's chat format).
@@ -117,7 +117,7 @@ def _generated_schema(tool: str) -> dict[str, Any]:
     import inspect
     from importlib import metadata
 
-    from wiki_index.settings import sim_web_home
+    from simweb_core.settings import sim_web_home
 
     method = getattr(ToolMethods, tool)
     key = hashlib.sha256((inspect.getsource(method) + metadata.version("transformers")).encode()).hexdigest()[:16]

@@ -11,7 +11,7 @@ from agents.harness import EvalConfig, run_eval
 from agents.policies.base import FunctionPolicy
 from agents.policies.oracle import OraclePolicy
 from agents.trajectory import load_records, sft_example
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 VOLATILE = {"timings", "llm_seconds", "env_seconds", "seconds", "total_seconds", "tool_stats"}
 

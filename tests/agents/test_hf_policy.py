@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 from agents.config import AgentConfig, SamplingConfig  # noqa: E402
 from agents.harness import EvalConfig, fit_to_window, run_eval  # noqa: E402
 from agents.policies.hf_policy import HFConfig, HFPolicy  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
+from simweb_core.errors import ConfigError  # noqa: E402
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

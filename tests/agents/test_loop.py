@@ -6,8 +6,8 @@ from agents.config import AgentConfig, ReSumConfig, SamplingConfig
 from agents.loop import ReactAgent, drive, run_episode
 from agents.prompts import FORCE_ANSWER_PROMPT, RESUM_SYSTEM
 from agents.turn import clean_turn
+from simweb_core.errors import ConfigError
 from tests.agents.conftest import CountingPolicy, call, searcher_until_forced
-from wiki_index.errors import ConfigError
 
 
 def test_plain_episode_records_every_step(make_env, test_tasks):

@@ -20,9 +20,9 @@ from agents.policies.openai_policy import (
     retry_after,
 )
 from agents.resum import ModelSummariser
+from simweb_core.errors import ConfigError
 from tests.agents.conftest import call
 from tests.conftest import OpenAIStub
-from wiki_index.errors import ConfigError
 
 NOW = 1_700_000_000.0  # the injected clock of the Retry-After tests
 HI = [{"role": "user", "content": "hi"}]

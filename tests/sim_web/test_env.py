@@ -127,7 +127,7 @@ def test_compact_prompt_and_fewer_search_results(sample_index):
 
 
 def test_bad_prompt_and_search_results_name_the_fix():
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"EnvConfig.prompt must be one of \('tongyi', 'compact'\), got 'short'"):
         EnvConfig(prompt="short")

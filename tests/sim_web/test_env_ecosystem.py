@@ -18,8 +18,8 @@ from sim_web.backends.serper import SerperConfig
 from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig, Task, WebResearchEnv
 from sim_web.executor import BackendPolicy, ExecutorConfig
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import jina, real_keys, serper, sim_backend  # noqa: F401 - fixtures
-from wiki_index.errors import ConfigError
 
 NON_ASCII = "São Paulo Kraków Москва"
 NO_SHARED_MEMORY = {"shared_memory": False}  # what an async vector env of this env needs (the space is real text)
@@ -159,12 +159,18 @@ def test_the_spec_round_trips_through_json(cfg):
 
 def test_a_config_dict_with_an_unknown_key_is_a_clear_error(cfg):
     with pytest.raises(
-        ConfigError, match=r"config has unknown keys \['max_turn'\]; EnvConfig has the fields .*'max_turns'"
+        ConfigError,
+        match=r"unknown key 'config.max_turn' in section 'config' \(did you mean config.max_turns.*\); valid keys: .*max_turns",
     ):
         gym.make("WebResearch-v0", config={"index_dir": cfg.index_dir, "max_turn": 3})
-    with pytest.raises(ConfigError, match=r"config\.sim has unknown keys \['snipet_chars'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown key 'config.sim.snipet_chars' in section 'config.sim' \(did you mean config.sim.snippet_chars\?\)",
+    ):
         gym.make("WebResearch-v0", config={"index_dir": cfg.index_dir, "sim": {"snipet_chars": 3}})
-    with pytest.raises(ConfigError, match=r"gym.make keyword arguments has unknown keys \['max_turn'\]"):
+    with pytest.raises(
+        ConfigError, match=r"gym.make keyword arguments: unknown key 'max_turn' .*did you mean max_turns"
+    ):
         gym.make("WebResearch-v0", config=cfg, max_turn=3)
     with pytest.raises(ConfigError, match="config must be an EnvConfig or a dict of its fields, got list"):
         gym.make("WebResearch-v0", config=[1])

@@ -24,7 +24,7 @@ from sim_web.executor import (
 )
 from sim_web.protocol.errors import BackendError, ToolUnavailableError
 from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 FAST = dict(backoff_base_s=0.001, backoff_max_s=0.002, jitter_s=0.001)
 

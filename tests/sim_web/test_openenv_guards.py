@@ -24,7 +24,7 @@ from websockets.sync.client import connect  # noqa: E402
 
 from sim_web.serve.http import create_app  # noqa: E402
 from sim_web.serve.openenv import OpenEnvLimits  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
+from simweb_core.errors import ConfigError  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests"
 

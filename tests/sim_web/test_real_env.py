@@ -13,8 +13,8 @@ from sim_web.backends.serper import SerperConfig
 from sim_web.env import EnvConfig
 from sim_web.executor import BackendPolicy, ExecutorConfig
 from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE, format_search
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import Fault, jina, real_keys, serper, sim_backend  # noqa: F401 - fixtures
-from wiki_index.errors import ConfigError
 
 WIKI = "https://en.wikipedia.org/wiki/"
 FAST = dict(backoff_base_s=0.001, backoff_max_s=0.002, jitter_s=0.0, timeout_s=10.0)

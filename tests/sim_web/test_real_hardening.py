@@ -23,9 +23,9 @@ from sim_web.backends.upstream import UpstreamError
 from sim_web.executor import SqliteCache
 from sim_web.executor.cache import decode_result
 from sim_web.protocol.formatting import format_scholar, format_search
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import KEY, Fault, MockJina, MockSerper, jina, real_keys, serper, sim_backend  # noqa: F401 - fixtures
 from tests.sim_web.test_real_env import body, call, make_env, real_config  # noqa: F401 - fixture
-from wiki_index.errors import ConfigError
 
 WIKI = "https://en.wikipedia.org/wiki/"
 

@@ -11,9 +11,9 @@ from sim_web.backends.jina import JinaBackend, JinaConfig, KeyRing
 from sim_web.backends.mocks import Fault, MockJina
 from sim_web.backends.serper import SerperConfig
 from sim_web.backends.upstream import UpstreamError
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import KEY, real_keys, serper, sim_backend  # noqa: F401 - fixtures
 from tests.sim_web.test_real_env import body, call, real_config
-from wiki_index.errors import ConfigError
 
 WIKI = "https://en.wikipedia.org/wiki/"
 

@@ -12,9 +12,9 @@ import pytest
 from sim_web.backends.recording import RecordingTransport, RelativeTransport, ReplayMiss, ReplayTransport
 from sim_web.backends.upstream import UpstreamError, request
 from sim_web.env import EnvConfig
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import KEY, Fault, MockJina, MockSerper, real_keys, sim_backend  # noqa: F401 - fixtures
 from tests.sim_web.test_real_env import call, real_config
-from wiki_index.errors import ConfigError
 
 WIKI = "https://en.wikipedia.org/wiki/"
 ACTIONS = [

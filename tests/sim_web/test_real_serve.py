@@ -13,9 +13,9 @@ from sim_web.backends.remote import RemoteBackend
 from sim_web.executor import ExecutorConfig, ToolExecutor
 from sim_web.serve.http import create_app
 from sim_web.tools import Toolbox
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import jina, real_keys, serper, sim_backend  # noqa: F401 - fixtures
 from tests.sim_web.test_real_env import body, call, real_config
-from wiki_index.errors import ConfigError
 
 
 def test_the_server_serves_the_real_web_as_the_env_sees_it(sample_index, serper, jina, tmp_path, real_keys):

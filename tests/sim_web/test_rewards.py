@@ -1,7 +1,7 @@
 import pytest
 
 from sim_web.env.rewards import RewardConfig, exact_match, f1_score, normalize_answer, score_answer
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 
 def test_normalize_answer_squad_style():

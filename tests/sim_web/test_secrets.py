@@ -22,10 +22,10 @@ from sim_web.backends.recording import RecordingTransport, ReplayTransport
 from sim_web.backends.serper import SerperBackend, SerperConfig
 from sim_web.backends.upstream import UpstreamError
 from sim_web.env import EnvConfig
-from sim_web.env.config_data import dataclass_from_data
 from sim_web.executor import BackendPolicy, ExecutorConfig
+from simweb_core.data import from_data
+from simweb_core.errors import ConfigError
 from tests.sim_web.real_mocks import sim_backend  # noqa: F401 - fixture
-from wiki_index.errors import ConfigError
 from wiki_index.secret import Secret, scrub, scrub_record
 
 #: Every planted secret contains this, so one search finds any of them (and no fingerprint or mask does).
@@ -86,7 +86,7 @@ def test_a_secret_prints_formats_serialises_and_pickles_redacted(monkeypatch):
         copy_.reveal()
     monkeypatch.setenv("ZQ9_TEST_KEY", "from-the-environment")
     assert copy_.reveal() == "from-the-environment"  # read at the moment of use
-    assert dataclass_from_data(Secret, json.loads(json.dumps(asdict(s))), "s") == copy_
+    assert from_data(Secret, json.loads(json.dumps(asdict(s))), "s") == copy_
 
 
 def test_the_scrubber_masks_user_info_credential_parameters_and_known_values():

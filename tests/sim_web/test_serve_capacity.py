@@ -277,7 +277,7 @@ def test_worker_sockets_share_the_port_and_the_kernel_spreads_connections():
     import socket
 
     from sim_web.serve.workers import reuse_port_socket
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
 
     holder = reuse_port_socket("127.0.0.1", 0, listen=False)  # the supervisor's: holds the port, takes no connection
     port = holder.getsockname()[1]

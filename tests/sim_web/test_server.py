@@ -270,7 +270,7 @@ def test_bearer_token_guards_every_tool_and_backend_route(sample_index):
 def test_non_loopback_bind_needs_a_token(monkeypatch, capsys):
     from sim_web.cli import main
     from sim_web.serve.guards import check_exposure, is_loopback
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.8.0.1")
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("10.0.0.5")

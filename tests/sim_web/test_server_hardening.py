@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 
 from sim_web.serve.conn import ConnectionLimits, default_max_connections
 from sim_web.serve.http import create_app
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 WAIT_S = 120  # upper bound on any wait below
 PARTIAL = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: "  # a request whose headers never end

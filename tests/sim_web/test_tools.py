@@ -13,7 +13,7 @@ from sim_web.protocol.errors import ActionError, BackendError
 from sim_web.protocol.formatting import format_tool_response
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from sim_web.tools import Toolbox, ToolMethods, system_prompt, tool_schema
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 # Upstream's inference/prompt.py SYSTEM_PROMPT with the parse_file line removed (we do not offer
 # that tool), followed by react_agent.py's date suffix.

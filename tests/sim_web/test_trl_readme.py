@@ -19,7 +19,7 @@ import pytest
 from sim_web.env import EnvConfig
 from sim_web.serve.chat_template import TOOL_CHAT_TEMPLATE, with_tool_template
 from sim_web.serve.trl import WebResearchToolEnv
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 MARKER = "<!-- tested: tests/sim_web/test_trl_readme.py"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from simweb_core.errors import ConfigError
 from training.ablate.grid import BASELINE, GRID, select, variant
 from training.ablate.report import format_table, markdown
 from training.ablate.runner import AblateConfig, recipe_of, share_prefilter
-from wiki_index.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ from agents.eval_config import EvalConfig, eval_env
 from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig
 from sim_web.env.rewards import RewardConfig
+from simweb_core.errors import ConfigError
 from training.grpo.recipes import load_recipe
-from wiki_index.errors import ConfigError
 
 #: ``asdict(AgentConfig())``, which the pinned identities below start from.
 AGENT = {

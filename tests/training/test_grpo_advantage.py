@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from simweb_core.errors import ConfigError  # noqa: E402
 from training.grpo.advantage import drop_mask, group_advantages, group_std, zero_variance_groups  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
 
 NAN = float("nan")
 

@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
+from simweb_core.errors import ConfigError
 from training.grpo.config import GRPORecipe
 from training.grpo.recipes import CONFIG_DIR, load_recipe, parse_overrides, parse_value, recipe_names
-from wiki_index.errors import ConfigError
 
 RECIPES = ("cpu-smoke", "single-gpu", "multi-gpu")
 
@@ -55,7 +55,7 @@ def test_derived_section_fields_follow_the_run():
     assert (r.rollout.seed, r.rollout.batch_size, r.loop.solved_reward) == (3, 16, 0.5)
     r2 = dataclasses.replace(r, seed=7)
     assert r2.rollout.seed == 7
-    with pytest.raises(ConfigError, match="rollout.seed is not set in a recipe: it follows seed"):
+    with pytest.raises(ConfigError, match="rollout.seed is not set directly: it follows seed"):
         load_recipe("cpu-smoke", {"rollout.seed": 1})
     with pytest.raises(ConfigError, match="set them at the top level"):
         GRPORecipe(env=dataclasses.replace(GRPORecipe().env, split="test"))
@@ -120,11 +120,14 @@ def test_mistakes_name_the_fix():
     with pytest.raises(ConfigError, match="EnvConfig.tools must be a non-empty subset of"):
         load_recipe("cpu-smoke", {"env.tools": "search,python"})
     with pytest.raises(
-        ConfigError, match="unknown key 'trainer.max_step' in section 'trainer'; valid keys: advantage, .*max_steps"
+        ConfigError,
+        match="unknown key 'trainer.max_step' in section 'trainer' \\(did you mean trainer.max_steps or .*\\); "
+        "valid keys: advantage, .*max_steps",
     ):
         load_recipe("cpu-smoke", {"trainer.max_step": 3})
     with pytest.raises(
-        ConfigError, match="unknown key 'max_steps' in the recipe's top level \\(did you mean trainer.max_steps\\?\\)"
+        ConfigError,
+        match="unknown key 'max_steps' in the top level of GRPORecipe \\(did you mean trainer.max_steps\\?\\)",
     ):
         load_recipe("cpu-smoke", {"max_steps": 3})
     with pytest.raises(ConfigError, match="loop is a section: set its keys .*e.g. loop.enabled="):
@@ -149,7 +152,9 @@ def test_a_recipe_file_with_an_unknown_key_names_its_section(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("model: tiny\nenv:\n  max_turn: 3\n")
     with pytest.raises(
-        ConfigError, match="recipe '.*mine.yaml': unknown key 'env.max_turn' in section 'env'; valid keys: .*max_turns"
+        ConfigError,
+        match="recipe '.*mine.yaml': unknown key 'env.max_turn' in section 'env' \\(did you mean env.max_turns.*\\); "
+        "valid keys: .*max_turns",
     ):
         load_recipe(str(path))
     path.write_text("model: tiny\nenv:\n  max_turns: 3\n")

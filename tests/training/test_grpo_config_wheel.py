@@ -7,7 +7,7 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("wiki_index", "sim_web", "agents", "training")
+PACKAGES = ("simweb_core", "wiki_index", "sim_web", "agents", "training")
 
 
 def test_an_installed_wheel_loads_the_cpu_smoke_recipe(tmp_path):

@@ -7,9 +7,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+from simweb_core.errors import ConfigError  # noqa: E402
 from training.grpo.advantage import group_advantages, zero_variance_groups  # noqa: E402
 from training.grpo.dupo import always_solved, dupo_fill_index, remap_batch  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
 
 NAN = math.nan
 

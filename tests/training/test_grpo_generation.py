@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from simweb_core.errors import ConfigError
 from training.grpo import trainer_config
 from training.grpo.recipes import load_recipe
 from training.grpo.trainer_config import choose_generation
-from wiki_index.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

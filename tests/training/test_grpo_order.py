@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 from trl.trainer.utils import RepeatSampler
 
+from simweb_core.errors import ConfigError
 from training.grpo.order import interleave_tiers
 from training.grpo.recipes import load_recipe
-from wiki_index.errors import ConfigError
 
 
 def _tasks(n_lookup: int, n_bridge: int) -> list[SimpleNamespace]:

@@ -9,10 +9,10 @@ pytest.importorskip("trl")
 
 from types import SimpleNamespace  # noqa: E402
 
+from simweb_core.errors import ConfigError  # noqa: E402
 from training.grpo import rollout as R  # noqa: E402
 from training.grpo.tiny import tiny_model  # noqa: E402
 from training.wire import tokenize  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
 
 TOOLS = ("search", "visit", "google_scholar")
 

@@ -5,10 +5,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+from simweb_core.errors import ConfigError  # noqa: E402
 from training.grpo.advantage import group_advantages  # noqa: E402
 from training.grpo.tiny import tiny_model  # noqa: E402
 from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
 
 G = 4
 #: (reward, no-answer reason) per sample, two groups of four.

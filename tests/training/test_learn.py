@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
 from training.learn.report import mcnemar_p, paired_bootstrap, summarise, wilson, write_report
-from wiki_index.errors import ConfigError
 
 
 def _stage(folder: Path, solved: dict[str, int]) -> None:
@@ -166,7 +166,9 @@ def test_cli_parses_learn_and_grpo_overrides(tmp_path):
     cfg = config_from_args(args)
     assert cfg.stages == ("tasks", "base") and cfg.eval_n == 5 and cfg.tiers == ("lookup",)
     assert cfg.grpo_overrides == {"trainer.max_steps": 3} and cfg.out_dir() == tmp_path
-    with pytest.raises(ConfigError, match="unknown LearnConfig fields"):
+    with pytest.raises(
+        ConfigError, match="--set epochs=3: unknown key 'epochs'.*did you mean sft_epochs.*fix: --set sft_epochs=3"
+    ):
         config_from_args(make_parser().parse_args(["learn", "--set", "epochs=3"]))
 
 

@@ -5,12 +5,12 @@ import json
 import pytest
 
 from sim_web.env import Task
+from simweb_core.errors import ConfigError
 from training.loop.curate import CurationConfig, Decision, curate, recent_stats
 from training.loop.loop import FeedbackLoop
 from training.loop.outcomes import Outcome, OutcomeLog
 from training.loop.pool import TaskPool
 from training.loop.steer import SynthSource, Target, rank, target_of
-from wiki_index.errors import ConfigError
 
 CFG = CurationConfig(every=1, window=4, min_rollouts=2, revisit_after=2, max_return=1)
 

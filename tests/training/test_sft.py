@@ -8,9 +8,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from sim_web.protocol import TOOL_NAMES  # noqa: E402
+from simweb_core.errors import ConfigError  # noqa: E402
 from training.sft.collect import CollectConfig, collect, format_stats, select  # noqa: E402
 from training.wire import CHATML  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
 
 # ---------------------------------------------------------------- collect filters on hand-made trajectories
 

@@ -4,8 +4,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from simweb_core.errors import ConfigError  # noqa: E402
 from training.wire import encode_chat, render, tokenize, tool_suffix_ids  # noqa: E402
-from wiki_index.errors import ConfigError  # noqa: E402
 
 
 @pytest.fixture(scope="module")

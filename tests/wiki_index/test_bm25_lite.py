@@ -74,7 +74,7 @@ def test_the_lite_engine_ranks_as_lucene_does(lead_index, monkeypatch):
 
 
 def test_an_unknown_engine_is_a_clear_error(lead_index, monkeypatch):
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
     from wiki_index.search.index import WikiIndex
 
     monkeypatch.setenv("SIM_WEB_BM25", "elastic")

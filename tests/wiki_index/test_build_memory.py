@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from wiki_index.errors import IndexMismatchError
+from simweb_core.errors import IndexMismatchError
 from wiki_index.store import columns
 from wiki_index.store.columns import PassageColumns, write_columns
 from wiki_index.store.store import Store, StoreWriter, memory_limit
@@ -151,7 +151,7 @@ def test_lucene_indexing_buffer_is_capped(tmp_path) -> None:
 
 
 def test_jvm_heap_comes_from_the_environment_and_a_bad_size_is_named(monkeypatch) -> None:
-    from wiki_index.errors import ConfigError
+    from simweb_core.errors import ConfigError
     from wiki_index.search._java import HEAP_ENV, heap_option
 
     monkeypatch.delenv(HEAP_ENV, raising=False)

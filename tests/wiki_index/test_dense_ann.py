@@ -18,7 +18,7 @@ import pytest
 
 faiss = pytest.importorskip("faiss")
 
-from wiki_index.errors import ConfigError  # noqa: E402 (after the importorskip)
+from simweb_core.errors import ConfigError  # noqa: E402 (after the importorskip)
 from wiki_index.search.dense import (  # noqa: E402
     DenseConfig,
     DenseSearcher,

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from simweb_core.errors import ConfigError, IndexMismatchError, IndexNotFoundError
 from wiki_index import Hit
-from wiki_index.errors import ConfigError, IndexMismatchError, IndexNotFoundError
 from wiki_index.search.hybrid import rrf
 from wiki_index.search.index import WikiIndex
 

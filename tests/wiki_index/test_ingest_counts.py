@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
+from simweb_core.errors import CorpusError
 from wiki_index.build import BuildConfig, build_index, remove_stale_builds
-from wiki_index.errors import CorpusError
 from wiki_index.manifest import read_manifest
 from wiki_index.sources.dump import DumpSource
 from wiki_index.sources.jsonl import JsonlSource

@@ -49,7 +49,7 @@ def _probe(index: Path, pythonpath: str | None) -> dict:
 
 def test_the_index_code_runs_on_pyserini_2(sample_index, tmp_path):
     from sim_web.bundle.wheels import BundleError, build_source_wheel
-    from wiki_index.settings import sim_web_home
+    from simweb_core.settings import sim_web_home
 
     try:
         wheel = build_source_wheel("pyserini==2.4.0", sim_web_home() / "cache" / "bundle" / "built")

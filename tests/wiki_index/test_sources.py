@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from wiki_index.errors import CorpusError
+from simweb_core.errors import CorpusError
 from wiki_index.parse.wikitext import ParseConfig
 from wiki_index.sources import open_source
 from wiki_index.sources.base import CorpusSource, Redirect

@@ -1,6 +1,6 @@
 import pytest
 
-from wiki_index.errors import ConfigError, IndexNotFoundError
+from simweb_core.errors import ConfigError, IndexNotFoundError
 from wiki_index.parse.chunking import ChunkConfig, chunk_page
 from wiki_index.store.store import Store, StoreWriter
 from wiki_index.types import Page, Passage, Section

@@ -8,7 +8,7 @@ import json
 import duckdb
 import pytest
 
-from wiki_index.errors import IndexMismatchError
+from simweb_core.errors import IndexMismatchError
 from wiki_index.parse.chunking import chunk_page
 from wiki_index.store.store import Store, StoreWriter
 from wiki_index.store.titleset import title_key

@@ -13,7 +13,7 @@ import argparse
 import logging
 import sys
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,10 +59,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def config_from_args(args: argparse.Namespace) -> object:
     """The :class:`~training.ablate.runner.AblateConfig` of parsed options."""
+    from simweb_core.overrides import parse_overrides
     from training.ablate.runner import AblateConfig
-    from training.grpo.recipes import parse_overrides
+    from training.grpo.config import GRPORecipe
 
-    overrides = parse_overrides(args.set)
+    overrides = parse_overrides(args.set, target=GRPORecipe)
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
     return AblateConfig(
         recipe=args.recipe,

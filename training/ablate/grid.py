@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 #: The switches the baseline fixes (and which the grid flips one at a time), by their recipe paths.
 BASELINE: dict[str, Any] = {

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simweb_core.errors import ConfigError
+from simweb_core.settings import sim_web_home
 from training.ablate.grid import BASELINE, Variant, select, variant
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 #: --quick: the tiny random model on CPU, 2 steps per configuration, 2 held-out tasks (checks the plumbing only).

@@ -27,16 +27,12 @@ from typing import Any, ClassVar, get_type_hints
 
 import torch
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 ADVANTAGES = ("grpo", "loo", "loo_std")
 TRUNCATION_RULES = ("keep_all", "drop_all_truncated", "drop_truncated_negatives")
 EPS = 1e-4  # TRL's epsilon when scaling by the std
-
-
-def _switch(default: Any, text: str, choices: tuple[str, ...] | None = None) -> Any:
-    """A switch field: its default, help text and, for a switch with named values, the allowed ones."""
-    return field(default=default, metadata={"help": text} if choices is None else {"help": text, "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -53,25 +49,25 @@ class GRPOSwitches:
     #: How errors name the holder of the values (``trainer`` in a recipe); each holder sets its own.
     switch_owner: ClassVar[str] = "GRPOSwitches"
 
-    advantage: str = _switch(
+    advantage: str = help_field(
         "loo",
         "Group advantage: 'grpo' (TRL's own, honouring scale_rewards), 'loo' (leave-one-out r_i - mean_{j!=i} r_j) "
         "or 'loo_std' (LOO / group std).",
-        ADVANTAGES,
+        choices=ADVANTAGES,
     )
-    truncation: str = _switch(
+    truncation: str = help_field(
         "drop_truncated_negatives",
         "Which samples leave the loss: 'keep_all'; 'drop_all_truncated' (every episode without a final answer, "
         "TRL's mask_truncated_completions rule); 'drop_truncated_negatives' (no final answer AND reward <= 0; "
         "truncated successes stay). Dropped samples stay in the group baseline.",
-        TRUNCATION_RULES,
+        choices=TRUNCATION_RULES,
     )
-    dupo: bool = _switch(
+    dupo: bool = help_field(
         False,
         "DUPO batch filling: replace each group whose rewards are all equal by a copy of an informative group of the "
         "same batch (no extra rollouts); counts logged as agent/dupo_dropped_groups and agent/dupo_duplicated_groups.",
     )
-    epsilon_high: float | None = _switch(
+    epsilon_high: float | None = help_field(
         0.28, "Upper clip of the ratio (clip-higher); 0.2 gives symmetric clipping, None = epsilon."
     )
 

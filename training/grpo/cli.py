@@ -13,7 +13,7 @@ import argparse
 import logging
 import sys
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

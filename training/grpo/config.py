@@ -25,32 +25,23 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim_web.env import EnvConfig
+from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
+from simweb_core.settings import sim_web_home
 from training.grpo.dupo import PrefilterConfig
 from training.grpo.rollout import RolloutConfig
 from training.grpo.trainer_config import TrainerConfig, check_sandbox
 from training.loop.loop import LoopConfig
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
 
 __all__ = ["GRPORecipe", "check_sandbox"]
 
 SMOLLM2_DIR = "models/SmolLM2-135M-Instruct"  # where agents.models.smollm2_path() converts the bundled GGUF
 REWARDS = ("em", "f1")
-
-
-def _f(default: Any, text: str) -> Any:
-    if isinstance(default, (list, dict, set)):
-        raise TypeError("use default_factory for mutable defaults")
-    return field(default=default, metadata={"help": text})
-
-
-def _section(factory: Any, text: str) -> Any:
-    return field(default_factory=factory, metadata={"help": text})
 
 
 def _recipe_env() -> EnvConfig:
@@ -62,46 +53,55 @@ def _recipe_env() -> EnvConfig:
 class GRPORecipe:
     """One GRPO run on the simulated web."""
 
-    model: str = _f(
+    model: str = help_field(
         "smollm2",
         "'tiny' (a random 2-layer Llama, CPU smoke), 'smollm2' (the bundled SmolLM2-135M-Instruct, "
         "converted under $SIM_WEB_HOME/models) or a Hugging Face model folder (e.g. an SFT checkpoint).",
     )
-    index_dir: str | None = _f(None, "Index to browse (default: the sample index under $SIM_WEB_HOME).")
-    tasks: str | None = _f(
+    index_dir: str | None = help_field(None, "Index to browse (default: the sample index under $SIM_WEB_HOME).")
+    tasks: str | None = help_field(
         None, "Task set: default (the index's SailorFog-QA set when synthesized), derived, sailorfog, or a path."
     )
-    split: str | None = _f("train", "Task split to train on (the test split stays held out for `sim-web eval`).")
-    n_tasks: int | None = _f(None, "Use the first n tasks of the split (None = all).")
-    tiers: tuple[str, ...] | None = _f(
+    split: str | None = help_field(
+        "train", "Task split to train on (the test split stays held out for `sim-web eval`)."
+    )
+    n_tasks: int | None = help_field(None, "Use the first n tasks of the split (None = all).")
+    tiers: tuple[str, ...] | None = help_field(
         None, "Train only on tasks of these curriculum tiers (the records' `tier`, e.g. bridge), before n_tasks."
     )
-    balance_tiers: bool = _f(
+    balance_tiers: bool = help_field(
         False,
         "Interleave the tiers in the train order (one task of each tier in turn, each tier shuffled with seed) "
         "and turn off TRL's own shuffle, so each step's prompts mix the tiers (training.grpo.order).",
     )
-    solved_reward: float = _f(
+    solved_reward: float = help_field(
         1.0, "Reward at or above which an episode counts as solved (DUPO's prefilter, the loop's pass rates)."
     )
-    threads: int | None = _f(None, "torch CPU threads (None: torch's default).")
-    output_dir: str | None = _f(
+    threads: int | None = help_field(None, "torch CPU threads (None: torch's default).")
+    output_dir: str | None = help_field(
         None, "Checkpoints, metrics.jsonl and the final model (default $SIM_WEB_HOME/runs/grpo/<name>)."
     )
-    resume: bool = _f(True, "Resume from the last checkpoint in output_dir when there is one.")
-    seed: int = _f(0, "Seed of the model init (tiny), data order and sampling.")
-    name: str = _f("custom", "Recipe name (names the default output folder).")
-    env: EnvConfig = _section(
-        _recipe_env,
-        "The env every rollout plays in (sim_web.env.EnvConfig): tools, max_turns, "
+    resume: bool = help_field(True, "Resume from the last checkpoint in output_dir when there is one.")
+    seed: int = help_field(0, "Seed of the model init (tiny), data order and sampling.")
+    name: str = help_field("custom", "Recipe name (names the default output folder).")
+    env: EnvConfig = help_field(
+        help="The env every rollout plays in (sim_web.env.EnvConfig): tools, max_turns, "
         "budgets, prompt, search_results, sim.snippet_chars, reward.kind.",
+        default_factory=_recipe_env,
     )
-    rollout: RolloutConfig = _section(
-        RolloutConfig, "Rollout limits (training.grpo.rollout.RolloutConfig): max_turn_tokens, reuse_kv."
+    rollout: RolloutConfig = help_field(
+        help="Rollout limits (training.grpo.rollout.RolloutConfig): max_turn_tokens, reuse_kv.",
+        default_factory=RolloutConfig,
     )
-    trainer: TrainerConfig = _section(TrainerConfig, "Trainer arguments (training.grpo.trainer_config.TrainerConfig).")
-    prefilter: PrefilterConfig = _section(PrefilterConfig, "DUPO's pre-RL filter (training.grpo.dupo.PrefilterConfig).")
-    loop: LoopConfig = _section(LoopConfig, "The data-policy feedback loop (training.loop.loop.LoopConfig).")
+    trainer: TrainerConfig = help_field(
+        help="Trainer arguments (training.grpo.trainer_config.TrainerConfig).", default_factory=TrainerConfig
+    )
+    prefilter: PrefilterConfig = help_field(
+        help="DUPO's pre-RL filter (training.grpo.dupo.PrefilterConfig).", default_factory=PrefilterConfig
+    )
+    loop: LoopConfig = help_field(
+        help="The data-policy feedback loop (training.loop.loop.LoopConfig).", default_factory=LoopConfig
+    )
 
     def __post_init__(self) -> None:
         given = [p for p in ("index_dir", "tasks", "split") if getattr(self.env, p) is not None]

@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
+from simweb_core.errors import ConfigError
 from training.grpo.advantage import zero_variance_groups
-from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

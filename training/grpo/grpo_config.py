@@ -8,17 +8,14 @@ declared here: both classes inherit them, with their help texts and their check,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from trl import GRPOConfig
 
+from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from training.grpo.advantage import MutableGRPOSwitches
-from wiki_index.errors import ConfigError
-
-
-def _f(default: Any, text: str) -> Any:
-    return field(default=default, metadata={"help": text})
 
 
 # The switches' base comes first so that their fields follow GRPOConfig's and win over it (epsilon_high's default).
@@ -34,14 +31,14 @@ class AgentGRPOConfig(MutableGRPOSwitches, GRPOConfig):
 
     switch_owner: ClassVar[str] = "AgentGRPOConfig"
 
-    strict_on_policy: bool = _f(
+    strict_on_policy: bool = help_field(
         True,
         "Require one optimiser step per generation batch (num_iterations=1, "
         "steps_per_generation=gradient_accumulation_steps), so every sample is from the "
         "current policy.",
     )
-    scale_rewards: str = _f("none", "TRL's reward scaling, used only by advantage='grpo'.")
-    beta: float = _f(0.0, "KL coefficient (0: no reference model, as in the Tongyi recipe).")
+    scale_rewards: str = help_field("none", "TRL's reward scaling, used only by advantage='grpo'.")
+    beta: float = help_field(0.0, "KL coefficient (0: no reference model, as in the Tongyi recipe).")
 
     def __post_init__(self) -> None:
         super().__post_init__()  # GRPOConfig's (the switches' base has none)

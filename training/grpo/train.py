@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from simweb_core.overrides import parse_overrides
 from training.grpo.config import GRPORecipe
 from training.grpo.order import interleave_tiers
-from training.grpo.recipes import load_recipe, parse_overrides
+from training.grpo.recipes import load_recipe
 
 log = logging.getLogger(__name__)
 #: Columns of the metrics table: (header, log key, format).
@@ -369,7 +370,7 @@ def add_arguments(p: Any) -> None:
 
 def recipe_from_namespace(args: Any) -> GRPORecipe:
     """The recipe named by parsed ``add_arguments`` options."""
-    overrides = parse_overrides(args.set)
+    overrides = parse_overrides(args.set, target=GRPORecipe)
     if args.out:
         overrides["output_dir"] = args.out
     if args.no_resume:

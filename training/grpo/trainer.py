@@ -30,10 +30,10 @@ from trl import GRPOTrainer
 
 from agents.turn import NO_ANSWER_METRICS
 from sim_web.protocol.actions import TOOL_NAMES
+from simweb_core.errors import ConfigError
 from training.grpo.advantage import drop_mask, group_advantages, group_std, zero_variance_groups
 from training.grpo.dupo import dupo_fill_index, remap_batch
 from training.grpo.grpo_config import AgentGRPOConfig
-from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -15,22 +15,18 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim_web.protocol import NO_PYTHON_TOOLS
+from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from training.grpo.advantage import GRPOSwitches
-from wiki_index.errors import ConfigError
 
 if TYPE_CHECKING:
     from training.grpo.grpo_config import AgentGRPOConfig
 
 VLLM_MODES = ("colocate", "server")
-
-
-def help_field(default: Any, text: str) -> Any:
-    """A dataclass field with its help text (the house style of every config)."""
-    return field(default=default, metadata={"help": text})
 
 
 @dataclass(frozen=True)

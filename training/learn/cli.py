@@ -13,34 +13,46 @@ import argparse
 import sys
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
+
+#: LearnConfig fields that have a flag of their own: ``--set`` does not set them.
+FLAGS = {
+    "recipe": "--recipe",
+    "out": "--out",
+    "index_dir": "--index",
+    "stages": "--stages",
+    "grpo_overrides": "--grpo-set",
+}
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~training.learn.config.LearnConfig` of parsed arguments."""
-    from training.grpo.recipes import parse_overrides
+    """The :class:`~training.learn.config.LearnConfig` of parsed arguments: ``--set`` values are read as their fields'
+    types (``tiers=lookup,bridge``, ``grpo_seeds=0,1,2``, ``eval_n=null``), ``--grpo-set`` keys are checked against
+    the GRPO recipe's.
+
+    Raises:
+        ConfigError: For a key either flag's config does not have (naming the closest valid keys and the fix), a
+            ``--set`` of a field that has its own flag, or a value that cannot be read as its field's type.
+    """
+    from simweb_core.data import from_data
+    from simweb_core.overrides import parse_overrides
+    from training.grpo.config import GRPORecipe
     from training.learn.config import STAGES, LearnConfig
 
-    values = parse_overrides(args.set)
-    unknown = sorted(set(values) - set(LearnConfig.__dataclass_fields__))
-    if unknown:
-        raise ConfigError(f"unknown LearnConfig fields {unknown}; known: {sorted(LearnConfig.__dataclass_fields__)}")
-    for key in ("tiers", "stages"):
-        if isinstance(values.get(key), str):
-            values[key] = tuple(v.strip() for v in values[key].split(",") if v.strip())
-    if "grpo_seeds" in values:  # "0,1,2", a single 0, or a YAML list
-        seeds = values["grpo_seeds"]
-        seeds = str(seeds).split(",") if isinstance(seeds, (str, int)) else seeds
-        values["grpo_seeds"] = tuple(int(str(s).strip()) for s in seeds if str(s).strip())
+    values = parse_overrides(args.set, target=LearnConfig)
+    own = [k for k in values if k in FLAGS]
+    if own:
+        raise ConfigError(f"--set {own[0]}: LearnConfig.{own[0]} has its own flag, use {FLAGS[own[0]]}")
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip()) if args.stages else STAGES
-    return LearnConfig(
-        recipe=args.recipe,
-        out=args.out,
-        index_dir=args.index,
-        stages=stages,
-        grpo_overrides=parse_overrides(args.grpo_set, "--grpo-set"),
+    given = {
+        "recipe": args.recipe,
+        "out": args.out,
+        "index_dir": args.index,
+        "stages": stages,
+        "grpo_overrides": parse_overrides(args.grpo_set, "--grpo-set", target=GRPORecipe),
         **values,
-    )
+    }
+    return from_data(LearnConfig, given)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

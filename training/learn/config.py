@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
+from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
+from simweb_core.settings import sim_web_home
 
 STAGES = (
     "tasks",
@@ -36,69 +37,71 @@ STAGES = (
 )
 
 
-def _f(default: Any, text: str) -> Any:
-    return field(default=default, metadata={"help": text})
-
-
 @dataclass(frozen=True)
 class LearnConfig:
     """One run of the curriculum recipe: base model -> SFT -> GRPO, each evaluated on the same held-out tasks."""
 
-    recipe: str = _f(
+    recipe: str = help_field(
         "cpu-learn",
         "GRPO recipe (training/configs/<name>.yaml) of the RL stage; its observation settings apply to every stage.",
     )
-    out: str | None = _f(None, "Run folder (default $SIM_WEB_HOME/runs/learn/<recipe>); every stage resumes from it.")
-    index_dir: str | None = _f(None, "Index (default: the sample index under $SIM_WEB_HOME).")
-    model: str = _f("smollm2", "Base model: 'smollm2' (the bundled SmolLM2-135M-Instruct) or a model folder.")
-    seed: int = _f(0, "Seed of the task synthesis, SFT and GRPO.")
-    tiers: tuple[str, ...] = _f(("lookup", "bridge"), "Curriculum tiers of the task set (training/synth/tiers.py).")
-    lookup_test_fraction: float = _f(0.5, "Held-out share of the lookup tier.")
-    bridge_test_fraction: float = _f(0.5, "Held-out share of the bridge tier.")
-    split: str = _f(
+    out: str | None = help_field(
+        None, "Run folder (default $SIM_WEB_HOME/runs/learn/<recipe>); every stage resumes from it."
+    )
+    index_dir: str | None = help_field(None, "Index (default: the sample index under $SIM_WEB_HOME).")
+    model: str = help_field("smollm2", "Base model: 'smollm2' (the bundled SmolLM2-135M-Instruct) or a model folder.")
+    seed: int = help_field(0, "Seed of the task synthesis, SFT and GRPO.")
+    tiers: tuple[str, ...] = help_field(
+        ("lookup", "bridge"), "Curriculum tiers of the task set (training/synth/tiers.py)."
+    )
+    lookup_test_fraction: float = help_field(0.5, "Held-out share of the lookup tier.")
+    bridge_test_fraction: float = help_field(0.5, "Held-out share of the bridge tier.")
+    split: str = help_field(
         "answer",
         "'answer': no held-out answer (or alias) is a train answer, across tiers; 'id': hashed ids (the older sets).",
     )
-    sft_max_demos: int | None = _f(
+    sft_max_demos: int | None = help_field(
         320, "Use at most this many demonstrations for SFT, in task-file order (None: every kept one)."
     )
-    eval_batch_size: int = _f(32, "Episodes generated together in the evals.")
-    eval_n: int | None = _f(
+    eval_batch_size: int = help_field(32, "Episodes generated together in the evals.")
+    eval_n: int | None = help_field(
         240, "Evaluate only the first n held-out tasks (None: all); the task file mixes the tiers in a seeded order."
     )
-    sft_full: bool = _f(True, "Full fine-tune (False: LoRA r=16, merged).")
-    sft_learning_rate: float = _f(8e-5, "SFT peak learning rate (cosine schedule).")
-    sft_epochs: float = _f(1.0, "Passes over the demonstrations.")
-    sft_batch_size: int = _f(
+    sft_full: bool = help_field(True, "Full fine-tune (False: LoRA r=16, merged).")
+    sft_learning_rate: float = help_field(8e-5, "SFT peak learning rate (cosine schedule).")
+    sft_epochs: float = help_field(1.0, "Passes over the demonstrations.")
+    sft_batch_size: int = help_field(
         2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
     )
-    sft_grad_accum: int = _f(4, "Batches per SFT optimiser step.")
-    grpo_seeds: tuple[int, ...] = _f(
+    sft_grad_accum: int = help_field(4, "Batches per SFT optimiser step.")
+    grpo_seeds: tuple[int, ...] = help_field(
         (0,),
         "Seeds of the GRPO stage (each its own run and held-out eval, from the same SFT model); the first writes "
         "grpo/ and eval-grpo/, each other seed S grpo-seedS/ and eval-grpo-seedS/; the report gives their spread.",
     )
-    grpo_name: str = _f(
+    grpo_name: str = help_field(
         "grpo",
         "Folder name of the GRPO stage's runs: <name>/ and eval-<name>/ for the first seed, <name>-seedS/ and "
         "eval-<name>-seedS/ for the others; another name (e.g. grpo-bridge, with --grpo-set tiers=bridge) trains a "
         "variant from the same SFT model beside the earlier runs, and the report gives each variant its own rows.",
     )
-    eval_skip: int = _f(
+    eval_skip: int = help_field(
         0,
         "Skip the first n held-out tasks before taking eval_n: a confirmation set no earlier choice looked at. Give "
         "such a run its own folder (--out) and link the sft/ and GRPO folders it evaluates into it.",
     )
-    sailorfog_level: str = _f(
+    sailorfog_level: str = help_field(
         "easy",
         "The sailorfog stage evaluates the rule, the oracle, SFT and GRPO (first seed) on the held-out SailorFog-QA "
         "tasks of this level (<index>/tasks/sailorfog_qa.jsonl): the distance to the real goal.",
     )
-    sailorfog_turns: int = _f(
+    sailorfog_turns: int = help_field(
         8, "Turn cap of the sailorfog stage (its questions take the oracle up to 5 searches; the tiers' cap is 4)."
     )
-    threads: int | None = _f(None, "torch CPU threads for every stage (None: torch's default).")
-    stages: tuple[str, ...] = _f(STAGES, f"Stages to run, in order (finished ones are skipped): {', '.join(STAGES)}.")
+    threads: int | None = help_field(None, "torch CPU threads for every stage (None: torch's default).")
+    stages: tuple[str, ...] = help_field(
+        STAGES, f"Stages to run, in order (finished ones are skipped): {', '.join(STAGES)}."
+    )
     grpo_overrides: dict[str, Any] = field(
         default_factory=dict,
         metadata={

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
-from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from simweb_core.errors import ConfigError
 from training.loop.outcomes import Outcome
-from wiki_index.errors import ConfigError
 
 SOLVED, UNSOLVED = "solved", "unsolved"
 

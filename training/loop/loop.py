@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from sim_web.env import Task
+from simweb_core.errors import ConfigError
 from training.loop.curate import CurationConfig, Decision, curate
 from training.loop.outcomes import OutcomeLog
 from training.loop.pool import TaskPool
 from training.loop.steer import TIER_SCORES, Target, difficulty, target_of
-from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 #: A synthesizer: ``(n, seed, target) -> task records``.

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim_web.env import Task
+from simweb_core.errors import ConfigError
 from training.loop.curate import SOLVED, UNSOLVED, Decision
-from wiki_index.errors import ConfigError
 
 
 class TaskPool:

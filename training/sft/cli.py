@@ -18,7 +18,7 @@ import logging
 import sys
 from typing import Any
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 
 log = logging.getLogger(__name__)
 

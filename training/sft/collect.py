@@ -39,7 +39,7 @@ from typing import Any
 
 from agents.turn import ANSWER, MAX_LLM_CALLS, TURN_CAP, forced
 from sim_web.protocol import TOOL_NAMES
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 REASONS = ("over_turn_cap", "no_answer", "malformed", "tool_error", "summarised", "incorrect", "duplicate")

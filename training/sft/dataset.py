@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from sim_web.tools.toolbox import tool_schema
+from simweb_core.errors import ConfigError
 from training.sft.collect import CollectResult, format_stats
 from training.wire import encode_chat
-from wiki_index.errors import ConfigError
 
 log = logging.getLogger(__name__)
 CARD = "README.md"

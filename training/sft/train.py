@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simweb_core.errors import ConfigError
+from simweb_core.settings import sim_web_home
 from training.sft.dataset import load as load_dataset
 from training.wire import encode_chat
-from wiki_index.errors import ConfigError
-from wiki_index.settings import sim_web_home
 
 log = logging.getLogger(__name__)
 #: Bundled model names accepted for ``model`` (converted once by ``sim-web eval --policy hf:smollm2``).

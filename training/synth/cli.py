@@ -15,7 +15,7 @@ import argparse
 import logging
 import sys
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

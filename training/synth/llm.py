@@ -148,7 +148,7 @@ class LLMGenerator:
     def __init__(self, config: LLMConfig) -> None:
         import openai
 
-        from wiki_index.settings import env
+        from simweb_core.settings import env
 
         self.config = config
         key = reveal(config.api_key) or env("OPENAI_API_KEY") or "EMPTY"

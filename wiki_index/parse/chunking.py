@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.parse.text import split_sentences
 from wiki_index.types import Page, Passage, Section
 

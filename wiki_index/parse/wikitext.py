@@ -26,7 +26,7 @@ from functools import lru_cache
 import mwparserfromhell as mwp
 from mwparserfromhell import nodes as N
 
-from wiki_index.errors import WikiIndexError
+from simweb_core.errors import WikiIndexError
 from wiki_index.parse.prepass import DATES, FIRST_ARG, LISTS, norm_name, strip_comments_and_tags, strip_templates, tidy
 from wiki_index.types import Page, Section, normalize_title
 

@@ -20,7 +20,7 @@ import logging
 import threading
 from typing import Any
 
-from wiki_index.settings import set_env
+from simweb_core.settings import set_env
 
 log = logging.getLogger(__name__)
 HEAP_ENV = "WIKI_INDEX_JVM_HEAP"  #: the JVM's maximum heap (``-Xmx``), e.g. ``4g``; default 1g
@@ -49,8 +49,8 @@ def heap_option() -> str:
     """
     import re
 
-    from wiki_index.errors import ConfigError
-    from wiki_index.settings import env
+    from simweb_core.errors import ConfigError
+    from simweb_core.settings import env
 
     heap = (env(HEAP_ENV) or "1g").strip()
     if not re.fullmatch(r"[1-9][0-9]*[kKmMgG]?", heap):

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import IndexNotFoundError
+from simweb_core.errors import IndexNotFoundError
 from wiki_index.search import _java
 from wiki_index.types import Hit, Passage
 

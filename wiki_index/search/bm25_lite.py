@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wiki_index.errors import IndexNotFoundError
+from simweb_core.errors import IndexNotFoundError
 from wiki_index.search.bm25 import adjust_ties
 from wiki_index.types import Hit, Passage
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from wiki_index.errors import ConfigError, IndexNotFoundError
-from wiki_index.settings import set_env
+from simweb_core.errors import ConfigError, IndexNotFoundError
+from simweb_core.settings import set_env
 from wiki_index.types import Hit, Passage
 
 log = logging.getLogger(__name__)

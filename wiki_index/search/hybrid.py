@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wiki_index.errors import ConfigError
+from simweb_core.errors import ConfigError
 from wiki_index.search.searcher import Searcher
 from wiki_index.types import Hit, Passage
 

@@ -8,10 +8,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from wiki_index.errors import ConfigError, IndexNotFoundError
+from simweb_core.errors import ConfigError, IndexNotFoundError
+from simweb_core.settings import default_index_dir, env
 from wiki_index.manifest import read_manifest
 from wiki_index.search.searcher import Searcher
-from wiki_index.settings import default_index_dir, env
 from wiki_index.types import Hit, Passage
 
 MODES = ("bm25", "dense", "hybrid")
@@ -81,8 +81,8 @@ class WikiIndex:
 
     def _make_lite(self) -> Any:
         """The Java-free searcher, over postings built once from the columns (kept while they match this index)."""
+        from simweb_core.settings import sim_web_home
         from wiki_index.search.bm25_lite import LiteBM25Searcher, build_lite, lite_stamp
-        from wiki_index.settings import sim_web_home
 
         p = self.manifest["bm25"]
         if p.get("title_boost"):
@@ -120,7 +120,7 @@ class WikiIndex:
         return self._part("titles", self._make_titles)
 
     def _make_titles(self) -> Any:
-        from wiki_index.settings import sim_web_home
+        from simweb_core.settings import sim_web_home
         from wiki_index.store.titles import TitleLookup
 
         m = self.manifest
@@ -134,7 +134,7 @@ class WikiIndex:
         return self._part("columns", self._make_columns)
 
     def _make_columns(self) -> Any:
-        from wiki_index.settings import sim_web_home
+        from simweb_core.settings import sim_web_home
         from wiki_index.store.columns import PassageColumns, lucene_commit
         from wiki_index.store.derived import write_index_columns
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wiki_index.errors import CorpusError
-from wiki_index.settings import SAMPLE_NAME
+from simweb_core.errors import CorpusError
+from simweb_core.settings import SAMPLE_NAME
 from wiki_index.sources.base import DUMP_SUFFIXES, JSONL_SUFFIXES, CorpusSource, Redirect, SourceStats
 from wiki_index.sources.dump import DumpSource
 from wiki_index.sources.jsonl import JsonlSource

@@ -3,7 +3,7 @@
 Memory stays bounded: the XML is read with ``iterparse`` and every ``<page>`` element is cleared
 once read; with ``workers > 1`` at most ``2 * workers`` batches of raw pages are in flight.
 
-A truncated or corrupt file raises :class:`~wiki_index.errors.CorpusError` naming the file, the
+A truncated or corrupt file raises :class:`~simweb_core.errors.CorpusError` naming the file, the
 number of pages read, the last good title and the byte offset; records before that point have
 already been yielded (a consumer that must be all-or-nothing, like the index builder, discards
 its partial output on the error).
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from wiki_index.errors import ConfigError, CorpusError
+from simweb_core.errors import ConfigError, CorpusError
 from wiki_index.parse.wikitext import Namespaces, ParseConfig, ParseTimeoutError, parse_wikitext
 from wiki_index.sources.base import HashingReader, Redirect, SourceStats, file_sha256, strip_suffixes, time_limit
 from wiki_index.types import Page, normalize_title

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from wiki_index.errors import CorpusError
+from simweb_core.errors import CorpusError
 from wiki_index.sources.base import HashingReader, Redirect, SourceStats, file_sha256, strip_suffixes
 from wiki_index.types import Page, Passage, Section, normalize_title
 

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from wiki_index.errors import CorpusError
-from wiki_index.settings import SAMPLE_NAME
+from simweb_core.errors import CorpusError
+from simweb_core.settings import SAMPLE_NAME
 from wiki_index.sources.base import Redirect, SourceStats, file_sha256
 from wiki_index.sources.dump import DumpSource
 from wiki_index.sources.mentions import MentionLinker

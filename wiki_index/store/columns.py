@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wiki_index.errors import IndexMismatchError
+from simweb_core.errors import IndexMismatchError
 from wiki_index.types import Passage
 
 log = logging.getLogger(__name__)

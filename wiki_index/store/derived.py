@@ -79,7 +79,7 @@ def dense_location(path: Path, manifest: dict[str, Any]) -> tuple[Path, dict[str
 
 
 def _cache_dir(manifest: dict[str, Any]) -> Path:
-    from wiki_index.settings import sim_web_home
+    from simweb_core.settings import sim_web_home
 
     return sim_web_home() / "cache" / f"dense-{manifest['content_sha256'][:16]}"
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from wiki_index.errors import IndexMismatchError, IndexNotFoundError
+from simweb_core.errors import IndexMismatchError, IndexNotFoundError
 from wiki_index.manifest import MANIFEST, build_command
 from wiki_index.store.titleset import title_key
 from wiki_index.store.writer import COLUMNS, StoreWriter

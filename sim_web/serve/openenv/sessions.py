@@ -38,7 +38,7 @@ class OpenEnvLimits:
     )
 
     def __post_init__(self) -> None:
-        from wiki_index.errors import ConfigError
+        from simweb_core.errors import ConfigError
 
         if self.max_sessions < 1 or self.max_message_bytes < 1 or not self.idle_timeout_s > 0:
             raise ConfigError(

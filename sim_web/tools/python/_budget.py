@@ -120,7 +120,7 @@ def available_memory_mb() -> int:
 
 
 def _default_budget() -> MemoryBudget:
-    from wiki_index.settings import env
+    from simweb_core.settings import env
 
     raw = env(BUDGET_ENV)
     if raw:

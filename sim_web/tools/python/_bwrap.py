@@ -97,7 +97,7 @@ def _under(path: str, root: str) -> bool:
 
 def hidden_paths() -> list[str]:
     """Host paths that must never be visible inside: the data, the project and the caller's own files."""
-    from wiki_index.settings import sim_web_home
+    from simweb_core.settings import sim_web_home
 
     found = [str(sim_web_home()), str(Path.home()), os.getcwd(), str(Path(__file__).resolve().parents[3])]
     for directory in site_dirs():

@@ -44,7 +44,6 @@ import sys
 import tempfile
 import time
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TypeVar
 
 from sim_web.tools.python import _best_effort, _bwrap, _seccomp
 from sim_web.tools.python._budget import memory_budget
@@ -57,6 +56,7 @@ from sim_web.tools.python._output import (
     format_observation,
     kill_group,
 )
+from simweb_core.fields import help_field
 
 __all__ = [
     "ERROR_PREFIX",
@@ -74,16 +74,9 @@ ISOLATIONS = ("bwrap", "best-effort")
 _RUNNER = os.path.join(os.path.dirname(__file__), "_runner.py")
 _warned: set[str] = set()
 
-_T = TypeVar("_T")
-
-
-def _opt(default: _T, help_text: str) -> _T:
-    """A dataclass field with a help text (TRL-style configs)."""
-    return field(default=default, metadata={"help": help_text})
-
 
 def _default_isolation() -> str:
-    from wiki_index.settings import env
+    from simweb_core.settings import env
 
     return env(ISOLATION_ENV) or "bwrap"
 
@@ -92,18 +85,18 @@ def _default_isolation() -> str:
 class PythonConfig:
     """Limits of one ``PythonInterpreter`` call."""
 
-    timeout_s: float = _opt(10.0, "Wall-clock limit of one run, seconds.")
-    cpu_s: int = _opt(10, "CPU-time limit per process (RLIMIT_CPU), seconds.")
-    memory_mb: int = _opt(
+    timeout_s: float = help_field(10.0, "Wall-clock limit of one run, seconds.")
+    cpu_s: int = help_field(10, "CPU-time limit per process (RLIMIT_CPU), seconds.")
+    memory_mb: int = help_field(
         1024,
         "Memory budget, MiB: of the whole call with a memory cgroup, else per process "
         "(RLIMIT_AS; then the call's bound is max_processes x memory_mb).",
     )
-    max_output_chars: int = _opt(10_000, "Most characters of stdout + stderr returned.")
-    max_processes: int = _opt(64, "Most processes it may create (kernel caps count threads too).")
-    allow_network: bool = _opt(False, "Allow the network (the host's network namespace, no guard).")
-    max_file_mb: int = _opt(256, "Largest file it may write (RLIMIT_FSIZE), MiB.")
-    disk_mb: int = _opt(256, "Size of each private tmpfs of the bwrap sandbox (/sandbox, /tmp, /dev/shm), MiB.")
+    max_output_chars: int = help_field(10_000, "Most characters of stdout + stderr returned.")
+    max_processes: int = help_field(64, "Most processes it may create (kernel caps count threads too).")
+    allow_network: bool = help_field(False, "Allow the network (the host's network namespace, no guard).")
+    max_file_mb: int = help_field(256, "Largest file it may write (RLIMIT_FSIZE), MiB.")
+    disk_mb: int = help_field(256, "Size of each private tmpfs of the bwrap sandbox (/sandbox, /tmp, /dev/shm), MiB.")
     isolation: str = field(
         default_factory=_default_isolation,
         metadata={
@@ -113,10 +106,10 @@ class PythonConfig:
             )
         },
     )
-    use_namespaces: bool = _opt(True, "best-effort mode: use network/PID namespaces (unshare) when available.")
-    use_cgroup: bool = _opt(True, "Use per-call pids and memory cgroups when they can be created.")
-    hash_seed: int = _opt(0, "PYTHONHASHSEED of the child, so set order is reproducible.")
-    python: str = _opt(sys.executable, "Interpreter that runs the code (Python 3.11+).")
+    use_namespaces: bool = help_field(True, "best-effort mode: use network/PID namespaces (unshare) when available.")
+    use_cgroup: bool = help_field(True, "Use per-call pids and memory cgroups when they can be created.")
+    hash_seed: int = help_field(0, "PYTHONHASHSEED of the child, so set order is reproducible.")
+    python: str = help_field(sys.executable, "Interpreter that runs the code (Python 3.11+).")
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -1,13 +1,15 @@
-"""The error hierarchy of :mod:`wiki_index`.
+"""The base error hierarchy every package shares: :class:`ConfigError` and the index errors.
 
-Every message says what was expected, what was found and how to fix it.
+Every package imports these classes from here, so each exists once (``except ConfigError`` catches a configuration
+error of any package); the base keeps the name of the package it started in (:mod:`wiki_index`). Every message says
+what was expected, what was found and how to fix it.
 """
 
 from __future__ import annotations
 
 
 class WikiIndexError(Exception):
-    """Base class of every error raised by :mod:`wiki_index`."""
+    """Base class of the shared errors (and of package errors built on them, such as the bundle's)."""
 
 
 class CorpusError(WikiIndexError):
