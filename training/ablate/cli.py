@@ -15,34 +15,29 @@ import sys
 
 from simweb_core.errors import WikiIndexError
 
+#: Generated flags (simweb_core.cli): flag -> AblateConfig field (help, type and default come from the field).
+FLAGS = {
+    "--recipe": "recipe",
+    "--quick": "quick",
+    "--configs": "configs",
+    "--eval-n": "eval_n",
+    "--out": "out",
+    "--resume": "resume",
+    "--isolate": "isolate",
+}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``sim-web ablate``."""
+    """The options of ``sim-web ablate``: the generated flags and ``--set``."""
+    from simweb_core.cli import add_config_flags
     from training.ablate.grid import NAMES
+    from training.ablate.runner import AblateConfig
 
-    p.add_argument(
-        "--recipe", default="single-gpu", help="base GRPO recipe (default single-gpu; --quick uses cpu-smoke)"
-    )
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="whole grid on CPU with a tiny random model, 2 steps each (checks the plumbing; the numbers mean nothing)",
-    )
-    p.add_argument("--configs", default="", help=f"comma-separated configurations (default all: {','.join(NAMES)})")
+    add_config_flags(p, AblateConfig, FLAGS)
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="recipe field for every run (repeatable)"
     )
-    p.add_argument(
-        "--eval-n", type=int, default=50, help="held-out tasks evaluated per configuration (0: none; --quick: 2)"
-    )
-    p.add_argument("--out", default=None, help="output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick])")
-    p.add_argument("--no-resume", action="store_true", help="rerun finished configurations")
-    p.add_argument(
-        "--isolate",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="each configuration in its own process (default: yes, except with --quick)",
-    )
+    p.epilog = f"configurations: {', '.join(NAMES)}"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -59,22 +54,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def config_from_args(args: argparse.Namespace) -> object:
     """The :class:`~training.ablate.runner.AblateConfig` of parsed options."""
+    from simweb_core.cli import given_flags
+    from simweb_core.data import from_data
     from simweb_core.overrides import parse_overrides
     from training.ablate.runner import AblateConfig
     from training.grpo.config import GRPORecipe
 
     overrides = parse_overrides(args.set, target=GRPORecipe)
-    configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
-    return AblateConfig(
-        recipe=args.recipe,
-        quick=args.quick,
-        configs=configs,
-        out=args.out,
-        overrides=overrides,
-        eval_n=args.eval_n,
-        resume=not args.no_resume,
-        isolate=args.isolate,
-    )
+    return from_data(AblateConfig, {**given_flags(args), "overrides": overrides})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,14 +15,8 @@ from typing import Any
 
 from simweb_core.errors import ConfigError
 
-#: LearnConfig fields that have a flag of their own: ``--set`` does not set them.
-FLAGS = {
-    "recipe": "--recipe",
-    "out": "--out",
-    "index_dir": "--index",
-    "stages": "--stages",
-    "grpo_overrides": "--grpo-set",
-}
+#: LearnConfig fields with a flag of their own (generated from the field: simweb_core.cli); ``--set`` sets the others.
+FLAGS = {"--recipe": "recipe", "--index": "index_dir", "--out": "out", "--stages": "stages"}
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
@@ -34,30 +28,25 @@ def config_from_args(args: argparse.Namespace) -> Any:
         ConfigError: For a key either flag's config does not have (naming the closest valid keys and the fix), a
             ``--set`` of a field that has its own flag, or a value that cannot be read as its field's type.
     """
+    from simweb_core.cli import given_flags
     from simweb_core.data import from_data
     from simweb_core.overrides import parse_overrides
     from training.grpo.config import GRPORecipe
-    from training.learn.config import STAGES, LearnConfig
+    from training.learn.config import LearnConfig
 
     values = parse_overrides(args.set, target=LearnConfig)
-    own = [k for k in values if k in FLAGS]
-    if own:
-        raise ConfigError(f"--set {own[0]}: LearnConfig.{own[0]} has its own flag, use {FLAGS[own[0]]}")
-    stages = tuple(s.strip() for s in args.stages.split(",") if s.strip()) if args.stages else STAGES
-    given = {
-        "recipe": args.recipe,
-        "out": args.out,
-        "index_dir": args.index,
-        "stages": stages,
-        "grpo_overrides": parse_overrides(args.grpo_set, "--grpo-set", target=GRPORecipe),
-        **values,
-    }
-    return from_data(LearnConfig, given)
+    own = {path: flag for flag, path in FLAGS.items()}
+    taken = [k for k in values if k in own]
+    if taken:
+        raise ConfigError(f"--set {taken[0]}: LearnConfig.{taken[0]} has its own flag, use {own[taken[0]]}")
+    grpo = parse_overrides(args.grpo_set, "--grpo-set", target=GRPORecipe)
+    return from_data(LearnConfig, {**given_flags(args), "grpo_overrides": grpo, **values})
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``learn`` on the ``sim-web`` command."""
-    from training.learn.config import STAGES
+    from simweb_core.cli import add_config_flags
+    from training.learn.config import LearnConfig
 
     p = subparsers.add_parser(
         "learn",
@@ -65,10 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--recipe", default="cpu-learn", help="GRPO recipe of the RL stage (default cpu-learn)")
-    p.add_argument("--index", default=None, help="index directory (default: the sample index)")
-    p.add_argument("--out", default=None, help="run folder (default $SIM_WEB_HOME/runs/learn/<recipe>)")
-    p.add_argument("--stages", default=None, help=f"comma-separated stages to run (default all: {','.join(STAGES)})")
+    add_config_flags(p, LearnConfig, FLAGS)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a LearnConfig field (repeatable)")
     p.add_argument(
         "--grpo-set",
