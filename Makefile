@@ -53,12 +53,12 @@ learn: install
 # disjoint from training, untouched by the first 240); report in $SIM_WEB_HOME/runs/learn/cpu-learn-confirm/
 LEARN := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/runs/learn
 learn-confirm: learn
-	$(BIN)/sim-web learn --set grpo_name=grpo-bridge --grpo-set tiers=bridge --stages grpo
+	$(BIN)/sim-web learn --set grpo.name=grpo-bridge --grpo-set tiers=bridge --stages grpo
 	mkdir -p "$(LEARN)/cpu-learn-confirm"
 	ln -sfn ../cpu-learn/sft "$(LEARN)/cpu-learn-confirm/sft"
 	ln -sfn ../cpu-learn/grpo-bridge "$(LEARN)/cpu-learn-confirm/grpo-bridge"
 	$(BIN)/sim-web learn --out "$(LEARN)/cpu-learn-confirm" --set eval_skip=240 --set eval_n=null \
-		--set grpo_name=grpo-bridge --stages rule,prior,oracle,eval-sft,eval-grpo,report
+		--set grpo.name=grpo-bridge --stages rule,prior,oracle,eval-sft,eval-grpo,report
 
 # sim vs real web side by side (needs SERPER_KEY_ID, JINA_API_KEYS; SIM_TO_REAL_MOCK=1: local mocks with faults)
 sim-to-real: install

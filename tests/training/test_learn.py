@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simweb_core.errors import ConfigError
-from training.learn.config import LearnConfig
+from training.learn.config import GRPOStage, LearnConfig
 from training.learn.report import mcnemar_p, paired_bootstrap, summarise, wilson, write_report
 
 
@@ -112,13 +112,13 @@ def test_report_gives_each_grpo_variant_its_rows_pairs_and_seeds(tmp_path):
 
 
 def test_learn_config_names_grpo_variants_and_skips_held_out_tasks():
-    assert LearnConfig(grpo_name="grpo-bridge", grpo_seeds=(0, 3)).grpo_runs() == [
+    assert LearnConfig(grpo=GRPOStage(name="grpo-bridge", seeds=(0, 3))).grpo_runs() == [
         (0, "grpo-bridge", "eval-grpo-bridge"),
         (3, "grpo-bridge-seed3", "eval-grpo-bridge-seed3"),
     ]
     for bad in ("bridge", "grpo/x", "grpo-seed1"):
-        with pytest.raises(ConfigError, match="grpo_name"):
-            LearnConfig(grpo_name=bad)
+        with pytest.raises(ConfigError, match="grpo.name"):
+            GRPOStage(name=bad)
     with pytest.raises(ConfigError, match="eval_skip"):
         LearnConfig(eval_skip=-1)
 
@@ -127,10 +127,10 @@ def test_grpo_seeds_name_their_folders():
     from sim_web.cli import make_parser
     from training.learn.cli import config_from_args
 
-    cfg = config_from_args(make_parser().parse_args(["learn", "--set", "grpo_seeds=0,1,2"]))
+    cfg = config_from_args(make_parser().parse_args(["learn", "--set", "grpo.seeds=0,1,2"]))
     assert cfg.grpo_runs()[2] == (2, "grpo-seed2", "eval-grpo-seed2") and cfg.grpo_runs()[0][1] == "grpo"
     with pytest.raises(ConfigError, match="distinct"):
-        LearnConfig(grpo_seeds=(1, 1))
+        GRPOStage(seeds=(1, 1))
 
 
 def test_config_errors_name_the_fix():
@@ -165,9 +165,13 @@ def test_cli_parses_learn_and_grpo_overrides(tmp_path):
     )
     cfg = config_from_args(args)
     assert cfg.stages == ("tasks", "base") and cfg.eval_n == 5 and cfg.tiers == ("lookup",)
-    assert cfg.grpo_overrides == {"trainer.max_steps": 3} and cfg.out_dir() == tmp_path
+    assert cfg.grpo.overrides == {"trainer.max_steps": 3} and cfg.out_dir() == tmp_path
+    nested = ["learn", "--set", "sft.learning_rate=1e-4", "--set", "grpo.seeds=0,1", "--grpo-set", "tiers=bridge"]
+    cfg = config_from_args(make_parser().parse_args(nested))
+    assert cfg.sft.learning_rate == 1e-4 and cfg.sft.epochs == 1.0 and cfg.grpo.seeds == (0, 1)
+    assert cfg.grpo.overrides == {"tiers": "bridge"} and cfg.grpo.name == "grpo"
     with pytest.raises(
-        ConfigError, match="--set epochs=3: unknown key 'epochs'.*did you mean sft_epochs.*fix: --set sft_epochs=3"
+        ConfigError, match="--set epochs=3: unknown key 'epochs'.*did you mean sft.epochs.*fix: --set sft.epochs=3"
     ):
         config_from_args(make_parser().parse_args(["learn", "--set", "epochs=3"]))
 

@@ -21,8 +21,8 @@ FLAGS = {"--recipe": "recipe", "--index": "index_dir", "--out": "out", "--stages
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~training.learn.config.LearnConfig` of parsed arguments: ``--set`` values are read as their fields'
-    types (``tiers=lookup,bridge``, ``grpo_seeds=0,1,2``, ``eval_n=null``), ``--grpo-set`` keys are checked against
-    the GRPO recipe's.
+    types (``tiers=lookup,bridge``, ``grpo.seeds=0,1,2``, ``eval_n=null``), ``--grpo-set`` keys are checked against
+    the GRPO recipe's and become ``grpo.overrides``.
 
     Raises:
         ConfigError: For a key either flag's config does not have (naming the closest valid keys and the fix), a
@@ -30,7 +30,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
     """
     from simweb_core.cli import given_flags
     from simweb_core.data import from_data
-    from simweb_core.overrides import parse_overrides
+    from simweb_core.overrides import apply_overrides, parse_overrides
     from training.grpo.config import GRPORecipe
     from training.learn.config import LearnConfig
 
@@ -40,7 +40,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
     if taken:
         raise ConfigError(f"--set {taken[0]}: LearnConfig.{taken[0]} has its own flag, use {own[taken[0]]}")
     grpo = parse_overrides(args.grpo_set, "--grpo-set", target=GRPORecipe)
-    return from_data(LearnConfig, {**given_flags(args), "grpo_overrides": grpo, **values})
+    values = apply_overrides({"grpo": {"overrides": grpo}}, values)
+    return from_data(LearnConfig, {**given_flags(args), **values})
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

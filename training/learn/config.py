@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,59 @@ STAGES = (
     "sailorfog",
     "report",
 )
+
+
+@dataclass(frozen=True)
+class SFTStage:
+    """The SFT stage of ``sim-web learn`` (``--set sft.learning_rate=1e-4``)."""
+
+    max_demos: int | None = help_field(
+        320, "Use at most this many demonstrations for SFT, in task-file order (None: every kept one)."
+    )
+    full: bool = help_field(True, "Full fine-tune (False: LoRA r=16, merged).")
+    learning_rate: float = help_field(8e-5, "SFT peak learning rate (cosine schedule).")
+    epochs: float = help_field(1.0, "Passes over the demonstrations.")
+    batch_size: int = help_field(
+        2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
+    )
+    grad_accum: int = help_field(4, "Batches per SFT optimiser step.")
+
+    def __post_init__(self) -> None:
+        if min(self.batch_size, self.grad_accum) < 1:
+            raise ConfigError(
+                f"LearnConfig.sft needs batch_size and grad_accum >= 1, got {self.batch_size}, {self.grad_accum}"
+            )
+
+
+@dataclass(frozen=True)
+class GRPOStage:
+    """The GRPO stage of ``sim-web learn`` (``--set grpo.seeds=0,1,2``, ``--grpo-set trainer.max_steps=8``)."""
+
+    seeds: tuple[int, ...] = help_field(
+        (0,),
+        "Seeds of the GRPO stage (each its own run and held-out eval, from the same SFT model); the first writes "
+        "<name>/ and eval-<name>/, each other seed S <name>-seedS/ and eval-<name>-seedS/; the report gives their "
+        "spread.",
+    )
+    name: str = help_field(
+        "grpo",
+        "Folder name of the GRPO stage's runs; another name (e.g. grpo-bridge, with --grpo-set tiers=bridge) trains "
+        "a variant from the same SFT model beside the earlier runs, and the report gives each variant its own rows.",
+    )
+    overrides: dict[str, Any] = help_field(
+        help="GRPO recipe fields set for this run, by dotted path (--grpo-set trainer.max_steps=10); model, tasks, "
+        "index and output are set by the pipeline.",
+        default_factory=dict,
+    )
+
+    def __post_init__(self) -> None:
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(f"LearnConfig.grpo.seeds must be distinct seeds, at least one; got {self.seeds!r}")
+        if not re.fullmatch(r"grpo[A-Za-z0-9_-]*", self.name) or re.search(r"-seed\d+$", self.name):
+            raise ConfigError(
+                f"LearnConfig.grpo.name must start with 'grpo' and hold only letters, digits, '-' and '_' (and not "
+                f"end in -seedN, the seeds' suffix), got {self.name!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -60,30 +113,9 @@ class LearnConfig:
         "answer",
         "'answer': no held-out answer (or alias) is a train answer, across tiers; 'id': hashed ids (the older sets).",
     )
-    sft_max_demos: int | None = help_field(
-        320, "Use at most this many demonstrations for SFT, in task-file order (None: every kept one)."
-    )
     eval_batch_size: int = help_field(32, "Episodes generated together in the evals.")
     eval_n: int | None = help_field(
         240, "Evaluate only the first n held-out tasks (None: all); the task file mixes the tiers in a seeded order."
-    )
-    sft_full: bool = help_field(True, "Full fine-tune (False: LoRA r=16, merged).")
-    sft_learning_rate: float = help_field(8e-5, "SFT peak learning rate (cosine schedule).")
-    sft_epochs: float = help_field(1.0, "Passes over the demonstrations.")
-    sft_batch_size: int = help_field(
-        2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
-    )
-    sft_grad_accum: int = help_field(4, "Batches per SFT optimiser step.")
-    grpo_seeds: tuple[int, ...] = help_field(
-        (0,),
-        "Seeds of the GRPO stage (each its own run and held-out eval, from the same SFT model); the first writes "
-        "grpo/ and eval-grpo/, each other seed S grpo-seedS/ and eval-grpo-seedS/; the report gives their spread.",
-    )
-    grpo_name: str = help_field(
-        "grpo",
-        "Folder name of the GRPO stage's runs: <name>/ and eval-<name>/ for the first seed, <name>-seedS/ and "
-        "eval-<name>-seedS/ for the others; another name (e.g. grpo-bridge, with --grpo-set tiers=bridge) trains a "
-        "variant from the same SFT model beside the earlier runs, and the report gives each variant its own rows.",
     )
     eval_skip: int = help_field(
         0,
@@ -102,12 +134,9 @@ class LearnConfig:
     stages: tuple[str, ...] = help_field(
         STAGES, f"Stages to run, in order (finished ones are skipped): {', '.join(STAGES)}."
     )
-    grpo_overrides: dict[str, Any] = field(
-        default_factory=dict,
-        metadata={
-            "help": "GRPO recipe fields set for this run, by dotted path (e.g. {'trainer.max_steps': 10}); model, tasks, index "
-            "and output are set here."
-        },
+    sft: SFTStage = help_field(help="The SFT stage: demonstrations, fine-tuning settings.", default_factory=SFTStage)
+    grpo: GRPOStage = help_field(
+        help="The GRPO stage: seeds, folder name, recipe overrides.", default_factory=GRPOStage
     )
 
     def __post_init__(self) -> None:
@@ -125,17 +154,10 @@ class LearnConfig:
             raise ConfigError(
                 "LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction < 1 (a train and a held-out split)"
             )
-        if not self.grpo_seeds or len(set(self.grpo_seeds)) != len(self.grpo_seeds):
-            raise ConfigError(f"LearnConfig.grpo_seeds must be distinct seeds, at least one; got {self.grpo_seeds!r}")
-        if not re.fullmatch(r"grpo[A-Za-z0-9_-]*", self.grpo_name) or re.search(r"-seed\d+$", self.grpo_name):
-            raise ConfigError(
-                f"LearnConfig.grpo_name must start with 'grpo' and hold only letters, digits, '-' and '_' (and not "
-                f"end in -seedN, the seeds' suffix), got {self.grpo_name!r}"
-            )
         if self.eval_skip < 0:
             raise ConfigError(f"LearnConfig.eval_skip must be >= 0, got {self.eval_skip}")
-        if min(self.eval_batch_size, self.sft_batch_size, self.sft_grad_accum) < 1:
-            raise ConfigError("LearnConfig needs eval_batch_size, sft_batch_size and sft_grad_accum >= 1")
+        if self.eval_batch_size < 1:
+            raise ConfigError(f"LearnConfig.eval_batch_size must be >= 1, got {self.eval_batch_size}")
 
     def out_dir(self) -> Path:
         """The run folder."""
@@ -144,10 +166,11 @@ class LearnConfig:
     def grpo_runs(self) -> list[tuple[int, str, str]]:
         """``(seed, GRPO folder, eval folder)`` per GRPO seed; the first seed keeps the single-seed names.
 
-        >>> LearnConfig(grpo_seeds=(0, 1)).grpo_runs()
+        >>> LearnConfig(grpo=GRPOStage(seeds=(0, 1))).grpo_runs()
         [(0, 'grpo', 'eval-grpo'), (1, 'grpo-seed1', 'eval-grpo-seed1')]
-        >>> LearnConfig(grpo_name="grpo-bridge").grpo_runs()
+        >>> LearnConfig(grpo=GRPOStage(name="grpo-bridge")).grpo_runs()
         [(0, 'grpo-bridge', 'eval-grpo-bridge')]
         """
-        names = [self.grpo_name if i == 0 else f"{self.grpo_name}-seed{s}" for i, s in enumerate(self.grpo_seeds)]
-        return [(s, n, f"eval-{n}") for s, n in zip(self.grpo_seeds, names)]
+        name, seeds = self.grpo.name, self.grpo.seeds
+        names = [name if i == 0 else f"{name}-seed{s}" for i, s in enumerate(seeds)]
+        return [(s, n, f"eval-{n}") for s, n in zip(seeds, names)]

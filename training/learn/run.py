@@ -10,7 +10,7 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
 4. ``sft``: rejection sampling of those episodes (:mod:`training.sft.collect`) and SFT (:mod:`training.sft.train`);
 5. ``eval-sft``: the SFT model on the same held-out tasks;
 6. ``grpo``: :class:`~training.grpo.trainer.AgentGRPOTrainer` from the SFT model on the train split only, once per
-   seed of ``grpo_seeds``;
+   seed of ``grpo.seeds``;
 7. ``eval-grpo``: each GRPO model on the same held-out tasks;
 8. ``sailorfog``: the rule, the oracle, SFT and GRPO on the held-out SailorFog-QA questions of one level, the
    distance to the real goal;
@@ -24,6 +24,7 @@ retrieval mode, reward), greedy, so each model is evaluated with what it was tra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -47,7 +48,7 @@ def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str, seed: int | None 
         "output_dir": str(cfg.out_dir() / folder),
         "seed": cfg.seed if seed is None else seed,
         **({"threads": cfg.threads} if cfg.threads else {}),
-        **cfg.grpo_overrides,
+        **cfg.grpo.overrides,
     }
     return load_recipe(cfg.recipe, over)
 
@@ -149,8 +150,8 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
         return out
     if not (data / "README.md").is_file():
         result = collect(CollectConfig(runs=(str(demos),), max_turns=max_turns))
-        if cfg.sft_max_demos is not None:
-            result.kept = result.kept[: cfg.sft_max_demos]
+        if cfg.sft.max_demos is not None:
+            result.kept = result.kept[: cfg.sft.max_demos]
         model = resolve_model(cfg.model)
         ds = build_dataset(result.kept, AutoTokenizer.from_pretrained(str(model)), result.sources[0]["tools"])
         save(ds, data, dataset_card(ds, result, model.name, None), result.stats.table())
@@ -160,11 +161,11 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
             dataset=str(data),
             model=cfg.model,
             out=str(out),
-            lora=not cfg.sft_full,
-            learning_rate=cfg.sft_learning_rate,
-            epochs=cfg.sft_epochs,
-            batch_size=cfg.sft_batch_size,
-            grad_accum=cfg.sft_grad_accum,
+            lora=not cfg.sft.full,
+            learning_rate=cfg.sft.learning_rate,
+            epochs=cfg.sft.epochs,
+            batch_size=cfg.sft.batch_size,
+            grad_accum=cfg.sft.grad_accum,
             seed=cfg.seed,
             threads=cfg.threads,
             save_steps=10,
@@ -194,7 +195,6 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
     copied to ``<run>/sailorfog-<level>.jsonl``; each policy's run is ``<run>/sailorfog-<name>/``. The recipe's
     observation settings apply, with the turn cap ``cfg.sailorfog_turns``.
     """
-    import dataclasses
 
     from agents.harness import run_eval
 
@@ -216,7 +216,7 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
         tasks.write_text("\n".join(keep) + "\n", encoding="utf-8")
     first = out / cfg.grpo_runs()[0][1] / "final"
     policies = [("rule", "rule:first-title"), ("oracle", "oracle:search"), ("sft", f"hf:{out / 'sft'}")]
-    policies += [(cfg.grpo_name, f"hf:{first}")] if (first / "config.json").is_file() else []
+    policies += [(cfg.grpo.name, f"hf:{first}")] if (first / "config.json").is_file() else []
     for name, policy in policies:
         ecfg = recipe.eval_config(
             policy, out / f"sailorfog-{name}", batch_size=cfg.eval_batch_size, threads=cfg.threads, progress=True
@@ -233,7 +233,6 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
 def _shared_verdict(recipe: Any, first: Path) -> Any:
     """``recipe`` with the first seed's DUPO verdict: every seed starts from the same SFT model on the same tasks, so
     the tasks it always solves are dropped once, not re-played per seed."""
-    import dataclasses
 
     verdict = first / "prefilter.json"
     if recipe.out_dir() == first or not recipe.prefilter.k or recipe.prefilter.verdict or not verdict.is_file():
@@ -260,7 +259,7 @@ def main(cfg: LearnConfig) -> Path:
     out = cfg.out_dir()
     out.mkdir(parents=True, exist_ok=True)
     with (out / "invocations.jsonl").open("a", encoding="utf-8") as f:  # every sitting's settings, stages included
-        f.write(json.dumps({k: getattr(cfg, k) for k in cfg.__dataclass_fields__}, default=list) + "\n")
+        f.write(json.dumps(dataclasses.asdict(cfg), default=list) + "\n")
     index_path = WikiIndex.from_dir(cfg.index_dir).path
     base = resolve_hf_path(cfg.model)
     recipe = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"))
