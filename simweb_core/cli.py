@@ -87,9 +87,17 @@ def field_help(cls: type, name: str) -> str:
     return " ".join(entry).replace("``", "")
 
 
-def _default(defaults: Any, path: str) -> Any:
-    """The value at ``path`` of the ``defaults`` instance."""
+def _default(cls: type, defaults: Any, path: str) -> Any:
+    """The value at ``path`` of the ``defaults`` instance, or (``None``) the declared default of ``cls``'s field: a
+    config whose required fields have no default cannot be built empty, but its other fields still show theirs."""
     value = defaults
+    if value is None:
+        first, _, rest = path.partition(".")
+        declared = {f.name: f for f in dataclasses.fields(cls)}[first]
+        value = declared.default_factory() if declared.default is dataclasses.MISSING else declared.default
+        if not rest:
+            return value
+        path = rest
     for part in path.split("."):
         value = getattr(value, part)
     return value
@@ -127,16 +135,15 @@ def add_config_flags(
         parser: The parser or argument group to add the flags to.
         cls: The config class whose fields the paths name.
         flags: Flag -> dotted field path, or (path, text appended to the field's help), in ``--help``'s order.
-        defaults: The instance whose values ``--help`` shows as defaults (default: ``cls()``).
+        defaults: The instance whose values ``--help`` shows as defaults (default: the fields' declared defaults).
 
     Raises:
         ConfigError: For a path that is not a field of ``cls`` (a programming error, raised when the CLI is built).
     """
-    shown = cls() if defaults is None else defaults
     for flag, spec in flags.items():
         path, extra = (spec, "") if isinstance(spec, str) else spec
         owner, field, hint = config_field(cls, path)
-        default = _default(shown, path)
+        default = _default(cls, defaults, path)
         text = " ".join(filter(None, (field_help(owner, field.name), extra)))
         help_text = text if default in (None, ()) else f"{text} (default: {_show(default)})"
         kwargs: dict[str, Any] = {"dest": _DEST + path, "default": argparse.SUPPRESS, "help": help_text}

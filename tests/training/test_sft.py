@@ -313,3 +313,25 @@ def test_tiny_sft_run_saves_a_model_hf_policy_loads(sft_data, tiny_dir, tmp_path
     gen = policy.generate([kept[0]["messages"][:2]])[0]
     assert gen.completion_tokens is not None and 1 <= gen.completion_tokens <= 4
     assert policy.tokenizer.chat_template == CHATML
+
+
+def test_sft_train_flags_reach_the_run_config():
+    from sim_web.cli import make_parser
+    from training.sft.cli import train_config
+    from training.sft.train import SFTRunConfig
+
+    argv = ["sft", "train", "--dataset", "d", "--out", "o", "--full", "--learning-rate", "1e-5", "--max-steps", "3"]
+    cfg = train_config(make_parser().parse_args([*argv, "--no-resume", "--gradient-checkpointing", "--threads", "2"]))
+    assert cfg == SFTRunConfig(
+        dataset="d",
+        out="o",
+        lora=False,
+        learning_rate=1e-5,
+        max_steps=3,
+        resume=False,
+        gradient_checkpointing=True,
+        threads=2,
+    )
+    assert train_config(make_parser().parse_args(["sft", "train", "--dataset", "d", "--out", "o"])) == SFTRunConfig(
+        dataset="d", out="o"
+    )

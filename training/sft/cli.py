@@ -23,8 +23,21 @@ from simweb_core.errors import WikiIndexError
 log = logging.getLogger(__name__)
 
 
+#: Generated flags (simweb_core.cli): flag -> CollectConfig / SFTRunConfig field (help, type, default from the field).
+COLLECT_FLAGS = {"--max-turns": "max_turns", "--min-score": "min_score", "--forced-answers": "forced_answers"}
+TRAIN_NAMES = (
+    "lora_r lora_alpha learning_rate epochs max_steps batch_size grad_accum warmup_ratio max_length save_steps"
+)
+TRAIN_FLAGS = {
+    **{"--" + n.replace("_", "-"): n for n in (*TRAIN_NAMES.split(), "seed", "threads", "gradient_checkpointing")},
+    "--resume": "resume",
+    "--progress": "progress",
+}
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``sim-web sft`` with its ``collect`` and ``train`` subcommands."""
+    from simweb_core.cli import add_config_flags
     from training.sft.collect import CollectConfig
     from training.sft.train import SFTRunConfig
 
@@ -38,7 +51,6 @@ def add_parser(subparsers: Any) -> None:
     c = sub.add_parser(
         "collect", help="keep correct, well-formed, short, unique episodes of eval runs; build the dataset"
     )
-    d = CollectConfig()
     c.add_argument("runs", nargs="+", help="eval run folders (trajectories.jsonl + run.json) on the train split")
     c.add_argument(
         "--out", required=True, help="dataset folder (save_to_disk, README.md card, acceptance.json, kept.jsonl)"
@@ -48,15 +60,9 @@ def add_parser(subparsers: Any) -> None:
         default="smollm2",
         help="model folder (or smollm2) whose tokenizer and chat template render the chats",
     )
-    c.add_argument("--max-turns", type=int, default=d.max_turns, help=f"turn cap (default {d.max_turns})")
-    c.add_argument("--min-score", type=float, default=d.min_score, help="least correctness score to keep (default 1.0)")
+    add_config_flags(c, CollectConfig, COLLECT_FLAGS)
     c.add_argument(
         "--max-tokens", type=int, default=None, help="drop episodes longer than this many tokens (default: keep all)"
-    )
-    c.add_argument(
-        "--forced-answers",
-        action="store_true",
-        help=CollectConfig.__dataclass_fields__["forced_answers"].metadata["help"],
     )
     c.add_argument("--any-split", action="store_true", help="accept runs on splits other than train")
     c.set_defaults(func=run_collect)
@@ -66,31 +72,7 @@ def add_parser(subparsers: Any) -> None:
     t.add_argument("--out", required=True, help=f["out"].metadata["help"])
     t.add_argument("--model", default="smollm2", help=f["model"].metadata["help"])
     t.add_argument("--full", action="store_true", help="full fine-tune instead of LoRA")
-    for name in (
-        "lora_r",
-        "lora_alpha",
-        "learning_rate",
-        "epochs",
-        "max_steps",
-        "batch_size",
-        "grad_accum",
-        "warmup_ratio",
-        "max_length",
-        "save_steps",
-        "seed",
-        "threads",
-    ):
-        fld = f[name]
-        kind = float if name in ("learning_rate", "epochs", "warmup_ratio") else int
-        t.add_argument(
-            "--" + name.replace("_", "-"),
-            type=kind,
-            default=fld.default,
-            help=f"{fld.metadata['help']} (default {fld.default})",
-        )
-    t.add_argument("--gradient-checkpointing", action="store_true", help=f["gradient_checkpointing"].metadata["help"])
-    t.add_argument("--no-resume", action="store_true", help="start over even when OUT/checkpoints holds a checkpoint")
-    t.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_config_flags(t, SFTRunConfig, TRAIN_FLAGS)
     t.set_defaults(func=run_train)
 
 
@@ -101,18 +83,15 @@ def run_collect(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer
 
     from sim_web.protocol import TOOL_NAMES
+    from simweb_core.cli import given_flags
+    from simweb_core.data import from_data
     from training.sft.collect import CollectConfig, collect, format_stats
     from training.sft.dataset import build_dataset, dataset_card, save
     from training.sft.train import resolve_model
 
     try:
-        cfg = CollectConfig(
-            runs=tuple(args.runs),
-            max_turns=args.max_turns,
-            min_score=args.min_score,
-            forced_answers=args.forced_answers,
-            require_split=None if args.any_split else "train",
-        )
+        given = {**given_flags(args), "runs": tuple(args.runs), "require_split": None if args.any_split else "train"}
+        cfg = from_data(CollectConfig, given)
         result = collect(cfg)
         print(format_stats(result.stats))
         model = resolve_model(args.tokenizer)
@@ -134,32 +113,26 @@ def run_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def train_config(args: argparse.Namespace) -> Any:
+    """The :class:`~training.sft.train.SFTRunConfig` of parsed ``sft train`` arguments.
+
+    Raises:
+        ConfigError: For values the config refuses, naming the field.
+    """
+    from simweb_core.cli import given_flags
+    from simweb_core.data import from_data
+    from training.sft.train import SFTRunConfig
+
+    given = {"dataset": args.dataset, "model": args.model, "out": args.out, "lora": not args.full}
+    return from_data(SFTRunConfig, {**given, **given_flags(args)})
+
+
 def run_train(args: argparse.Namespace) -> int:
     """``sim-web sft train``: run SFT and print where the model went."""
-    from training.sft.train import SFTRunConfig, train
+    from training.sft.train import train
 
     try:
-        cfg = SFTRunConfig(
-            dataset=args.dataset,
-            model=args.model,
-            out=args.out,
-            lora=not args.full,
-            lora_r=args.lora_r,
-            lora_alpha=args.lora_alpha,
-            learning_rate=args.learning_rate,
-            epochs=args.epochs,
-            max_steps=args.max_steps,
-            batch_size=args.batch_size,
-            grad_accum=args.grad_accum,
-            warmup_ratio=args.warmup_ratio,
-            max_length=args.max_length,
-            save_steps=args.save_steps,
-            seed=args.seed,
-            threads=args.threads,
-            gradient_checkpointing=args.gradient_checkpointing,
-            resume=not args.no_resume,
-            progress=not args.no_progress,
-        )
+        cfg = train_config(args)
         out = train(cfg)
     except WikiIndexError as e:
         print(f"error: {e}", file=sys.stderr)
