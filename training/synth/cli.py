@@ -17,10 +17,22 @@ import sys
 
 from simweb_core.errors import WikiIndexError
 
+#: SynthConfig fields with a generated flag (simweb_core.cli; help from the class docstring, default from the field);
+#: ``--seed`` also seeds the lookup / bridge tiers.
+FLAGS = {
+    "--seed": "seed",
+    "--max-nodes": "max_nodes",
+    "--n-seeds": "n_seeds",
+    "--oversample": "oversample",
+    "--min-hops": ("min_hops", "At most the largest subgraph size - 1."),
+    "--shortcut-policy": "shortcut_policy",
+}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The synth options (shared by ``sim-web synth`` and ``python -m training.synth``)."""
-    from training.synth.config import SHORTCUT_POLICIES, SynthConfig
+    from simweb_core.cli import add_config_flags
+    from training.synth.config import SynthConfig
     from training.synth.tiers import TIERS, TierConfig
 
     d = SynthConfig()
@@ -38,7 +50,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"questions wanted (default {d.n}; lookup / bridge: as many as pass, up to {TierConfig().n})",
     )
-    p.add_argument("--seed", type=int, default=d.seed, help="seed of every random choice (default 0)")
     p.add_argument(
         "--generator",
         choices=["template", "llm"],
@@ -55,31 +66,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--base-url", default=None, help="LLM endpoint root, e.g. http://localhost:8000/v1 (key: $OPENAI_API_KEY)"
     )
     p.add_argument("--model", default="gpt-4o-mini", help="LLM model name (default gpt-4o-mini)")
-    p.add_argument("--max-nodes", type=int, default=d.max_nodes, help=f"knowledge-graph size (default {d.max_nodes})")
-    p.add_argument("--n-seeds", type=int, default=d.n_seeds, help=f"seed entities (default {d.n_seeds})")
     p.add_argument(
         "--seed-query", action="append", default=[], help="add the top results of this search as seeds (repeatable)"
     )
-    p.add_argument(
-        "--oversample", type=float, default=d.oversample, help=f"subgraphs per wanted question (default {d.oversample})"
-    )
-    p.add_argument(
-        "--min-hops",
-        type=int,
-        default=d.min_hops,
-        help=f"every question chains at least this many typed facts (default {d.min_hops}; at most {max(d.sizes) - 1})",
-    )
+    add_config_flags(p, SynthConfig, FLAGS)
     p.add_argument(
         "--test-fraction",
         type=float,
         default=None,
         help=f"held-out share (default {d.test_fraction}; lookup / bridge {TierConfig().test_fraction})",
-    )
-    p.add_argument(
-        "--shortcut-policy",
-        choices=SHORTCUT_POLICIES,
-        default=d.shortcut_policy,
-        help="what to do with questions BM25 answers at rank 1 (default drop)",
     )
     p.add_argument(
         "--compare",
@@ -93,6 +88,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the synthesis, write every output, print the dataset card; returns the exit status."""
     from sim_web.env.tasks import default_task_path
+    from simweb_core.cli import given_flags
+    from simweb_core.data import from_data
     from training.synth.config import SynthConfig
     from training.synth.llm import LLMConfig
     from training.synth.outputs import build_card, render_card, write_outputs
@@ -103,20 +100,16 @@ def run(args: argparse.Namespace) -> int:
         return run_tier(args)
     try:
         llm = LLMConfig(base_url=args.base_url, model=args.model) if args.generator == "llm" else None
-        cfg = SynthConfig(
-            n=SynthConfig.n if args.n is None else args.n,
-            seed=args.seed,
-            generator=args.generator,
-            max_nodes=args.max_nodes,
-            n_seeds=args.n_seeds,
-            seed_queries=tuple(args.seed_query),
-            oversample=args.oversample,
-            test_fraction=SynthConfig.test_fraction if args.test_fraction is None else args.test_fraction,
-            shortcut_policy=args.shortcut_policy,
-            llm=llm,
-            min_hops=args.min_hops,
-            progress=not args.quiet,
-        )
+        given = {
+            **given_flags(args),
+            "n": SynthConfig.n if args.n is None else args.n,
+            "generator": args.generator,
+            "seed_queries": tuple(args.seed_query),
+            "test_fraction": SynthConfig.test_fraction if args.test_fraction is None else args.test_fraction,
+            "llm": llm,
+            "progress": not args.quiet,
+        }
+        cfg = from_data(SynthConfig, given)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -149,6 +142,7 @@ def run_tier(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from simweb_core.cli import given_flags
     from training.synth.outputs import sibling, write_jsonl
     from training.synth.tiers import TierConfig, generate_tier, render_tier_card, tier_card
     from wiki_index.search.index import WikiIndex
@@ -158,7 +152,7 @@ def run_tier(args: argparse.Namespace) -> int:
         cfg = TierConfig(
             tier=args.tier,
             n=d.n if args.n is None else args.n,
-            seed=args.seed,
+            seed=given_flags(args).get("seed", d.seed),
             progress=not args.quiet,
             test_fraction=d.test_fraction if args.test_fraction is None else args.test_fraction,
         )
