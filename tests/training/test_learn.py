@@ -108,6 +108,8 @@ def test_report_gives_each_grpo_variant_its_rows_pairs_and_seeds(tmp_path):
     assert list(s["stages"]) == ["sft", "grpo", "grpo-seed1", "grpo-bridge", "grpo-bridge-seed1", "oracle"]
     assert s["paired"]["sft->grpo-bridge"]["bridge"]["diff"] == 0.2
     assert s["paired"]["grpo->grpo-bridge"]["bridge"]["diff"] == 0.3
+    assert s["paired"]["sft->grpo-bridge-seed1"]["bridge"]["diff"] == 0.4  # each further seed against SFT too
+    assert s["paired"]["sft->grpo-seed1"]["bridge"]["diff"] == 0.1 and "grpo->grpo-seed1" not in s["paired"]
     assert s["seeds"]["grpo-bridge"]["bridge"]["mean"] == 0.5 and s["seeds"]["grpo"]["bridge"]["mean"] == 0.2
 
 
