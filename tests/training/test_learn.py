@@ -9,7 +9,8 @@ import pytest
 
 from simweb_core.errors import ConfigError
 from training.learn.config import GRPOStage, LearnConfig
-from training.learn.report import mcnemar_p, paired_bootstrap, summarise, wilson, write_report
+from training.learn.report import summarise, write_report
+from training.learn.stats import mcnemar_p, paired_bootstrap, wilson
 
 
 def _stage(folder: Path, solved: dict[str, int]) -> None:

@@ -1,0 +1,47 @@
+"""The statistics of the learning report: a rate's Wilson interval, and two stages compared task by task.
+
+Example:
+    >>> lo, hi = wilson(5, 20)
+    >>> round(lo, 3), round(hi, 3)
+    (0.112, 0.469)
+    >>> mcnemar_p(0, 0)
+    1.0
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["mcnemar_p", "paired_bootstrap", "wilson"]
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a rate ``k / n`` (``(0, 1)`` for ``n = 0``)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def mcnemar_p(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: ``b`` tasks solved only before, ``c`` only after."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired_bootstrap(before: list[int], after: list[int], reps: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """95% interval of ``mean(after) - mean(before)`` with tasks resampled in pairs."""
+    import numpy as np
+
+    d = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    if d.size == 0:
+        return 0.0, 0.0
+    idx = np.random.default_rng(seed).integers(0, d.size, size=(reps, d.size))
+    means = d[idx].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
