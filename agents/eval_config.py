@@ -17,7 +17,7 @@ from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
-from wiki_index.secret import Secret, as_secret
+from simweb_core.secret import Secret, as_secret
 
 
 @dataclass(frozen=True)

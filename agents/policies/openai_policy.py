@@ -27,8 +27,8 @@ from agents.config import SamplingConfig
 from agents.policies.base import FatalPolicyError, Generation, Messages, Policy, cut_at_stop
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
+from simweb_core.secret import Secret, as_secret, redact_url, reveal
 from simweb_core.settings import env
-from wiki_index.secret import Secret, as_secret, redact_url, reveal
 
 log = logging.getLogger(__name__)
 TRANSIENT_STATUS = (408, 409, 429)

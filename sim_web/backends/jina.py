@@ -41,7 +41,7 @@ from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
-from wiki_index.secret import Secret
+from simweb_core.secret import Secret
 
 if TYPE_CHECKING:
     import httpx
