@@ -8,7 +8,7 @@ runs the harness twice with the same endpoints.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from agents.config import AgentConfig
@@ -16,40 +16,35 @@ from agents.policies.openai_policy import RequestConfig
 from sim_web.backends.sim import SimConfig
 from sim_web.env import EnvConfig
 from simweb_core.errors import ConfigError
-from wiki_index.secret import Secret, as_secret
+from simweb_core.fields import help_field
+from simweb_core.secret import Secret, as_secret
 
 
 @dataclass(frozen=True)
 class EndpointConfig:
     """The OpenAI-compatible endpoints of a run: the ``openai:`` policy's, the LLM judge's and the ReSum summariser's."""
 
-    base_url: Secret | None = field(
-        default=None,
-        metadata={"help": "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL); a Secret."},
+    base_url: Secret | None = help_field(
+        None, "OpenAI-compatible endpoint of the policy (default $OPENAI_BASE_URL); a Secret."
     )
-    api_key: Secret | None = field(
-        default=None,
-        metadata={
-            "help": "Its key (default $OPENAI_API_KEY); also the judge's and summariser's. A Secret: run.json holds "
+    api_key: Secret | None = help_field(
+        None,
+        (
+            "Its key (default $OPENAI_API_KEY); also the judge's and summariser's. A Secret: run.json holds "
             "its fingerprint only."
-        },
+        ),
     )
-    judge: str | None = field(
-        default=None, metadata={"help": "LLM judge model ('openai:MODEL'); None = EM decides correctness."}
+    judge: str | None = help_field(None, "LLM judge model ('openai:MODEL'); None = EM decides correctness.")
+    judge_base_url: Secret | None = help_field(None, "Endpoint of the judge (default: the policy's); a Secret.")
+    summariser_model: str | None = help_field(
+        None, "Model of the 'openai' ReSum summariser (same endpoint unless summariser_base_url)."
     )
-    judge_base_url: Secret | None = field(
-        default=None, metadata={"help": "Endpoint of the judge (default: the policy's); a Secret."}
+    summariser_base_url: Secret | None = help_field(
+        None, "Endpoint of the summariser model (default: the policy's); a Secret."
     )
-    summariser_model: str | None = field(
-        default=None,
-        metadata={"help": "Model of the 'openai' ReSum summariser (same endpoint unless summariser_base_url)."},
-    )
-    summariser_base_url: Secret | None = field(
-        default=None, metadata={"help": "Endpoint of the summariser model (default: the policy's); a Secret."}
-    )
-    requests: RequestConfig = field(
+    requests: RequestConfig = help_field(
+        help="Timeout and retries of every endpoint of the run (policy, judge, summariser).",
         default_factory=RequestConfig,
-        metadata={"help": "Timeout and retries of every endpoint of the run (policy, judge, summariser)."},
     )
 
     def __post_init__(self) -> None:
@@ -86,59 +81,46 @@ _SIM_OUTSIDE_IDENTITY = frozenset({"mode", "snippet_chars"})  # the identity's r
 class EvalConfig:
     """One evaluation run."""
 
-    policy: str = field(
-        default="oracle",
-        metadata={
-            "help": "'oracle', 'oracle:search' (answers from search results, no visit), 'rule:first-title' (search the "
+    policy: str = help_field(
+        "oracle",
+        (
+            "'oracle', 'oracle:search' (answers from search results, no visit), 'rule:first-title' (search the "
             "question, answer the first result title it does not name), 'prior' (the most frequent train answer of the "
             "question's form), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."
-        },
+        ),
     )
-    index_dir: str | None = field(
-        default=None, metadata={"help": "The index (default: the sample under $SIM_WEB_HOME)."}
+    index_dir: str | None = help_field(None, "The index (default: the sample under $SIM_WEB_HOME).")
+    tasks: str | None = help_field(
+        None, "Task file path or name: default, derived, sailorfog, or <index>/tasks/NAME.jsonl."
     )
-    tasks: str | None = field(
-        default=None,
-        metadata={"help": "Task file path or name: default, derived, sailorfog, or <index>/tasks/NAME.jsonl."},
-    )
-    split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
-    n: int | None = field(default=None, metadata={"help": "Use the first n tasks (None = all), after skip."})
-    skip: int = field(
-        default=0, metadata={"help": "Skip the first tasks of the split (a later slice: tasks skip+1 to skip+n)."}
-    )
-    k: int = field(default=1, metadata={"help": "Samples per task (pass@k is reported for k and powers of two below)."})
-    out: str | None = field(
-        default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/eval/<run name>)."}
-    )
-    workers: int = field(default=4, metadata={"help": "Episode threads for remote / deterministic policies."})
-    batch_size: int = field(default=8, metadata={"help": "Episodes stepped together for local (batched) policies."})
-    agent: AgentConfig = field(default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum."})
-    endpoints: EndpointConfig = field(
+    split: str | None = help_field("test", "Task split ('test' = held out; None = all).")
+    n: int | None = help_field(None, "Use the first n tasks (None = all), after skip.")
+    skip: int = help_field(0, "Skip the first tasks of the split (a later slice: tasks skip+1 to skip+n).")
+    k: int = help_field(1, "Samples per task (pass@k is reported for k and powers of two below).")
+    out: str | None = help_field(None, "Output folder (default $SIM_WEB_HOME/runs/eval/<run name>).")
+    workers: int = help_field(4, "Episode threads for remote / deterministic policies.")
+    batch_size: int = help_field(8, "Episodes stepped together for local (batched) policies.")
+    agent: AgentConfig = help_field(help="Loop limits, sampling, ReSum.", default_factory=AgentConfig)
+    endpoints: EndpointConfig = help_field(
+        help="The OpenAI-compatible endpoints of the run: the policy's, the judge's, the ReSum summariser's.",
         default_factory=EndpointConfig,
-        metadata={
-            "help": "The OpenAI-compatible endpoints of the run: the policy's, the judge's, the ReSum summariser's."
-        },
     )
-    env: EnvConfig = field(
-        default_factory=eval_env,
-        metadata={
-            "help": "The env every episode plays in (sim_web.env.EnvConfig): tools, prompt, search_results, budgets, "
+    env: EnvConfig = help_field(
+        help=(
+            "The env every episode plays in (sim_web.env.EnvConfig): tools, prompt, search_results, budgets, "
             "sim (retrieval mode, snippet_chars), reward, backend ('real': Serper + Jina) and the rest; evaluate a "
             "checkpoint in the env it was trained in (GRPORecipe.eval_config passes the recipe's). Its index_dir, tasks "
             "and split are this config's; max_turns is set by the harness to agent.max_llm_calls + 2, so that the "
             "agent's own limits come first."
-        },
+        ),
+        default_factory=eval_env,
     )
-    device: str = field(default="cpu", metadata={"help": "torch device of a local model."})
-    dtype: str = field(default="float32", metadata={"help": "dtype of a local model."})
-    threads: int | None = field(default=None, metadata={"help": "torch CPU threads of a local model."})
-    resume: bool = field(
-        default=True, metadata={"help": "Skip episodes already in the output folder; False starts over."}
-    )
-    progress: bool = field(default=True, metadata={"help": "Show a progress bar."})
-    sft: bool | None = field(
-        default=None, metadata={"help": "Write sft.jsonl of successful episodes (default: for the oracle)."}
-    )
+    device: str = help_field("cpu", "torch device of a local model.")
+    dtype: str = help_field("float32", "dtype of a local model.")
+    threads: int | None = help_field(None, "torch CPU threads of a local model.")
+    resume: bool = help_field(True, "Skip episodes already in the output folder; False starts over.")
+    progress: bool = help_field(True, "Show a progress bar.")
+    sft: bool | None = help_field(None, "Write sft.jsonl of successful episodes (default: for the oracle).")
 
     def __post_init__(self) -> None:
         if not re.match(r"^(oracle|oracle:search|rule:first-title|prior|hf:.+|openai:.+)$", self.policy):

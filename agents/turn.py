@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sim_web.protocol.formatting import INACCESSIBLE_EVIDENCE, SCHOLAR_UNAVAILABLE, SEARCH_UNAVAILABLE
+from simweb_core.fields import help_field
 
 #: How the PythonInterpreter tool's output starts when the sandbox could not run the code (or the call had none).
 PYTHON_ERROR = "[Python Interpreter Error]"
@@ -185,10 +186,10 @@ def play_turn(env: Any, text: str) -> Turn:
 class TurnCounts:
     """What the turns of one episode did, counted the same way in evaluation and in GRPO rollouts."""
 
-    turns: int = field(default=0, metadata={"help": "Assistant turns, stepped or not (a cut or a forced turn counts)."})
-    tool_calls: int = field(default=0, metadata={"help": "Tool calls the env ran (each call of a multi-call turn)."})
-    tool_errors: int = field(default=0, metadata={"help": "Turns whose tool call failed (Turn.tool_error)."})
-    format_errors: int = field(default=0, metadata={"help": "Turns that parse as neither a tool call nor an answer."})
+    turns: int = help_field(0, "Assistant turns, stepped or not (a cut or a forced turn counts).")
+    tool_calls: int = help_field(0, "Tool calls the env ran (each call of a multi-call turn).")
+    tool_errors: int = help_field(0, "Turns whose tool call failed (Turn.tool_error).")
+    format_errors: int = help_field(0, "Turns that parse as neither a tool call nor an answer.")
 
     def add(self, turn: Turn | None, action: Mapping[str, Any] | None = None) -> None:
         """Count one assistant turn.

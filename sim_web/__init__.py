@@ -3,14 +3,14 @@
 Importing it registers ``WebResearch-v0`` with Gymnasium, so both
 ``import sim_web; gym.make("WebResearch-v0")`` and ``gym.make("sim_web:WebResearch-v0")`` work.
 Heavy parts (the index, torch) load only when an env is made. Importing it also installs the log scrubber
-(:func:`wiki_index.secret.install_log_scrubber`).
+(:func:`simweb_core.secret.install_log_scrubber`).
 """
 
 from importlib import metadata as _metadata
 
 from gymnasium.envs.registration import register, registry
 
-from wiki_index.secret import install_log_scrubber
+from simweb_core.secret import install_log_scrubber
 
 install_log_scrubber()  # the second line of defence: no credential in this package's or httpx's log records
 

@@ -4,7 +4,9 @@
 * :mod:`~simweb_core.settings`: environment variables (``SIM_WEB_HOME`` and the rest), the one module that reads them;
 * :mod:`~simweb_core.fields`: :func:`help_field`, a config field with its help text;
 * :mod:`~simweb_core.data`: :func:`from_data`, plain data (YAML, JSON, ``--set``) -> nested frozen dataclasses;
-* :mod:`~simweb_core.overrides`: ``--set a.b=c`` parsing, with did-you-mean errors for unknown keys.
+* :mod:`~simweb_core.overrides`: ``--set a.b=c`` parsing, with did-you-mean errors for unknown keys;
+* :mod:`~simweb_core.secret`: :class:`~simweb_core.secret.Secret` (API keys, credentialed URLs that never print, log,
+  pickle or serialise in clear) and the log scrubber.
 """
 
 from simweb_core.data import coerce, from_data, parse_value

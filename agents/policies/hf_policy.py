@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy, cut_at_stop
 from agents.policies.kv_reuse import Batch, PrefixKV, cache_kwarg, supports
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 log = logging.getLogger(__name__)
 DTYPES = ("float32", "bfloat16", "float16")
@@ -36,30 +37,26 @@ DTYPES = ("float32", "bfloat16", "float16")
 class HFConfig:
     """Which model to load and how to batch it."""
 
-    path: str = field(default="", metadata={"help": "A Hugging Face model folder (config, weights, tokenizer)."})
-    device: str = field(default="cpu", metadata={"help": "torch device, e.g. 'cpu' or 'cuda'."})
-    dtype: str = field(default="float32", metadata={"help": "Weights dtype: float32, bfloat16 or float16."})
-    batch_size: int = field(default=8, metadata={"help": "Most chats per generate() call."})
-    context_window: int | None = field(
-        default=None, metadata={"help": "Context size (default: the model's max_position_embeddings)."}
-    )
-    num_threads: int | None = field(
-        default=None,
-        metadata={
-            "help": "torch CPU threads (process-wide; None keeps torch's default). "
+    path: str = help_field("", "A Hugging Face model folder (config, weights, tokenizer).")
+    device: str = help_field("cpu", "torch device, e.g. 'cpu' or 'cuda'.")
+    dtype: str = help_field("float32", "Weights dtype: float32, bfloat16 or float16.")
+    batch_size: int = help_field(8, "Most chats per generate() call.")
+    context_window: int | None = help_field(None, "Context size (default: the model's max_position_embeddings).")
+    num_threads: int | None = help_field(
+        None,
+        (
+            "torch CPU threads (process-wide; None keeps torch's default). "
             "1 is often fastest for small models on a busy machine."
-        },
+        ),
     )
-    reuse_kv: bool = field(
-        default=True,
-        metadata={
-            "help": "Keep the keys and values of recent chats and prefill only what a "
+    reuse_kv: bool = help_field(
+        True,
+        (
+            "Keep the keys and values of recent chats and prefill only what a "
             "new prompt adds to its longest stored prefix (multi-turn episodes)."
-        },
+        ),
     )
-    kv_cache_mb: int = field(
-        default=1024, metadata={"help": "Memory budget of the stored keys and values (the oldest go first)."}
-    )
+    kv_cache_mb: int = help_field(1024, "Memory budget of the stored keys and values (the oldest go first).")
 
     def __post_init__(self) -> None:
         if not self.path:

@@ -19,15 +19,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
 from agents.config import SamplingConfig
 from agents.policies.base import FatalPolicyError, Generation, Messages, Policy, cut_at_stop
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
+from simweb_core.secret import Secret, as_secret, redact_url, reveal
 from simweb_core.settings import env
-from wiki_index.secret import Secret, as_secret, redact_url, reveal
 
 log = logging.getLogger(__name__)
 TRANSIENT_STATUS = (408, 409, 429)
@@ -61,20 +62,14 @@ def _check_requests(timeout: float, max_retries: int, backoff: float, max_backof
 class RequestConfig:
     """Timeout and retries of requests to an endpoint (the fields of :class:`OpenAIConfig` a run sets for all its models)."""
 
-    timeout: float = field(default=600.0, metadata={"help": "Seconds per request."})
-    max_retries: int = field(
-        default=6,
-        metadata={
-            "help": "Retries of a transient failure (HTTP 408/409/429/5xx, connection errors, empty or unreadable replies)."
-        },
+    timeout: float = help_field(600.0, "Seconds per request.")
+    max_retries: int = help_field(
+        6, "Retries of a transient failure (HTTP 408/409/429/5xx, connection errors, empty or unreadable replies)."
     )
-    backoff: float = field(
-        default=1.0,
-        metadata={"help": "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."},
+    backoff: float = help_field(
+        1.0, "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."
     )
-    max_backoff: float = field(
-        default=60.0, metadata={"help": "Longest retry delay in seconds, a server's Retry-After included."}
-    )
+    max_backoff: float = help_field(60.0, "Longest retry delay in seconds, a server's Retry-After included.")
 
     def __post_init__(self) -> None:
         _check_requests(self.timeout, self.max_retries, self.backoff, self.max_backoff)
@@ -84,34 +79,26 @@ class RequestConfig:
 class OpenAIConfig:
     """Where and how to call the endpoint."""
 
-    model: str = field(default="", metadata={"help": "Model name as the server knows it."})
-    base_url: Secret | None = field(
-        default=None,
-        metadata={
-            "help": "Endpoint ending in /v1 (default: $OPENAI_BASE_URL, else OpenAI's); a string becomes a Secret."
-        },
+    model: str = help_field("", "Model name as the server knows it.")
+    base_url: Secret | None = help_field(
+        None, "Endpoint ending in /v1 (default: $OPENAI_BASE_URL, else OpenAI's); a string becomes a Secret."
     )
-    api_key: Secret | None = field(
-        default=None,
-        metadata={
-            "help": "API key (default: $OPENAI_API_KEY, else 'EMPTY' for local servers); a string becomes a Secret "
+    api_key: Secret | None = help_field(
+        None,
+        (
+            "API key (default: $OPENAI_API_KEY, else 'EMPTY' for local servers); a string becomes a Secret "
             "that never prints, logs or serialises (copies read $OPENAI_API_KEY)."
-        },
+        ),
     )
-    timeout: float = field(default=RequestConfig.timeout, metadata={"help": "Seconds per request."})
-    max_retries: int = field(
-        default=RequestConfig.max_retries, metadata={"help": "Retries of a transient failure (see RequestConfig)."}
+    timeout: float = help_field(RequestConfig.timeout, "Seconds per request.")
+    max_retries: int = help_field(RequestConfig.max_retries, "Retries of a transient failure (see RequestConfig).")
+    backoff: float = help_field(
+        RequestConfig.backoff, "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."
     )
-    backoff: float = field(
-        default=RequestConfig.backoff,
-        metadata={"help": "First retry delay in seconds (doubles each time); a server's Retry-After replaces it."},
-    )
-    max_backoff: float = field(
-        default=RequestConfig.max_backoff, metadata={"help": "Longest retry delay in seconds, Retry-After included."}
-    )
-    concurrency: int = field(default=8, metadata={"help": "Parallel requests within one generate() batch."})
-    extra_body: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "Extra request fields (e.g. top_k, repetition_penalty)."}
+    max_backoff: float = help_field(RequestConfig.max_backoff, "Longest retry delay in seconds, Retry-After included.")
+    concurrency: int = help_field(8, "Parallel requests within one generate() batch.")
+    extra_body: dict[str, Any] = help_field(
+        help="Extra request fields (e.g. top_k, repetition_penalty).", default_factory=dict
     )
 
     def __post_init__(self) -> None:

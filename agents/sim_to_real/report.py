@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 COUNTERS = (
     "calls",
@@ -33,30 +34,28 @@ COUNTERS = (
 class ApiPrices:
     """What one upstream call is assumed to cost (USD), for the report's estimate. Check your own plans' prices."""
 
-    serper_usd_per_1k: float = field(
-        default=1.00,
-        metadata={
-            "help": "Serper, per 1,000 queries (search or scholar): about $0.30-1.00 by volume; the small-plan price by "
+    serper_usd_per_1k: float = help_field(
+        1.00,
+        (
+            "Serper, per 1,000 queries (search or scholar): about $0.30-1.00 by volume; the small-plan price by "
             "default. Every request is counted, although Serper bills only successful ones (an upper bound)."
-        },
+        ),
     )
-    jina_usd_per_1m_tokens: float = field(
-        default=0.02, metadata={"help": "Jina Reader, per million output tokens (it bills the page text it returns)."}
+    jina_usd_per_1m_tokens: float = help_field(
+        0.02, "Jina Reader, per million output tokens (it bills the page text it returns)."
     )
-    jina_tokens_per_page: int = field(
-        default=10_000,
-        metadata={"help": "Assumed mean tokens of one page read (the report counts requests, not Jina's token usage)."},
+    jina_tokens_per_page: int = help_field(
+        10_000, "Assumed mean tokens of one page read (the report counts requests, not Jina's token usage)."
     )
-    summariser_usd_per_1m_tokens: float = field(
-        default=0.10,
-        metadata={
-            "help": "The page summariser ($API_BASE / $SUMMARY_MODEL_NAME), per million input tokens (a small hosted "
+    summariser_usd_per_1m_tokens: float = help_field(
+        0.10,
+        (
+            "The page summariser ($API_BASE / $SUMMARY_MODEL_NAME), per million input tokens (a small hosted "
             "model such as Qwen3-30B-A3B; 0 for your own server)."
-        },
+        ),
     )
-    summariser_tokens_per_call: int = field(
-        default=12_000,
-        metadata={"help": "Assumed mean tokens of one summariser call (the cut page plus the extractor prompt)."},
+    summariser_tokens_per_call: int = help_field(
+        12_000, "Assumed mean tokens of one summariser call (the cut page plus the extractor prompt)."
     )
 
     def __post_init__(self) -> None:

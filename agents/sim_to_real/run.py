@@ -22,7 +22,7 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from agents.sim_to_real.format import check_records
 from agents.sim_to_real.report import ApiPrices, markdown, plot, run_summary
 from sim_web.env import EnvConfig
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from simweb_core.settings import env, flag, scoped_env, sim_web_home
 
 log = logging.getLogger(__name__)
@@ -45,67 +46,50 @@ SUMMARISER_VARS = ("API_KEY", "API_BASE", "SUMMARY_MODEL_NAME")
 class SimToRealConfig:
     """One sim-to-real comparison."""
 
-    policies: tuple[str, ...] = field(
-        default=("oracle",),
-        metadata={
-            "help": "Policies as in `sim-web eval --policy`: 'oracle', 'hf:PATH', 'openai:MODEL' (e.g. a sim-trained checkpoint and its base)."
-        },
+    policies: tuple[str, ...] = help_field(
+        ("oracle",),
+        "Policies as in `sim-web eval --policy`: 'oracle', 'hf:PATH', 'openai:MODEL' (e.g. a sim-trained checkpoint and its base).",
     )
-    index_dir: str | None = field(
-        default=None, metadata={"help": "The index (tasks; with env.real_fallback, the fallback of the real web)."}
+    index_dir: str | None = help_field(None, "The index (tasks; with env.real_fallback, the fallback of the real web).")
+    tasks: str | None = help_field(None, "Task file or name (as `sim-web eval --tasks`).")
+    split: str | None = help_field("test", "Task split ('test' = held out; None = all).")
+    n: int | None = help_field(20, "The first n tasks (None = all): every real episode costs API calls.")
+    k: int = help_field(1, "Samples per task (pass@k).")
+    out: str | None = help_field(None, "Output folder (default $SIM_WEB_HOME/runs/sim-to-real/<mode>).")
+    workers: int = help_field(4, "Concurrent episodes for remote / oracle policies.")
+    batch_size: int = help_field(8, "Episodes generated together for a local model.")
+    agent: AgentConfig = help_field(
+        help="Loop limits, sampling, ReSum (the same in sim and real).", default_factory=AgentConfig
     )
-    tasks: str | None = field(default=None, metadata={"help": "Task file or name (as `sim-web eval --tasks`)."})
-    split: str | None = field(default="test", metadata={"help": "Task split ('test' = held out; None = all)."})
-    n: int | None = field(
-        default=20, metadata={"help": "The first n tasks (None = all): every real episode costs API calls."}
-    )
-    k: int = field(default=1, metadata={"help": "Samples per task (pass@k)."})
-    out: str | None = field(
-        default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/sim-to-real/<mode>)."}
-    )
-    workers: int = field(default=4, metadata={"help": "Concurrent episodes for remote / oracle policies."})
-    batch_size: int = field(default=8, metadata={"help": "Episodes generated together for a local model."})
-    agent: AgentConfig = field(
-        default_factory=AgentConfig, metadata={"help": "Loop limits, sampling, ReSum (the same in sim and real)."}
-    )
-    endpoints: EndpointConfig = field(
+    endpoints: EndpointConfig = help_field(
+        help="Endpoints of openai: policies, the judge and the summariser (the same in sim and real).",
         default_factory=EndpointConfig,
-        metadata={"help": "Endpoints of openai: policies, the judge and the summariser (the same in sim and real)."},
     )
-    env: EnvConfig = field(
-        default_factory=eval_env,
-        metadata={
-            "help": "The env of both sides (sim_web.env.EnvConfig, as EvalConfig.env): tools, prompt, budgets, sim, "
+    env: EnvConfig = help_field(
+        help=(
+            "The env of both sides (sim_web.env.EnvConfig, as EvalConfig.env): tools, prompt, budgets, sim, "
             "reward, ...; the runner sets backend per side, and real_fallback (default off: the comparison is sim vs "
             "the real web alone; every fallback is counted in the report either way) applies to the real side only."
-        },
+        ),
+        default_factory=eval_env,
     )
-    device: str = field(default="cpu", metadata={"help": "torch device of hf: policies."})
-    dtype: str = field(default="float32", metadata={"help": "dtype of hf: policies."})
-    record_dir: str | None = field(
-        default=None,
-        metadata={"help": "Record the real side's requests and responses here (one subfolder per policy)."},
+    device: str = help_field("cpu", "torch device of hf: policies.")
+    dtype: str = help_field("float32", "dtype of hf: policies.")
+    record_dir: str | None = help_field(
+        None, "Record the real side's requests and responses here (one subfolder per policy)."
     )
-    replay_dir: str | None = field(
-        default=None,
-        metadata={"help": "Replay the real side from a recording made with record_dir (offline, no keys)."},
+    replay_dir: str | None = help_field(
+        None, "Replay the real side from a recording made with record_dir (offline, no keys)."
     )
-    mock: bool | None = field(
-        default=None,
-        metadata={"help": f"Run the real side against local mocks with injected faults (None: ${MOCK_VAR})."},
+    mock: bool | None = help_field(
+        None, f"Run the real side against local mocks with injected faults (None: ${MOCK_VAR})."
     )
-    mock_faults: bool = field(
-        default=True,
-        metadata={"help": "Inject faults into the mocks (429, 503, malformed JSON, 402, a failed page, 500)."},
+    mock_faults: bool = help_field(
+        True, "Inject faults into the mocks (429, 503, malformed JSON, 402, a failed page, 500)."
     )
-    prices: ApiPrices = field(
-        default_factory=ApiPrices, metadata={"help": "Assumed per-call prices of the cost estimate."}
-    )
-    resume: bool = field(
-        default=True,
-        metadata={"help": "Skip finished episodes of an earlier run in the same folder (never with mocks)."},
-    )
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    prices: ApiPrices = help_field(help="Assumed per-call prices of the cost estimate.", default_factory=ApiPrices)
+    resume: bool = help_field(True, "Skip finished episodes of an earlier run in the same folder (never with mocks).")
+    progress: bool = help_field(True, "Show progress bars.")
 
     def __post_init__(self) -> None:
         if not self.policies:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sim_web.backends.summarise import (
@@ -40,7 +40,8 @@ from sim_web.backends.upstream import (
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from simweb_core.errors import ConfigError
-from wiki_index.secret import Secret
+from simweb_core.fields import help_field
+from simweb_core.secret import Secret
 
 if TYPE_CHECKING:
     import httpx
@@ -58,30 +59,27 @@ Extractor = Callable[[str, str, str], tuple[str, str]]
 class JinaConfig:
     """Where and how to read pages, and how much of each page the extractor sees."""
 
-    base_url: Secret = field(
-        default_factory=lambda: Secret.from_env(BASE_URL_VAR, DEFAULT_BASE_URL),
-        metadata={
-            "help": f"Jina Reader's root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; https://r.jinaai.cn where "
+    base_url: Secret = help_field(
+        help=(
+            f"Jina Reader's root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; https://r.jinaai.cn where "
             "r.jina.ai is unreachable; a proxy's or a mock's URL)."
-        },
+        ),
+        default_factory=lambda: Secret.from_env(BASE_URL_VAR, DEFAULT_BASE_URL),
     )
-    timeout_s: float = field(default=50.0, metadata={"help": "HTTP timeout of one page fetch (Tongyi: 50 s)."})
-    max_page_tokens: int = field(
-        default=95_000, metadata={"help": "Page text is cut to this many tokens before extraction (Tongyi: 95,000)."}
+    timeout_s: float = help_field(50.0, "HTTP timeout of one page fetch (Tongyi: 50 s).")
+    max_page_tokens: int = help_field(
+        95_000, "Page text is cut to this many tokens before extraction (Tongyi: 95,000)."
     )
-    tokenizer: str = field(
-        default="approx",
-        metadata={
-            "help": "'approx' (words + punctuation, offline) or 'tiktoken:cl100k_base' (Tongyi's; needs the encoding file)."
-        },
+    tokenizer: str = help_field(
+        "approx",
+        "'approx' (words + punctuation, offline) or 'tiktoken:cl100k_base' (Tongyi's; needs the encoding file).",
     )
-    summary_temperature: float = field(
-        default=0.0, metadata={"help": "Summariser temperature (Tongyi: 0.7; 0 makes cached summaries reproducible)."}
+    summary_temperature: float = help_field(
+        0.0, "Summariser temperature (Tongyi: 0.7; 0 makes cached summaries reproducible)."
     )
-    summary_timeout_s: float = field(default=60.0, metadata={"help": "Timeout of one summariser request."})
-    raw_ttl_s: float | None = field(
-        default=7 * 86400.0,
-        metadata={"help": "How long raw page text stays valid in the persistent cache (None: forever)."},
+    summary_timeout_s: float = help_field(60.0, "Timeout of one summariser request.")
+    raw_ttl_s: float | None = help_field(
+        7 * 86400.0, "How long raw page text stays valid in the persistent cache (None: forever)."
     )
 
     def __post_init__(self) -> None:

@@ -20,8 +20,8 @@ from sim_web.backends.summarise import LLMSummariser
 from sim_web.backends.upstream import RawCache, UpstreamError, relative_to, require_key
 from sim_web.protocol.results import Backend, ScholarResult, SearchResult, VisitResult
 from simweb_core.errors import ConfigError
+from simweb_core.secret import redact_url
 from simweb_core.settings import env
-from wiki_index.secret import redact_url
 from wiki_index.types import url_to_title
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from typing import Any
 
 from sim_web.protocol.errors import BackendError
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
-from wiki_index.secret import redact_url, scrub
+from simweb_core.secret import redact_url, scrub
 
 
 class RemoteBackend:

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sim_web.backends.upstream import (
@@ -33,7 +33,8 @@ from sim_web.backends.upstream import (
 from sim_web.protocol.arguments import valid_unicode_value
 from sim_web.protocol.results import EMPTY_SCHOLAR, EMPTY_SEARCH, ScholarResult, SearchResult, VisitResult
 from simweb_core.errors import ConfigError
-from wiki_index.secret import Secret
+from simweb_core.fields import help_field
+from simweb_core.secret import Secret
 
 if TYPE_CHECKING:
     import httpx
@@ -52,21 +53,16 @@ RESULT_SCHEMA = 2
 class SerperConfig:
     """Where and how to call Serper."""
 
-    base_url: Secret = field(
+    base_url: Secret = help_field(
+        help=f"Serper's API root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; a proxy's or a mock's URL).",
         default_factory=lambda: Secret.from_env(BASE_URL_VAR, DEFAULT_BASE_URL),
-        metadata={
-            "help": f"Serper's API root (default ${BASE_URL_VAR}, else {DEFAULT_BASE_URL}; a proxy's or a mock's URL)."
-        },
     )
-    timeout_s: float = field(default=20.0, metadata={"help": "HTTP timeout of one request, in seconds."})
-    location: str = field(
-        default="United States", metadata={"help": "Serper `location` for queries without CJK characters."}
-    )
-    gl: str = field(default="us", metadata={"help": "Serper `gl` (country) for queries without CJK characters."})
-    hl: str = field(default="en", metadata={"help": "Serper `hl` (language) for queries without CJK characters."})
-    raw_ttl_s: float | None = field(
-        default=7 * 86400.0,
-        metadata={"help": "How long a raw reply stays valid in the persistent cache (None: forever)."},
+    timeout_s: float = help_field(20.0, "HTTP timeout of one request, in seconds.")
+    location: str = help_field("United States", "Serper `location` for queries without CJK characters.")
+    gl: str = help_field("us", "Serper `gl` (country) for queries without CJK characters.")
+    hl: str = help_field("en", "Serper `hl` (language) for queries without CJK characters.")
+    raw_ttl_s: float | None = help_field(
+        7 * 86400.0, "How long a raw reply stays valid in the persistent cache (None: forever)."
     )
 
     def __post_init__(self) -> None:

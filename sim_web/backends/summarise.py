@@ -21,8 +21,8 @@ from typing import Any
 from sim_web.backends.extract import bm25_rank, summarize, top_indices
 from sim_web.backends.upstream import UpstreamError
 from simweb_core.errors import ConfigError
+from simweb_core.secret import scrub
 from wiki_index.parse.text import split_sentences
-from wiki_index.secret import scrub
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _MARKDOWN_HEADER = "Markdown Content:\n"

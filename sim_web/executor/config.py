@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from sim_web.executor.policy import BackendPolicy
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 _POLICY_FIELDS = tuple(f.name for f in fields(BackendPolicy))
 
@@ -15,57 +16,37 @@ _POLICY_FIELDS = tuple(f.name for f in fields(BackendPolicy))
 class ExecutorConfig:
     """Cache settings, and the default :class:`BackendPolicy` (the flat fields) with per-backend overrides."""
 
-    cache: bool = field(
-        default=True, metadata={"help": "Cache results by content (backend, tool, normalised arguments)."}
-    )
-    cache_size: int = field(default=10_000, metadata={"help": "LRU cache capacity in entries (one query / URL each)."})
-    cache_dir: str | None = field(
-        default=None,
-        metadata={
-            "help": "Directory of the persistent cache shared across processes (None: in-process only). Only backends with a "
+    cache: bool = help_field(True, "Cache results by content (backend, tool, normalised arguments).")
+    cache_size: int = help_field(10_000, "LRU cache capacity in entries (one query / URL each).")
+    cache_dir: str | None = help_field(
+        None,
+        (
+            "Directory of the persistent cache shared across processes (None: in-process only). Only backends with a "
             "cache_namespace (serper, jina) are persisted; TTL per backend: BackendPolicy.cache_ttl_s."
-        },
+        ),
     )
-    qps: float | None = field(
-        default=None, metadata={"help": "Default per-backend rate limit in calls/s (None: unlimited)."}
+    qps: float | None = help_field(None, "Default per-backend rate limit in calls/s (None: unlimited).")
+    burst: int | None = help_field(None, "Default token-bucket capacity (None: max(1, ceil(qps))).")
+    timeout_s: float | None = help_field(
+        60.0, "Default per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."
     )
-    burst: int | None = field(
-        default=None, metadata={"help": "Default token-bucket capacity (None: max(1, ceil(qps)))."}
+    max_retries: int = help_field(2, "Default retries per backend after a retryable error or a timeout.")
+    backoff_base_s: float = help_field(0.5, "First backoff; doubles per retry.")
+    backoff_max_s: float = help_field(8.0, "Cap on the exponential part of the backoff.")
+    jitter_s: float = help_field(0.25, "Uniform random extra backoff in [0, jitter_s] (seeded).")
+    max_retry_after_s: float = help_field(60.0, "A longer Retry-After is not waited for: fall back at once.")
+    breaker_failures: int | None = help_field(
+        5, "Consecutive failed calls that open a backend's circuit (None: no breaker)."
     )
-    timeout_s: float | None = field(
-        default=60.0,
-        metadata={
-            "help": "Default per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."
-        },
-    )
-    max_retries: int = field(
-        default=2, metadata={"help": "Default retries per backend after a retryable error or a timeout."}
-    )
-    backoff_base_s: float = field(default=0.5, metadata={"help": "First backoff; doubles per retry."})
-    backoff_max_s: float = field(default=8.0, metadata={"help": "Cap on the exponential part of the backoff."})
-    jitter_s: float = field(default=0.25, metadata={"help": "Uniform random extra backoff in [0, jitter_s] (seeded)."})
-    max_retry_after_s: float = field(
-        default=60.0, metadata={"help": "A longer Retry-After is not waited for: fall back at once."}
-    )
-    breaker_failures: int | None = field(
-        default=5, metadata={"help": "Consecutive failed calls that open a backend's circuit (None: no breaker)."}
-    )
-    breaker_reset_s: float = field(
-        default=30.0, metadata={"help": "Seconds an open circuit skips its backend before a probe."}
-    )
-    cache_ttl_s: float | None = field(
-        default=None, metadata={"help": "Default lifetime of persisted results (None: forever)."}
-    )
-    policies: Mapping[str, BackendPolicy] = field(
+    breaker_reset_s: float = help_field(30.0, "Seconds an open circuit skips its backend before a probe.")
+    cache_ttl_s: float | None = help_field(None, "Default lifetime of persisted results (None: forever).")
+    policies: Mapping[str, BackendPolicy] = help_field(
+        help="Per-backend policies by backend name (e.g. {'serper': BackendPolicy(qps=10)}); others use the flat fields.",
         default_factory=dict,
-        metadata={
-            "help": "Per-backend policies by backend name (e.g. {'serper': BackendPolicy(qps=10)}); others use the flat fields."
-        },
     )
-    seed: int = field(default=0, metadata={"help": "Seed of the jitter RNG (the executor's only randomness)."})
-    max_workers: int = field(
-        default=16,
-        metadata={"help": "Worker threads for timed calls (a timed-out call keeps its thread until it returns)."},
+    seed: int = help_field(0, "Seed of the jitter RNG (the executor's only randomness).")
+    max_workers: int = help_field(
+        16, "Worker threads for timed calls (a timed-out call keeps its thread until it returns)."
     )
 
     def __post_init__(self) -> None:

@@ -11,40 +11,34 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 
 @dataclass(frozen=True)
 class BackendPolicy:
     """How the executor treats one backend (one upstream): pace, patience, retries, breaker, cache TTL."""
 
-    qps: float | None = field(
-        default=None, metadata={"help": "Rate limit in calls/s to this backend (None: unlimited)."}
+    qps: float | None = help_field(None, "Rate limit in calls/s to this backend (None: unlimited).")
+    burst: int | None = help_field(None, "Token-bucket capacity (None: max(1, ceil(qps))).")
+    timeout_s: float | None = help_field(
+        60.0, "Per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."
     )
-    burst: int | None = field(default=None, metadata={"help": "Token-bucket capacity (None: max(1, ceil(qps)))."})
-    timeout_s: float | None = field(
-        default=60.0,
-        metadata={"help": "Per-attempt timeout; the call runs in a worker thread (None: call inline, no timeout)."},
+    max_retries: int = help_field(2, "Retries after a retryable error (timeout, 429, 5xx).")
+    backoff_base_s: float = help_field(0.5, "First backoff; doubles per retry.")
+    backoff_max_s: float = help_field(8.0, "Cap on the exponential part of the backoff.")
+    jitter_s: float = help_field(0.25, "Uniform random extra backoff in [0, jitter_s] (seeded).")
+    max_retry_after_s: float = help_field(
+        60.0, "A Retry-After longer than this is not waited for: the call falls back at once."
     )
-    max_retries: int = field(default=2, metadata={"help": "Retries after a retryable error (timeout, 429, 5xx)."})
-    backoff_base_s: float = field(default=0.5, metadata={"help": "First backoff; doubles per retry."})
-    backoff_max_s: float = field(default=8.0, metadata={"help": "Cap on the exponential part of the backoff."})
-    jitter_s: float = field(default=0.25, metadata={"help": "Uniform random extra backoff in [0, jitter_s] (seeded)."})
-    max_retry_after_s: float = field(
-        default=60.0,
-        metadata={"help": "A Retry-After longer than this is not waited for: the call falls back at once."},
+    breaker_failures: int | None = help_field(5, "Consecutive failed calls that open the circuit (None: no breaker).")
+    breaker_reset_s: float = help_field(
+        30.0, "Seconds an open circuit skips the backend before one probe call is let through."
     )
-    breaker_failures: int | None = field(
-        default=5, metadata={"help": "Consecutive failed calls that open the circuit (None: no breaker)."}
-    )
-    breaker_reset_s: float = field(
-        default=30.0,
-        metadata={"help": "Seconds an open circuit skips the backend before one probe call is let through."},
-    )
-    cache_ttl_s: float | None = field(
-        default=None, metadata={"help": "Lifetime of this backend's results in the persistent cache (None: forever)."}
+    cache_ttl_s: float | None = help_field(
+        None, "Lifetime of this backend's results in the persistent cache (None: forever)."
     )
 
     def __post_init__(self) -> None:

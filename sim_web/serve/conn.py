@@ -22,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from simweb_core.fields import help_field
 
 log = logging.getLogger(__name__)
 #: Idle keep-alive connections live this long (uvicorn's default is 5 s): a rollout worker pauses
@@ -54,22 +56,22 @@ class ConnectionLimits:
         ConfigError: A non-positive timeout or cap.
     """
 
-    header_timeout_s: float = field(
-        default=HEADER_TIMEOUT_S,
-        metadata={
-            "help": "seconds a connection has to send a whole request, headers and body (from opening, or from a "
+    header_timeout_s: float = help_field(
+        HEADER_TIMEOUT_S,
+        (
+            "seconds a connection has to send a whole request, headers and body (from opening, or from a "
             "request's first byte)"
-        },
+        ),
     )
-    keep_alive_s: int = field(
-        default=KEEP_ALIVE_S, metadata={"help": "seconds an idle keep-alive connection stays open between two requests"}
+    keep_alive_s: int = help_field(
+        KEEP_ALIVE_S, "seconds an idle keep-alive connection stays open between two requests"
     )
-    max_connections: int = field(
-        default_factory=default_max_connections,
-        metadata={
-            "help": "open connections per worker; past it the one that has waited longest on its client is closed "
+    max_connections: int = help_field(
+        help=(
+            "open connections per worker; past it the one that has waited longest on its client is closed "
             "(default: a quarter of the open-file limit)"
-        },
+        ),
+        default_factory=default_max_connections,
     )
 
     def __post_init__(self) -> None:

@@ -25,8 +25,8 @@ from sim_web.env import EnvConfig
 from sim_web.executor import BackendPolicy, ExecutorConfig
 from simweb_core.data import from_data
 from simweb_core.errors import ConfigError
+from simweb_core.secret import Secret, scrub, scrub_record
 from tests.sim_web.real_mocks import sim_backend  # noqa: F401 - fixture
-from wiki_index.secret import Secret, scrub, scrub_record
 
 #: Every planted secret contains this, so one search finds any of them (and no fingerprint or mask does).
 MARK = "zq9SECRET"

@@ -15,10 +15,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 #: The switches the baseline fixes (and which the grid flips one at a time), by their recipe paths.
 BASELINE: dict[str, Any] = {
@@ -33,14 +34,12 @@ BASELINE: dict[str, Any] = {
 class Variant:
     """One configuration of the grid."""
 
-    name: str = field(metadata={"help": "Short name (the run's folder and the table's row)."})
-    switch: str = field(metadata={"help": "The switch it flips relative to the baseline ('-' for the baseline)."})
-    overrides: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "Recipe fields (dotted paths) that differ from the baseline."}
+    name: str = help_field(help="Short name (the run's folder and the table's row).")
+    switch: str = help_field(help="The switch it flips relative to the baseline ('-' for the baseline).")
+    overrides: dict[str, Any] = help_field(
+        help="Recipe fields (dotted paths) that differ from the baseline.", default_factory=dict
     )
-    quick: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "Extra fields for --quick (small CPU settings)."}
-    )
+    quick: dict[str, Any] = help_field(help="Extra fields for --quick (small CPU settings).", default_factory=dict)
 
     def fields(self, quick: bool = False) -> dict[str, Any]:
         """The recipe fields of this run: the baseline's switches, then this variant's."""

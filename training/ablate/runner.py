@@ -18,11 +18,12 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
 from training.ablate.grid import BASELINE, Variant, select, variant
 
@@ -43,35 +44,25 @@ SHORT = {"trainer.max_steps": 50, "trainer.save_steps": 10}
 class AblateConfig:
     """One grid run."""
 
-    recipe: str = field(
-        default="single-gpu", metadata={"help": "Base GRPO recipe (training/configs); --quick uses cpu-smoke."}
+    recipe: str = help_field("single-gpu", "Base GRPO recipe (training/configs); --quick uses cpu-smoke.")
+    quick: bool = help_field(
+        False,
+        ("Whole grid on CPU with the tiny model, 2 steps each: plumbing only, the numbers mean nothing at that size."),
     )
-    quick: bool = field(
-        default=False,
-        metadata={
-            "help": "Whole grid on CPU with the tiny model, 2 steps each: plumbing only, "
-            "the numbers mean nothing at that size."
-        },
-    )
-    configs: tuple[str, ...] = field(default=(), metadata={"help": "Configurations to run (default: the whole grid)."})
-    out: str | None = field(
-        default=None, metadata={"help": "Output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick])."}
-    )
-    overrides: dict[str, Any] = field(
+    configs: tuple[str, ...] = help_field((), "Configurations to run (default: the whole grid).")
+    out: str | None = help_field(None, "Output folder (default $SIM_WEB_HOME/runs/ablate/<recipe>[-quick]).")
+    overrides: dict[str, Any] = help_field(
+        help=(
+            "Recipe fields set for every run (--set), by dotted path: model, tasks, trainer.max_steps, index_dir, ..."
+        ),
         default_factory=dict,
-        metadata={
-            "help": "Recipe fields set for every run (--set), by "
-            "dotted path: model, tasks, trainer.max_steps, "
-            "index_dir, ..."
-        },
     )
-    eval_n: int = field(
-        default=50,
-        metadata={"help": "Held-out (test split) tasks evaluated per configuration (0 = no eval); --quick uses 2."},
+    eval_n: int = help_field(
+        50, "Held-out (test split) tasks evaluated per configuration (0 = no eval); --quick uses 2."
     )
-    resume: bool = field(default=True, metadata={"help": "Skip configurations that finished; False reruns everything."})
-    isolate: bool | None = field(
-        default=None, metadata={"help": "Run each configuration in its own process (None: yes, except with --quick)."}
+    resume: bool = help_field(True, "Skip configurations that finished; False reruns everything.")
+    isolate: bool | None = help_field(
+        None, "Run each configuration in its own process (None: yes, except with --quick)."
     )
 
     def __post_init__(self) -> None:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from training.grpo.advantage import zero_variance_groups
 
 log = logging.getLogger(__name__)
@@ -36,19 +37,16 @@ log = logging.getLogger(__name__)
 class PrefilterConfig:
     """DUPO's pre-RL filter: the ``prefilter:`` section of a GRPO recipe."""
 
-    k: int = field(
-        default=0,
-        metadata={
-            "help": "Play k rollouts per task with the starting policy and drop the tasks it always solves (0 = off)."
-        },
+    k: int = help_field(
+        0, "Play k rollouts per task with the starting policy and drop the tasks it always solves (0 = off)."
     )
-    verdict: str | None = field(
-        default=None,
-        metadata={
-            "help": "A saved verdict (another run's prefilter.json from the same "
+    verdict: str | None = help_field(
+        None,
+        (
+            "A saved verdict (another run's prefilter.json from the same "
             "starting model, tasks and seed) to reuse instead of playing "
             "its rollouts again."
-        },
+        ),
     )
 
     def __post_init__(self) -> None:

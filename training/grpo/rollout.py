@@ -49,6 +49,7 @@ from agents.turn import ANSWER, ERROR, LENGTH, NO_ANSWER_METRICS, ROLLBACK, clea
 from sim_web.env import EnvConfig, Task, WebResearchEnv, read_action
 from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from training.grpo.generation import generate
 from training.grpo.trainer_config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
@@ -85,16 +86,16 @@ def env_reward(
 class RolloutConfig:
     """Limits of one rollout episode (the completion budget is the trainer's ``max_completion_length``)."""
 
-    max_turn_tokens: int = field(default=512, metadata={"help": "Most new tokens of one assistant turn."})
-    seed: int = field(default=0, metadata={"help": "Base seed of the sampling (each generate call derives its own)."})
-    batch_size: int = field(default=16, metadata={"help": "Most contexts per HF generate() call (CPU path)."})
-    reuse_kv: bool = field(
-        default=True,
-        metadata={
-            "help": "HF path: keep each episode's keys and values between turns and "
+    max_turn_tokens: int = help_field(512, "Most new tokens of one assistant turn.")
+    seed: int = help_field(0, "Base seed of the sampling (each generate call derives its own).")
+    batch_size: int = help_field(16, "Most contexts per HF generate() call (CPU path).")
+    reuse_kv: bool = help_field(
+        True,
+        (
+            "HF path: keep each episode's keys and values between turns and "
             "prefill only the new tokens (off: every turn prefills its whole "
             "context again)."
-        },
+        ),
     )
 
     def __post_init__(self) -> None:

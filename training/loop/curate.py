@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from training.loop.outcomes import Outcome
 
 SOLVED, UNSOLVED = "solved", "unsolved"
@@ -33,20 +34,12 @@ SOLVED, UNSOLVED = "solved", "unsolved"
 class CurationConfig:
     """When and how the task set is curated."""
 
-    every: int = field(default=10, metadata={"help": "Optimiser steps between curation rounds."})
-    window: int = field(default=16, metadata={"help": "Most recent rollouts of a task that decide its pass rate."})
-    min_rollouts: int = field(
-        default=4, metadata={"help": "Rollouts a task needs (since it entered the set) before a verdict."}
-    )
-    solved_reward: float = field(
-        default=1.0, metadata={"help": "Reward at or above which an episode counts as solved (a pass)."}
-    )
-    revisit_after: int = field(
-        default=2, metadata={"help": "Rounds a too-hard task stays retired before it may return."}
-    )
-    max_return: int = field(
-        default=2, metadata={"help": "Too-hard tasks that return per round (oldest retirement first)."}
-    )
+    every: int = help_field(10, "Optimiser steps between curation rounds.")
+    window: int = help_field(16, "Most recent rollouts of a task that decide its pass rate.")
+    min_rollouts: int = help_field(4, "Rollouts a task needs (since it entered the set) before a verdict.")
+    solved_reward: float = help_field(1.0, "Reward at or above which an episode counts as solved (a pass).")
+    revisit_after: int = help_field(2, "Rounds a too-hard task stays retired before it may return.")
+    max_return: int = help_field(2, "Too-hard tasks that return per round (oldest retirement first).")
 
     def __post_init__(self) -> None:
         if min(self.every, self.window, self.min_rollouts) < 1 or self.min_rollouts > self.window:

@@ -19,12 +19,13 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim_web.env import Task
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from training.loop.curate import CurationConfig, Decision, curate
 from training.loop.outcomes import OutcomeLog
 from training.loop.pool import TaskPool
@@ -39,29 +40,27 @@ Synthesize = Callable[[int, int, "Target | None"], list[dict[str, Any]]]
 class LoopConfig(CurationConfig):
     """The ``loop:`` section of a GRPO recipe: whether the loop runs, its curation rules and its synthesizer's knobs."""
 
-    enabled: bool = field(
-        default=False,
-        metadata={
-            "help": "Run the data-policy feedback loop: retire tasks with pass rate 0 "
+    enabled: bool = help_field(
+        False,
+        (
+            "Run the data-policy feedback loop: retire tasks with pass rate 0 "
             "or 1, add fresh synthesized tasks aimed at the learning band, "
             "same trainer."
-        },
+        ),
     )
-    synth_max_nodes: int = field(
-        default=1000,
-        metadata={"help": "Knowledge-graph size of the loop's synthesizer calls (smaller: faster, fewer tasks)."},
+    synth_max_nodes: int = help_field(
+        1000, "Knowledge-graph size of the loop's synthesizer calls (smaller: faster, fewer tasks)."
     )
-    tiers: tuple[str, ...] = field(
-        default=("sailorfog",),
-        metadata={
-            "help": "Curriculum tiers the fresh tasks come from "
+    tiers: tuple[str, ...] = help_field(
+        ("sailorfog",),
+        (
+            "Curriculum tiers the fresh tasks come from "
             "(lookup, bridge, sailorfog); each round asks "
             "the tier closest to the learning band."
-        },
+        ),
     )
-    synth_oversample: float = field(
-        default=3.0,
-        metadata={"help": "Candidates synthesized per fresh task wanted (the closest to the target are kept)."},
+    synth_oversample: float = help_field(
+        3.0, "Candidates synthesized per fresh task wanted (the closest to the target are kept)."
     )
 
     def __post_init__(self) -> None:

@@ -40,6 +40,7 @@ from typing import Any
 from agents.turn import ANSWER, MAX_LLM_CALLS, TURN_CAP, forced
 from sim_web.protocol import TOOL_NAMES
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 
 log = logging.getLogger(__name__)
 REASONS = ("over_turn_cap", "no_answer", "malformed", "tool_error", "summarised", "incorrect", "duplicate")
@@ -57,34 +58,26 @@ DEFAULT_PROMPT = "tongyi"
 class CollectConfig:
     """Which episodes of the harness runs become SFT demonstrations."""
 
-    runs: tuple[str, ...] = field(
-        default=(),
-        metadata={
-            "help": "Eval run folders (each with trajectories.jsonl and run.json), "
+    runs: tuple[str, ...] = help_field(
+        (),
+        (
+            "Eval run folders (each with trajectories.jsonl and run.json), "
             "e.g. from `sim-web eval --split train --k 4 --out RUN`."
-        },
+        ),
     )
-    max_turns: int = field(
-        default=12, metadata={"help": "Turn cap: episodes with more agent turns (or stopped by a limit) are rejected."}
-    )
-    min_score: float = field(
-        default=1.0, metadata={"help": "Least correctness score (judge, else exact match) to keep an episode."}
-    )
-    forced_answers: bool = field(
-        default=False,
-        metadata={
-            "help": "Also keep episodes answered under Tongyi's forcing prompt on "
+    max_turns: int = help_field(12, "Turn cap: episodes with more agent turns (or stopped by a limit) are rejected.")
+    min_score: float = help_field(1.0, "Least correctness score (judge, else exact match) to keep an episode.")
+    forced_answers: bool = help_field(
+        False,
+        (
+            "Also keep episodes answered under Tongyi's forcing prompt on "
             "the last allowed call (termination forced_answer:calls), as the "
             "model saw them (the prompt in place of the last tool response): "
             "demonstrations for a policy run with a small --max-llm-calls."
-        },
+        ),
     )
-    require_split: str | None = field(
-        default="train",
-        metadata={
-            "help": "Refuse runs on another task split (None = any); "
-            "training on held-out tasks would leak the test set."
-        },
+    require_split: str | None = help_field(
+        "train", ("Refuse runs on another task split (None = any); training on held-out tasks would leak the test set.")
     )
 
     def __post_init__(self) -> None:

@@ -15,11 +15,12 @@ it runs in the bubblewrap sandbox).
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
 from training.sft.dataset import load as load_dataset
 from training.wire import encode_chat
@@ -33,57 +34,40 @@ BUNDLED = {"smollm2": "SmolLM2-135M-Instruct"}
 class SFTRunConfig:
     """One SFT run (TRL style: a help text per field, errors that name the fix)."""
 
-    dataset: str = field(
-        default="", metadata={"help": "A dataset folder from `sim-web sft collect` (input_ids + assistant_masks)."}
-    )
-    model: str = field(
-        default="smollm2",
-        metadata={
-            "help": "HF model folder, or 'smollm2' (the bundled SmolLM2-135M-Instruct, "
+    dataset: str = help_field("", "A dataset folder from `sim-web sft collect` (input_ids + assistant_masks).")
+    model: str = help_field(
+        "smollm2",
+        (
+            "HF model folder, or 'smollm2' (the bundled SmolLM2-135M-Instruct, "
             "converted under $SIM_WEB_HOME/models by `sim-web eval --policy hf:smollm2`)."
-        },
+        ),
     )
-    out: str = field(
-        default="",
-        metadata={"help": "Output folder: the merged model + tokenizer (`--policy hf:OUT`), checkpoints/ inside."},
-    )
-    lora: bool = field(
-        default=True, metadata={"help": "Train LoRA adapters (merged at the end); False = full fine-tune."}
-    )
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha."})
-    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
-    lora_targets: str = field(
-        default="all-linear", metadata={"help": "Modules with adapters: 'all-linear' or comma-separated names."}
-    )
-    learning_rate: float = field(
-        default=2e-4, metadata={"help": "Peak learning rate (LoRA ~1e-4..1e-3; full fine-tune ~1e-5..5e-5)."}
-    )
-    epochs: float = field(default=1.0, metadata={"help": "Passes over the dataset (ignored when max_steps > 0)."})
-    max_steps: int = field(default=-1, metadata={"help": "Stop after this many optimiser steps (-1 = run the epochs)."})
-    batch_size: int = field(default=1, metadata={"help": "Episodes per device batch (padded to the longest)."})
-    grad_accum: int = field(default=1, metadata={"help": "Batches accumulated per optimiser step."})
-    warmup_ratio: float = field(default=0.05, metadata={"help": "Fraction of steps of linear warm-up."})
-    max_length: int | None = field(
-        default=None,
-        metadata={
-            "help": "Cut episodes to this many tokens (keep the start); None never "
+    out: str = help_field("", "Output folder: the merged model + tokenizer (`--policy hf:OUT`), checkpoints/ inside.")
+    lora: bool = help_field(True, "Train LoRA adapters (merged at the end); False = full fine-tune.")
+    lora_r: int = help_field(16, "LoRA rank.")
+    lora_alpha: int = help_field(32, "LoRA scaling alpha.")
+    lora_dropout: float = help_field(0.0, "LoRA dropout.")
+    lora_targets: str = help_field("all-linear", "Modules with adapters: 'all-linear' or comma-separated names.")
+    learning_rate: float = help_field(2e-4, "Peak learning rate (LoRA ~1e-4..1e-3; full fine-tune ~1e-5..5e-5).")
+    epochs: float = help_field(1.0, "Passes over the dataset (ignored when max_steps > 0).")
+    max_steps: int = help_field(-1, "Stop after this many optimiser steps (-1 = run the epochs).")
+    batch_size: int = help_field(1, "Episodes per device batch (padded to the longest).")
+    grad_accum: int = help_field(1, "Batches accumulated per optimiser step.")
+    warmup_ratio: float = help_field(0.05, "Fraction of steps of linear warm-up.")
+    max_length: int | None = help_field(
+        None,
+        (
+            "Cut episodes to this many tokens (keep the start); None never "
             "cuts (drop long episodes when building the dataset instead)."
-        },
+        ),
     )
-    gradient_checkpointing: bool = field(
-        default=False, metadata={"help": "Recompute activations (less memory, slower steps)."}
-    )
-    save_steps: int = field(
-        default=0, metadata={"help": "Trainer checkpoint every N steps (0 = only the final model)."}
-    )
-    logging_steps: int = field(default=1, metadata={"help": "Log loss every N steps."})
-    seed: int = field(default=0, metadata={"help": "Seed of initialisation (LoRA), shuffling and dropout."})
-    threads: int | None = field(default=None, metadata={"help": "torch CPU threads (None keeps torch's default)."})
-    resume: bool = field(
-        default=True, metadata={"help": "Resume from the last checkpoint in OUT/checkpoints when there is one."}
-    )
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    gradient_checkpointing: bool = help_field(False, "Recompute activations (less memory, slower steps).")
+    save_steps: int = help_field(0, "Trainer checkpoint every N steps (0 = only the final model).")
+    logging_steps: int = help_field(1, "Log loss every N steps.")
+    seed: int = help_field(0, "Seed of initialisation (LoRA), shuffling and dropout.")
+    threads: int | None = help_field(None, "torch CPU threads (None keeps torch's default).")
+    resume: bool = help_field(True, "Resume from the last checkpoint in OUT/checkpoints when there is one.")
+    progress: bool = help_field(True, "Show progress bars.")
 
     def __post_init__(self) -> None:
         if not self.dataset or not self.out:

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from simweb_core.secret import Secret, as_secret, reveal
 from training.synth.constraints import NodeSpec, walk
 from training.synth.naming import leaks, name_variants
 from training.synth.templates import QuestionDraft
-from wiki_index.secret import Secret, as_secret, reveal
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +41,10 @@ class LLMConfig:
 
     Attributes:
         base_url: The OpenAI-compatible API root (ends in ``/v1``); ``None`` uses the ``openai`` default. A string
-            becomes a :class:`~wiki_index.secret.Secret` (it may carry credentials).
+            becomes a :class:`~simweb_core.secret.Secret` (it may carry credentials).
         model: Model name sent with each request.
         api_key: Key; ``None`` reads ``OPENAI_API_KEY`` (an empty one is sent as ``"EMPTY"`` for local servers). A
-            string becomes a :class:`~wiki_index.secret.Secret`: it never prints, logs or serialises.
+            string becomes a :class:`~simweb_core.secret.Secret`: it never prints, logs or serialises.
         temperature: Sampling temperature (0 for reproducible rewrites).
         max_tokens: Reply length cap.
         timeout: Seconds per request.

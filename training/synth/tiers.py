@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simweb_core.fields import help_field
 from training.synth.naming import head_noun, leaks, name_variants
 from training.synth.relations import SRC, Names, fill, infobox_template, is_text_relation, relation_words
 from training.synth.tier_facts import Fact, all_facts
@@ -49,19 +50,16 @@ TIERS = ("lookup", "bridge", "sailorfog")
 class TierConfig:
     """Settings of one ``lookup`` / ``bridge`` synthesis run."""
 
-    tier: str = field(default="lookup", metadata={"help": "'lookup' (one relation) or 'bridge' (two hops)."})
-    n: int = field(default=600, metadata={"help": "Questions wanted (fewer when the graph runs out)."})
-    seed: int = field(default=0, metadata={"help": "Seed of the graph growth and of the question order."})
-    test_fraction: float = field(default=0.25, metadata={"help": "Share of ids in the held-out 'test' split."})
-    k: int = field(default=10, metadata={"help": "Search results an agent sees (the gates look in the top k)."})
-    snippet_chars: int = field(
-        default=240, metadata={"help": "Snippet length of a search result, as the env shows it (SimConfig)."}
+    tier: str = help_field("lookup", "'lookup' (one relation) or 'bridge' (two hops).")
+    n: int = help_field(600, "Questions wanted (fewer when the graph runs out).")
+    seed: int = help_field(0, "Seed of the graph growth and of the question order.")
+    test_fraction: float = help_field(0.25, "Share of ids in the held-out 'test' split.")
+    k: int = help_field(10, "Search results an agent sees (the gates look in the top k).")
+    snippet_chars: int = help_field(240, "Snippet length of a search result, as the env shows it (SimConfig).")
+    split: str = help_field(
+        "answer", "'answer': no held-out answer (or alias) is a train answer; 'id': hashed ids (older sets)."
     )
-    split: str = field(
-        default="answer",
-        metadata={"help": "'answer': no held-out answer (or alias) is a train answer; 'id': hashed ids (older sets)."},
-    )
-    progress: bool = field(default=False, metadata={"help": "Show a progress bar."})
+    progress: bool = help_field(False, "Show a progress bar.")
 
     def __post_init__(self) -> None:
         if self.tier not in ("lookup", "bridge"):

@@ -15,8 +15,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from simweb_core.fields import help_field
 
 if TYPE_CHECKING:
     from sim_web.env import WebResearchEnv
@@ -28,13 +30,10 @@ log = logging.getLogger(__name__)
 class OpenEnvLimits:
     """The guards of the OpenEnv routes (``/ws``, ``POST /mcp``), on top of the tool server's own."""
 
-    max_sessions: int = field(default=64, metadata={"help": "Sessions (envs) open at once per worker; more: refused"})
-    max_message_bytes: int = field(
-        default=1024 * 1024, metadata={"help": "Largest WebSocket message accepted; larger: error, socket closed"}
-    )
-    idle_timeout_s: float = field(
-        default=600.0,
-        metadata={"help": "A socket silent this long is closed, an HTTP MCP session unused this long is dropped"},
+    max_sessions: int = help_field(64, "Sessions (envs) open at once per worker; more: refused")
+    max_message_bytes: int = help_field(1024 * 1024, "Largest WebSocket message accepted; larger: error, socket closed")
+    idle_timeout_s: float = help_field(
+        600.0, "A socket silent this long is closed, an HTTP MCP session unused this long is dropped"
     )
 
     def __post_init__(self) -> None:

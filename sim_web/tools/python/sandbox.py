@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, fields
 
 from sim_web.tools.python import _best_effort, _bwrap, _seccomp
 from sim_web.tools.python._budget import memory_budget
@@ -97,14 +97,12 @@ class PythonConfig:
     allow_network: bool = help_field(False, "Allow the network (the host's network namespace, no guard).")
     max_file_mb: int = help_field(256, "Largest file it may write (RLIMIT_FSIZE), MiB.")
     disk_mb: int = help_field(256, "Size of each private tmpfs of the bwrap sandbox (/sandbox, /tmp, /dev/shm), MiB.")
-    isolation: str = field(
+    isolation: str = help_field(
+        help=(
+            "'bwrap' (default; refuses to run without bubblewrap) or 'best-effort' (process-level guards only: "
+            f"for trusted code). The default comes from ${ISOLATION_ENV} when set."
+        ),
         default_factory=_default_isolation,
-        metadata={
-            "help": (
-                "'bwrap' (default; refuses to run without bubblewrap) or 'best-effort' (process-level guards only: "
-                f"for trusted code). The default comes from ${ISOLATION_ENV} when set."
-            )
-        },
     )
     use_namespaces: bool = help_field(True, "best-effort mode: use network/PID namespaces (unshare) when available.")
     use_cgroup: bool = help_field(True, "Use per-call pids and memory cgroups when they can be created.")

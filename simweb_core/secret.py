@@ -22,10 +22,11 @@ import hashlib
 import logging
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from simweb_core.settings import env
 
 #: What a masked value is replaced with.
@@ -91,12 +92,10 @@ class Secret:
         'sk-very-secret'
     """
 
-    env: str | None = field(default=None, metadata={"help": "Environment variable read at the moment of use."})
-    default: str | None = field(
-        default=None, metadata={"help": "Public fallback when the variable is unset (never a credential)."}
-    )
-    fingerprint: str | None = field(
-        default=None, metadata={"help": "Fingerprint of a value given directly (the value itself never serialises)."}
+    env: str | None = help_field(None, "Environment variable read at the moment of use.")
+    default: str | None = help_field(None, "Public fallback when the variable is unset (never a credential).")
+    fingerprint: str | None = help_field(
+        None, "Fingerprint of a value given directly (the value itself never serialises)."
     )
 
     @classmethod
