@@ -5,6 +5,7 @@
 * :mod:`~simweb_core.fields`: :func:`help_field`, a config field with its help text;
 * :mod:`~simweb_core.data`: :func:`from_data`, plain data (YAML, JSON, ``--set``) -> nested frozen dataclasses;
 * :mod:`~simweb_core.overrides`: ``--set a.b=c`` parsing, with did-you-mean errors for unknown keys;
+* :mod:`~simweb_core.cli`: command-line flags generated from config fields (help, type, choices, default);
 * :mod:`~simweb_core.secret`: :class:`~simweb_core.secret.Secret` (API keys, credentialed URLs that never print, log,
   pickle or serialise in clear) and the log scrubber.
 """

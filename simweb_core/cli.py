@@ -66,7 +66,7 @@ def config_field(cls: type, path: str) -> tuple[type, dataclasses.Field, Any]:
 def field_help(cls: type, name: str) -> str:
     """The help text of field ``name`` of ``cls``: its ``metadata["help"]``, else its entry in the class docstring's
     ``Attributes:`` section (Gymnasium-style configs such as ``EnvConfig``), else ``""``."""
-    meta = {f.name: f.metadata for f in dataclasses.fields(cls)}.get(name, {})
+    meta: Mapping[str, Any] = {f.name: f.metadata for f in dataclasses.fields(cls)}.get(name, {})
     if meta.get("help"):
         return str(meta["help"])
     lines = inspect.cleandoc(cls.__doc__ or "").splitlines()
@@ -94,7 +94,8 @@ def _default(cls: type, defaults: Any, path: str) -> Any:
     if value is None:
         first, _, rest = path.partition(".")
         declared = {f.name: f for f in dataclasses.fields(cls)}[first]
-        value = declared.default_factory() if declared.default is dataclasses.MISSING else declared.default
+        factory = declared.default_factory
+        value = factory() if declared.default is dataclasses.MISSING and callable(factory) else declared.default
         if not rest:
             return value
         path = rest
