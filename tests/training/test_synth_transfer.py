@@ -119,6 +119,7 @@ def test_card_reports_floors_per_type_and_the_transfer_check(synth_run):
 
 
 def test_min_hops_is_respected_and_checked(sample_index, small_config):
+    from simweb_core.cli import given_flags
     from training.synth.cli import add_arguments
     from training.synth.config import SynthConfig
     from training.synth.pipeline import generate
@@ -129,7 +130,8 @@ def test_min_hops_is_respected_and_checked(sample_index, small_config):
         SynthConfig(min_hops=5, sizes=(3, 4, 5))
     p = argparse.ArgumentParser()
     add_arguments(p)
-    assert p.parse_args(["--min-hops", "3"]).min_hops == 3 and p.parse_args([]).min_hops == 1
+    assert given_flags(p.parse_args(["--min-hops", "3"])) == {"min_hops": 3}
+    assert given_flags(p.parse_args([])) == {} and SynthConfig().min_hops == 1  # not given: the config's default
 
 
 def test_same_seed_gives_the_same_bytes(synth_run, sample_index, small_config, tmp_path):
