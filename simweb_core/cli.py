@@ -32,8 +32,9 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from simweb_core.data import coerce, parse_value, section_type
+from simweb_core.data import coerce, parse_value
 from simweb_core.errors import ConfigError
+from simweb_core.overrides import check_key
 
 __all__ = ["add_config_flags", "config_field", "field_help", "given_flags"]
 
@@ -44,23 +45,13 @@ def config_field(cls: type, path: str) -> tuple[type, dataclasses.Field, Any]:
     """The class that holds the field at the dotted ``path`` of ``cls``, the field and its type hint.
 
     Raises:
-        ConfigError: For a part that is not a field, or a part below a field that is not a section.
+        ConfigError: For a part that is not a field (naming the closest valid keys), or a part below a field that is
+            not a section (:func:`~simweb_core.overrides.check_key`).
     """
-    owner: type = cls
-    parts = path.split(".")
-    for i, part in enumerate(parts):
-        fields = {f.name: f for f in dataclasses.fields(owner)}
-        if part not in fields:
-            where = ".".join(parts[:i]) or owner.__name__
-            raise ConfigError(f"{path}: {where} has no field {part!r}; its fields: {', '.join(fields)}")
-        hint = typing.get_type_hints(owner)[part]
-        if i == len(parts) - 1:
-            return owner, fields[part], hint
-        sub = section_type(hint)
-        if sub is None:
-            raise ConfigError(f"{path}: {'.'.join(parts[: i + 1])} is not a section")
-        owner = sub
-    raise ConfigError(f"empty field path for {cls.__name__}")
+    owner = check_key(cls, path)
+    name = path.rpartition(".")[2]
+    field = next(f for f in dataclasses.fields(owner) if f.name == name)
+    return owner, field, typing.get_type_hints(owner)[name]
 
 
 def field_help(cls: type, name: str) -> str:

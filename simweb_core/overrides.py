@@ -60,8 +60,11 @@ def parse_overrides(items: Sequence[str], flag: str = "--set", *, target: type |
     return out
 
 
-def check_key(cls: type, key: str) -> None:
+def check_key(cls: type, key: str) -> type:
     """Check that the dotted ``key`` names a field of ``cls``, through its sections (``trainer.max_steps``).
+
+    Returns:
+        The class that holds the key's last part (``cls`` itself for a top-level key).
 
     Raises:
         ConfigError: For a part that is not a field (naming the closest valid keys), or a part below a field that is
@@ -71,6 +74,7 @@ def check_key(cls: type, key: str) -> None:
     owner, i = _walk(cls, parts)
     if i < len(parts):
         raise ConfigError(unknown_key_message(owner, [parts[i]], ".".join(parts[:i])))
+    return owner
 
 
 def _walk(cls: type, parts: list[str]) -> tuple[type, int]:

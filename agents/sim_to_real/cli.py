@@ -15,6 +15,8 @@ import sys
 from dataclasses import fields
 from typing import Any
 
+from agents.cli import AGENT_FLAGS as EVAL_AGENT_FLAGS
+from agents.cli import ENDPOINT_FLAGS as EVAL_ENDPOINT_FLAGS
 from simweb_core.errors import ConfigError
 
 #: Generated flags (simweb_core.cli): flag -> SimToRealConfig field path (help, type and default from the field).
@@ -33,19 +35,10 @@ FLAGS = {
     "--resume": "resume",
     "--progress": "progress",
 }
-AGENT_FLAGS = {
-    "--max-llm-calls": "agent.max_llm_calls",
-    "--temperature": "agent.sampling.temperature",
-    "--max-tokens": "agent.sampling.max_tokens",
-    "--seed": "agent.sampling.seed",
-}
+#: The agent and endpoint flags it shares with ``sim-web eval`` (the same field paths; the maps are eval's).
+AGENT_FLAGS = {f: EVAL_AGENT_FLAGS[f] for f in ("--max-llm-calls", "--temperature", "--max-tokens", "--seed")}
 ENDPOINT_FLAGS = {
-    "--base-url": "endpoints.base_url",
-    "--api-key": ("endpoints.api_key", "Prefer $OPENAI_API_KEY: a flag shows in the process list."),
-    "--judge": "endpoints.judge",
-    "--judge-base-url": "endpoints.judge_base_url",
-    "--device": "device",
-    "--dtype": "dtype",
+    f: EVAL_ENDPOINT_FLAGS[f] for f in ("--base-url", "--api-key", "--judge", "--judge-base-url", "--device", "--dtype")
 }
 
 

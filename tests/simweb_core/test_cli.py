@@ -95,7 +95,7 @@ def test_help_comes_from_metadata_or_the_docstring_with_the_default():
 
 
 def test_a_path_that_is_not_a_field_fails_when_the_cli_is_built():
-    with pytest.raises(ConfigError, match="has no field 'nope'"):
+    with pytest.raises(ConfigError, match="unknown key 'inner.nope' in section 'inner'"):
         add_config_flags(argparse.ArgumentParser(), Outer, {"--nope": "inner.nope"})
     with pytest.raises(ConfigError, match="not a section"):
         config_field(Outer, "n.deeper")

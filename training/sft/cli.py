@@ -25,14 +25,24 @@ log = logging.getLogger(__name__)
 
 #: Generated flags (simweb_core.cli): flag -> CollectConfig / SFTRunConfig field (help, type, default from the field).
 COLLECT_FLAGS = {"--max-turns": "max_turns", "--min-score": "min_score", "--forced-answers": "forced_answers"}
-TRAIN_NAMES = (
-    "lora_r lora_alpha learning_rate epochs max_steps batch_size grad_accum warmup_ratio max_length save_steps"
+TRAIN_FIELDS = (
+    "lora_r",
+    "lora_alpha",
+    "learning_rate",
+    "epochs",
+    "max_steps",
+    "batch_size",
+    "grad_accum",
+    "warmup_ratio",
+    "max_length",
+    "save_steps",
+    "seed",
+    "threads",
+    "gradient_checkpointing",
+    "resume",
+    "progress",
 )
-TRAIN_FLAGS = {
-    **{"--" + n.replace("_", "-"): n for n in (*TRAIN_NAMES.split(), "seed", "threads", "gradient_checkpointing")},
-    "--resume": "resume",
-    "--progress": "progress",
-}
+TRAIN_FLAGS = {"--" + name.replace("_", "-"): name for name in TRAIN_FIELDS}
 
 
 def add_parser(subparsers: Any) -> None:
