@@ -12,6 +12,7 @@ from typing import Any
 _EXPORTS = {
     "create_app": "http",
     "serve": "http",
+    "ServeConfig": "config",
     "WebResearchToolEnv": "trl",
     "answer_reward": "trl",
     "tasks_dataset": "trl",

@@ -68,8 +68,8 @@ class ConnectionLimits:
     )
     max_connections: int = help_field(
         help=(
-            "open connections per worker; past it the one that has waited longest on its client is closed "
-            "(default: a quarter of the open-file limit)"
+            "open connections per worker, by default a quarter of the open-file limit; past it the one that has "
+            "waited longest on its client is closed"
         ),
         default_factory=default_max_connections,
     )

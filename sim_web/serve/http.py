@@ -15,9 +15,10 @@ Security:
 * With a bearer token (``token`` / ``--token`` / ``$SIM_WEB_SERVER_TOKEN``) every ``/tools``,
   ``/backend`` and ``/retrieve`` route requires ``Authorization: Bearer <token>`` (401 otherwise). :func:`serve` refuses
   to bind a non-loopback address without one.
-* Tool calls of every route run in a bounded thread pool of their own (``tool_threads``), never on the event
-  loop, so ``/health`` answers however busy the tools are; past ``4 x tool_threads`` waiting calls the
-  server answers 503 (retryable) instead of queueing without bound. The threads are shared between clients
+* Tool calls of every route run in a bounded thread pool of their own (``tool_threads``: a few for calls that
+  hold the GIL, many for calls that wait; :mod:`sim_web.serve.config`), never on the event loop, so ``/health``
+  answers however busy the tools are; past ``max_in_progress`` calls in progress the server answers 503
+  (retryable) instead of queueing without bound. The threads are shared between clients
   (peer addresses) in round robin, and ``max_calls_per_client`` caps one client's calls in progress (429):
   :mod:`sim_web.serve.pool`.
 * Request bodies over ``max_body_bytes`` are answered 413 before they are read whole; 4xx bodies
@@ -49,34 +50,25 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 
-from sim_web.serve.conn import ConnectionLimits, uvicorn_config
+from sim_web.serve.config import DEFAULT_MAX_BODY, DEFAULT_MAX_IN_PROGRESS, ServeConfig, default_tool_threads
+from sim_web.serve.conn import uvicorn_config
 from sim_web.serve.fast import HotRoutes, tool_text
 from sim_web.serve.guards import TOKEN_ENV, BodyLimit, ToolPool, bearer_guard, check_exposure
 from sim_web.serve.http_models import QueryRequest, ToolReply, ToolRequest, VisitRequest, add_error_handlers
 from sim_web.serve.openenv import OpenEnvLimits, add_openenv_routes, openenv_serving
 from sim_web.serve.pool import client_key
 from sim_web.serve.retrieve import Retriever, SearchRequest, add_retrieve_route, bulk_search
-from sim_web.serve.warm import DEFAULT_WARM_SEARCHES, warm_index
+from sim_web.serve.warm import warm_index
 
 if TYPE_CHECKING:
     from sim_web.env import EnvConfig
     from sim_web.tools import Toolbox
 
 log = logging.getLogger(__name__)
-INDEX_ENV = "SIM_WEB_SERVER_INDEX"
-MODE_ENV = "SIM_WEB_SERVER_MODE"
-CACHE_ENV = "SIM_WEB_SERVER_CACHE"
-BACKEND_ENV = "SIM_WEB_SERVER_BACKEND"
-PYTHON_ENV = "SIM_WEB_SERVER_PYTHON"  #: "1": serve PythonInterpreter (set by ``serve`` for its workers)
-MAX_BODY_ENV = "SIM_WEB_SERVER_MAX_BODY"  #: request body limit in bytes (set by ``serve`` for its workers)
-THREADS_ENV = "SIM_WEB_SERVER_THREADS"  #: tool threads per worker (set by ``serve`` for its workers)
-PER_CLIENT_ENV = "SIM_WEB_SERVER_PER_CLIENT"  #: calls in progress per client and worker (set by ``serve``)
-WARM_ENV = "SIM_WEB_SERVER_WARM_SEARCHES"  #: warm-up searches per worker (set by ``serve`` for its workers)
+CONFIG_ENV = "SIM_WEB_SERVER_CONFIG"  #: the :class:`ServeConfig` as JSON (set by ``serve`` for its workers; no token)
 FAST_ENV = "SIM_WEB_SERVER_FAST_ROUTES"  #: "0": every request through FastAPI (to measure :mod:`sim_web.serve.fast`)
 #: What ``/health`` shows without the token: enough for a load balancer to check that replicas serve the same index.
 PUBLIC_HEALTH = ("pages", "content_sha256")
-DEFAULT_MAX_BODY = 1024 * 1024
-DEFAULT_TOOL_THREADS = 32
 
 
 def create_app(
@@ -87,7 +79,8 @@ def create_app(
     enable_python: bool = False,
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
-    tool_threads: int = DEFAULT_TOOL_THREADS,
+    tool_threads: int | None = None,
+    max_in_progress: int = DEFAULT_MAX_IN_PROGRESS,
     max_calls_per_client: int = 0,
     python_runner: Callable[[str], str] | None = None,
     backend: str = "sim",
@@ -108,7 +101,9 @@ def create_app(
         token: Bearer token required on every ``/tools``, ``/backend`` and ``/retrieve`` route (``None``: no auth,
             for loopback only; :func:`serve` enforces that).
         max_body_bytes: Largest request body accepted; larger ones get 413.
-        tool_threads: Threads that run tool calls (separate from the event loop that answers ``/health``).
+        tool_threads: Threads that run tool calls (separate from the event loop that answers ``/health``; ``None``:
+            :func:`~sim_web.serve.config.default_tool_threads` for the backend).
+        max_in_progress: Tool calls running or waiting past which calls are answered 503.
         max_calls_per_client: Calls one client (peer address) may have in progress; more get 429 (0: no cap).
         python_runner: ``code -> text`` for ``PythonInterpreter`` (default: the bubblewrap sandbox).
         backend: ``"sim"`` (the index) or ``"real"`` (Serper + Jina with the index as fallback, keys from the
@@ -127,7 +122,7 @@ def create_app(
         The app (serve it with uvicorn).
 
     Raises:
-        ConfigError: For a non-positive ``max_body_bytes`` or ``tool_threads``, a negative
+        ConfigError: For a non-positive ``max_body_bytes``, ``tool_threads`` or ``max_in_progress``, a negative
             ``max_calls_per_client``, an empty token, or a real
             backend without its keys (naming the variable).
     """
@@ -139,11 +134,14 @@ def create_app(
     from simweb_core.errors import ConfigError
     from wiki_index.search.index import WikiIndex
 
-    if max_body_bytes < 1 or tool_threads < 1 or max_calls_per_client < 0:
+    if max_body_bytes < 1 or (tool_threads is not None and tool_threads < 1) or max_in_progress < 1:
         raise ConfigError(
-            f"create_app needs max_body_bytes >= 1, tool_threads >= 1 and max_calls_per_client >= 0, got "
-            f"{max_body_bytes}, {tool_threads}, {max_calls_per_client}; e.g. {DEFAULT_MAX_BODY}, {DEFAULT_TOOL_THREADS}, 0"
+            f"create_app needs max_body_bytes, tool_threads and max_in_progress >= 1, got {max_body_bytes}, "
+            f"{tool_threads}, {max_in_progress}; e.g. {DEFAULT_MAX_BODY}, None (the backend's default), "
+            f"{DEFAULT_MAX_IN_PROGRESS}"
         )
+    if max_calls_per_client < 0:
+        raise ConfigError(f"max_calls_per_client must be >= 0 (0: no cap), got {max_calls_per_client}")
     if token is not None and not token.strip():
         raise ConfigError(f"the server token is empty; pass a non-empty --token or ${TOKEN_ENV}, or none on loopback")
     cfg = env_config or EnvConfig(
@@ -158,7 +156,8 @@ def create_app(
         description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.",
     )
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    pool = ToolPool(tool_threads, max_calls_per_client)
+    threads = tool_threads or default_tool_threads(cfg.backend, enable_python)
+    pool = ToolPool(threads, max_calls_per_client, max_in_progress)
     app.router.on_shutdown.append(pool.shutdown)
     add_error_handlers(app)
     _add_routes(
@@ -248,23 +247,45 @@ def _add_routes(
 
 
 def app_factory() -> FastAPI:
-    """uvicorn factory for multi-worker serving: reads the index, mode and security settings from the environment."""
+    """uvicorn factory for multi-worker serving: the :class:`ServeConfig` and the token from the environment."""
+    return app_from_config(_worker_config(), _token())
+
+
+def app_from_config(cfg: ServeConfig, token: str | None, *, warm: bool = True) -> FastAPI:
+    """The served app of ``cfg`` (``warm``: open the index and run the warm-up searches first)."""
+    return create_app(
+        cfg.index,
+        cfg.mode,
+        cfg.cache,
+        backend=cfg.backend,
+        enable_python=cfg.enable_python,
+        token=token,
+        max_body_bytes=cfg.max_body_bytes,
+        tool_threads=cfg.threads(),
+        max_in_progress=cfg.max_in_progress,
+        max_calls_per_client=cfg.max_calls_per_client,
+        fast_routes=_fast_routes(),
+        warm=warm,
+        warm_searches=cfg.warm_searches,
+    )
+
+
+def _token() -> str | None:
+    """``$SIM_WEB_SERVER_TOKEN``, or ``None`` when unset or empty."""
     from simweb_core.settings import env
 
-    return create_app(
-        env(INDEX_ENV) or None,
-        env(MODE_ENV) or "bm25",
-        env(CACHE_ENV, "1") == "1",
-        backend=env(BACKEND_ENV) or "sim",
-        enable_python=env(PYTHON_ENV) == "1",
-        token=env(TOKEN_ENV) or None,
-        max_body_bytes=int(env(MAX_BODY_ENV) or DEFAULT_MAX_BODY),
-        tool_threads=int(env(THREADS_ENV) or DEFAULT_TOOL_THREADS),
-        max_calls_per_client=int(env(PER_CLIENT_ENV) or 0),
-        fast_routes=_fast_routes(),
-        warm=True,
-        warm_searches=int(env(WARM_ENV) or DEFAULT_WARM_SEARCHES),
-    )
+    return env(TOKEN_ENV) or None
+
+
+def _worker_config() -> ServeConfig:
+    """The config :func:`serve` handed its workers in ``$SIM_WEB_SERVER_CONFIG`` (the defaults without it)."""
+    import json
+
+    from simweb_core.data import from_data
+    from simweb_core.settings import env
+
+    text = env(CONFIG_ENV)
+    return from_data(ServeConfig, json.loads(text)) if text else ServeConfig()
 
 
 def _fast_routes() -> bool:
@@ -274,91 +295,35 @@ def _fast_routes() -> bool:
     return env(FAST_ENV, "1") != "0"
 
 
-def serve(
-    index_dir: str | None,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    workers: int = 1,
-    mode: str = "bm25",
-    cache: bool = True,
-    *,
-    enable_python: bool = False,
-    token: str | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY,
-    tool_threads: int = DEFAULT_TOOL_THREADS,
-    max_calls_per_client: int = 0,
-    backend: str = "sim",
-    warm_searches: int = DEFAULT_WARM_SEARCHES,
-    limits: ConnectionLimits | None = None,
-) -> None:
-    """Run the server (blocking). With ``workers > 1`` each uvicorn worker opens the index itself.
+def serve(cfg: ServeConfig, token: str | None = None) -> None:
+    """Run the server (blocking). With ``cfg.workers > 1`` each uvicorn worker opens the index itself.
 
     Args:
-        index_dir: The index directory (default: the sample index).
-        host: Bind address; anything but loopback needs ``token``.
-        port: TCP port.
-        workers: uvicorn worker processes.
-        mode: Retrieval mode.
-        cache: Keep the content-keyed result cache.
-        enable_python: Serve ``PythonInterpreter``.
-        token: Bearer token for the tool and backend routes (default: ``$SIM_WEB_SERVER_TOKEN``).
-        max_body_bytes: Request body limit.
-        tool_threads: Tool threads per worker.
-        max_calls_per_client: Calls one client (peer address) may have in progress per worker (0: no cap).
-        backend: ``"sim"`` or ``"real"`` (Serper + Jina; run one server per machine or fleet so that the QPS
-            limits are global; the persistent cache is shared by its workers).
-        warm_searches: Varied searches each worker runs before it takes connections (0: none), so that Lucene's
-            JIT has compiled its search paths first (:mod:`sim_web.serve.warm`).
-        limits: Per-worker request deadline, keep-alive and connection cap (:mod:`sim_web.serve.conn`;
-            default: ``ConnectionLimits()``).
+        cfg: What to serve and how (:class:`~sim_web.serve.config.ServeConfig`).
+        token: Bearer token for the tool and backend routes (default: ``$SIM_WEB_SERVER_TOKEN``); never part of
+            ``cfg``, so it is not written wherever a config goes.
 
     Raises:
         ConfigError: A non-loopback ``host`` without a token; a real backend without its keys.
     """
-    from simweb_core.settings import env
+    import json
 
-    token = token or env(TOKEN_ENV) or None
-    if warm_searches < 0:
-        from simweb_core.errors import ConfigError
+    from simweb_core.settings import set_env
 
-        raise ConfigError(f"--warm-searches must be >= 0 (0: no warm-up), got {warm_searches}")
-    _preflight(index_dir, host, token, enable_python, backend)
-    if workers > 1:
-        _export_worker_settings(
-            {
-                MODE_ENV: mode,
-                BACKEND_ENV: backend,
-                CACHE_ENV: "1" if cache else "0",
-                PYTHON_ENV: "1" if enable_python else "0",
-                MAX_BODY_ENV: str(max_body_bytes),
-                THREADS_ENV: str(tool_threads),
-                PER_CLIENT_ENV: str(max_calls_per_client),
-                INDEX_ENV: str(index_dir or ""),
-                TOKEN_ENV: token or "",
-                WARM_ENV: str(warm_searches),
-            }
-        )
+    token = token or _token()
+    _preflight(cfg.index, cfg.host, token, cfg.enable_python, cfg.backend)
+    if cfg.workers > 1:
+        set_env(CONFIG_ENV, json.dumps(asdict(cfg)))
+        if token:
+            set_env(TOKEN_ENV, token)
         from sim_web.serve.workers import run_workers
 
-        run_workers(host, port, workers, limits or ConnectionLimits())
+        run_workers(cfg.host, cfg.port, cfg.workers, cfg.limits)
     else:
         import uvicorn
 
-        app = create_app(
-            index_dir,
-            mode,
-            cache,
-            enable_python=enable_python,
-            token=token,
-            max_body_bytes=max_body_bytes,
-            tool_threads=tool_threads,
-            max_calls_per_client=max_calls_per_client,
-            backend=backend,
-            fast_routes=_fast_routes(),
-            warm=True,
-            warm_searches=warm_searches,
-        )
-        uvicorn.Server(uvicorn_config(app, host, port, limits or ConnectionLimits())).run()
+        app = app_from_config(cfg, token)
+        uvicorn.Server(uvicorn_config(app, cfg.host, cfg.port, cfg.limits)).run()
 
 
 def _preflight(index_dir: str | None, host: str, token: str | None, enable_python: bool, backend: str) -> None:
@@ -386,12 +351,3 @@ def _preflight(index_dir: str | None, host: str, token: str | None, enable_pytho
         build_real_backends(
             SerperConfig(), JinaConfig()
         )  # fail fast on missing keys (naming the variable); no request is sent
-
-
-def _export_worker_settings(settings: dict[str, str]) -> None:
-    """Hand the settings to the worker processes through the environment (empty values: left as they are)."""
-    from simweb_core.settings import set_env
-
-    for name, value in settings.items():
-        if value:
-            set_env(name, value)

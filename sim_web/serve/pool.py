@@ -6,8 +6,8 @@ so ``/health`` is answered however busy the tools are. Three bounds:
 * at most ``threads`` calls run at once; the others wait in one queue per client, and a thread that comes free
   takes the next call of the client after the one it last served (round robin), so a client with many calls
   waiting cannot keep every thread while another client's call waits;
-* past ``4 x threads`` calls in progress (running or waiting) the server answers 503 with ``Retry-After``
-  (retryable: every Search-R1-family client retries it);
+* past ``max_in_progress`` calls in progress (running or waiting; by default ``4 x threads``) the server answers 503
+  with ``Retry-After`` (retryable: every Search-R1-family client retries it);
 * with ``per_client`` set, past that many calls in progress from one client the server answers 429, so one
   caller cannot fill the admission window either.
 
@@ -43,14 +43,17 @@ class ToolPool:
     Args:
         threads: Calls that run at once.
         per_client: Calls one client may have in progress (running or waiting); 0: no cap.
+        max_in_progress: Calls running or waiting, all clients together, past which calls get 503 (``None``:
+            ``4 x threads``).
 
     Attributes:
         in_progress: Calls running or waiting, all clients together.
         running: Calls running on a thread.
     """
 
-    def __init__(self, threads: int, per_client: int = 0) -> None:
+    def __init__(self, threads: int, per_client: int = 0, max_in_progress: int | None = None) -> None:
         self.threads, self.per_client = threads, per_client
+        self.max_in_progress = 4 * threads if max_in_progress is None else max_in_progress
         self.in_progress = self.running = 0
         self._by_client: dict[str, int] = {}
         self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
@@ -65,7 +68,7 @@ class ToolPool:
             client: Who asks (the peer address); calls of one client are served in order.
 
         Raises:
-            HTTPException: 503 (``Retry-After``) when ``4 x threads`` calls are in progress; 429 when ``client``
+            HTTPException: 503 (``Retry-After``) when ``max_in_progress`` calls are in progress; 429 when ``client``
                 has ``per_client`` calls in progress.
         """
         self._admit(client)
@@ -86,7 +89,7 @@ class ToolPool:
                 del self._by_client[client]
 
     def _admit(self, client: str) -> None:
-        if self.in_progress >= 4 * self.threads:
+        if self.in_progress >= self.max_in_progress:
             raise HTTPException(
                 503,
                 f"server busy: {self.in_progress} tool calls in progress; retry later",

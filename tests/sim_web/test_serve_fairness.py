@@ -16,6 +16,7 @@ from fastapi import HTTPException
 from live_server import running
 
 from sim_web.executor.executor import ToolExecutor
+from sim_web.serve.config import LOCAL_TOOL_THREADS, WAITING_TOOL_THREADS, ServeConfig
 from sim_web.serve.http import create_app
 from sim_web.serve.pool import THREAD_PREFIX, ToolPool
 from wiki_index.search.index import WikiIndex
@@ -73,8 +74,8 @@ def test_no_tool_call_runs_on_the_event_loop(sample_index, spy, fast_routes):
 def test_health_is_answered_while_every_tool_thread_is_blocked(sample_index, spy):
     _, gate = spy
     gate.clear()
-    threads, clients = 2, 16  # 16 calls in flight, 2 running and blocked, 14 waiting: 4 x threads would be 8
-    app = create_app(str(sample_index), tool_threads=threads, token="tok")
+    threads, clients = 2, 16  # 16 senders; 8 calls in progress, 2 running and blocked, 6 waiting: the bound
+    app = create_app(str(sample_index), tool_threads=threads, max_in_progress=4 * threads, token="tok")
     auth = {"Authorization": "Bearer tok"}
     with running(app) as url, ThreadPoolExecutor(clients) as senders:
         calls = [CALLS[i % len(CALLS)] for i in range(4 * threads)]
@@ -179,3 +180,39 @@ def test_the_per_client_cap_counts_one_client_only():
         await held
 
     asyncio.run(main())
+
+
+def test_the_503_bound_is_its_own_setting_not_a_multiple_of_the_threads():
+    async def main() -> None:
+        pool, gate = ToolPool(1, max_in_progress=6), threading.Event()
+        held = [asyncio.create_task(pool.run(gate.wait, 30, client=f"c{i}")) for i in range(6)]
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert (pool.running, pool.in_progress) == (1, 6)  # 4 x threads would have refused the 5th
+        with pytest.raises(HTTPException) as refused:
+            await pool.run(lambda: None, client="late")
+        assert refused.value.status_code == 503
+        gate.set()
+        assert await asyncio.gather(*held) == [True] * 6
+
+    asyncio.run(main())
+
+
+def test_a_sim_server_runs_few_tool_threads_and_queues_the_rest_without_503(sample_index, spy):
+    """Calls computed in process hold the GIL: by default only LOCAL_TOOL_THREADS of them run at once, so the event
+    loop does not queue for the GIL behind dozens; the others wait in the pool, not in 503s."""
+    seen, gate = spy
+    gate.clear()
+    calls = 3 * LOCAL_TOOL_THREADS
+    with running(create_app(str(sample_index))) as url, ThreadPoolExecutor(calls) as senders:
+        body = {"arguments": {"query": ["Danube"]}}
+        pending = [senders.submit(httpx.post, f"{url}/tools/search", json=body, timeout=120) for _ in range(calls)]
+        with httpx.Client(base_url=url, timeout=60) as c:
+            assert _until(c, calls)
+            running_now = len(seen)
+        gate.set()
+        assert [f.result().status_code for f in pending] == [200] * calls
+    assert running_now == LOCAL_TOOL_THREADS
+    assert ServeConfig().threads() == LOCAL_TOOL_THREADS
+    assert ServeConfig(backend="real").threads() == ServeConfig(enable_python=True).threads() == WAITING_TOOL_THREADS
+    assert ServeConfig(tool_threads=7).threads() == 7

@@ -288,9 +288,8 @@ def test_non_loopback_bind_needs_a_token(monkeypatch, capsys):
 def test_a_negative_warm_up_is_refused_with_the_expected_value(capsys):
     from sim_web.cli import main
 
-    with pytest.raises(SystemExit) as exit_:
-        main(["serve", "--warm-searches", "-1", "--port", "1"])
-    assert exit_.value.code == 2 and "expected a whole number >= 0, got '-1'" in capsys.readouterr().err
+    assert main(["serve", "--warm-searches", "-1", "--port", "1"]) == 2
+    assert "warm_searches must be >= 0 (0: no warm-up), got -1" in capsys.readouterr().err
 
 
 def test_health_answers_while_every_tool_thread_is_busy(sample_index):
@@ -305,7 +304,9 @@ def test_health_answers_while_every_tool_thread_is_busy(sample_index):
             running_now[0] -= 1
         return "stdout:\nslept\n"
 
-    app = create_app(str(sample_index), enable_python=True, tool_threads=15, python_runner=sleeping_python)
+    app = create_app(
+        str(sample_index), enable_python=True, tool_threads=15, max_in_progress=60, python_runner=sleeping_python
+    )
     with running(app) as url, ThreadPoolExecutor(60) as clients:
         calls = [
             clients.submit(
@@ -322,7 +323,7 @@ def test_health_answers_while_every_tool_thread_is_busy(sample_index):
             assert not any(c.done() for c in calls)  # /health answered while all 60 calls were still running
             assert peak[0] == 15  # the tools ran on the bounded pool
             extra = httpx.post(f"{url}/tools/PythonInterpreter", json={"code": "print(1)"}, timeout=30)
-            assert extra.status_code == 503 and extra.headers["retry-after"] == "1"  # 4 x 15 waiting: no more queued
+            assert extra.status_code == 503 and extra.headers["retry-after"] == "1"  # 60 in progress: no more queued
         finally:
             release.set()
         assert [c.result().json()["result"] for c in calls] == ["stdout:\nslept\n"] * 60

@@ -201,15 +201,15 @@ def test_connection_limits_are_checked(capsys):
     for bad in ({"header_timeout_s": 0}, {"keep_alive_s": 0}, {"max_connections": 0}):
         with pytest.raises(ConfigError, match="max_connections >= 1"):
             ConnectionLimits(**bad)
-    for flag, value, expected in (
-        ("--header-timeout", "0", "seconds > 0"),
-        ("--header-timeout", "nan", "seconds > 0"),
-        ("--max-connections", "0", "whole number >= 1"),
-        ("--keep-alive", "-5", ">= 1"),
+    for flag, value in (
+        ("--header-timeout", "0"),
+        ("--header-timeout", "nan"),
+        ("--max-connections", "0"),
+        ("--keep-alive", "-5"),
     ):
-        with pytest.raises(SystemExit) as exit_:
-            main(["serve", flag, value, "--port", "1"])
-        assert exit_.value.code == 2 and expected in capsys.readouterr().err
+        assert main(["serve", flag, value, "--port", "1"]) == 2  # refused before binding anything
+        err = capsys.readouterr().err
+        assert "connection limits need header_timeout_s > 0, keep_alive_s >= 1 and max_connections >= 1" in err, err
 
 
 @pytest.mark.parametrize("fast_routes", [True, False])
