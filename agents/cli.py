@@ -13,6 +13,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -40,13 +41,13 @@ RUN_FLAGS = {
     "--batch-size": "batch_size",
     "--progress": "progress",
 }
-ENV_FLAGS = {
+ENV_FLAGS: dict[str, str | tuple[str, str]] = {
     "--retrieval": "env.sim.mode",
     "--tools": ("env.tools", "Evaluate a trained model with its recipe's tools: it sees the prompt it trained on."),
     "--backend": ("env.backend", "Keys: $SERPER_KEY_ID, $JINA_API_KEYS (page summariser: $API_KEY/$API_BASE)."),
     "--real-fallback": "env.real_fallback",
 }
-AGENT_FLAGS = {
+AGENT_FLAGS: dict[str, str | tuple[str, str]] = {
     "--max-llm-calls": "agent.max_llm_calls",
     "--max-seconds": "agent.max_seconds",
     "--max-context-tokens": "agent.max_context_tokens",
@@ -66,7 +67,7 @@ RESUM_FLAGS = {
     "--resum-fraction": "agent.resum.trigger_fraction",
     "--resum-every": "agent.resum.every_n_turns",
 }
-ENDPOINT_FLAGS = {
+ENDPOINT_FLAGS: dict[str, str | tuple[str, str]] = {
     "--base-url": "endpoints.base_url",
     "--api-key": ("endpoints.api_key", "Prefer $OPENAI_API_KEY: a flag shows in the process list."),
     "--timeout": "endpoints.requests.timeout",
@@ -81,10 +82,35 @@ ENDPOINT_FLAGS = {
 }
 
 
+def add_split_flag(parser: argparse.ArgumentParser, cls: type) -> None:
+    """Add ``--split`` for the ``split`` field of ``cls`` (``EvalConfig``, ``SimToRealConfig``): a split's name, or
+    ``all`` for every task, which the flag stores as the field's ``None``.
+
+    Written by hand rather than generated, since a generated flag reads null text, not ``all``, as ``None``; its default
+    is still the field's.
+
+    Args:
+        parser: The subcommand's parser.
+        cls: The config class with a ``split: str | None`` field.
+    """
+    default = next(f.default for f in dataclasses.fields(cls) if f.name == "split")
+    parser.add_argument(
+        "--split",
+        type=_split,
+        default=default,
+        help=f"Task split; 'all' for every task (default: {default}, the held-out one).",
+    )
+
+
+def _split(text: str) -> str | None:
+    """``--split``'s text as the field's value: ``None`` (every task) for ``all``."""
+    return None if text == "all" else text
+
+
 def add_parser(subparsers: Any) -> None:
-    """Register the ``eval`` subcommand on ``sim-web``'s subparsers: ``--policy``, ``--split`` and ``--summariser``
-    by hand (they read their text), every other flag generated from its :class:`~agents.eval_config.EvalConfig`
-    field."""
+    """Register the ``eval`` subcommand on ``sim-web``'s subparsers: ``--policy``, ``--split`` (:func:`add_split_flag`)
+    and ``--summariser`` by hand (they read their text), every other flag generated from its
+    :class:`~agents.eval_config.EvalConfig` field."""
     from agents.eval_config import EvalConfig
     from simweb_core.cli import add_config_flags, field_help
 
@@ -95,9 +121,7 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--policy", required=True, help=field_help(EvalConfig, "policy") + " hf:smollm2: the bundled model.")
-    p.add_argument(
-        "--split", default="test", help="Task split; 'all' for every task (default: test, the held-out one)."
-    )
+    add_split_flag(p, EvalConfig)
     shown = EvalConfig()
     add_config_flags(p, EvalConfig, RUN_FLAGS, defaults=shown)
     add_config_flags(p, EvalConfig, ENV_FLAGS, defaults=shown)
@@ -131,7 +155,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         given["endpoints.summariser_model"] = summariser.removeprefix("openai:")
         summariser = "openai"
     given["agent.resum.summariser"] = summariser
-    given["split"] = None if args.split == "all" else args.split
+    given["split"] = args.split
     base = EvalConfig(policy=args.policy)
     return from_data(EvalConfig, apply_overrides({}, given), base=base)
 

@@ -161,10 +161,31 @@ def test_install_script_checks_the_python_and_installs_with_no_index(tmp_path):
 
 
 def test_sim_web_cli_lists_bundle():
+    from sim_web.bundle.cli import bundle_config
     from sim_web.cli import make_parser
 
     args = make_parser().parse_args(["bundle", "--python", "3.12", "--extras", "train,gpu", "--resolve-only"])
-    assert (args.python, args.extras, args.resolve_only, args.max_part_mib) == ("3.12", "train,gpu", True, 60)
+    cfg = bundle_config(args)
+    assert (cfg.python, cfg.extras, args.resolve_only, cfg.max_part_mib) == ("3.12", ("train", "gpu"), True, 60)
+
+
+def test_bundle_flags_take_their_defaults_from_the_config_fields():
+    from dataclasses import fields
+
+    from sim_web.bundle.build import BundleConfig
+    from sim_web.bundle.cli import bundle_config
+    from sim_web.cli import make_parser
+
+    parser = make_parser()
+    bundle = next(a for a in parser._actions if a.dest == "cmd").choices["bundle"]
+    helps = {opt: a.help for a in bundle._actions for opt in a.option_strings}
+    declared = {f.name: f.default for f in fields(BundleConfig)}
+    assert helps["--max-part-mib"].endswith(f"(default: {declared['max_part_mib']})")
+    assert helps["--model"].endswith(f"(default: {declared['model']})")
+    assert helps["--extras"].endswith(f"(default: {','.join(declared['extras'])}).")
+    assert bundle_config(parser.parse_args(["bundle"])) == BundleConfig()  # nothing given: the fields' defaults
+    cfg = bundle_config(parser.parse_args(["bundle", "--extras", "", "--find-links", "a", "--find-links", "b"]))
+    assert (cfg.extras, cfg.find_links) == ((), ("a", "b"))
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from simweb_core.errors import ConfigError, CorpusError
+from simweb_core.fields import help_field
 from simweb_core.settings import default_index_dir
 from wiki_index.manifest import versions, write_manifest
 from wiki_index.parse.chunking import ChunkConfig, chunk_page
@@ -34,28 +35,20 @@ _MEMORY_LIMIT = "256MB"
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """What to build and how.
+    """What to build and how."""
 
-    Attributes:
-        chunk: Passage length settings.
-        dense: Whether to build the dense (FAISS) index too.
-        dense_config: Encoder and FAISS settings.
-        k1: BM25 k1 (recorded; searchers use it).
-        b: BM25 b.
-        title_boost: Index the page title as its own field too, weighted this much against the passage
-            text (1.0) at search time; 0 (the default) indexes the text only.
-        threads: Lucene indexing threads.
-        workers: Processes parsing the dump (1 = in-process).
-    """
-
-    chunk: ChunkConfig = field(default_factory=ChunkConfig)
-    dense: bool = True
-    dense_config: DenseConfig = field(default_factory=DenseConfig)
-    k1: float = 0.9
-    b: float = 0.4
-    title_boost: float = 0.0
-    threads: int = 2
-    workers: int = 1
+    chunk: ChunkConfig = help_field(help="Passage length settings.", default_factory=ChunkConfig)
+    dense: bool = help_field(True, "Whether to build the dense (FAISS) index too.")
+    dense_config: DenseConfig = help_field(help="Encoder and FAISS settings.", default_factory=DenseConfig)
+    k1: float = help_field(0.9, "BM25 k1 (recorded; searchers use it).")
+    b: float = help_field(0.4, "BM25 b.")
+    title_boost: float = help_field(
+        0.0,
+        "Index the page title as its own field too, weighted this much against the passage text (1.0) at search "
+        "time; 0 indexes the text only.",
+    )
+    threads: int = help_field(2, "Lucene indexing threads.")
+    workers: int = help_field(1, "Processes parsing the dump (1 = in-process).")
 
     def __post_init__(self) -> None:
         if not self.title_boost >= 0:

@@ -16,31 +16,61 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simweb_core.errors import WikiIndexError
 from simweb_core.settings import default_index_dir
 from wiki_index.types import title_to_url
 
+if TYPE_CHECKING:
+    from wiki_index.build import BuildConfig
+
+
+#: Generated flags (simweb_core.cli): flag -> BuildConfig field path (help, type, choices and default from the field).
+BUILD_FLAGS: dict[str, str | tuple[str, str]] = {
+    "--dense": ("dense", "Off: the passages are encoded on the first dense/hybrid search instead."),
+    "--index-type": "dense_config.index_type",
+    "--hnsw-m": "dense_config.hnsw_m",
+    "--hnsw-ef-construction": "dense_config.hnsw_ef_construction",
+    "--hnsw-ef-search": "dense_config.hnsw_ef_search",
+    "--ivf-nlist": "dense_config.ivf_nlist",
+    "--pq-m": "dense_config.pq_m",
+    "--nprobe": "dense_config.nprobe",
+    "--max-seq-length": "dense_config.max_seq_length",
+    "--batch-size": "dense_config.batch_size",
+    "--chunk-words": "chunk.words",
+    "--title-boost": "title_boost",
+    "--threads": "threads",
+    "--workers": "workers",
+}
+
+
+def cli_base() -> BuildConfig:
+    """The config ``wiki-index build`` starts from: :class:`~wiki_index.build.BuildConfig`'s defaults, except that the
+    dense index is encoded on the first dense/hybrid search rather than at build time (``--dense`` to encode now)."""
+    from wiki_index.build import BuildConfig
+
+    return BuildConfig(dense=False)
+
+
+def build_config(args: argparse.Namespace) -> BuildConfig:
+    """The :class:`~wiki_index.build.BuildConfig` of parsed ``build`` arguments: the flags given, on :func:`cli_base`.
+
+    Raises:
+        ConfigError: For values the configs refuse (each config's own checks), naming the field.
+    """
+    from simweb_core.cli import given_flags
+    from simweb_core.data import from_data
+    from simweb_core.overrides import apply_overrides
+    from wiki_index.build import BuildConfig
+
+    return from_data(BuildConfig, apply_overrides({}, given_flags(args)), base=cli_base())
+
 
 def _build(args: argparse.Namespace) -> int:
-    from wiki_index.build import BuildConfig, build_index
-    from wiki_index.parse.chunking import ChunkConfig
-    from wiki_index.search.dense import DenseConfig
+    from wiki_index.build import build_index
 
-    cfg = BuildConfig(
-        chunk=ChunkConfig(words=args.chunk_words),
-        dense=args.dense,
-        dense_config=DenseConfig(
-            index_type=args.index_type,
-            max_seq_length=args.max_seq_length,
-            batch_size=args.batch_size,
-            **{k: getattr(args, k) for k in _FAISS_KNOBS},
-        ),
-        threads=args.threads,
-        workers=args.workers,
-        title_boost=args.title_boost,
-    )
-    out = build_index(args.source, args.out, cfg)
+    out = build_index(args.source, args.out, build_config(args))
     print(f"index ready at {out}")
     return _info(argparse.Namespace(dir=str(out), json=False))
 
@@ -108,19 +138,12 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-#: FAISS settings ``wiki-index build`` passes through to :class:`~wiki_index.search.dense.DenseConfig` (see its docstring).
-_FAISS_KNOBS = {
-    "hnsw_m": "hnsw: graph degree",
-    "hnsw_ef_construction": "hnsw: candidate list size while building",
-    "hnsw_ef_search": "hnsw: candidate list size per query (higher: slower, closer to exact)",
-    "ivf_nlist": "ivfpq: IVF cells (0: 4 * sqrt(passages))",
-    "pq_m": "ivfpq: code bytes per vector; must divide the dimension (384 for the bundled encoder)",
-    "nprobe": "ivfpq: cells visited per query (higher: slower, closer to exact)",
-}
-
-
 def make_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``wiki-index``."""
+    """The argument parser of ``wiki-index``: ``build``'s flags (but its source and ``--out``) are generated from
+    :class:`~wiki_index.build.BuildConfig`'s fields; ``search`` and ``info`` have no config."""
+    from simweb_core.cli import add_config_flags
+    from wiki_index.build import BuildConfig
+
     p = argparse.ArgumentParser(prog="wiki-index", description="Build, search and inspect Wikipedia indexes.")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -129,34 +152,7 @@ def make_parser() -> argparse.ArgumentParser:
         "source", nargs="?", default="sample", help="'sample' (default), a .xml/.xml.bz2 dump, or a .jsonl(.gz) corpus"
     )
     b.add_argument("--out", default=None, help="index directory (default $SIM_WEB_HOME/indexes/<name>)")
-    b.add_argument(
-        "--dense",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="also encode the passages for the FAISS index now (default: on the first dense/hybrid search)",
-    )
-    b.add_argument("--index-type", default="flat", choices=["flat", "hnsw", "ivfpq"], help="FAISS index type")
-    from wiki_index.search.dense import DenseConfig
-
-    defaults = DenseConfig()
-    for knob, help_text in _FAISS_KNOBS.items():
-        b.add_argument(
-            f"--{knob.replace('_', '-')}",
-            type=int,
-            default=getattr(defaults, knob),
-            help=f"{help_text} (default %(default)s)",
-        )
-    b.add_argument("--max-seq-length", type=int, default=128, help="encoder tokens per passage")
-    b.add_argument("--batch-size", type=int, default=64, help="encoder batch size")
-    b.add_argument("--chunk-words", type=int, default=100, help="words per passage")
-    b.add_argument(
-        "--title-boost",
-        type=float,
-        default=0.0,
-        help="also index page titles as their own field, weighted this much against the text at search time (0: off)",
-    )
-    b.add_argument("--threads", type=int, default=2, help="Lucene indexing threads")
-    b.add_argument("--workers", type=int, default=1, help="dump parsing processes")
+    add_config_flags(b, BuildConfig, BUILD_FLAGS, defaults=cli_base())
     b.set_defaults(func=_build)
     s = sub.add_parser("search", help="search an index")
     s.add_argument("terms", nargs="+", metavar="[DIR] QUERY", help="optional index directory, then the query")

@@ -17,6 +17,7 @@ from typing import Any
 
 from agents.cli import AGENT_FLAGS as EVAL_AGENT_FLAGS
 from agents.cli import ENDPOINT_FLAGS as EVAL_ENDPOINT_FLAGS
+from agents.cli import add_split_flag
 from simweb_core.errors import ConfigError
 
 #: Generated flags (simweb_core.cli): flag -> SimToRealConfig field path (help, type and default from the field).
@@ -43,7 +44,8 @@ ENDPOINT_FLAGS = {
 
 
 def add_parser(subparsers: Any) -> None:
-    """Register the ``sim-to-real`` subcommand on ``sim-web``'s subparsers: ``--policy`` and ``--split`` by hand,
+    """Register the ``sim-to-real`` subcommand on ``sim-web``'s subparsers: ``--policy`` and ``--split`` (eval's
+    :func:`~agents.cli.add_split_flag`) by hand,
     every other flag generated from its :class:`~agents.sim_to_real.run.SimToRealConfig` field."""
     from agents.sim_to_real.report import ApiPrices
     from agents.sim_to_real.run import SimToRealConfig
@@ -61,9 +63,7 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="oracle | hf:PATH | openai:MODEL; repeat for several (default: oracle)",
     )
-    p.add_argument(
-        "--split", default="test", help="Task split; 'all' for every task (default: test, the held-out one)."
-    )
+    add_split_flag(p, SimToRealConfig)
     shown = SimToRealConfig()
     add_config_flags(p, SimToRealConfig, FLAGS, defaults=shown)
     rec = p.add_mutually_exclusive_group()
@@ -86,7 +86,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
     from simweb_core.data import from_data
     from simweb_core.overrides import apply_overrides
 
-    given = {**given_flags(args), "split": None if args.split == "all" else args.split}
+    given = {**given_flags(args), "split": args.split}
     given["policies"] = tuple(args.policy or ("oracle",))
     return from_data(SimToRealConfig, apply_overrides({}, given), base=SimToRealConfig())
 

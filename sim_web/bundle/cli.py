@@ -11,15 +11,35 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from simweb_core.errors import WikiIndexError
 
-
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``bundle`` on the ``sim-web`` parser."""
+if TYPE_CHECKING:
     from sim_web.bundle.build import BundleConfig
 
-    help_of = {f: BundleConfig.__dataclass_fields__[f].metadata["help"] for f in BundleConfig.__dataclass_fields__}
+
+#: Generated flags (simweb_core.cli): flag -> BundleConfig field (help, type, choices and default from the field).
+#: ``--extras`` and ``--find-links`` are written by hand: ``--extras ''`` means none (the kernel reads an empty text as
+#: null, which a tuple refuses) and ``--find-links`` is repeatable (a generated flag takes one comma-separated value).
+FLAGS = {
+    "--out": "out",
+    "--python": "python",
+    "--platform": "platform",
+    "--skip-installed": "skip_installed",
+    "--index": "index_dir",
+    "--model": "model",
+    "--max-part-mib": "max_part_mib",
+    "--resolver-python": "resolver_python",
+}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``bundle`` on the ``sim-web`` parser: its flags generated from
+    :class:`~sim_web.bundle.build.BundleConfig`'s fields, but ``--extras``, ``--find-links`` and ``--resolve-only``."""
+    from sim_web.bundle.build import BundleConfig
+    from simweb_core.cli import add_config_flags, field_help
+
     p = subparsers.add_parser(
         "bundle",
         help="write an offline install (wheels, index, model, install.sh) in parts",
@@ -28,37 +48,41 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "task sets, SmolLM2 and install.sh, as parts of bounded size with sha256 "
         "checks (join_bundle.py).",
     )
-    p.add_argument("--out", default="sim-web-bundle", help=help_of["out"])
-    p.add_argument("--python", default=BundleConfig.python, help=help_of["python"] + " (default: this one's)")
-    p.add_argument("--platform", default=None, help=help_of["platform"])
-    p.add_argument("--extras", default="train", help=help_of["extras"] + " Comma-separated; '' for none.")
-    p.add_argument("--skip-installed", default=None, metavar="FREEZE", help=help_of["skip_installed"])
-    p.add_argument("--index", default=None, help=help_of["index_dir"])
-    p.add_argument("--model", default="wheel", choices=["wheel", "folder", "none"], help=help_of["model"])
-    p.add_argument("--max-part-mib", type=int, default=60, help=help_of["max_part_mib"])
-    p.add_argument("--find-links", action="append", default=[], metavar="DIR", help=help_of["find_links"])
-    p.add_argument("--resolver-python", default=None, metavar="PYTHON", help=help_of["resolver_python"])
+    add_config_flags(p, BundleConfig, FLAGS)
+    extras = ",".join(BundleConfig.extras)  # the declared default (an instance would check pyproject.toml)
+    p.add_argument(
+        "--extras", help=field_help(BundleConfig, "extras") + f" Comma-separated; '' for none (default: {extras})."
+    )
+    p.add_argument("--find-links", action="append", metavar="DIR", help=field_help(BundleConfig, "find_links"))
     p.add_argument("--resolve-only", action="store_true", help="only resolve the set for the target and list it")
     p.set_defaults(func=run)
 
 
+def bundle_config(args: argparse.Namespace) -> BundleConfig:
+    """The :class:`~sim_web.bundle.build.BundleConfig` of parsed ``bundle`` arguments: the flags given, on its defaults.
+
+    Raises:
+        ConfigError: For a value that cannot be read as its field's type, naming the field.
+        BundleError: For values the config refuses (its own checks).
+    """
+    from sim_web.bundle.build import BundleConfig
+    from simweb_core.cli import given_flags
+    from simweb_core.data import from_data
+
+    given = given_flags(args)
+    if args.extras is not None:
+        given["extras"] = tuple(e.strip() for e in args.extras.split(",") if e.strip())
+    if args.find_links:
+        given["find_links"] = tuple(args.find_links)
+    return from_data(BundleConfig, given)
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the bundle (or only resolve it); returns the exit status."""
-    from sim_web.bundle.build import BundleConfig, build_bundle, resolve_only
+    from sim_web.bundle.build import build_bundle, resolve_only
 
     try:
-        cfg = BundleConfig(
-            out=args.out,
-            python=args.python,
-            platform=args.platform,
-            extras=tuple(e.strip() for e in args.extras.split(",") if e.strip()),
-            skip_installed=args.skip_installed,
-            index_dir=args.index,
-            model=args.model,
-            max_part_mib=args.max_part_mib,
-            find_links=tuple(args.find_links),
-            resolver_python=args.resolver_python,
-        )
+        cfg = bundle_config(args)
         if args.resolve_only:
             resolved = resolve_only(cfg, progress=lambda line: print(line, flush=True))
             for r in resolved:

@@ -232,3 +232,27 @@ def test_sim_to_real_plays_one_env_on_both_sides(tmp_path):
     assert (real.backend, real.real_fallback, real.record_dir) == ("real", True, str(tmp_path / "rec" / "oracle"))
     with pytest.raises(ConfigError, match="leave it 'sim'"):
         SimToRealConfig(env=replace(eval_env(), backend="real"))
+
+
+@pytest.mark.parametrize("command", ["eval", "sim-to-real"])
+def test_split_flag_takes_the_field_default_and_all_for_every_task(command):
+    from agents import cli as eval_cli
+    from agents.eval_config import EvalConfig
+    from agents.sim_to_real import cli as s2r_cli
+    from agents.sim_to_real.run import SimToRealConfig
+    from sim_web.cli import make_parser
+
+    from_args, cls = {
+        "eval": (eval_cli.config_from_args, EvalConfig),
+        "sim-to-real": (s2r_cli.config_from_args, SimToRealConfig),
+    }[command]
+    parser = make_parser()
+    split = next(a for a in parser._actions if a.dest == "cmd").choices[command]
+    action = next(a for a in split._actions if "--split" in a.option_strings)
+    default = next(f.default for f in fields(cls) if f.name == "split")
+    assert action.default == default and f"(default: {default}," in action.help  # the field's, not a copy
+
+    def parsed(*flags: str) -> str | None:
+        return from_args(parser.parse_args([command, "--policy", "oracle", *flags])).split
+
+    assert (parsed(), parsed("--split", "all"), parsed("--split", "train")) == (default, None, "train")

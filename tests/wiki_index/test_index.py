@@ -151,6 +151,32 @@ def test_cli_build_passes_the_faiss_knobs_to_the_dense_config(monkeypatch, tmp_p
     assert "must be >= 1" in capsys.readouterr().err
 
 
+def test_cli_build_flags_take_their_help_and_default_from_the_config_fields():
+    from dataclasses import replace
+
+    from simweb_core.cli import field_help
+    from wiki_index import cli
+    from wiki_index.build import BuildConfig
+    from wiki_index.search.dense import DenseConfig
+
+    build = next(a for a in cli.make_parser()._actions if a.dest == "cmd").choices["build"]
+    helps = {opt: a.help for a in build._actions for opt in a.option_strings}
+    # no flag given: BuildConfig's defaults, but for the dense index, encoded on first use
+    assert cli.build_config(build.parse_args([])) == replace(BuildConfig(), dense=False) == cli.cli_base()
+    assert helps["--nprobe"] == f"{field_help(DenseConfig, 'nprobe')} (default: {DenseConfig().nprobe})"
+    assert helps["--chunk-words"].endswith(f"(default: {BuildConfig().chunk.words})")
+    assert helps["--dense"].endswith("(default: False)")
+    for flag, spec in cli.BUILD_FLAGS.items():
+        path = spec if isinstance(spec, str) else spec[0]
+        value = cli.cli_base()
+        for part in path.split("."):
+            value = getattr(value, part)
+        assert helps[flag].endswith(f"(default: {value})"), flag
+    assert cli.build_config(build.parse_args(["--title-boost", "0.5", "--dense"])) == replace(
+        BuildConfig(), title_boost=0.5
+    )
+
+
 def test_concurrent_searches_from_many_threads_are_safe_and_identical(sample_index):
     """Regression: unserialised pyjnius calls from server threads crashed the JVM (SIGSEGV in Document.get)."""
     from concurrent.futures import ThreadPoolExecutor

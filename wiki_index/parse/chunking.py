@@ -5,21 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simweb_core.errors import ConfigError
+from simweb_core.fields import help_field
 from wiki_index.parse.text import split_sentences
 from wiki_index.types import Page, Passage, Section
 
 
 @dataclass(frozen=True)
 class ChunkConfig:
-    """How pages are cut into passages.
+    """How pages are cut into passages."""
 
-    Attributes:
-        words: Target passage length in words (DPR / wiki-18 use 100).
-        min_words: A trailing piece shorter than this is merged into the previous passage.
-    """
-
-    words: int = 100
-    min_words: int = 20
+    words: int = help_field(100, "Target passage length in words (DPR / wiki-18 use 100).")
+    min_words: int = help_field(20, "A trailing piece shorter than this is merged into the previous passage.")
 
     def __post_init__(self) -> None:
         if self.words < 10:

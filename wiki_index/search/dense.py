@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from simweb_core.errors import ConfigError, IndexNotFoundError
+from simweb_core.fields import help_field
 from simweb_core.settings import set_env
 from wiki_index.types import Hit, Passage
 
@@ -39,43 +40,47 @@ def default_model_path() -> str:
 
 @dataclass(frozen=True)
 class DenseConfig:
-    """Encoder and FAISS settings (all recorded in the manifest; a searcher uses the same ones).
+    """Encoder and FAISS settings (all recorded in the manifest; a searcher uses the same ones)."""
 
-    Attributes:
-        model: A sentence-transformers model path; ``""`` means the bundled all-MiniLM-L6-v2.
-        max_seq_length: Tokens per passage; 128 covers a ~100-word passage, and longer limits only cost encoding time.
-        batch_size: Passages per encoder batch (64 suits a CPU; use 256-1024 on a GPU).
-        index_type: ``flat``, ``hnsw`` or ``ivfpq``.
-        hnsw_m: HNSW graph degree (each vector keeps ``2 * hnsw_m`` links on the base layer).
-        hnsw_ef_construction: HNSW candidate list size while building. Above FAISS's default (40), so
-            that the graph keeps its recall at millions of vectors, for a longer build.
-        hnsw_ef_search: HNSW candidate list size per query; higher is slower and closer to exact. The
-            default is well above FAISS's (16), whose recall is too low for retrieval of evidence pages
-            (recall and latency per setting: ``benchmarks/bench_dense_scale.py``).
-        ivf_nlist: IVF cells; 0 picks ``4 * sqrt(N)``.
-        pq_m: PQ sub-quantisers of 8 bits, i.e. code bytes per vector (must divide the dimension). PQ
-            error, not ``nprobe``, bounds IVF-PQ recall, so the default spends 2 dimensions per byte
-            (1/8 of flat's size) rather than fewer bytes at a lower recall ceiling.
-        nprobe: IVF cells visited per query; higher is slower and closer to exact. The default reaches
-            close to the PQ ceiling on corpora up to millions of vectors; re-check at tens of millions,
-            where a fixed number of cells is a smaller share of the ``4 * sqrt(N)``.
-        dtype: ``auto`` (float16 on a CUDA GPU; on a CPU bfloat16 where it has native bf16, i.e.
-            AVX512-BF16/AMX, which is faster than float32 there and gives nearly the same embeddings;
-            float32 elsewhere), ``float32``, ``bfloat16`` or ``float16`` (GPU only: a CPU encodes
-            float32 instead). The manifest records the resolved one.
-    """
-
-    model: str = ""
-    max_seq_length: int = 128
-    batch_size: int = 64
-    index_type: str = "flat"
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 80
-    hnsw_ef_search: int = 128
-    ivf_nlist: int = 0
-    pq_m: int = 192
-    nprobe: int = 32
-    dtype: str = "auto"
+    model: str = help_field("", "A sentence-transformers model path; '' means the bundled all-MiniLM-L6-v2.")
+    max_seq_length: int = help_field(
+        128, "Encoder tokens per passage; 128 covers a ~100-word passage, and longer limits only cost encoding time."
+    )
+    batch_size: int = help_field(64, "Passages per encoder batch (64 suits a CPU; use 256-1024 on a GPU).")
+    index_type: str = help_field("flat", "FAISS index type.", choices=INDEX_TYPES)
+    hnsw_m: int = help_field(32, "hnsw: graph degree (each vector keeps 2 * hnsw_m links on the base layer).")
+    hnsw_ef_construction: int = help_field(
+        80,
+        "hnsw: candidate list size while building. Above FAISS's default (40), so that the graph keeps its recall "
+        "at millions of vectors, for a longer build.",
+    )
+    hnsw_ef_search: int = help_field(
+        128,
+        "hnsw: candidate list size per query (higher: slower, closer to exact). Well above FAISS's default (16), "
+        "whose recall is too low for retrieval of evidence pages (recall and latency per setting: "
+        "benchmarks/bench_dense_scale.py).",
+    )
+    ivf_nlist: int = help_field(0, "ivfpq: IVF cells (0: 4 * sqrt(passages)).")
+    pq_m: int = help_field(
+        192,
+        "ivfpq: PQ sub-quantisers of 8 bits, i.e. code bytes per vector; must divide the dimension (384 for the "
+        "bundled encoder). PQ error, not nprobe, bounds IVF-PQ recall, so the default spends 2 dimensions per byte "
+        "(1/8 of flat's size) rather than fewer bytes at a lower recall ceiling.",
+    )
+    nprobe: int = help_field(
+        32,
+        "ivfpq: cells visited per query (higher: slower, closer to exact). The default reaches close to the PQ "
+        "ceiling on corpora up to millions of vectors; re-check at tens of millions, where a fixed number of cells "
+        "is a smaller share of the 4 * sqrt(passages).",
+    )
+    dtype: str = help_field(
+        "auto",
+        "Encoder dtype: auto (float16 on a CUDA GPU; on a CPU bfloat16 where it has native bf16, i.e. "
+        "AVX512-BF16/AMX, which is faster than float32 there and gives nearly the same embeddings; float32 "
+        "elsewhere), float32, bfloat16 or float16 (GPU only: a CPU encodes float32 instead). The manifest records "
+        "the resolved one.",
+        choices=DTYPES,
+    )
 
     def __post_init__(self) -> None:
         if self.index_type not in INDEX_TYPES:
