@@ -1,7 +1,7 @@
 """``/health`` latency while 64 clients hammer one tool route, before and after every route went through the pool.
 
 Run: ``python -m benchmarks.bench_health [--index DIR] [--clients 64] [--seconds 10] [--before REV]
-[--routes search,visit,scholar,backend,retrieve]``.
+[--routes search,visit,scholar,backend,retrieve] [--rounds 1] [--burn N]``.
 
 Issue 38 found ``/tools/search|visit|google_scholar`` and single-query ``/backend/*`` answered on the event loop when
 the index is local: 32 clients searching pushed ``/health`` to a median 1.37 s. This starts ``sim-web serve`` (one
@@ -10,7 +10,9 @@ the fix, extracted with ``git archive`` into a temporary folder) and from this c
 generator (``benchmarks/loadgen.c``; httpx clients without a compiler) keeps ``--clients`` connections busy on it,
 closed loop, while this process sends one ``GET /health`` at a time on its own connection and records each
 latency. It prints, per tree and route, the route's requests/s and errors and ``/health``'s p50 and p99 (target:
-p99 under 50 ms). On a shared machine the numbers move with the other jobs; compare rows of one run.
+p99 under 50 ms). On a shared machine the numbers move with the other jobs; compare rows of one run. ``--burn N``
+runs N busy-looping processes (at this process's priority) for the whole run, as the trainer and rollout workers
+that share a training machine with its tool server would: the server then competes for the cores, as it does there.
 """
 
 from __future__ import annotations
@@ -77,6 +79,20 @@ def health_probe(port: int, stop: threading.Event, out: list[float]) -> None:
             stop.wait(0.01)
 
 
+@contextlib.contextmanager
+def burners(n: int) -> Iterator[None]:
+    """``n`` processes that keep a core busy each, until the block ends."""
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def pct(values: list[float], q: float) -> float:
     """The ``q`` quantile (nearest rank) of ``values``."""
     s = sorted(values)
@@ -90,19 +106,32 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10, help="load per route")
     ap.add_argument("--before", default=BEFORE, help="git revision of the 'before' tree ('' to skip it)")
     ap.add_argument("--routes", default="search,visit,scholar,backend,retrieve", help="comma-separated")
+    ap.add_argument("--rounds", type=int, default=1, help="before/after pairs, run in turn (one server each)")
+    ap.add_argument("--burn", type=int, default=0, help="busy-looping processes beside the server (other work)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per /health probe otherwise
     index = args.index or str(ensure_sample_index())
-    bodies = route_bodies(index)
     binary = compile_loadgen()
-    rows = []
+    rows: list[list] = []
+    with burners(args.burn):
+        for _ in range(args.rounds):
+            measure(args, index, binary, rows)
+    log.info(
+        "\n%s",
+        table(["tree", "route", "route req/s", "errors", "/health probes", "/health p50 ms", "/health p99 ms"], rows),
+    )
+
+
+def measure(args: argparse.Namespace, index: str, binary: Path, rows: list[list]) -> None:
+    """One row per tree and route into ``rows``: the route's load and ``/health``'s latency meanwhile."""
+    bodies = route_bodies(index)
     for label, rev in [("before", args.before or None), ("after", None)]:
         if label == "before" and not args.before:
             continue
         with source_tree(rev) as tree, tempfile.TemporaryDirectory() as work:
             env = {**os.environ, "PYTHONPATH": str(tree)}
-            with running_server(index, workers=1, cache=False, fast_routes=True, env=env) as server:
+            with running_server(index, workers=1, cache=False, fast_routes=True, env=env, cwd=tree) as server:
                 run = phase_runner(server, binary, Path(work))
                 for route in args.routes.split(","):
                     stop = threading.Event()
@@ -124,10 +153,6 @@ def main() -> None:
                         ]
                     )
                     log.info("%s %s: /health p50 %s ms, p99 %s ms", *rows[-1][:2], *rows[-1][5:])
-    log.info(
-        "\n%s",
-        table(["tree", "route", "route req/s", "errors", "/health probes", "/health p50 ms", "/health p99 ms"], rows),
-    )
 
 
 if __name__ == "__main__":

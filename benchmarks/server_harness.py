@@ -59,6 +59,7 @@ def running_server(
     env: Mapping[str, str] | None = None,
     ready_s: float = 180,
     warm_searches: int | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[tuple[int, int]]:
     """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port and the process id.
 
@@ -70,6 +71,8 @@ def running_server(
         env: The server's environment (default: this process's).
         ready_s: How long to wait for ``/health`` (a big index takes a while to open).
         warm_searches: Warm-up searches per worker (``None``: the server's default).
+        cwd: The server's working folder. ``python -m`` puts it first on ``sys.path``, ahead of ``PYTHONPATH``, so a
+            server of another source tree must start in that tree (default: this process's folder).
     """
     import httpx
 
@@ -93,6 +96,7 @@ def running_server(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
+        cwd=cwd,
     )
     try:
         end = time.time() + ready_s
