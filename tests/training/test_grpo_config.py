@@ -52,9 +52,11 @@ def test_shipped_recipes_keep_their_values_and_tool_order():
 
 def test_derived_section_fields_follow_the_run():
     r = load_recipe("cpu-learn", {"seed": 3, "solved_reward": 0.5})
-    assert (r.rollout.seed, r.rollout.batch_size, r.loop.solved_reward) == (3, 16, 0.5)
+    rollout, loop = r.rollout_config(), r.loop_config()
+    assert (rollout.seed, rollout.batch_size, loop.solved_reward) == (3, 16, 0.5)
+    assert (rollout.max_turn_tokens, loop.tiers) == (r.rollout.max_turn_tokens, r.loop.tiers)  # the rest as declared
     r2 = dataclasses.replace(r, seed=7)
-    assert r2.rollout.seed == 7
+    assert r2.rollout_config().seed == 7
     with pytest.raises(ConfigError, match="rollout.seed is not set directly: it follows seed"):
         load_recipe("cpu-smoke", {"rollout.seed": 1})
     with pytest.raises(ConfigError, match="set them at the top level"):

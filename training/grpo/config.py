@@ -4,7 +4,8 @@ A recipe is the run's top-level fields (model, tasks, split, output folder, seed
 run, each a dataclass that declares and validates its own fields:
 
 - ``env``: :class:`~sim_web.env.EnvConfig` (tools, turn cap, observation budgets, prompt style, ``sim``, ``reward``);
-- ``rollout``: :class:`~training.grpo.rollout.RolloutConfig` (turn length; its seed and batch follow the run);
+- ``rollout``: :class:`~training.grpo.rollout.RolloutConfig` (turn length; :meth:`GRPORecipe.rollout_config` fills its
+  seed and batch from the run, and :meth:`GRPORecipe.loop_config` the loop's ``solved_reward``);
 - ``trainer``: :class:`~training.grpo.trainer_config.TrainerConfig` (batch shape, optimiser, loss switches, vLLM), which
   :meth:`GRPORecipe.grpo_config` turns into TRL arguments;
 - ``prefilter``: :class:`~training.grpo.dupo.PrefilterConfig` (DUPO's pre-RL filter);
@@ -127,11 +128,15 @@ class GRPORecipe:
                 "balance_tiers orders a fixed task list, but loop.enabled rebuilds the list as it trains: "
                 "turn one of them off"
             )
-        # the derived section fields follow the run
-        object.__setattr__(
-            self, "rollout", dataclasses.replace(self.rollout, seed=self.seed, batch_size=self.trainer.per_device_batch)
-        )
-        object.__setattr__(self, "loop", dataclasses.replace(self.loop, solved_reward=self.solved_reward))
+
+    def rollout_config(self) -> RolloutConfig:
+        """The ``rollout`` section with its derived fields filled from the run: ``seed`` and ``batch_size`` (one
+        step's episodes per process), which a recipe does not set (:data:`~training.grpo.recipes.DERIVED`)."""
+        return dataclasses.replace(self.rollout, seed=self.seed, batch_size=self.trainer.per_device_batch)
+
+    def loop_config(self) -> LoopConfig:
+        """The ``loop`` section with ``solved_reward`` the run's (also DUPO's), which a recipe does not set."""
+        return dataclasses.replace(self.loop, solved_reward=self.solved_reward)
 
     @property
     def tools(self) -> tuple[str, ...]:

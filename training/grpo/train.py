@@ -154,7 +154,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     prompt = system_prompt([tool_schema(t) for t in env_config.tools], env_config.date, style=env_config.prompt)
     model, tok = load_model(recipe, [prompt] + [t.question for t in tasks[:50]])
     # 4. the trainer: our rollout, the env's reward, the recipe's switches
-    rollout = AgentRollout(env_config, tasks, recipe.rollout)
+    rollout = AgentRollout(env_config, tasks, recipe.rollout_config())
     trainer = AgentGRPOTrainer(
         model=model,
         processing_class=tok,
@@ -311,7 +311,7 @@ def _attach_loop(
             held_out = resolve_tasks(index, recipe.tasks, "test")
         except Exception as e:  # noqa: BLE001 - a set without a test split holds nothing out
             log.info("loop: no held-out split to protect (%s)", e)
-    cfg = recipe.loop
+    cfg = recipe.loop_config()
     source = SynthSource(
         index.path,
         max_nodes=cfg.synth_max_nodes,
