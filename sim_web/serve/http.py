@@ -251,8 +251,8 @@ def app_factory() -> FastAPI:
     return app_from_config(_worker_config(), _token())
 
 
-def app_from_config(cfg: ServeConfig, token: str | None, *, warm: bool = True) -> FastAPI:
-    """The served app of ``cfg`` (``warm``: open the index and run the warm-up searches first)."""
+def app_from_config(cfg: ServeConfig, token: str | None) -> FastAPI:
+    """The served app of ``cfg``: the index opened and the warm-up searches run before it takes connections."""
     return create_app(
         cfg.index,
         cfg.mode,
@@ -265,7 +265,7 @@ def app_from_config(cfg: ServeConfig, token: str | None, *, warm: bool = True) -
         max_in_progress=cfg.max_in_progress,
         max_calls_per_client=cfg.max_calls_per_client,
         fast_routes=_fast_routes(),
-        warm=warm,
+        warm=True,
         warm_searches=cfg.warm_searches,
     )
 
