@@ -9,15 +9,13 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from importlib.metadata import entry_points
 
 from sim_web.bundle.cli import add_gpukit_parser
 from sim_web.bundle.cli import add_parser as add_bundle_parser
 from sim_web.serve.config import ServeConfig
-from simweb_core.cli import add_config_flags, given_flags
-from simweb_core.errors import WikiIndexError
+from simweb_core.cli import add_config_flags, given_flags, run_command
 
 #: ``sim-web serve``'s flags: each one a :class:`~sim_web.serve.config.ServeConfig` field (its help, type and default).
 SERVE_FLAGS = {
@@ -130,15 +128,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``sim-web``; returns the exit status."""
-    args = make_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
-    try:
-        return args.func(args)
-    except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_command(make_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from simweb_core.data import coerce, parse_value
-from simweb_core.errors import ConfigError
+from simweb_core.errors import ConfigError, WikiIndexError
 from simweb_core.overrides import check_key
 
-__all__ = ["add_config_flags", "config_field", "field_help", "given_flags"]
+__all__ = ["add_config_flags", "config_field", "field_help", "given_flags", "run_command"]
 
 _DEST = "config:"  # generated flags store under "config:<path>", apart from a CLI's own flags
 
@@ -161,3 +161,26 @@ def _metavar(flag: str, choices: Any) -> str | None:
 def given_flags(args: argparse.Namespace) -> dict[str, Any]:
     """``{path: value}`` of the generated flags given on the command line, in the order the parser stored them."""
     return {k.removeprefix(_DEST): v for k, v in vars(args).items() if k.startswith(_DEST)}
+
+
+def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
+    """Parse ``argv``, log at INFO with ``-v`` (else WARNING) and run the chosen subcommand's ``func``.
+
+    A configuration or index error (:class:`~simweb_core.errors.WikiIndexError`) is printed as one ``error:`` line on
+    stderr, not a traceback: it says what was expected and how to fix it.
+
+    Returns:
+        The subcommand's exit status; 2 for such an error.
+    """
+    import logging
+    import sys
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return args.func(args)
+    except WikiIndexError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from simweb_core.errors import WikiIndexError
+from simweb_core.cli import run_command
 from simweb_core.settings import default_index_dir
 from wiki_index.types import title_to_url
 
@@ -169,15 +168,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``wiki-index``; returns the exit status."""
-    args = make_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
-    try:
-        return args.func(args)
-    except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_command(make_parser(), argv)
 
 
 if __name__ == "__main__":
