@@ -39,7 +39,6 @@ SERVE_FLAGS = {
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sim_web.serve.config import ServeConfig
     from sim_web.serve.guards import TOKEN_ENV, check_exposure
     from sim_web.serve.http import serve
     from simweb_core.data import from_data
