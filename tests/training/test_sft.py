@@ -315,13 +315,52 @@ def test_tiny_sft_run_saves_a_model_hf_policy_loads(sft_data, tiny_dir, tmp_path
     assert policy.tokenizer.chat_template == CHATML
 
 
+def test_bf16_sft_trains_under_autocast_and_saves_float32_weights(sft_data, tiny_dir, tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from training.sft.train import SFTRunConfig, train
+
+    entered: list[torch.dtype] = []
+    real_autocast = torch.autocast
+
+    class Spy(real_autocast):  # records the dtype of every autocast the trainer opens
+        def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+            super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+            if enabled:
+                entered.append(self.fast_dtype)
+
+    monkeypatch.setattr(torch, "autocast", Spy)
+    folder, _, _ = sft_data
+    out = train(
+        SFTRunConfig(
+            dataset=str(folder),
+            model=str(tiny_dir),
+            out=str(tmp_path / "sft"),
+            lora=False,
+            max_steps=2,
+            bf16=True,
+            threads=1,
+            progress=False,
+            save_steps=0,
+        )
+    )
+    summary = json.loads((out / "sft_run.json").read_text())
+    assert summary["config"]["bf16"] is True and torch.bfloat16 in entered
+    assert all(0 < h["loss"] < 100 for h in summary["log_history"] if "loss" in h)
+    before, after = load_file(tiny_dir / "model.safetensors"), load_file(out / "model.safetensors")
+    assert all(t.dtype == torch.float32 for t in after.values())  # mixed precision: the weights stay float32
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
 def test_sft_train_flags_reach_the_run_config():
     from sim_web.cli import make_parser
     from training.sft.cli import train_config
     from training.sft.train import SFTRunConfig
 
     argv = ["sft", "train", "--dataset", "d", "--out", "o", "--full", "--learning-rate", "1e-5", "--max-steps", "3"]
-    cfg = train_config(make_parser().parse_args([*argv, "--no-resume", "--gradient-checkpointing", "--threads", "2"]))
+    cfg = train_config(
+        make_parser().parse_args([*argv, "--no-resume", "--gradient-checkpointing", "--threads", "2", "--bf16"])
+    )
     assert cfg == SFTRunConfig(
         dataset="d",
         out="o",
@@ -331,6 +370,7 @@ def test_sft_train_flags_reach_the_run_config():
         resume=False,
         gradient_checkpointing=True,
         threads=2,
+        bf16=True,
     )
     assert train_config(make_parser().parse_args(["sft", "train", "--dataset", "d", "--out", "o"])) == SFTRunConfig(
         dataset="d", out="o"

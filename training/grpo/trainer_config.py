@@ -58,7 +58,9 @@ class TrainerConfig(GRPOSwitches):
     )
     lora_r: int = help_field(0, "LoRA rank (0 = full fine-tuning); LoRA needs peft.")
     gradient_checkpointing: bool = help_field(False, "Trade compute for memory on long completions.")
-    bf16: bool = help_field(False, "bfloat16 training (GPU; CPUs here have no native bf16).")
+    bf16: bool = help_field(
+        False, "bfloat16 mixed precision (a GPU, or a CPU with native bf16: avx512_bf16 or amx_bf16 in /proc/cpuinfo)."
+    )
     use_vllm: bool = help_field(
         False,
         "Generate with vLLM (GPU, `pip install -e .[gpu]`); colocate shares the training GPU. Where "

@@ -51,6 +51,7 @@ class SFTStage:
         2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
     )
     grad_accum: int = help_field(4, "Batches per SFT optimiser step.")
+    bf16: bool = help_field(False, "SFT in bfloat16 mixed precision (see SFTRunConfig.bf16).")
 
     def __post_init__(self) -> None:
         if min(self.batch_size, self.grad_accum) < 1:

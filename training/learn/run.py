@@ -166,6 +166,7 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
             epochs=cfg.sft.epochs,
             batch_size=cfg.sft.batch_size,
             grad_accum=cfg.sft.grad_accum,
+            bf16=cfg.sft.bf16,
             seed=cfg.seed,
             threads=cfg.threads,
             save_steps=10,

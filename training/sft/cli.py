@@ -39,6 +39,7 @@ TRAIN_FIELDS = (
     "seed",
     "threads",
     "gradient_checkpointing",
+    "bf16",
     "resume",
     "progress",
 )
