@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -82,8 +83,6 @@ def health_probe(port: int, stop: threading.Event, out: list[float]) -> None:
 @contextlib.contextmanager
 def burners(n: int) -> Iterator[None]:
     """``n`` processes that keep a core busy each, until the block ends."""
-    import sys
-
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     try:
         yield
@@ -112,20 +111,19 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per /health probe otherwise
     index = args.index or str(ensure_sample_index())
-    binary = compile_loadgen()
+    bodies, binary = route_bodies(index), compile_loadgen()
     rows: list[list] = []
     with burners(args.burn):
         for _ in range(args.rounds):
-            measure(args, index, binary, rows)
+            measure(args, index, bodies, binary, rows)
     log.info(
         "\n%s",
         table(["tree", "route", "route req/s", "errors", "/health probes", "/health p50 ms", "/health p99 ms"], rows),
     )
 
 
-def measure(args: argparse.Namespace, index: str, binary: Path, rows: list[list]) -> None:
+def measure(args: argparse.Namespace, index: str, bodies: dict[str, Bodies], binary: Path, rows: list[list]) -> None:
     """One row per tree and route into ``rows``: the route's load and ``/health``'s latency meanwhile."""
-    bodies = route_bodies(index)
     for label, rev in [("before", args.before or None), ("after", None)]:
         if label == "before" and not args.before:
             continue

@@ -26,7 +26,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import logging
 import re
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -172,9 +174,6 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) 
     Returns:
         The subcommand's exit status; 2 for such an error.
     """
-    import logging
-    import sys
-
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

@@ -100,7 +100,3 @@ class ServeConfig:
         ]
         if bad:
             raise ConfigError(f"serve settings: {'; '.join(bad)}")
-
-    def threads(self) -> int:
-        """The tool threads per worker: ``tool_threads``, or the default for this backend."""
-        return self.tool_threads or default_tool_threads(self.backend, self.enable_python)

@@ -261,7 +261,7 @@ def app_from_config(cfg: ServeConfig, token: str | None) -> FastAPI:
         enable_python=cfg.enable_python,
         token=token,
         max_body_bytes=cfg.max_body_bytes,
-        tool_threads=cfg.threads(),
+        tool_threads=cfg.tool_threads,
         max_in_progress=cfg.max_in_progress,
         max_calls_per_client=cfg.max_calls_per_client,
         fast_routes=_fast_routes(),

@@ -16,7 +16,7 @@ from fastapi import HTTPException
 from live_server import running
 
 from sim_web.executor.executor import ToolExecutor
-from sim_web.serve.config import LOCAL_TOOL_THREADS, WAITING_TOOL_THREADS, ServeConfig
+from sim_web.serve.config import LOCAL_TOOL_THREADS, WAITING_TOOL_THREADS, ServeConfig, default_tool_threads
 from sim_web.serve.http import create_app
 from sim_web.serve.pool import THREAD_PREFIX, ToolPool
 from wiki_index.search.index import WikiIndex
@@ -213,6 +213,6 @@ def test_a_sim_server_runs_few_tool_threads_and_queues_the_rest_without_503(samp
         gate.set()
         assert [f.result().status_code for f in pending] == [200] * calls
     assert running_now == LOCAL_TOOL_THREADS
-    assert ServeConfig().threads() == LOCAL_TOOL_THREADS
-    assert ServeConfig(backend="real").threads() == ServeConfig(enable_python=True).threads() == WAITING_TOOL_THREADS
-    assert ServeConfig(tool_threads=7).threads() == 7
+    assert ServeConfig().tool_threads is None  # create_app picks by backend, as for the app above
+    assert default_tool_threads("sim", enable_python=False) == LOCAL_TOOL_THREADS
+    assert default_tool_threads("real", False) == default_tool_threads("sim", True) == WAITING_TOOL_THREADS
