@@ -72,9 +72,8 @@ def make_trainer(tiny, tmp_path, **kw):
         use_cpu=True,
         logging_steps=1,
         save_strategy="no",
-        bf16=False,
         seed=0,
-        **kw,
+        **{"bf16": False, **kw},
     )
     ds = Dataset.from_list([{"prompt": [{"role": "user", "content": f"question {i}"}]} for i in range(2)])
     return AgentGRPOTrainer(

@@ -94,7 +94,8 @@ def _hf(
     ):
         torch.manual_seed(seed)
         inputs, batch = _inputs(model, contexts, trainer.processing_class.pad_token_id, device, kv, keys)
-        res = model.generate(**inputs, generation_config=config)
+        with trainer.accelerator.autocast():  # bf16 mixed precision (CPU): rollouts sample as the loss computes
+            res = model.generate(**inputs, generation_config=config)
     if batch is not None:
         kv.keep(batch, res.sequences, keys)  # type: ignore[union-attr]
     new = res.sequences[:, inputs["input_ids"].shape[1] :].cpu()

@@ -30,6 +30,7 @@ from simweb_core.overrides import parse_overrides
 from training.grpo.config import GRPORecipe
 from training.grpo.order import interleave_tiers
 from training.grpo.recipes import load_recipe
+from training.grpo.trainer_config import cuda_available
 
 log = logging.getLogger(__name__)
 #: Columns of the metrics table: (header, log key, format).
@@ -65,8 +66,16 @@ def load_model(recipe: GRPORecipe, texts: list[str]) -> tuple[Any, Any]:
         tok.chat_template = CHATML
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if recipe.trainer.bf16 else torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=_weights_dtype(recipe.trainer.bf16, cuda_available()))
     return model, tok
+
+
+def _weights_dtype(bf16: bool, cuda: bool) -> Any:
+    """bf16 on a GPU loads bfloat16 weights; on a CPU the weights stay float32 and bf16 is autocast (the trainer's
+    mixed precision, and :mod:`training.grpo.generation` for rollouts): small updates round away in bf16 weights."""
+    import torch
+
+    return torch.bfloat16 if bf16 and cuda else torch.float32
 
 
 def metrics_callback(path: Path, max_steps: int) -> Any:
