@@ -6,7 +6,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.loop import ReactAgent, run_episode
-from agents.turn import TURN_CAP, TurnCounts
+from agents.turn import NO_ANSWER_METRICS, TURN_CAP, TurnCounts
 from sim_web.protocol import NO_PYTHON_TOOLS
 from tests.agents.conftest import CountingPolicy, call
 
@@ -101,5 +101,5 @@ def test_grpo_and_eval_name_a_turn_capped_episode_the_same(make_env, sample_inde
     )
     (rolled,) = rollout.last_episodes
     assert played.termination == rolled.termination == TURN_CAP == "env_truncated:max_turns"
-    assert fields["no_answer"] == [TURN_CAP] and TURN_CAP in R.REASONS
+    assert fields["no_answer"] == [TURN_CAP] and TURN_CAP in NO_ANSWER_METRICS.values()
     assert played.counts == rolled.counts and played.tool_calls == rolled.tool_calls == {"search": 2}

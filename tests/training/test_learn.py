@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -205,3 +206,21 @@ def test_stage_seconds_add_up_over_sittings(tmp_path):
     _note(cfg, "eval-sft", {"pass@1": 0.25, "seconds": 600.0})
     _note(cfg, "eval-sft", {"pass@1": 0.3, "seconds": 0.5})  # the resumed sitting that finished it
     assert json.loads((tmp_path / "stages.json").read_text())["eval-sft"] == {"pass@1": 0.3, "seconds": 600.5}
+
+
+def test_eval_dtype_reaches_every_eval_and_is_checked(monkeypatch, tmp_path):
+    import agents.harness
+    from training.learn.run import evaluate, grpo_recipe
+
+    seen = []
+    monkeypatch.setattr(
+        agents.harness,
+        "run_eval",
+        lambda ecfg: seen.append(ecfg) or SimpleNamespace(failures=[], metrics={"pass@1": 0}),
+    )
+    cfg = LearnConfig(out=str(tmp_path), eval_dtype="bfloat16")
+    recipe = grpo_recipe(cfg, tmp_path / "tasks.jsonl", str(tmp_path / "sft"))
+    evaluate(cfg, recipe, "hf:/models/x", "eval-x")
+    assert seen[0].dtype == "bfloat16" and seen[0].policy == "hf:/models/x"
+    with pytest.raises(ConfigError, match="eval_dtype"):
+        LearnConfig(eval_dtype="float16")

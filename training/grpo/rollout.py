@@ -45,7 +45,7 @@ from typing import Any
 
 from agents.episode import Episode
 from agents.policies.kv_reuse import PrefixKV, supports
-from agents.turn import ANSWER, ERROR, LENGTH, NO_ANSWER_METRICS, ROLLBACK, clean_turn, env_truncation, play_turn
+from agents.turn import ANSWER, ERROR, LENGTH, ROLLBACK, clean_turn, env_truncation, play_turn
 from sim_web.env import EnvConfig, Task, WebResearchEnv, read_action
 from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
 from simweb_core.errors import ConfigError
@@ -55,8 +55,6 @@ from training.grpo.trainer_config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
 
 log = logging.getLogger(__name__)
-#: How a rollout episode ends without an answer (the terminations its metrics count).
-REASONS = tuple(NO_ANSWER_METRICS.values())
 
 
 def env_reward(

@@ -127,6 +127,7 @@ def evaluate(cfg: LearnConfig, recipe: Any, policy: str, name: str, split: str =
         skip=cfg.eval_skip if split == "test" else 0,
         batch_size=cfg.eval_batch_size,
         threads=cfg.threads,
+        dtype=cfg.eval_dtype,
         progress=True,
     )
     t = time.perf_counter()
@@ -220,7 +221,12 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
     policies += [(cfg.grpo.name, f"hf:{first}")] if (first / "config.json").is_file() else []
     for name, policy in policies:
         ecfg = recipe.eval_config(
-            policy, out / f"sailorfog-{name}", batch_size=cfg.eval_batch_size, threads=cfg.threads, progress=True
+            policy,
+            out / f"sailorfog-{name}",
+            batch_size=cfg.eval_batch_size,
+            threads=cfg.threads,
+            dtype=cfg.eval_dtype,
+            progress=True,
         )
         agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
         t = time.perf_counter()
