@@ -21,10 +21,10 @@ Every variable the project reads or sets, and who uses it:
 ``SIM_WEB_PYTHON_MEMORY_``  ``..._BUDGET_MB``: MiB that concurrent PythonInterpreter calls of one process may
                             reserve together (default: half the host's or container's memory); with
                             ``sim-web serve --workers N``, set it to the machine's budget divided by N
-``SIM_WEB_SERVER_*``        ``sim-web serve`` hands its flags to its worker processes through these
-                            (``INDEX``, ``MODE``, ``BACKEND``, ``CACHE``, ``PYTHON``, ``TOKEN``, ``MAX_BODY``,
-                            ``THREADS``, ``WARM_SEARCHES``); ``SIM_WEB_SERVER_TOKEN`` is also where users put the
-                            server's token; ``SIM_WEB_SERVER_FAST_ROUTES=0`` turns the fast routes off
+``SIM_WEB_SERVER_*``        ``sim-web serve`` hands its settings to its worker processes as one JSON value
+                            (``..._CONFIG``, no secret in it) and its token as ``..._TOKEN``, which is also
+                            where users put the server's token; ``SIM_WEB_SERVER_FAST_ROUTES=0`` turns the
+                            fast routes off
 ``SIM_WEB_BM25``            the BM25 engine: ``lucene`` (pyserini, the default) or ``lite`` (numpy, no Java;
                             ``wiki_index.search.bm25_lite``, for machines without a JVM such as the GPU kit's)
 ``WIKI_INDEX_JVM_HEAP``     the JVM's maximum heap (``-Xmx``) for Lucene, e.g. ``4g`` (default ``1g``, which

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from simweb_core.hardware import emulated_bf16_warning
 from simweb_core.overrides import parse_overrides
 from training.grpo.config import GRPORecipe
 from training.grpo.order import interleave_tiers
@@ -52,7 +53,6 @@ TABLE = [
 
 def load_model(recipe: GRPORecipe, texts: list[str]) -> tuple[Any, Any]:
     """The policy and its tokenizer: a tiny random Llama (BPE trained on ``texts``) or a model folder."""
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from training.grpo.tiny import tiny_model
@@ -66,6 +66,8 @@ def load_model(recipe: GRPORecipe, texts: list[str]) -> tuple[Any, Any]:
         tok.chat_template = CHATML
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
+    if note := emulated_bf16_warning(recipe.trainer.bf16, cuda_available(), "--set trainer.bf16=false"):
+        log.warning("%s", note)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=_weights_dtype(recipe.trainer.bf16, cuda_available()))
     return model, tok
 

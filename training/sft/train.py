@@ -21,6 +21,7 @@ from typing import Any
 
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
+from simweb_core.hardware import emulated_bf16_warning
 from simweb_core.settings import sim_web_home
 from training.sft.dataset import load as load_dataset
 from training.wire import encode_chat
@@ -147,6 +148,10 @@ def train(cfg: SFTRunConfig) -> Path:
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    if note := emulated_bf16_warning(
+        cfg.bf16, torch.cuda.is_available(), "--no-bf16 (sim-web learn: --set sft.bf16=false)"
+    ):
+        log.warning("%s", note)
     out = Path(cfg.out)
     model_path = resolve_model(cfg.model)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from simweb_core.errors import ConfigError, IndexNotFoundError
 from simweb_core.fields import help_field
+from simweb_core.hardware import cpu_has_native_bf16
 from simweb_core.settings import set_env
 from wiki_index.types import Hit, Passage
 
@@ -105,11 +106,7 @@ class DenseConfig:
             return self.dtype
         if device.startswith("cuda"):
             return "float16"
-        try:
-            flags = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="ignore")
-        except OSError:
-            return "float32"
-        return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
+        return "bfloat16" if cpu_has_native_bf16() else "float32"
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a JSON-ready dict."""
