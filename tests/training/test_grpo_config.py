@@ -93,6 +93,10 @@ def test_overrides_and_trl_arguments(tmp_path):
     )
     assert args.steps_per_generation == args.gradient_accumulation_steps and args.epsilon_high == 0.28
     assert args.output_dir == str(tmp_path) and args.max_steps == 5
+    assert args.save_total_limit == 2  # checkpoints (model + optimizer) do not pile up on disk
+    assert load_recipe("cpu-smoke", {"trainer.keep_checkpoints": None}).grpo_config().save_total_limit is None
+    with pytest.raises(ConfigError, match="keep_checkpoints must be >= 1"):
+        load_recipe("cpu-smoke", {"trainer.keep_checkpoints": 0})
 
 
 def test_set_values_take_the_fields_type():

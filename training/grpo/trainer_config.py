@@ -79,6 +79,11 @@ class TrainerConfig(GRPOSwitches):
     )
     vllm_gpu_memory_utilization: float = help_field(0.3, "GPU memory share of the colocated vLLM engine.")
     save_steps: int = help_field(10, "Save a checkpoint every N steps (resuming starts from the last one).")
+    keep_checkpoints: int | None = help_field(
+        2,
+        "Checkpoints kept on disk, the oldest deleted first (None: all). Each holds the model and the optimizer "
+        "state, about 12 bytes a parameter; two, so that a save cut short (a full disk) leaves one to resume from.",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()  # the switches' check
@@ -91,6 +96,8 @@ class TrainerConfig(GRPOSwitches):
                 f"trainer needs prompts_per_step, max_steps, save_steps and max_completion_length >= 1, got "
                 f"{self.prompts_per_step}, {self.max_steps}, {self.save_steps}, {self.max_completion_length}"
             )
+        if self.keep_checkpoints is not None and self.keep_checkpoints < 1:
+            raise ConfigError(f"trainer.keep_checkpoints must be >= 1 or None (keep all), got {self.keep_checkpoints}")
         if self.micro_batch is not None and (self.micro_batch < 1 or self.per_device_batch % self.micro_batch):
             raise ConfigError(
                 f"trainer.micro_batch must divide prompts_per_step * num_generations "
@@ -150,6 +157,7 @@ class TrainerConfig(GRPOSwitches):
             vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
             logging_steps=1,
             save_steps=self.save_steps,
+            save_total_limit=self.keep_checkpoints,
             save_strategy="steps",
             report_to="none",
             seed=seed,
