@@ -1,8 +1,7 @@
 """What the machine can compute fast: native bfloat16 on this CPU.
 
-A CPU with ``avx512_bf16`` or ``amx_bf16`` runs bfloat16 matrix products natively (about twice float32's speed for
-SmolLM2-sized training); elsewhere torch emulates them, slower than float32. The dense encoder's ``auto`` dtype and
-the trainers' bf16 warnings ask here.
+A CPU with ``avx512_bf16`` or ``amx_bf16`` runs bfloat16 matrix products natively, faster than float32; elsewhere
+torch emulates them, slower than float32. The dense encoder's ``auto`` dtype and the trainers' bf16 warnings ask here.
 """
 
 from __future__ import annotations

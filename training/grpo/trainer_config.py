@@ -59,7 +59,9 @@ class TrainerConfig(GRPOSwitches):
     lora_r: int = help_field(0, "LoRA rank (0 = full fine-tuning); LoRA needs peft.")
     gradient_checkpointing: bool = help_field(False, "Trade compute for memory on long completions.")
     bf16: bool = help_field(
-        False, "bfloat16 mixed precision (a GPU, or a CPU with native bf16: avx512_bf16 or amx_bf16 in /proc/cpuinfo)."
+        False,
+        "bfloat16 mixed precision: on a GPU bfloat16 weights; on a CPU with native bf16 (avx512_bf16 or amx_bf16 in "
+        "/proc/cpuinfo) float32 weights with the loss and the rollouts under bfloat16 autocast.",
     )
     use_vllm: bool = help_field(
         False,
