@@ -1,4 +1,4 @@
-"""Fixtures shared by the synthesis tests: one small template run on the sample index, reused."""
+"""Fixtures shared by the training tests: one small template run on the sample index, reused; an autocast spy."""
 
 from __future__ import annotations
 
@@ -21,3 +21,19 @@ def synth_run(sample_index, small_config):
     from training.synth.pipeline import generate_with_report
 
     return generate_with_report(sample_index, n=12, seed=0, config=small_config)
+
+
+@pytest.fixture
+def autocasts(monkeypatch):
+    """The dtypes of the enabled ``torch.autocast`` contexts opened while the test runs (accelerate's and ours)."""
+    torch = pytest.importorskip("torch")
+    entered: list = []
+
+    class Spy(torch.autocast):
+        def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+            super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+            if enabled:
+                entered.append(self.fast_dtype)
+
+    monkeypatch.setattr(torch, "autocast", Spy)
+    return entered

@@ -11,22 +11,6 @@ from training.grpo.tiny import tiny_model  # noqa: E402
 from training.grpo.train import _weights_dtype  # noqa: E402
 
 
-@pytest.fixture
-def autocasts(monkeypatch):
-    """The dtypes of the enabled autocasts opened while the test runs (accelerate and our code alike)."""
-    entered: list[torch.dtype] = []
-    real = torch.autocast
-
-    class Spy(real):
-        def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
-            super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-            if enabled:
-                entered.append(self.fast_dtype)
-
-    monkeypatch.setattr(torch, "autocast", Spy)
-    return entered
-
-
 def test_cpu_bf16_keeps_float32_weights_and_a_gpu_loads_bfloat16():
     assert _weights_dtype(True, cuda=False) == torch.float32
     assert _weights_dtype(True, cuda=True) == torch.bfloat16

@@ -315,21 +315,11 @@ def test_tiny_sft_run_saves_a_model_hf_policy_loads(sft_data, tiny_dir, tmp_path
     assert policy.tokenizer.chat_template == CHATML
 
 
-def test_bf16_sft_trains_under_autocast_and_saves_float32_weights(sft_data, tiny_dir, tmp_path, monkeypatch):
+def test_bf16_sft_trains_under_autocast_and_saves_float32_weights(sft_data, tiny_dir, tmp_path, autocasts):
     from safetensors.torch import load_file
 
     from training.sft.train import SFTRunConfig, train
 
-    entered: list[torch.dtype] = []
-    real_autocast = torch.autocast
-
-    class Spy(real_autocast):  # records the dtype of every autocast the trainer opens
-        def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
-            super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-            if enabled:
-                entered.append(self.fast_dtype)
-
-    monkeypatch.setattr(torch, "autocast", Spy)
     folder, _, _ = sft_data
     out = train(
         SFTRunConfig(
@@ -345,7 +335,7 @@ def test_bf16_sft_trains_under_autocast_and_saves_float32_weights(sft_data, tiny
         )
     )
     summary = json.loads((out / "sft_run.json").read_text())
-    assert summary["config"]["bf16"] is True and torch.bfloat16 in entered
+    assert summary["config"]["bf16"] is True and torch.bfloat16 in autocasts
     assert all(0 < h["loss"] < 100 for h in summary["log_history"] if "loss" in h)
     before, after = load_file(tiny_dir / "model.safetensors"), load_file(out / "model.safetensors")
     assert all(t.dtype == torch.float32 for t in after.values())  # mixed precision: the weights stay float32

@@ -66,9 +66,10 @@ def load_model(recipe: GRPORecipe, texts: list[str]) -> tuple[Any, Any]:
         tok.chat_template = CHATML
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    if note := emulated_bf16_warning(recipe.trainer.bf16, cuda_available(), "--set trainer.bf16=false"):
+    cuda = cuda_available()
+    if note := emulated_bf16_warning(recipe.trainer.bf16, cuda, "--set trainer.bf16=false"):
         log.warning("%s", note)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=_weights_dtype(recipe.trainer.bf16, cuda_available()))
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=_weights_dtype(recipe.trainer.bf16, cuda))
     return model, tok
 
 

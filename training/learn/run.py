@@ -125,10 +125,7 @@ def evaluate(cfg: LearnConfig, recipe: Any, policy: str, name: str, split: str =
         split=split,
         n=cfg.eval_n if split == "test" else None,
         skip=cfg.eval_skip if split == "test" else 0,
-        batch_size=cfg.eval_batch_size,
-        threads=cfg.threads,
-        dtype=cfg.eval_dtype,
-        progress=True,
+        **_eval_settings(cfg),
     )
     t = time.perf_counter()
     res = run_eval(ecfg)
@@ -136,6 +133,11 @@ def evaluate(cfg: LearnConfig, recipe: Any, policy: str, name: str, split: str =
         raise RuntimeError(f"{len(res.failures)} episodes of {name} failed (rerun to resume them): {res.failures[:2]}")
     _note(cfg, name, {"pass@1": res.metrics["pass@1"], "seconds": round(time.perf_counter() - t, 1)})
     return out
+
+
+def _eval_settings(cfg: LearnConfig) -> dict[str, Any]:
+    """How every eval of the run executes (batch, threads, weights dtype, progress bar); not what it evaluates."""
+    return {"batch_size": cfg.eval_batch_size, "threads": cfg.threads, "dtype": cfg.eval_dtype, "progress": True}
 
 
 def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
@@ -220,14 +222,7 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
     policies = [("rule", "rule:first-title"), ("oracle", "oracle:search"), ("sft", f"hf:{out / 'sft'}")]
     policies += [(cfg.grpo.name, f"hf:{first}")] if (first / "config.json").is_file() else []
     for name, policy in policies:
-        ecfg = recipe.eval_config(
-            policy,
-            out / f"sailorfog-{name}",
-            batch_size=cfg.eval_batch_size,
-            threads=cfg.threads,
-            dtype=cfg.eval_dtype,
-            progress=True,
-        )
+        ecfg = recipe.eval_config(policy, out / f"sailorfog-{name}", **_eval_settings(cfg))
         agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
         t = time.perf_counter()
         res = run_eval(dataclasses.replace(ecfg, tasks=str(tasks), agent=agent))
