@@ -208,19 +208,44 @@ def test_stage_seconds_add_up_over_sittings(tmp_path):
     assert json.loads((tmp_path / "stages.json").read_text())["eval-sft"] == {"pass@1": 0.3, "seconds": 600.5}
 
 
-def test_eval_dtype_reaches_every_eval_and_is_checked(monkeypatch, tmp_path):
+def test_precision_reaches_sft_grpo_and_the_model_evals(monkeypatch, tmp_path):
     import agents.harness
-    from training.learn.run import evaluate, grpo_recipe
+    import simweb_core.hardware
+    import training.sft.train
+    from training.learn.run import evaluate, grpo_recipe, stage_sft
 
     seen = []
-    monkeypatch.setattr(
-        agents.harness,
-        "run_eval",
-        lambda ecfg: seen.append(ecfg) or SimpleNamespace(failures=[], metrics={"pass@1": 0}),
-    )
-    cfg = LearnConfig(out=str(tmp_path), eval_dtype="bfloat16")
-    recipe = grpo_recipe(cfg, tmp_path / "tasks.jsonl", str(tmp_path / "sft"))
-    evaluate(cfg, recipe, "hf:/models/x", "eval-x")
-    assert seen[0].dtype == "bfloat16" and seen[0].policy == "hf:/models/x"
-    with pytest.raises(ConfigError, match="eval_dtype"):
-        LearnConfig(eval_dtype="float16")
+    done = SimpleNamespace(failures=[], metrics={"pass@1": 0})
+    monkeypatch.setattr(agents.harness, "run_eval", lambda ecfg: seen.append(ecfg) or done)
+    monkeypatch.setattr(training.sft.train, "train", lambda run_cfg: seen.append(run_cfg))
+    (tmp_path / "sft-data").mkdir()
+    (tmp_path / "sft-data" / "README.md").write_text("made")  # the SFT dataset exists: only training runs
+    for precision, bf16 in (("bf16", True), ("float32", False)):
+        seen.clear()
+        cfg = LearnConfig(out=str(tmp_path), precision=precision)
+        recipe = grpo_recipe(cfg, tmp_path / "tasks.jsonl", str(tmp_path / "sft"))
+        evaluate(cfg, recipe, "hf:/models/x", "eval-x")
+        evaluate(cfg, recipe, "rule:first-title", "eval-rule")
+        stage_sft(cfg, tmp_path / "demos", max_turns=4)
+        assert [e.dtype for e in seen[:2]] == ["bfloat16" if bf16 else "float32"] * 2 and seen[2].bf16 is bf16
+        assert recipe.trainer.bf16 is bf16
+        stages = json.loads((tmp_path / "stages.json").read_text())
+        assert stages["eval-x"]["bf16"] is bf16 and stages["sft"]["bf16"] is bf16 and "bf16" not in stages["eval-rule"]
+    explicit = LearnConfig(precision="bf16", grpo=GRPOStage(overrides={"trainer.bf16": False}))
+    assert grpo_recipe(explicit, tmp_path / "tasks.jsonl", "sft").trainer.bf16 is False  # --grpo-set wins
+    for native in (True, False):
+        monkeypatch.setattr(simweb_core.hardware, "native_bf16", lambda native=native: native)
+        assert LearnConfig().bf16() is native  # auto: what the machine does natively
+    with pytest.raises(ConfigError, match="precision"):
+        LearnConfig(precision="float16")
+
+
+def test_report_says_which_stages_ran_in_bf16(tmp_path):
+    from training.learn.run import _note
+
+    cfg = LearnConfig(out=str(tmp_path), precision="bf16")
+    _note(cfg, "sft", {"seconds": 60.0}, "hf:base")
+    _note(cfg, "eval-rule", {"pass@1": 0.5, "seconds": 1.0}, "rule:first-title")
+    _note(LearnConfig(out=str(tmp_path), precision="float32"), "eval-sft", {"pass@1": 0.5, "seconds": 6.0}, "hf:sft")
+    write_report(tmp_path, tmp_path / "grpo")
+    assert "Arithmetic (precision): bfloat16 sft; float32 eval-sft" in (tmp_path / "report.md").read_text()

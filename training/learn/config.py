@@ -21,6 +21,8 @@ from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
 
+PRECISIONS = ("auto", "bf16", "float32")
+
 STAGES = (
     "tasks",
     "base",
@@ -51,7 +53,6 @@ class SFTStage:
         2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
     )
     grad_accum: int = help_field(4, "Batches per SFT optimiser step.")
-    bf16: bool = help_field(False, "SFT in bfloat16 mixed precision (see SFTRunConfig.bf16).")
 
     def __post_init__(self) -> None:
         if min(self.batch_size, self.grad_accum) < 1:
@@ -118,10 +119,11 @@ class LearnConfig:
     eval_n: int | None = help_field(
         240, "Evaluate only the first n held-out tasks (None: all); the task file mixes the tiers in a seeded order."
     )
-    eval_dtype: str = help_field(
-        "float32",
-        "Weights dtype of the trained and base models in the evals: float32, or bfloat16 (faster on a CPU with "
-        "native bf16, avx512_bf16 or amx_bf16 in /proc/cpuinfo; greedy outputs can differ in a few episodes).",
+    precision: str = help_field(
+        "auto",
+        "Arithmetic of SFT, GRPO and the evals: 'bf16' (bfloat16 mixed precision in training, bfloat16 weights in the "
+        "evals), 'float32', or 'auto' (bf16 where it is native: a CUDA GPU that supports it, or a CPU with "
+        "avx512_bf16 or amx_bf16 in /proc/cpuinfo; float32 elsewhere). --grpo-set trainer.bf16 still wins for GRPO.",
     )
     eval_skip: int = help_field(
         0,
@@ -146,8 +148,8 @@ class LearnConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.eval_dtype not in ("float32", "bfloat16"):
-            raise ConfigError(f"LearnConfig.eval_dtype must be 'float32' or 'bfloat16', got {self.eval_dtype!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"LearnConfig.precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.split not in ("answer", "id"):
             raise ConfigError(f"LearnConfig.split must be 'answer' or 'id', got {self.split!r}")
         bad = [s for s in self.stages if s not in STAGES]
@@ -166,6 +168,14 @@ class LearnConfig:
             raise ConfigError(f"LearnConfig.eval_skip must be >= 0, got {self.eval_skip}")
         if self.eval_batch_size < 1:
             raise ConfigError(f"LearnConfig.eval_batch_size must be >= 1, got {self.eval_batch_size}")
+
+    def bf16(self) -> bool:
+        """Whether this run trains and evaluates in bfloat16 (``precision``, with ``auto`` resolved on this machine)."""
+        if self.precision == "auto":
+            from simweb_core.hardware import native_bf16
+
+            return native_bf16()
+        return self.precision == "bf16"
 
     def out_dir(self) -> Path:
         """The run folder."""

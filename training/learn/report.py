@@ -312,6 +312,9 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
             f"Wall time per stage (minutes, {sum(secs.values()) / 3600:.2f} h in all): "
             + ", ".join(f"{k} {v / 60:.1f}" for k, v in secs.items()),
         ]
+    if bf16 := summary.get("bf16"):  # recorded since the precision setting; older runs' stages say nothing
+        on, off = [k for k, v in bf16.items() if v], [k for k, v in bf16.items() if not v]
+        lines += ["", f"Arithmetic (precision): bfloat16 {', '.join(on) or '-'}; float32 {', '.join(off) or '-'}"]
     if grpo_rows:
         first, last = grpo_rows[0], grpo_rows[-1]
         lines += [
@@ -385,6 +388,7 @@ def write_report(run: Path, grpo_dir: Path) -> dict[str, Any]:
     if stages.is_file():  # where the wall time went, per finished stage (the sitting that finished it)
         done = json.loads(stages.read_text(encoding="utf-8"))
         summary["seconds"] = {k: v["seconds"] for k, v in done.items() if isinstance(v, dict) and "seconds" in v}
+        summary["bf16"] = {k: v["bf16"] for k, v in done.items() if isinstance(v, dict) and "bf16" in v}
     (run / "report.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (run / "report.md").write_text(render(summary, rows), encoding="utf-8")
     plot(summary, rows, run / "learning.png")

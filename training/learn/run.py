@@ -47,6 +47,7 @@ def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str, seed: int | None 
         "index_dir": cfg.index_dir,
         "output_dir": str(cfg.out_dir() / folder),
         "seed": cfg.seed if seed is None else seed,
+        "trainer.bf16": cfg.bf16(),
         **({"threads": cfg.threads} if cfg.threads else {}),
         **cfg.grpo.overrides,
     }
@@ -131,13 +132,18 @@ def evaluate(cfg: LearnConfig, recipe: Any, policy: str, name: str, split: str =
     res = run_eval(ecfg)
     if res.failures:
         raise RuntimeError(f"{len(res.failures)} episodes of {name} failed (rerun to resume them): {res.failures[:2]}")
-    _note(cfg, name, {"pass@1": res.metrics["pass@1"], "seconds": round(time.perf_counter() - t, 1)})
+    _note(cfg, name, {"pass@1": res.metrics["pass@1"], "seconds": round(time.perf_counter() - t, 1)}, policy)
     return out
 
 
 def _eval_settings(cfg: LearnConfig) -> dict[str, Any]:
     """How every eval of the run executes (batch, threads, weights dtype, progress bar); not what it evaluates."""
-    return {"batch_size": cfg.eval_batch_size, "threads": cfg.threads, "dtype": cfg.eval_dtype, "progress": True}
+    return {
+        "batch_size": cfg.eval_batch_size,
+        "threads": cfg.threads,
+        "dtype": "bfloat16" if cfg.bf16() else "float32",
+        "progress": True,
+    }
 
 
 def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
@@ -169,13 +175,13 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
             epochs=cfg.sft.epochs,
             batch_size=cfg.sft.batch_size,
             grad_accum=cfg.sft.grad_accum,
-            bf16=cfg.sft.bf16,
+            bf16=cfg.bf16(),
             seed=cfg.seed,
             threads=cfg.threads,
             save_steps=10,
         )
     )
-    _note(cfg, "sft", {"seconds": round(time.perf_counter() - t, 1)})
+    _note(cfg, "sft", {"seconds": round(time.perf_counter() - t, 1), "bf16": cfg.bf16()})
     return out
 
 
@@ -188,7 +194,8 @@ def stage_grpo(cfg: LearnConfig, recipe: Any) -> Path:
         return final
     t = time.perf_counter()
     summary = grpo(recipe)
-    _note(cfg, recipe.out_dir().name, {"steps": summary["steps"], "seconds": round(time.perf_counter() - t, 1)})
+    secs = round(time.perf_counter() - t, 1)
+    _note(cfg, recipe.out_dir().name, {"steps": summary["steps"], "seconds": secs, "bf16": recipe.trainer.bf16})
     return final
 
 
@@ -228,7 +235,8 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
         res = run_eval(dataclasses.replace(ecfg, tasks=str(tasks), agent=agent))
         if res.failures:
             raise RuntimeError(f"{len(res.failures)} episodes of sailorfog-{name} failed (rerun to resume them)")
-        _note(cfg, f"sailorfog-{name}", {"pass@1": res.metrics["pass@1"], "seconds": round(time.perf_counter() - t, 1)})
+        secs = round(time.perf_counter() - t, 1)
+        _note(cfg, f"sailorfog-{name}", {"pass@1": res.metrics["pass@1"], "seconds": secs}, policy)
     return tasks
 
 
@@ -242,9 +250,12 @@ def _shared_verdict(recipe: Any, first: Path) -> Any:
     return dataclasses.replace(recipe, prefilter=dataclasses.replace(recipe.prefilter, verdict=str(verdict)))
 
 
-def _note(cfg: LearnConfig, stage: str, values: dict[str, Any]) -> None:
+def _note(cfg: LearnConfig, stage: str, values: dict[str, Any], policy: str | None = None) -> None:
     """Record a finished stage's numbers in ``stages.json``; its ``seconds`` add up over the sittings that ran it (a
-    resumed eval's second sitting adds its own time instead of replacing the first's)."""
+    resumed eval's second sitting adds its own time instead of replacing the first's). An eval of a model
+    (``policy`` ``hf:...``) also records whether its weights were bfloat16."""
+    if policy and policy.startswith("hf:"):
+        values = {**values, "bf16": cfg.bf16()}
     path = cfg.out_dir() / "stages.json"
     done = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     before = done.get(stage, {}).get("seconds", 0.0)
@@ -261,7 +272,7 @@ def main(cfg: LearnConfig) -> Path:
     out = cfg.out_dir()
     out.mkdir(parents=True, exist_ok=True)
     with (out / "invocations.jsonl").open("a", encoding="utf-8") as f:  # every sitting's settings, stages included
-        f.write(json.dumps(dataclasses.asdict(cfg), default=list) + "\n")
+        f.write(json.dumps({**dataclasses.asdict(cfg), "bf16": cfg.bf16()}, default=list) + "\n")
     index_path = WikiIndex.from_dir(cfg.index_dir).path
     base = resolve_hf_path(cfg.model)
     recipe = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"))

@@ -149,7 +149,7 @@ def train(cfg: SFTRunConfig) -> Path:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     if note := emulated_bf16_warning(
-        cfg.bf16, torch.cuda.is_available(), "--no-bf16 (sim-web learn: --set sft.bf16=false)"
+        cfg.bf16, torch.cuda.is_available(), "--no-bf16 (sim-web learn: --set precision=float32)"
     ):
         log.warning("%s", note)
     out = Path(cfg.out)
