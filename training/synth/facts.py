@@ -237,6 +237,7 @@ def _range(m: re.Match[str], text: str, person: bool) -> list[DateFact]:
     if yb < ya:
         return []
     bracketed = m.start() > 0 and text[m.start() - 1] == "(" and text[m.end() : m.end() + 1] == ")"
+    bracketed = bracketed and _after_the_name(text, m.start() - 1)
     if prefix == "r.":
         lo, hi = "reign_start", "reign_end"
     elif bracketed and person:
@@ -251,6 +252,14 @@ def _range(m: re.Match[str], text: str, person: bool) -> list[DateFact]:
         DateFact(lo, f"{a}{a_dec or ''}{' ' + era_a if era_a else ''}", ya, precision=prec_a, approximate=approx),
         DateFact(hi, f"{b}{b_dec or ''}{' ' + b_era if b_era else ''}", yb, precision=prec_b, approximate=approx),
     ]
+
+
+def _after_the_name(text: str, bracket: int) -> bool:
+    """Whether the bracket at ``bracket`` follows the text's first few words, where a page or description names its
+    subject ("Berlin Wall (1961–1989)", "Cold War barrier (1961–1989)"); later in a sentence a bracketed range dates the
+    noun before it ("Europe was divided by the Iron Curtain (1945–1991)"), not the page's subject."""
+    before = text[:bracket]
+    return len(before.split()) <= 10 and not re.search(r"[.;:!?]\s", before)
 
 
 def _value(num: str, frac: str | None, mult: str | None) -> float:

@@ -194,13 +194,15 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     'National park in California, United States'
     >>> shorten("German-born theoretical physicist, widely held to be one of the greatest")
     'German-born theoretical physicist'
+    >>> shorten("a country primarily located in Western Europe")
+    'a country'
     """
     m = _CLAUSE.search(phrase)
     if m and len(phrase[: m.start()].split()) >= 2:
         phrase = phrase[: m.start()]
     words = phrase.rstrip(",;: ").split()  # never before "of" or "and": "the capital (and largest city) of X"
     if len(words) <= max_words:
-        return " ".join(words)
+        return _without_dangling(words)
     for i in range(max_words, 1, -1):
         nxt, last = words[i].lower(), words[i - 1]
         if (
@@ -209,10 +211,34 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
             and not last.endswith((",", "ed", "ing"))
             and not (last[:1].isupper() and words[i - 2][:1].isupper())
         ):
-            return " ".join(words[:i])
+            return _without_dangling(words[:i])
+    return _without_dangling(words)
+
+
+def _without_dangling(words: list[str]) -> str:
+    """``words`` joined without the function words and adverbs a cut left at the end ("a country primarily" of "a
+    country primarily located in ...", "Greek god of the sky and" of "... and king of the gods"); at least one word."""
+    while len(words) > 1 and words[-1].lower() in _DANGLING:
+        words = words[:-1]
     return " ".join(words)
 
 
+_DANGLING = _FUNCTION_WORDS | {
+    "primarily",
+    "mainly",
+    "largely",
+    "mostly",
+    "chiefly",
+    "partly",
+    "predominantly",
+    "also",
+    "now",
+    "currently",
+    "formerly",
+    "originally",
+    "officially",
+    "especially",
+}
 _CUT_BEFORE = {
     "in",
     "by",
