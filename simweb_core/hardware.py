@@ -1,8 +1,8 @@
-"""What the machine can compute fast: native bfloat16 on this CPU (or its GPU).
+"""What the machine can compute fast: native bfloat16 on this CPU.
 
 A CPU with ``avx512_bf16`` or ``amx_bf16`` runs bfloat16 matrix products natively, faster than float32; elsewhere
 torch emulates them, slower than float32. The dense encoder's ``auto`` dtype, ``sim-web learn``'s ``auto`` precision
-and the trainers' bf16 warnings ask here.
+(which asks torch about a GPU first) and the trainers' bf16 warnings ask here.
 """
 
 from __future__ import annotations
@@ -22,15 +22,6 @@ def cpu_has_native_bf16() -> bool:
     except OSError:
         return False
     return any(f in flags for f in BF16_FLAGS)
-
-
-def native_bf16() -> bool:
-    """Whether bfloat16 runs natively here: on the CUDA GPU if there is one (Ampere or later), else on this CPU."""
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
-    return cpu_has_native_bf16()
 
 
 def emulated_bf16_warning(bf16: bool, cuda: bool, fix: str) -> str | None:

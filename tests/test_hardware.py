@@ -21,15 +21,3 @@ def test_the_warning_names_the_fix_only_where_bf16_would_be_emulated(monkeypatch
     assert hw.emulated_bf16_warning(True, cuda=True, fix="x") is None
     monkeypatch.setattr(hw, "cpu_has_native_bf16", lambda: True)
     assert hw.emulated_bf16_warning(True, cuda=False, fix="x") is None
-
-
-def test_native_bf16_asks_the_gpu_first_then_the_cpu(monkeypatch):
-    import torch
-
-    monkeypatch.setattr(hw, "cpu_has_native_bf16", lambda: True)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert hw.native_bf16() is True
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    for supported in (True, False):
-        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda supported=supported: supported)
-        assert hw.native_bf16() is supported

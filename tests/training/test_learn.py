@@ -210,7 +210,7 @@ def test_stage_seconds_add_up_over_sittings(tmp_path):
 
 def test_precision_reaches_sft_grpo_and_the_model_evals(monkeypatch, tmp_path):
     import agents.harness
-    import simweb_core.hardware
+    import training.learn.config
     import training.sft.train
     from training.learn.run import evaluate, grpo_recipe, stage_sft
 
@@ -234,7 +234,7 @@ def test_precision_reaches_sft_grpo_and_the_model_evals(monkeypatch, tmp_path):
     explicit = LearnConfig(precision="bf16", grpo=GRPOStage(overrides={"trainer.bf16": False}))
     assert grpo_recipe(explicit, tmp_path / "tasks.jsonl", "sft").trainer.bf16 is False  # --grpo-set wins
     for native in (True, False):
-        monkeypatch.setattr(simweb_core.hardware, "native_bf16", lambda native=native: native)
+        monkeypatch.setattr(training.learn.config, "native_bf16", lambda native=native: native)
         assert LearnConfig().bf16() is native  # auto: what the machine does natively
     with pytest.raises(ConfigError, match="precision"):
         LearnConfig(precision="float16")
@@ -249,3 +249,18 @@ def test_report_says_which_stages_ran_in_bf16(tmp_path):
     _note(LearnConfig(out=str(tmp_path), precision="float32"), "eval-sft", {"pass@1": 0.5, "seconds": 6.0}, "hf:sft")
     write_report(tmp_path, tmp_path / "grpo")
     assert "Arithmetic (precision): bfloat16 sft; float32 eval-sft" in (tmp_path / "report.md").read_text()
+
+
+def test_native_bf16_asks_the_gpu_first_then_the_cpu(monkeypatch):
+    import torch
+
+    import simweb_core.hardware
+    from training.learn.config import native_bf16
+
+    monkeypatch.setattr(simweb_core.hardware, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert native_bf16() is True
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for supported in (True, False):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda supported=supported: supported)
+        assert native_bf16() is supported

@@ -23,6 +23,18 @@ from simweb_core.settings import sim_web_home
 
 PRECISIONS = ("auto", "bf16", "float32")
 
+
+def native_bf16() -> bool:
+    """Whether bfloat16 runs natively here: on the CUDA GPU if there is one (Ampere or later), else on this CPU."""
+    import torch
+
+    from simweb_core.hardware import cpu_has_native_bf16
+
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported()
+    return cpu_has_native_bf16()
+
+
 STAGES = (
     "tasks",
     "base",
@@ -172,8 +184,6 @@ class LearnConfig:
     def bf16(self) -> bool:
         """Whether this run trains and evaluates in bfloat16 (``precision``, with ``auto`` resolved on this machine)."""
         if self.precision == "auto":
-            from simweb_core.hardware import native_bf16
-
             return native_bf16()
         return self.precision == "bf16"
 
