@@ -84,6 +84,31 @@ def test_report_rows_include_the_baselines_and_the_ceiling(tmp_path):
     assert (p["diff"], p["only_before"], p["only_after"]) == (0.3, 0, 3)
 
 
+def _searches(*queries: str) -> list[dict[str, str]]:
+    call = '<tool_call>{{"name": "search", "arguments": {{"query": ["{}"]}}}}</tool_call>'
+    return [{"role": "assistant", "content": call.format(q)} for q in queries]
+
+
+def test_report_counts_wrong_episodes_that_searched_past_the_answer(tmp_path):
+    episodes = [  # (task, gold, final answer, searches): one hop too many, a hop that ended right, one search
+        ("lookup-0", "Croatia", "Europe", _searches("Zagreb capital", "Croatia region")),
+        ("lookup-1", "Poland", "Poland", _searches("Warsaw capital", "Poland capital")),
+        ("lookup-2", "Chile", "Peru", _searches("Santiago capital")),
+        ("lookup-3", "Kenya", "Africa", _searches("Nairobi capital", "kenya continent")),
+    ]
+    (tmp_path / "eval-grpo").mkdir()
+    with (tmp_path / "eval-grpo" / "trajectories.jsonl").open("w") as f:
+        for tid, gold, pred, msgs in episodes:
+            rec = {"key": f"{tid}#0", "task_id": tid, "gold": gold, "prediction": pred, "em": float(pred == gold)}
+            f.write(json.dumps({**rec, "termination": "answer", "tool_calls": {"search": len(msgs)}, "messages": msgs}))
+            f.write("\n")
+    s = write_report(tmp_path, tmp_path / "grpo")
+    r = s["stages"]["grpo"]["lookup"]
+    assert (r["solved"], r["two_searches"], r["past_missed"]) == (1, 0.75, 0.5)  # lookup-0 and lookup-3 (any case)
+    assert "| grpo | lookup | 4 | 0.250 |" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "report.md").read_text().count("| 0.500 |") == 2  # the all row and the lookup row
+
+
 def test_report_gives_the_spread_of_grpo_seeds(tmp_path):
     ids = [f"bridge-{i:02d}" for i in range(10)] + [f"lookup-{i:02d}" for i in range(10)]
     _stage(tmp_path / "eval-sft", {t: int(i < 2) for i, t in enumerate(ids)})

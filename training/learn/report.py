@@ -5,7 +5,7 @@ pass@1 with a 95% paired-bootstrap interval (tasks resampled with replacement, s
 discordant tasks (solved by one stage only). Single rates get a 95% Wilson interval. ``learning.png`` shows the GRPO
 reward per step beside held-out pass@1 per stage.
 
-The statistics are in :mod:`training.learn.stats`.
+The statistics are in :mod:`training.learn.stats`, the per-episode diagnostics in :mod:`training.learn.episodes`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from training.learn.stats import mcnemar_p, paired_bootstrap, wilson
-from wiki_index.types import bare_title
+from training.learn.episodes import bridge_entities, load_stage, rates, tier_of
+from training.learn.stats import mcnemar_p, paired_bootstrap
 
-_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.DOTALL)
 #: every row of the table, baselines and ceiling included: the base model, the zero-parameter rule, the answer prior,
 #: the trained stages and the search-only oracle, all on the same held-out tasks
 STAGE_RUNS = (
@@ -30,113 +29,6 @@ STAGE_RUNS = (
     ("oracle", "eval-oracle"),
 )
 PAIRS = (("base", "sft"), ("rule", "sft"), ("sft", "grpo"), ("rule", "grpo"), ("base", "grpo"))
-
-
-def tier_of(task_id: str) -> str:
-    """``lookup-...`` -> ``lookup`` (the tiers' id prefix)."""
-    return task_id.split("-", 1)[0]
-
-
-def search_queries(messages: list[dict[str, Any]]) -> list[str]:
-    """The search queries of an episode's assistant turns, in order.
-
-    >>> search_queries([{"role": "assistant", "content": '<tool_call>{"name": "search", "arguments": '
-    ...                 '{"query": ["Kabul capital"]}}</tool_call>'}])
-    ['Kabul capital']
-    """
-    out = []
-    for m in messages:
-        if m.get("role") != "assistant":
-            continue
-        for call in _CALL.findall(str(m.get("content", ""))):
-            try:
-                data = json.loads(call)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict) and data.get("name") == "search":
-                q = (data.get("arguments") or {}).get("query")
-                out += [str(x) for x in (q if isinstance(q, list) else [q]) if x]
-    return out
-
-
-def bridge_entities(run: Path) -> dict[str, str]:
-    """Bridge task id -> its middle entity B (without a qualifier), read from the task set the evals ran on."""
-    for folder in sorted(run.glob("eval-*")):
-        meta = folder / "run.json"
-        if not meta.is_file():
-            continue
-        tasks = Path(str(json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("tasks") or ""))
-        if not tasks.is_file():
-            continue
-        out = {}
-        for line in tasks.read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            if r.get("tier") == "bridge" and r.get("provenance"):
-                out[r["id"]] = bare_title(str(r["provenance"][0]["object"]))
-        return out
-    return {}
-
-
-def answer_shown(record: dict[str, Any]) -> bool:
-    """Whether a tool response of the episode contains the gold answer or an alias (case-insensitive): the search
-    found it, whatever the final answer. A wrong episode with the answer shown failed at reading, not at searching.
-
-    >>> answer_shown({"gold": "Namibia", "aliases": [], "messages": [{"role": "user", "content": "Windhoek?"},
-    ...     {"role": "user", "content": "<tool_response>Windhoek is the capital of Namibia.</tool_response>"}]})
-    True
-    """
-    gold = record.get("gold") or []
-    names = [str(g).lower() for g in (gold if isinstance(gold, list) else [gold]) + list(record.get("aliases") or [])]
-    seen = " ".join(
-        str(m.get("content", "")).lower()
-        for m in (record.get("messages") or [])[1:]
-        if m.get("role") in ("user", "tool") and "<tool_response>" in str(m.get("content", ""))
-    )
-    return any(n and n in seen for n in names)
-
-
-def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
-    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge}`` of one eval run, or ``None`` when it has
-    not run. ``names_bridge``: on a bridge task, whether a search after the first names the middle entity B (the hop
-    a solver makes once the first search has shown B); ``None`` on other tasks."""
-    from agents.trajectory import load_records
-
-    path = folder / "trajectories.jsonl"
-    if not path.is_file():
-        return None
-    out = {}
-    for r in load_records(path):
-        score = r.get("correct", r.get("em", 0.0)) or 0.0
-        b = (bridges or {}).get(r["task_id"])
-        later = search_queries(r.get("messages") or [])[1:] if b else []
-        out[r["task_id"]] = {
-            "correct": int(score >= 1.0),
-            "answered": int(str(r.get("termination", "")).startswith(("answer", "forced_answer"))),
-            "tool_calls": sum((r.get("tool_calls") or {}).values()),
-            "searches": int((r.get("tool_calls") or {}).get("search", 0)),
-            "names_bridge": any(b.lower() in q.lower() for q in later) if b else None,
-            "shown": answer_shown(r),
-        }
-    return out
-
-
-def _rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
-    k, n = sum(rows[i]["correct"] for i in ids), len(ids)
-    hops = [i for i in ids if rows[i].get("names_bridge") is not None]
-    lo, hi = wilson(k, n)
-    return {
-        "n": n,
-        "solved": k,
-        "pass@1": round(k / n, 4) if n else None,
-        "ci95": [round(lo, 4), round(hi, 4)],
-        "answer_rate": round(sum(rows[i]["answered"] for i in ids) / n, 4) if n else None,
-        "tool_calls": round(sum(rows[i]["tool_calls"] for i in ids) / n, 3) if n else None,
-        "two_searches": round(sum(rows[i].get("searches", 0) >= 2 for i in ids) / n, 4) if n else None,
-        "names_bridge": round(sum(bool(rows[i].get("names_bridge")) for i in hops) / len(hops), 4) if hops else None,
-        "shown_missed": round(sum(rows[i].get("shown", False) and not rows[i]["correct"] for i in ids) / n, 4)
-        if n
-        else None,
-    }
 
 
 def variant_of(stage: str) -> str:
@@ -183,8 +75,8 @@ def summarise(run: Path) -> dict[str, Any]:
         ids = sorted(rows)
         tiers = sorted({tier_of(i) for i in ids})
         out["stages"][name] = {
-            "all": _rates(rows, ids),
-            **{t: _rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers},
+            "all": rates(rows, ids),
+            **{t: rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers},
         }
     for a, b in pairs(list(stages)):
         common = sorted(set(stages[a]) & set(stages[b]))
@@ -203,7 +95,7 @@ def summarise(run: Path) -> dict[str, Any]:
         if (rows := load_stage(found[name])) is not None
     }
     if sailorfog:
-        out["sailorfog"] = {name: _rates(rows, sorted(rows)) for name, rows in sailorfog.items()}
+        out["sailorfog"] = {name: rates(rows, sorted(rows)) for name, rows in sailorfog.items()}
     for variant in dict.fromkeys(variant_of(n) for n in stages if n.startswith("grpo")):
         runs = [rows for name, rows in stages.items() if variant_of(name) == variant]
         if len(runs) > 1 and "sft" in stages:
@@ -263,8 +155,8 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
         "# cpu-learn: held-out pass@1 per stage (greedy)",
         "",
         "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches | a later search names B "
-        "| wrong, answer shown |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| wrong, answer shown | wrong, a later search names the answer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for stage, scopes in summary["stages"].items():
         for scope, r in scopes.items():
@@ -272,7 +164,7 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
                 f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} | {r['two_searches']:.3f} | "
                 f"{'-' if r['names_bridge'] is None else format(r['names_bridge'], '.3f')} | "
-                f"{r['shown_missed']:.3f} |"
+                f"{r['shown_missed']:.3f} | {r.get('past_missed', 0.0):.3f} |"
             )
     lines += [
         "",
