@@ -42,6 +42,8 @@ def test_statistics_match_hand_computed_values():
     assert lo == hi == 1.0
     lo, hi = paired_bootstrap([0, 1] * 25, [1, 0] * 25)
     assert lo < 0 < hi
+    lo, _ = paired_bootstrap([0] * 41, [2 / 3] * 7 + [-1 / 3] * 4 + [0] * 30)  # means of thirds: 0 less 1e-18 raw
+    assert f"{lo:+.3f}" == "+0.000"
 
 
 def test_report_pairs_stages_task_by_task(tmp_path):

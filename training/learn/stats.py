@@ -44,4 +44,6 @@ def paired_bootstrap(before: list[int], after: list[int], reps: int = 10_000, se
         return 0.0, 0.0
     idx = np.random.default_rng(seed).integers(0, d.size, size=(reps, d.size))
     means = d[idx].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+    # float noise (a mean of thirds off by 1e-17) would print an interval ending at 0 as "-0.000"
+    lo, hi = (round(float(np.percentile(means, q)), 10) + 0.0 for q in (2.5, 97.5))
+    return lo, hi
