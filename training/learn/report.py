@@ -164,7 +164,7 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
                 f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} | {r['two_searches']:.3f} | "
                 f"{'-' if r['names_bridge'] is None else format(r['names_bridge'], '.3f')} | "
-                f"{r['shown_missed']:.3f} | {r.get('past_missed', 0.0):.3f} |"
+                f"{r['shown_missed']:.3f} | {r['past_missed']:.3f} |"
             )
     lines += [
         "",
