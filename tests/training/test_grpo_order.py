@@ -15,11 +15,14 @@ def _tasks(n_lookup: int, n_bridge: int) -> list[SimpleNamespace]:
     return [SimpleNamespace(id=f"{t}-{i}", metadata={"tier": t}) for i, t in enumerate(tiers)]
 
 
-def test_interleave_keeps_every_task_alternates_tiers_and_follows_the_seed():
+def test_interleave_plays_every_task_alternates_tiers_to_the_end_and_follows_the_seed():
     tasks = _tasks(5, 9)
     order = interleave_tiers(tasks, seed=0)
-    assert sorted(t.id for t in order) == sorted(t.id for t in tasks)
-    assert [t.metadata["tier"] for t in order[:10]] == ["bridge", "lookup"] * 5  # then bridge alone
+    assert {t.id for t in order} == {t.id for t in tasks}
+    assert [t.metadata["tier"] for t in order] == ["bridge", "lookup"] * 9  # the 5 lookups start over once
+    bridges = [t.id for t in order if t.metadata["tier"] == "bridge"]
+    lookups = [t.id for t in order if t.metadata["tier"] == "lookup"]
+    assert len(set(bridges)) == 9 and len(set(lookups[:5])) == 5 and len(set(lookups[5:])) == 4
     assert [t.id for t in order] == [t.id for t in interleave_tiers(tasks, seed=0)]
     assert [t.id for t in order] != [t.id for t in interleave_tiers(tasks, seed=1)]
 
