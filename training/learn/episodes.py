@@ -99,8 +99,12 @@ def searched_past(record: dict[str, Any]) -> bool:
     ...     '<tool_call>{"name": "search", "arguments": {"query": ["Croatia region"]}}</tool_call>'}]})
     True
     """
-    later = [q.lower() for q in search_queries(record.get("messages") or [])[1:]]
-    return any(n in q for q in later for n in _gold_names(record))
+    return _names_any(search_queries(record.get("messages") or [])[1:], _gold_names(record))
+
+
+def _names_any(queries: list[str], names: list[str]) -> bool:
+    """Whether one of ``queries`` contains one of the lower-cased ``names`` (case-insensitive)."""
+    return any(n in q.lower() for q in queries for n in names)
 
 
 def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
@@ -117,15 +121,15 @@ def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str,
     for r in load_records(path):
         score = r.get("correct", r.get("em", 0.0)) or 0.0
         b = (bridges or {}).get(r["task_id"])
-        later = search_queries(r.get("messages") or [])[1:] if b else []
+        later = search_queries(r.get("messages") or [])[1:]
         out[r["task_id"]] = {
             "correct": int(score >= 1.0),
             "answered": int(str(r.get("termination", "")).startswith(("answer", "forced_answer"))),
             "tool_calls": sum((r.get("tool_calls") or {}).values()),
             "searches": int((r.get("tool_calls") or {}).get("search", 0)),
-            "names_bridge": any(b.lower() in q.lower() for q in later) if b else None,
+            "names_bridge": _names_any(later, [b.lower()]) if b else None,
             "shown": answer_shown(r),
-            "past": searched_past(r),
+            "past": _names_any(later, _gold_names(r)),
         }
     return out
 
