@@ -49,7 +49,7 @@ learn: install
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web learn $(ARGS)
 
-# after `make learn`: GRPO on bridge tasks only, then it, SFT, the base model and the baselines on held-out tasks 241-562 (answers
+# after `make learn`: GRPO on bridge tasks only, then it, SFT, the base model and the baselines on held-out tasks 241 on (answers
 # disjoint from training, untouched by the first 240); report in $SIM_WEB_HOME/runs/learn/cpu-learn-confirm/
 LEARN := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/runs/learn
 learn-confirm: learn
