@@ -37,12 +37,13 @@ def interleave_tiers(tasks: Sequence[Any], seed: int) -> list[Any]:
     for task in tasks:
         tiers.setdefault(str(task.metadata.get("tier") or ""), []).append(task)
     rng = random.Random(seed)
-    rounds = max((len(group) for group in tiers.values()), default=0)
-    passes = {name: _shuffled(group, rng) for name, group in sorted(tiers.items())}
+    ordered = sorted(tiers.items())
+    rounds = max((len(group) for _, group in ordered), default=0)
+    passes: dict[str, list[Any]] = {}
     out: list[Any] = []
     for i in range(rounds):
-        for name, group in sorted(tiers.items()):
-            if i % len(group) == 0 and i:
+        for name, group in ordered:
+            if i % len(group) == 0:  # the tier's first pass, or it ran out: a new shuffle
                 passes[name] = _shuffled(group, rng)
             out.append(passes[name][i % len(group)])
     return out

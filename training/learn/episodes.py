@@ -88,10 +88,17 @@ def answer_shown(record: dict[str, Any]) -> bool:
     return any(n in seen for n in _gold_names(record))
 
 
-def searched_past(record: dict[str, Any]) -> bool:
+def searched_past(record: dict[str, Any], later: list[str] | None = None) -> bool:
     """Whether a search after the first names the gold answer or an alias: the episode had found the answer and
     searched on from it. On a one-hop question that ends wrong, it is one hop too many (``Zagreb`` -> ``Croatia``,
     then ``Croatia is a country in which region?`` and the answer ``Europe``).
+
+    Args:
+        record: An eval episode record (``gold``, ``aliases``, ``messages``).
+        later: The episode's searches after the first, when the caller has parsed them already (None: parse them).
+
+    Returns:
+        True when one of those searches contains the gold answer or an alias (case-insensitive).
 
     >>> searched_past({"gold": "Croatia", "messages": [{"role": "assistant", "content":
     ...     '<tool_call>{"name": "search", "arguments": {"query": ["Zagreb capital of"]}}</tool_call>'},
@@ -99,7 +106,9 @@ def searched_past(record: dict[str, Any]) -> bool:
     ...     '<tool_call>{"name": "search", "arguments": {"query": ["Croatia region"]}}</tool_call>'}]})
     True
     """
-    return _names_any(search_queries(record.get("messages") or [])[1:], _gold_names(record))
+    if later is None:
+        later = search_queries(record.get("messages") or [])[1:]
+    return _names_any(later, _gold_names(record))
 
 
 def _names_any(queries: list[str], names: list[str]) -> bool:
@@ -129,7 +138,7 @@ def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str,
             "searches": int((r.get("tool_calls") or {}).get("search", 0)),
             "names_bridge": _names_any(later, [b.lower()]) if b else None,
             "shown": answer_shown(r),
-            "past": _names_any(later, _gold_names(r)),
+            "past": searched_past(r, later),
         }
     return out
 
