@@ -15,7 +15,7 @@ from sim_web.backends.real import WikipediaFallback, build_real_backends
 from sim_web.backends.sim import SimBackend
 from sim_web.env.config import REAL_POLICIES, EnvConfig
 from sim_web.env.config_data import env_config_from, tasks_from
-from sim_web.env.rewards import Judge, score_answer
+from sim_web.env.rewards import Judge, episode_reward, score_answer
 from sim_web.env.spaces import TextSpace
 from sim_web.env.step_info import action_info, parse_turn
 from sim_web.env.tasks import Task, resolve_tasks
@@ -106,8 +106,8 @@ class WebResearchEnv(gym.Env[str, str]):
 
     ## Rewards
     0 on every step; on ``<answer>``, the answer's score against the gold answer and its aliases
-    (``RewardConfig.kind``: normalised exact match, token F1, or an LLM judge), minus
-    ``format_penalty`` per malformed action.
+    (``RewardConfig.kind``: normalised exact match, token F1, or an LLM judge), scaled down by
+    ``call_cost`` per tool call (never below half) and less ``format_penalty`` per malformed action.
 
     ## Episode End
     Terminated on ``<answer>``. Truncated (reward 0) after ``max_turns`` turns or when tool output
@@ -303,7 +303,8 @@ class WebResearchEnv(gym.Env[str, str]):
         scores = score_answer(
             answer, self.task.answer, self.task.aliases, self.task.question, self.config.reward, self.judge
         )
-        reward = scores["reward"] - self.config.reward.format_penalty * sum(self.errors.values())
+        calls, errors = sum(self.tool_calls.values()), sum(self.errors.values())
+        reward = episode_reward(scores["reward"], errors, calls, self.config.reward)
         self.done = True
         return (
             "",

@@ -58,15 +58,49 @@ class RewardConfig:
         kind: ``em`` (exact match), ``f1`` (token F1) or ``judge`` (the judge callable).
         use_aliases: Whether aliases count as gold answers.
         format_penalty: Subtracted from the reward per malformed action in the episode (0 = off).
+        call_cost: Share of a scored answer's reward taken off per tool call of the episode, down to
+            ``CALL_COST_FLOOR`` of it (0 = off). Among right answers the one with fewer calls then scores higher,
+            while a right answer always beats a wrong one: the reward says "stop when the answer is found".
     """
 
     kind: str = "em"
     use_aliases: bool = True
     format_penalty: float = 0.0
+    call_cost: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in ("em", "f1", "judge"):
             raise ConfigError(f"RewardConfig.kind must be 'em', 'f1' or 'judge', got {self.kind!r}")
+        if not 0.0 <= self.call_cost <= 1.0 - CALL_COST_FLOOR:
+            raise ConfigError(
+                f"RewardConfig.call_cost must be in [0, {1.0 - CALL_COST_FLOOR}] (a share of the answer's reward per "
+                f"tool call), got {self.call_cost!r}"
+            )
+
+
+CALL_COST_FLOOR = 0.5
+"""The least share of its reward a scored answer keeps under ``call_cost``, however many tool calls it took."""
+
+
+def episode_reward(answer_reward: float, errors: int, calls: int, config: RewardConfig) -> float:
+    """The reward of a finished episode: the answer's score, less the call cost and the format penalty.
+
+    Args:
+        answer_reward: :func:`score_answer`'s ``"reward"``.
+        errors: Malformed actions in the episode (``format_penalty`` each).
+        calls: Tool calls the episode made (the final answer is not one).
+        config: The reward settings.
+
+    Returns:
+        ``answer_reward * max(CALL_COST_FLOOR, 1 - call_cost * calls) - format_penalty * errors``.
+
+    >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(call_cost=0.1))
+    0.8
+    >>> episode_reward(0.0, errors=1, calls=9, config=RewardConfig(call_cost=0.1, format_penalty=0.1))
+    -0.1
+    """
+    kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * calls) if config.call_cost else 1.0
+    return round(answer_reward * kept, 12) - config.format_penalty * errors
 
 
 def score_answer(

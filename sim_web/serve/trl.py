@@ -32,11 +32,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim_web.env import EnvConfig, Task, make_toolbox
-from sim_web.env.rewards import RewardConfig, score_answer
+from sim_web.env.rewards import RewardConfig, episode_reward, score_answer
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.serve.chat_template import with_tool_template
 from sim_web.tools import ToolMethods
+from simweb_core.errors import ConfigError
 
 __all__ = ["WebResearchToolEnv", "answer_reward", "task_dataset", "tasks_dataset", "with_tool_template"]
 
@@ -58,7 +59,7 @@ class WebResearchToolEnv(ToolMethods):
         self._toolbox = make_toolbox(self.config)
         self._gold: tuple[str, tuple[str, ...], str] = ("", (), "")
         self._submitted: str | None = None
-        self.errors = 0
+        self.errors = self.calls = 0
 
     def reset(self, **row: Any) -> str | None:
         """Start an episode for one dataset row (``question``, ``answer``, optional ``aliases``).
@@ -73,7 +74,7 @@ class WebResearchToolEnv(ToolMethods):
             str(row.get("question") or ""),
         )
         self._submitted = None
-        self.errors = 0
+        self.errors = self.calls = 0
         self._toolbox.executor.stats.reset()
         return None
 
@@ -95,11 +96,12 @@ class WebResearchToolEnv(ToolMethods):
             return 0.0
         gold, aliases, question = self._gold
         scores = score_answer(self._submitted, gold, aliases, question, self.config.reward)
-        return float(scores["reward"]) - self.config.reward.format_penalty * self.errors
+        return episode_reward(float(scores["reward"]), self.errors, self.calls, self.config.reward)
 
     def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:
         from sim_web.protocol.actions import Action
 
+        self.calls += 1
         try:
             return self._toolbox.call(Action(kind="tool_call", tool=tool, arguments=arguments, code=code))
         except ActionError as e:  # an agent mistake is an observation, as in the gym env
@@ -126,11 +128,20 @@ def answer_reward(
             assistant message is read).
         answer: The gold answer of each row (the dataset column).
         aliases: The accepted aliases of each row (optional column).
-        config: EM / F1 and alias use (``kind="judge"`` is not available here).
+        config: EM / F1 and alias use (``kind="judge"`` and ``call_cost`` are not available here).
 
     Returns:
         One reward per completion; 0.0 when no ``<answer>`` tag is present.
+
+    Raises:
+        ConfigError: When ``config.call_cost`` is set: the final message does not show how many tool calls came
+            before it.
     """
+    if config.call_cost:
+        raise ConfigError(
+            f"answer_reward reads only the final message, so it cannot apply call_cost={config.call_cost}; "
+            "score with WebResearchToolEnv.get_reward (which counts the episode's tool calls) or set call_cost=0"
+        )
     out = []
     for i, completion in enumerate(completions):
         if isinstance(completion, list):

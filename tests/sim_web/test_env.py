@@ -9,7 +9,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import sim_web
-from sim_web.env import EnvConfig, WebResearchEnv
+from sim_web.env import EnvConfig, RewardConfig, WebResearchEnv
 
 
 def call(name: str, **arguments) -> str:
@@ -75,6 +75,19 @@ def test_full_episode_search_visit_answer(env):
     ]
     with pytest.raises(gym.error.ResetNeeded):
         env.step("<answer>x</answer>")
+
+
+def test_call_cost_scales_the_answer_reward_by_the_episode_tool_calls(sample_index):
+    cfg = EnvConfig(index_dir=str(sample_index), reward=RewardConfig(call_cost=0.1))
+    e = WebResearchEnv(cfg)
+    task = e.tasks[3]
+    for searches, want in ((0, 1.0), (1, 0.9), (3, 0.7)):
+        e.reset(options={"task": task})
+        for _ in range(searches):
+            e.step(call("search", query=["history"]))
+        *_, r, term, _, info = e.step(f"<answer>{task.answer}</answer>")
+        assert term and r == pytest.approx(want) and info["em"] == 1.0  # em, what evals count, is untouched
+    e.close()
 
 
 def test_agent_mistakes_become_observations_and_counts(env):

@@ -1,6 +1,14 @@
 import pytest
 
-from sim_web.env.rewards import RewardConfig, exact_match, f1_score, normalize_answer, score_answer
+from sim_web.env.rewards import (
+    CALL_COST_FLOOR,
+    RewardConfig,
+    episode_reward,
+    exact_match,
+    f1_score,
+    normalize_answer,
+    score_answer,
+)
 from simweb_core.errors import ConfigError
 
 
@@ -30,3 +38,16 @@ def test_score_answer_kinds_and_judge():
         score_answer("x", "y", [], config=RewardConfig(kind="judge"))
     with pytest.raises(ConfigError):
         RewardConfig(kind="bleu")
+
+
+def test_call_cost_ranks_right_answers_by_calls_and_never_below_a_wrong_one():
+    cost = RewardConfig(call_cost=0.1)
+    right = [episode_reward(1.0, errors=0, calls=n, config=cost) for n in range(9)]
+    assert right[:4] == [1.0, 0.9, 0.8, 0.7]
+    assert right == sorted(right, reverse=True) and min(right) == CALL_COST_FLOOR > 0.0
+    assert episode_reward(0.0, errors=0, calls=1, config=cost) == 0.0  # a wrong answer loses nothing more
+    assert episode_reward(1.0, errors=0, calls=7, config=RewardConfig()) == 1.0  # off by default
+    assert episode_reward(1.0, errors=2, calls=1, config=RewardConfig(call_cost=0.1, format_penalty=0.1)) == 0.7
+    for bad in (-0.1, 0.6):
+        with pytest.raises(ConfigError, match="call_cost must be in"):
+            RewardConfig(call_cost=bad)

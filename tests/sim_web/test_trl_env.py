@@ -18,6 +18,7 @@ from sim_web.env import EnvConfig, WebResearchEnv
 from sim_web.env.rewards import RewardConfig
 from sim_web.env.tasks import Task
 from sim_web.serve.trl import WebResearchToolEnv, answer_reward, tasks_dataset, with_tool_template
+from simweb_core.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +45,19 @@ def test_tools_schemas_and_reward(tool_env):
     assert tool_env.answer(answer="Lyon").startswith("Error") and tool_env.get_reward() == 1.0
     tool_env.reset(question="q", answer="Paris")
     assert tool_env.errors == 0 and tool_env.get_reward() == 0.0
+
+
+def test_get_reward_applies_the_call_cost_as_the_gym_env_does(sample_index):
+    tool_env = WebResearchToolEnv(EnvConfig(index_dir=str(sample_index), reward=RewardConfig(call_cost=0.1)))
+    tool_env.reset(question="Capital of France?", answer="Paris")
+    tool_env.search(query=["Paris France capital"])
+    tool_env.visit(url=["https://en.wikipedia.org/wiki/Paris"], goal="capital")
+    tool_env.answer(answer="Paris")
+    assert tool_env.calls == 2 and tool_env.get_reward() == pytest.approx(0.8)
+    tool_env.reset(question="q", answer="Paris")
+    assert tool_env.calls == 0
+    with pytest.raises(ConfigError, match="cannot apply call_cost=0.1"):
+        answer_reward(["<answer>Paris</answer>"], answer=["Paris"], config=RewardConfig(call_cost=0.1))
 
 
 def test_answer_reward_reads_the_answer_the_env_scores(sample_index):

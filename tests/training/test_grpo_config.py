@@ -63,6 +63,13 @@ def test_derived_section_fields_follow_the_run():
         GRPORecipe(env=dataclasses.replace(GRPORecipe().env, split="test"))
 
 
+def test_a_call_cost_needs_a_solved_reward_that_right_answers_still_reach():
+    with pytest.raises(ConfigError, match="set solved_reward=0.5"):
+        load_recipe("cpu-learn", {"env.reward.call_cost": 0.1})
+    r = load_recipe("cpu-learn", {"env.reward.call_cost": 0.1, "solved_reward": 0.5})
+    assert (r.env.reward.call_cost, r.loop_config().solved_reward) == (0.1, 0.5)
+
+
 def test_the_multi_gpu_recipe_documents_the_server_mode_hang():
     text = (CONFIG_DIR / "multi-gpu.yaml").read_text()
     assert "accelerate launch" in text and "trl#6673" in text and "colocate" in text

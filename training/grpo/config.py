@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sim_web.env import EnvConfig
+from sim_web.env.rewards import CALL_COST_FLOOR
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
@@ -122,6 +123,12 @@ class GRPORecipe:
                 f"trainer.max_completion_length ({self.trainer.max_completion_length}) is the budget of the whole "
                 f"episode and must be >= rollout.max_turn_tokens ({self.rollout.max_turn_tokens}); raise it or "
                 "lower rollout.max_turn_tokens"
+            )
+        if self.env.reward.call_cost and self.solved_reward > CALL_COST_FLOOR:
+            raise ConfigError(
+                f"env.reward.call_cost={self.env.reward.call_cost} lowers a right answer's reward to as little as "
+                f"{CALL_COST_FLOOR}, so solved_reward={self.solved_reward} would count right answers as unsolved in "
+                f"DUPO's prefilter and the loop: set solved_reward={CALL_COST_FLOOR}"
             )
         if self.balance_tiers and self.loop.enabled:
             raise ConfigError(
