@@ -142,6 +142,16 @@ def test_report_gives_each_grpo_variant_its_rows_pairs_and_seeds(tmp_path):
     assert s["seeds"]["grpo-bridge"]["bridge"]["mean"] == 0.5 and s["seeds"]["grpo"]["bridge"]["mean"] == 0.2
 
 
+def test_report_pairs_the_first_named_variant_with_the_others_when_no_run_is_plain_grpo(tmp_path):
+    ids = [f"bridge-{i:02d}" for i in range(10)]
+    for folder, k in (("eval-sft", 2), ("eval-grpo-cost", 5), ("eval-grpo-bal4", 3)):
+        _stage(tmp_path / folder, {t: int(i < k) for i, t in enumerate(ids)})
+    s = summarise(tmp_path)
+    assert list(s["stages"]) == ["sft", "grpo-bal4", "grpo-cost"]
+    assert s["paired"]["grpo-bal4->grpo-cost"]["bridge"]["diff"] == 0.2
+    assert s["paired"]["sft->grpo-cost"]["bridge"]["diff"] == 0.3 and "grpo-cost->grpo-bal4" not in s["paired"]
+
+
 def test_learn_config_names_grpo_variants_and_skips_held_out_tasks():
     assert LearnConfig(grpo=GRPOStage(name="grpo-bridge", seeds=(0, 3))).grpo_runs() == [
         (0, "grpo-bridge", "eval-grpo-bridge"),

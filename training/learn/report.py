@@ -57,10 +57,11 @@ def stage_runs(run: Path) -> list[tuple[str, str]]:
 
 def pairs(stages: list[str]) -> list[tuple[str, str]]:
     """The paired comparisons of the report: :data:`PAIRS`, the same for each further GRPO variant, the first variant
-    against each other one (``grpo->grpo-bridge``), and SFT against each further seed (``sft->grpo-bridge-seed1``:
-    every seed's own gain, beside the seed mean); only stages present are paired."""
-    variants = [v for v in dict.fromkeys(variant_of(s) for s in stages) if v.startswith("grpo") and v != "grpo"]
-    extra = [(a, v) for v in variants for a, b in PAIRS if b == "grpo"] + [("grpo", v) for v in variants]
+    present (``grpo`` when there is one) against each other one (``grpo->grpo-bridge``), and SFT against each further
+    seed (``sft->grpo-bridge-seed1``: every seed's own gain, beside the seed mean); only stages present are paired."""
+    every = [v for v in dict.fromkeys(variant_of(s) for s in stages) if v.startswith("grpo")]
+    variants = [v for v in every if v != "grpo"]
+    extra = [(a, v) for v in variants for a, b in PAIRS if b == "grpo"] + [(every[0], v) for v in every[1:]]
     seeds = [("sft", s) for s in stages if s.startswith("grpo") and variant_of(s) != s]
     return [(a, b) for a, b in (*PAIRS, *extra, *seeds) if a in stages and b in stages]
 
