@@ -50,6 +50,10 @@ def f1_score(prediction: str, golds: Sequence[str]) -> float:
     return best
 
 
+CALL_COST_FLOOR = 0.5
+"""The least share of its reward a scored answer keeps under ``call_cost``, however many tool calls it took."""
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     """How an answer is scored.
@@ -78,10 +82,6 @@ class RewardConfig:
             )
 
 
-CALL_COST_FLOOR = 0.5
-"""The least share of its reward a scored answer keeps under ``call_cost``, however many tool calls it took."""
-
-
 def episode_reward(answer_reward: float, errors: int, calls: int, config: RewardConfig) -> float:
     """The reward of a finished episode: the answer's score, less the call cost and the format penalty.
 
@@ -99,7 +99,7 @@ def episode_reward(answer_reward: float, errors: int, calls: int, config: Reward
     >>> episode_reward(0.0, errors=1, calls=9, config=RewardConfig(call_cost=0.1, format_penalty=0.1))
     -0.1
     """
-    kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * calls) if config.call_cost else 1.0
+    kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * calls)
     return round(answer_reward * kept, 12) - config.format_penalty * errors
 
 
