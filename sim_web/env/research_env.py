@@ -15,7 +15,7 @@ from sim_web.backends.real import WikipediaFallback, build_real_backends
 from sim_web.backends.sim import SimBackend
 from sim_web.env.config import REAL_POLICIES, EnvConfig
 from sim_web.env.config_data import env_config_from, tasks_from
-from sim_web.env.rewards import Judge, episode_reward, score_answer
+from sim_web.env.rewards import Judge, episode_reward, free_calls, score_answer
 from sim_web.env.spaces import TextSpace
 from sim_web.env.step_info import action_info, parse_turn
 from sim_web.env.tasks import Task, resolve_tasks
@@ -107,7 +107,8 @@ class WebResearchEnv(gym.Env[str, str]):
     ## Rewards
     0 on every step; on ``<answer>``, the answer's score against the gold answer and its aliases
     (``RewardConfig.kind``: normalised exact match, token F1, or an LLM judge), scaled down by
-    ``call_cost`` per tool call (never below half) and less ``format_penalty`` per malformed action.
+    ``call_cost`` per tool call (never below half; with ``free_calls="oracle"`` only the calls past the task's
+    ``difficulty.oracle_searches``) and less ``format_penalty`` per malformed action.
 
     ## Episode End
     Terminated on ``<answer>``. Truncated (reward 0) after ``max_turns`` turns or when tool output
@@ -247,6 +248,7 @@ class WebResearchEnv(gym.Env[str, str]):
                 f"options['task'] has a {len(task.question)}-character question; this env's observations hold at most "
                 f"{self.max_obs_len} (raise EnvConfig.max_response_chars or pass the task in the task set)"
             )
+        free_calls(task.oracle_searches, self.config.reward)  # a task the reward cannot score fails now, not later
         self.task = task
         self.messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task.question}]
         return task.question, self._info()
@@ -304,7 +306,8 @@ class WebResearchEnv(gym.Env[str, str]):
             answer, self.task.answer, self.task.aliases, self.task.question, self.config.reward, self.judge
         )
         calls, errors = sum(self.tool_calls.values()), sum(self.errors.values())
-        reward = episode_reward(scores["reward"], errors, calls, self.config.reward)
+        free = free_calls(self.task.oracle_searches, self.config.reward)
+        reward = episode_reward(scores["reward"], errors, calls, self.config.reward, free)
         self.done = True
         return (
             "",

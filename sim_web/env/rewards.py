@@ -12,6 +12,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from simweb_core.errors import ConfigError
 
@@ -65,12 +66,17 @@ class RewardConfig:
         call_cost: Share of a scored answer's reward taken off per tool call of the episode, down to
             ``CALL_COST_FLOOR`` of it (0 = off). Among right answers the one with fewer calls then scores higher,
             while a right answer always beats a wrong one: the reward says "stop when the answer is found".
+        free_calls: Which tool calls ``call_cost`` leaves free: ``none`` (it charges every call) or ``oracle`` (the
+            first ``difficulty.oracle_searches`` calls of the task, the searches a provenance-following oracle
+            needs, are free). With ``oracle`` the cost falls only on calls past what the task needs, so a two-hop
+            question's second search costs nothing while a one-hop question's does.
     """
 
     kind: str = "em"
     use_aliases: bool = True
     format_penalty: float = 0.0
     call_cost: float = 0.0
+    free_calls: str = "none"
 
     def __post_init__(self) -> None:
         if self.kind not in ("em", "f1", "judge"):
@@ -80,9 +86,47 @@ class RewardConfig:
                 f"RewardConfig.call_cost must be in [0, {1.0 - CALL_COST_FLOOR}] (a share of the answer's reward per "
                 f"tool call), got {self.call_cost!r}"
             )
+        if self.free_calls not in ("none", "oracle"):
+            raise ConfigError(f"RewardConfig.free_calls must be 'none' or 'oracle', got {self.free_calls!r}")
+        if self.free_calls != "none" and not self.call_cost:
+            raise ConfigError(
+                f"RewardConfig.free_calls={self.free_calls!r} only changes which calls call_cost charges, and "
+                "call_cost is 0: set call_cost > 0 (e.g. 0.1) or free_calls='none'"
+            )
 
 
-def episode_reward(answer_reward: float, errors: int, calls: int, config: RewardConfig) -> float:
+def free_calls(oracle_searches: Any, config: RewardConfig) -> int:
+    """How many of a task's tool calls ``config.call_cost`` leaves free.
+
+    Args:
+        oracle_searches: The task's ``difficulty.oracle_searches`` (:attr:`Task.oracle_searches`), or ``None``.
+        config: The reward settings.
+
+    Returns:
+        0 with ``free_calls="none"``; the task's oracle searches with ``free_calls="oracle"``.
+
+    Raises:
+        ConfigError: With ``free_calls="oracle"`` when the task does not carry a positive whole number of oracle
+            searches (task sets written by ``sim-web synth`` and ``sim-web learn`` do).
+
+    >>> free_calls(2, RewardConfig(call_cost=0.1, free_calls="oracle"))
+    2
+    >>> free_calls(None, RewardConfig(call_cost=0.1))
+    0
+    """
+    if config.free_calls == "none":
+        return 0
+    ok = isinstance(oracle_searches, (int, float)) and not isinstance(oracle_searches, bool)
+    if not ok or oracle_searches < 1 or oracle_searches != int(oracle_searches):
+        raise ConfigError(
+            "RewardConfig.free_calls='oracle' needs each task's difficulty.oracle_searches (a whole number >= 1), "
+            f"found {oracle_searches!r}: use a task set written by `sim-web synth` or `sim-web learn --stages tasks`, "
+            "or set free_calls='none'"
+        )
+    return int(oracle_searches)
+
+
+def episode_reward(answer_reward: float, errors: int, calls: int, config: RewardConfig, free: int = 0) -> float:
     """The reward of a finished episode: the answer's score, less the call cost and the format penalty.
 
     Args:
@@ -90,16 +134,19 @@ def episode_reward(answer_reward: float, errors: int, calls: int, config: Reward
         errors: Malformed actions in the episode (``format_penalty`` each).
         calls: Tool calls the episode made (the final answer is not one).
         config: The reward settings.
+        free: Calls not charged (:func:`free_calls`).
 
     Returns:
-        ``answer_reward * max(CALL_COST_FLOOR, 1 - call_cost * calls) - format_penalty * errors``.
+        ``answer_reward * max(CALL_COST_FLOOR, 1 - call_cost * max(0, calls - free)) - format_penalty * errors``.
 
     >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(call_cost=0.1))
     0.8
+    >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(call_cost=0.1, free_calls="oracle"), free=2)
+    1.0
     >>> episode_reward(0.0, errors=1, calls=9, config=RewardConfig(call_cost=0.1, format_penalty=0.1))
     -0.1
     """
-    kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * calls)
+    kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * max(0, calls - free))
     return round(answer_reward * kept, 12) - config.format_penalty * errors
 
 

@@ -40,6 +40,12 @@ class Task:
     aliases: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict, hash=False)
 
+    @property
+    def oracle_searches(self) -> Any:
+        """The searches a provenance-following oracle needs (``difficulty.oracle_searches``), or ``None``."""
+        difficulty = self.metadata.get("difficulty")
+        return difficulty.get("oracle_searches") if isinstance(difficulty, dict) else None
+
     @classmethod
     def from_record(cls, rec: dict[str, Any], where: str = "") -> Task:
         """Build a task from a dict with ``question`` and ``answer`` (other keys become metadata)."""

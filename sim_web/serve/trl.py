@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim_web.env import EnvConfig, Task, make_toolbox
-from sim_web.env.rewards import RewardConfig, episode_reward, score_answer
+from sim_web.env.rewards import RewardConfig, episode_reward, free_calls, score_answer
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.serve.chat_template import with_tool_template
@@ -59,10 +59,10 @@ class WebResearchToolEnv(ToolMethods):
         self._toolbox = make_toolbox(self.config)
         self._gold: tuple[str, tuple[str, ...], str] = ("", (), "")
         self._submitted: str | None = None
-        self.errors = self.calls = 0
+        self.errors = self.calls = self._free = 0
 
     def reset(self, **row: Any) -> str | None:
-        """Start an episode for one dataset row (``question``, ``answer``, optional ``aliases``).
+        """Start an episode for one dataset row (``question``, ``answer``, optional ``aliases`` and ``oracle_searches``).
 
         Returns:
             ``None``: the question is already the row's prompt, so nothing is appended to it.
@@ -75,6 +75,7 @@ class WebResearchToolEnv(ToolMethods):
         )
         self._submitted = None
         self.errors = self.calls = 0
+        self._free = free_calls(row.get("oracle_searches"), self.config.reward)
         self._toolbox.executor.stats.reset()
         return None
 
@@ -96,7 +97,7 @@ class WebResearchToolEnv(ToolMethods):
             return 0.0
         gold, aliases, question = self._gold
         scores = score_answer(self._submitted, gold, aliases, question, self.config.reward)
-        return episode_reward(float(scores["reward"]), self.errors, self.calls, self.config.reward)
+        return episode_reward(float(scores["reward"]), self.errors, self.calls, self.config.reward, self._free)
 
     def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:
         from sim_web.protocol.actions import Action
@@ -182,7 +183,8 @@ def tasks_dataset(config: EnvConfig | None = None, split: str | None = None) -> 
 
 def task_dataset(tasks: Sequence[Task]) -> Any:
     """A ``datasets.Dataset`` of the given tasks, in order: ``prompt`` (the question as a user turn; the env adds the
-    system prompt), ``question``, ``answer``, ``aliases`` and ``task_id``.
+    system prompt), ``question``, ``answer``, ``aliases``, ``task_id`` and ``oracle_searches`` (``None`` where the task
+    does not record it).
 
     Args:
         tasks: The task set (for a rollout: the same one its env draws from).
@@ -196,6 +198,7 @@ def task_dataset(tasks: Sequence[Task]) -> Any:
             "answer": t.answer,
             "aliases": list(t.aliases),
             "task_id": t.id,
+            "oracle_searches": t.oracle_searches,
         }
         for t in tasks
     ]

@@ -9,7 +9,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import sim_web
-from sim_web.env import EnvConfig, RewardConfig, WebResearchEnv
+from sim_web.env import EnvConfig, RewardConfig, Task, WebResearchEnv
+from simweb_core.errors import ConfigError
 
 
 def call(name: str, **arguments) -> str:
@@ -87,6 +88,20 @@ def test_call_cost_scales_the_answer_reward_by_the_episode_tool_calls(sample_ind
             e.step(call("search", query=["history"]))
         *_, r, term, _, info = e.step(f"<answer>{task.answer}</answer>")
         assert term and r == pytest.approx(want) and info["em"] == 1.0  # em, what evals count, is untouched
+    e.close()
+
+
+def test_free_calls_oracle_leaves_the_task_s_oracle_searches_uncharged(sample_index):
+    cfg = EnvConfig(index_dir=str(sample_index), reward=RewardConfig(call_cost=0.1, free_calls="oracle"))
+    e = WebResearchEnv(cfg)
+    task = Task("t", "Capital of France?", "Paris", (), {"difficulty": {"oracle_searches": 2}})
+    for searches, want in ((1, 1.0), (2, 1.0), (3, 0.9)):
+        e.reset(options={"task": task})
+        for _ in range(searches):
+            e.step(call("search", query=["Paris"]))
+        assert e.step("<answer>Paris</answer>")[1] == pytest.approx(want)
+    with pytest.raises(ConfigError, match="difficulty.oracle_searches"):
+        e.reset(options={"task": Task("u", "Capital of France?", "Paris")})  # at reset, before any work is spent
     e.close()
 
 

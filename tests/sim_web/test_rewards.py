@@ -6,6 +6,7 @@ from sim_web.env.rewards import (
     episode_reward,
     exact_match,
     f1_score,
+    free_calls,
     normalize_answer,
     score_answer,
 )
@@ -51,3 +52,19 @@ def test_call_cost_ranks_right_answers_by_calls_and_never_below_a_wrong_one():
     for bad in (-0.1, 0.6):
         with pytest.raises(ConfigError, match="call_cost must be in"):
             RewardConfig(call_cost=bad)
+
+
+def test_free_calls_oracle_charges_only_the_calls_past_what_the_task_needs():
+    cost = RewardConfig(call_cost=0.1, free_calls="oracle")
+    lookup, bridge = free_calls(1, cost), free_calls(2.0, cost)
+    assert (lookup, bridge) == (1, 2)
+    assert [episode_reward(1.0, 0, n, cost, lookup) for n in range(4)] == [1.0, 1.0, 0.9, 0.8]
+    assert [episode_reward(1.0, 0, n, cost, bridge) for n in range(4)] == [1.0, 1.0, 1.0, 0.9]
+    assert free_calls(None, RewardConfig(call_cost=0.1)) == 0  # "none" charges every call, whatever the task says
+    for bad in (None, 0, 1.5, True, "2"):
+        with pytest.raises(ConfigError, match="needs each task's difficulty.oracle_searches"):
+            free_calls(bad, cost)
+    with pytest.raises(ConfigError, match="must be 'none' or 'oracle'"):
+        RewardConfig(call_cost=0.1, free_calls="hops")
+    with pytest.raises(ConfigError, match="set call_cost > 0"):
+        RewardConfig(free_calls="oracle")

@@ -17,7 +17,7 @@ import pytest
 from sim_web.env import EnvConfig, WebResearchEnv
 from sim_web.env.rewards import RewardConfig
 from sim_web.env.tasks import Task
-from sim_web.serve.trl import WebResearchToolEnv, answer_reward, tasks_dataset, with_tool_template
+from sim_web.serve.trl import WebResearchToolEnv, answer_reward, task_dataset, tasks_dataset, with_tool_template
 from simweb_core.errors import ConfigError
 
 
@@ -58,6 +58,20 @@ def test_get_reward_applies_the_call_cost_as_the_gym_env_does(sample_index):
     assert tool_env.calls == 0
     with pytest.raises(ConfigError, match="cannot apply call_cost=0.1"):
         answer_reward(["<answer>Paris</answer>"], answer=["Paris"], config=RewardConfig(call_cost=0.1))
+
+
+def test_get_reward_leaves_the_row_s_oracle_searches_free(sample_index):
+    reward = RewardConfig(call_cost=0.1, free_calls="oracle")
+    tool_env = WebResearchToolEnv(EnvConfig(index_dir=str(sample_index), reward=reward))
+    row = task_dataset([Task("t", "Capital of France?", "Paris", (), {"difficulty": {"oracle_searches": 1}})])[0]
+    assert row["oracle_searches"] == 1
+    tool_env.reset(**row)
+    tool_env.search(query=["Paris France capital"])
+    tool_env.search(query=["France"])
+    tool_env.answer(answer="Paris")
+    assert tool_env.calls == 2 and tool_env.get_reward() == pytest.approx(0.9)
+    with pytest.raises(ConfigError, match="difficulty.oracle_searches"):
+        tool_env.reset(question="q", answer="Paris")
 
 
 def test_answer_reward_reads_the_answer_the_env_scores(sample_index):
