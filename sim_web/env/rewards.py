@@ -147,7 +147,8 @@ def episode_reward(answer_reward: float, errors: int, calls: int, config: Reward
     -0.1
     """
     kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * max(0, calls - free))
-    return round(answer_reward * kept, 12) - config.format_penalty * errors
+    scaled = answer_reward if kept == 1.0 else round(answer_reward * kept, 12)  # 1 - 0.1 x 3 is 0.7, not 0.69999...
+    return scaled - config.format_penalty * errors
 
 
 def score_answer(

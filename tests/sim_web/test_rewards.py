@@ -48,6 +48,7 @@ def test_call_cost_ranks_right_answers_by_calls_and_never_below_a_wrong_one():
     assert right == sorted(right, reverse=True) and min(right) == CALL_COST_FLOOR > 0.0
     assert episode_reward(0.0, errors=0, calls=1, config=cost) == 0.0  # a wrong answer loses nothing more
     assert episode_reward(1.0, errors=0, calls=7, config=RewardConfig()) == 1.0  # off by default
+    assert episode_reward(2 / 3, errors=0, calls=7, config=RewardConfig()) == 2 / 3  # an uncharged score is untouched
     assert episode_reward(1.0, errors=2, calls=1, config=RewardConfig(call_cost=0.1, format_penalty=0.1)) == 0.7
     for bad in (-0.1, 0.6):
         with pytest.raises(ConfigError, match="call_cost must be in"):
