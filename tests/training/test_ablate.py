@@ -171,3 +171,36 @@ def test_table_and_markdown_show_missing_values_as_dashes():
     rows = [{"name": "loop", "switch": "loop", "final_reward": None, "tokens": 10}]
     assert format_table(rows).splitlines()[2].split() == ["loop", "loop", "-", "-", "-", "-", "10", "-"]
     assert markdown(rows, "note").endswith("note\n")
+
+
+def test_the_prefilter_can_count_a_charged_right_answer_as_unsolved(tmp_path):
+    """Under a call cost a right answer that paid for a call scores 0.5: the recipe's solved_reward (0.5) drops its
+    task, prefilter.solved_reward=1.0 keeps it (its group varies under the cost)."""
+    from types import SimpleNamespace
+
+    from training.grpo.train import _prefilter
+
+    tasks = [SimpleNamespace(id=i, question=i) for i in ("free", "charged", "wrong")]
+    rewards = {"free": 1.0, "charged": 0.5, "wrong": 0.0}  # "charged" is right, after a call the cost charges
+
+    def rollout(prompts, trainer):
+        return {"env_reward": [rewards[p[0]["content"]] for p in prompts]}
+
+    accel = SimpleNamespace(process_index=0, num_processes=1, is_main_process=True)
+    trainer = SimpleNamespace(accelerator=accel)
+    recipe = recipe_of(
+        AblateConfig(
+            recipe="cpu-learn",
+            out=str(tmp_path),
+            overrides={"model": "tiny", "env.reward.call_cost": 0.5, "solved_reward": 0.5},
+        ),
+        variant("base"),
+    )
+    kept = {}
+    for name, threshold in (("recipe", None), ("full", 1.0)):
+        run = dataclasses.replace(recipe, prefilter=dataclasses.replace(recipe.prefilter, solved_reward=threshold))
+        out = tmp_path / name
+        out.mkdir()
+        kept[name] = [t.id for t in _prefilter(run, trainer, rollout, tasks, out)]
+        assert json.loads((out / "prefilter.json").read_text())["solved_reward"] == (threshold or 0.5)
+    assert kept == {"recipe": ["wrong"], "full": ["charged", "wrong"]}

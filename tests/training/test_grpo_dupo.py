@@ -9,7 +9,7 @@ pytest.importorskip("trl")
 
 from simweb_core.errors import ConfigError  # noqa: E402
 from training.grpo.advantage import group_advantages, zero_variance_groups  # noqa: E402
-from training.grpo.dupo import always_solved, dupo_fill_index, remap_batch  # noqa: E402
+from training.grpo.dupo import PrefilterConfig, always_solved, dupo_fill_index, remap_batch  # noqa: E402
 
 NAN = math.nan
 
@@ -77,6 +77,13 @@ def test_always_solved_needs_k_successes():
     assert always_solved(["a", "a"], [0.6, 0.7], k=2, solved_reward=0.5) == {"a"}
     with pytest.raises(ConfigError):
         always_solved(["a"], [], k=1)
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.5, 1.5])
+def test_the_prefilter_threshold_is_a_reward_in_0_1(bad):
+    assert PrefilterConfig(k=2, solved_reward=1.0).solved_reward == 1.0
+    with pytest.raises(ConfigError, match=r"prefilter.solved_reward must be in \(0, 1\]"):
+        PrefilterConfig(k=2, solved_reward=bad)
 
 
 # --- inside a real GRPO step --------------------------------------------------------------------------------------

@@ -48,10 +48,23 @@ class PrefilterConfig:
             "its rollouts again."
         ),
     )
+    solved_reward: float | None = help_field(
+        None,
+        (
+            "Reward at or above which a pre-filter rollout counts as solved (None: the recipe's solved_reward). "
+            "Under env.reward.call_cost, 1.0 drops only the tasks whose rollouts are all right without a charged "
+            "call, and keeps those whose right answers sometimes pay for one: their groups vary under the cost."
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.k < 0:
             raise ConfigError(f"prefilter.k must be >= 0 (0 = off), got {self.k}")
+        if self.solved_reward is not None and not 0.0 < self.solved_reward <= 1.0:
+            raise ConfigError(
+                f"prefilter.solved_reward must be in (0, 1] or null (the recipe's solved_reward), "
+                f"got {self.solved_reward!r}"
+            )
 
 
 def dupo_fill_index(rewards: torch.Tensor, group_size: int, seed: int = 0) -> tuple[torch.Tensor, dict[str, int]]:
@@ -181,6 +194,7 @@ def prefilter_tasks(
     kept = [t for t in tasks if t.id not in solved] or list(tasks)
     report = {
         "k": k,
+        "solved_reward": solved_reward,
         "tasks": len(tasks),
         "dropped": sorted(solved) if len(kept) < len(tasks) else [],
         "episodes": len(ids),

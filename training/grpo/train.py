@@ -297,7 +297,8 @@ def _prefilter(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any],
     if path.is_file():
         dropped = set(json.loads(path.read_text(encoding="utf-8"))["dropped"])
         return [t for t in tasks if t.id not in dropped]
-    kept, report = prefilter_tasks(trainer, rollout, tasks, pre.k, recipe.solved_reward, recipe.per_device_batch)
+    solved = recipe.solved_reward if pre.solved_reward is None else pre.solved_reward
+    kept, report = prefilter_tasks(trainer, rollout, tasks, pre.k, solved, recipe.per_device_batch)
     if trainer.accelerator.is_main_process:
         path.write_text(json.dumps(report, indent=1), encoding="utf-8")
     return kept
