@@ -84,7 +84,8 @@ class EvalConfig:
     policy: str = help_field(
         "oracle",
         (
-            "'oracle', 'oracle:search' (answers from search results, no visit), 'rule:first-title' (search the "
+            "'oracle', 'oracle:search' (answers from search results, no visit), 'oracle:plan' (oracle:search whose "
+            "first thought says how many facts the question chains), 'rule:first-title' (search the "
             "question, answer the first result title it does not name), 'prior' (the most frequent train answer of the "
             "question's form), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."
         ),
@@ -123,9 +124,10 @@ class EvalConfig:
     sft: bool | None = help_field(None, "Write sft.jsonl of successful episodes (default: for the oracle).")
 
     def __post_init__(self) -> None:
-        if not re.match(r"^(oracle|oracle:search|rule:first-title|prior|hf:.+|openai:.+)$", self.policy):
+        if not re.match(r"^(oracle|oracle:search|oracle:plan|rule:first-title|prior|hf:.+|openai:.+)$", self.policy):
             raise ConfigError(
-                "EvalConfig.policy must be 'oracle', 'oracle:search', 'rule:first-title', 'prior', 'hf:PATH' or "
+                "EvalConfig.policy must be 'oracle', 'oracle:search', 'oracle:plan', 'rule:first-title', 'prior', "
+                "'hf:PATH' or "
                 f"'openai:MODEL', got {self.policy!r}"
             )
         if (

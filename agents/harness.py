@@ -64,10 +64,11 @@ class EvalResult:
 
 def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
     """The policy named by ``cfg.policy``."""
-    if cfg.policy in ("oracle", "oracle:search"):
+    if cfg.policy in ("oracle", "oracle:search", "oracle:plan"):
         from agents.policies.oracle import OraclePolicy
 
-        return OraclePolicy(tasks, index.store, read_pages=cfg.policy == "oracle")
+        read = cfg.policy == "oracle"
+        return OraclePolicy(tasks, index.store, read_pages=read, plan_thought=cfg.policy == "oracle:plan")
     if cfg.policy == "rule:first-title":
         from agents.policies.baselines import FirstTitlePolicy
 

@@ -72,19 +72,31 @@ class OraclePolicy(Policy):
         read_pages: Visit the pages it found before answering (``False``: answer as soon as a clue or question
             search shows the answer page, from the results alone: the short demonstrations of the one- and two-hop
             tiers for small models, ``--policy oracle:search``).
+        plan_thought: Search-only: the first thought says how many facts the question chains ("The question chains
+            two facts. I search for the first fact.") instead of the same words on every tier
+            (``--policy oracle:plan``). A model trained on these demonstrations decides at its first turn, with the
+            question in front of it, whether one search will do; later turns can follow its own words.
     """
 
     name = "oracle"
 
     def __init__(
-        self, tasks: Sequence[Task], store: Any = None, title_search: bool = True, read_pages: bool = True
+        self,
+        tasks: Sequence[Task],
+        store: Any = None,
+        title_search: bool = True,
+        read_pages: bool = True,
+        plan_thought: bool = False,
     ) -> None:
+        if plan_thought and read_pages:
+            raise ValueError("OraclePolicy(plan_thought=True) is the search-only oracle: pass read_pages=False")
         self.by_question = {t.question: t for t in tasks}
         self.store = store
         self.title_search = title_search
         self.read_pages = read_pages
+        self.plan_thought = plan_thought
         if not read_pages:
-            self.name = "oracle:search"
+            self.name = "oracle:plan" if plan_thought else "oracle:search"
         self._keys: dict[str, str] = {}  # memo tables (deterministic values, so thread races are harmless)
         self._plans: dict[str, _Plan] = {}
 
@@ -250,7 +262,7 @@ class OraclePolicy(Policy):
                     if self.read_pages
                     else _next_fact(plan.clues[i - 1][1])
                     if i and st.results
-                    else "I search for the first fact.",
+                    else _first_fact(len(plan.clues) if self.plan_thought else 0),
                     query,
                 )
             if (
@@ -293,6 +305,19 @@ class OraclePolicy(Policy):
         return (
             f"<think>I could not confirm the answer; my best guess is the top result.</think>\n<answer>{guess}</answer>"
         )
+
+
+_COUNTS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def _first_fact(facts: int) -> str:
+    """The search-only oracle's first thought; with ``facts`` > 0 (``oracle:plan``) it first says how many facts the
+    question chains."""
+    if facts == 1:
+        return "The question asks one fact. I search for it."
+    if facts > 1:
+        return f"The question chains {_COUNTS.get(facts, str(facts))} facts. I search for the first fact."
+    return "I search for the first fact."
 
 
 def _next_fact(entity_url: str | None) -> str:

@@ -144,6 +144,7 @@ def test_answer_names_join_aliases_and_the_disjoint_split_honours_them():
         # names the bridge entity only in a snippet)
         ("oracle", [3, 4, 5], True),
         ("oracle:search", [2, 3], False),  # answers from the search results: one search (lookup) or two (bridge)
+        ("oracle:plan", [2, 3], False),  # the same, its first thought saying how many facts the question chains
     ],
 )
 def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, policy, turns, visits):
@@ -170,6 +171,14 @@ def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, po
     assert {r["turns"] for r in recs} <= set(turns) and min(r["turns"] for r in recs) == turns[0]
     assert any(r["tool_calls"].get("visit", 0) for r in recs) == visits
     assert (res.out / "sft.jsonl").is_file()  # oracle runs write SFT demonstrations
+    plans = {r["steps"][0]["action"].split("</think>")[0] for r in recs}
+    if policy == "oracle:plan":  # the plan matches the task's hops, and is the only thing that differs
+        for r in recs:
+            facts = {1: "asks one fact", 2: "chains two facts"}[r["metadata"]["difficulty"]["oracle_searches"]]
+            assert facts in r["steps"][0]["action"]
+        assert len(plans) == 2
+    elif policy == "oracle:search":
+        assert plans == {"<think>I search for the first fact."}
 
 
 def test_cli_writes_the_tier_and_its_card(sample_index, tmp_path, capsys):

@@ -127,6 +127,11 @@ class LearnConfig:
         "answer",
         "'answer': no held-out answer (or alias) is a train answer, across tiers; 'id': hashed ids (the older sets).",
     )
+    demo_policy: str = help_field(
+        "oracle:search",
+        "The policy whose right train episodes are the SFT demonstrations: 'oracle:search' (the same first thought on "
+        "every tier) or 'oracle:plan' (its first thought says how many facts the question chains).",
+    )
     eval_batch_size: int = help_field(32, "Episodes generated together in the evals.")
     eval_n: int | None = help_field(
         240, "Evaluate only the first n held-out tasks (None: all); the task file mixes the tiers in a seeded order."
@@ -175,6 +180,10 @@ class LearnConfig:
         if not (0 < self.lookup_test_fraction < 1 and 0 < self.bridge_test_fraction < 1):
             raise ConfigError(
                 "LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction < 1 (a train and a held-out split)"
+            )
+        if self.demo_policy not in ("oracle:search", "oracle:plan"):
+            raise ConfigError(
+                f"LearnConfig.demo_policy must be 'oracle:search' or 'oracle:plan', got {self.demo_policy!r}"
             )
         if self.eval_skip < 0:
             raise ConfigError(f"LearnConfig.eval_skip must be >= 0, got {self.eval_skip}")

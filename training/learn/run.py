@@ -6,7 +6,7 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
    search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's ``tasks``), each with its own split;
 2. ``base``, ``rule``, ``prior``, ``oracle``: the base model, the two zero-parameter baselines and the search-only
    oracle (the ceiling) on the held-out tasks (greedy), through the eval harness;
-3. ``demos``: the search-only oracle on the train split (``oracle:search``: search, then answer from the results);
+3. ``demos``: the search-only oracle on the train split (``demo_policy``: search, then answer from the results);
 4. ``sft``: rejection sampling of those episodes (:mod:`training.sft.collect`) and SFT (:mod:`training.sft.train`);
 5. ``eval-sft``: the SFT model on the same held-out tasks;
 6. ``grpo``: :class:`~training.grpo.trainer.AgentGRPOTrainer` from the SFT model on the train split only, once per
@@ -284,7 +284,7 @@ def main(cfg: LearnConfig) -> Path:
         if stage in cfg.stages:  # the baselines and the ceiling, on the same held-out tasks
             evaluate(cfg, recipe, policy, f"eval-{stage}")
     if "demos" in cfg.stages:
-        evaluate(cfg, recipe, "oracle:search", "demos", split="train")
+        evaluate(cfg, recipe, cfg.demo_policy, "demos", split="train")
     if "sft" in cfg.stages:
         stage_sft(cfg, out / "demos", recipe.env.max_turns)
     if "eval-sft" in cfg.stages:
