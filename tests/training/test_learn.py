@@ -10,6 +10,7 @@ import pytest
 
 from simweb_core.errors import ConfigError
 from training.learn.config import GRPOStage, LearnConfig
+from training.learn.episodes import planned_facts
 from training.learn.report import summarise, write_report
 from training.learn.stats import mcnemar_p, paired_bootstrap, wilson
 
@@ -109,6 +110,27 @@ def test_report_counts_wrong_episodes_that_searched_past_the_answer(tmp_path):
     assert (r["solved"], r["two_searches"], r["past_missed"]) == (1, 0.75, 0.5)  # lookup-0 and lookup-3 (any case)
     assert "| grpo | lookup | 4 | 0.250 |" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "report.md").read_text().count("| 0.500 |") == 2  # the all row and the lookup row
+
+
+def test_report_counts_first_thoughts_that_plan_the_tasks_hops(tmp_path):
+    plan = "<think>The question {}. I search for the first fact.</think>"
+    episodes = [  # (task, oracle searches, first thought): right, wrong, none stated, right
+        ("lookup-0", 1, plan.format("asks one fact")),
+        ("lookup-1", 1, plan.format("chains two facts")),
+        ("bridge-0", 2, "<think>I search for the first fact.</think>"),
+        ("bridge-1", 2, plan.format("chains two facts")),
+    ]
+    (tmp_path / "eval-sft").mkdir()
+    with (tmp_path / "eval-sft" / "trajectories.jsonl").open("w") as f:
+        for tid, hops, first in episodes:
+            rec = {"key": f"{tid}#0", "task_id": tid, "gold": "x", "em": 1.0, "termination": "answer"}
+            meta = {"difficulty": {"oracle_searches": hops}}
+            msgs = [{"role": "user", "content": "Q"}, {"role": "assistant", "content": first}]
+            f.write(json.dumps({**rec, "metadata": meta, "tool_calls": {"search": hops}, "messages": msgs}) + "\n")
+    s = write_report(tmp_path, tmp_path / "grpo")["stages"]["sft"]
+    assert (s["lookup"]["plan_right"], s["bridge"]["plan_right"], s["all"]["plan_right"]) == (0.5, 0.5, 0.5)
+    assert "| 0.500 |\n" in (tmp_path / "report.md").read_text()
+    assert planned_facts([{"role": "assistant", "content": "<think>The question chains 5 facts.</think>"}]) == 5
 
 
 def test_report_gives_the_spread_of_grpo_seeds(tmp_path):

@@ -3,7 +3,8 @@
 What an episode did besides its score: how many searches, whether a later search names the bridge entity B (the hop a
 bridge question needs), whether a tool response showed the gold answer (a wrong episode that saw it failed at
 reading), and whether a later search names the gold answer (a wrong episode that did went past an answer it had
-found: one hop too many).
+found: one hop too many); and, for a model trained on ``oracle:plan`` demonstrations, whether its first thought planned
+the number of facts the question chains.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from training.learn.stats import wilson
 from wiki_index.types import bare_title
 
 _CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.DOTALL)
+_PLAN = re.compile(r"The question (?:asks one fact|chains (\w+) facts)")
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4}
 
 
 def tier_of(task_id: str) -> str:
@@ -44,6 +47,24 @@ def search_queries(messages: list[dict[str, Any]]) -> list[str]:
                 q = (data.get("arguments") or {}).get("query")
                 out += [str(x) for x in (q if isinstance(q, list) else [q]) if x]
     return out
+
+
+def planned_facts(messages: list[dict[str, Any]]) -> int | None:
+    """How many facts the episode's first assistant turn says the question chains (``oracle:plan``'s words), or
+    ``None`` when it says nothing of the kind.
+
+    >>> planned_facts([{"role": "user", "content": "Q"}, {"role": "assistant", "content":
+    ...     "<think>The question chains two facts. I search for the first fact.</think>"}])
+    2
+    """
+    first = next((str(m.get("content", "")) for m in messages if m.get("role") == "assistant"), "")
+    m = _PLAN.search(first.split("</think>")[0])
+    if not m:
+        return None
+    word = m.group(1)
+    if word is None:
+        return 1
+    return int(word) if word.isdigit() else _COUNTS.get(word.lower())
 
 
 def bridge_entities(run: Path) -> dict[str, str]:
@@ -117,10 +138,11 @@ def _names_any(queries: list[str], names: list[str]) -> bool:
 
 
 def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
-    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge, shown, past}`` of one eval run, or ``None``
-    when it has not run. ``names_bridge``: on a bridge task, whether a search after the first names the middle entity
-    B (the hop a solver makes once the first search has shown B); ``None`` on other tasks. ``shown``:
-    :func:`answer_shown`; ``past``: :func:`searched_past`."""
+    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge, shown, past, plan}`` of one eval run, or
+    ``None`` when it has not run. ``names_bridge``: on a bridge task, whether a search after the first names the middle
+    entity B (the hop a solver makes once the first search has shown B); ``None`` on other tasks. ``shown``:
+    :func:`answer_shown`; ``past``: :func:`searched_past`; ``plan``: whether the first thought's
+    :func:`planned_facts` is the task's oracle searches (``None`` when it states no plan)."""
     from agents.trajectory import load_records
 
     path = folder / "trajectories.jsonl"
@@ -139,8 +161,17 @@ def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str,
             "names_bridge": _names_any(later, [b.lower()]) if b else None,
             "shown": answer_shown(r),
             "past": searched_past(r, later),
+            "plan": _plan_right(r),
         }
     return out
+
+
+def _plan_right(record: dict[str, Any]) -> bool | None:
+    """Whether the episode's stated plan (:func:`planned_facts`) is its task's ``difficulty.oracle_searches``."""
+    planned = planned_facts(record.get("messages") or [])
+    if planned is None:
+        return None
+    return planned == ((record.get("metadata") or {}).get("difficulty") or {}).get("oracle_searches")
 
 
 def rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
@@ -164,4 +195,7 @@ def rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
         "names_bridge": share(sum(bool(rows[i].get("names_bridge")) for i in hops), len(hops)),
         "shown_missed": share(sum(bool(r.get("shown")) for r in wrong)),
         "past_missed": share(sum(bool(r.get("past")) for r in wrong)),
+        "plan_right": share(sum(bool(rows[i].get("plan")) for i in ids))
+        if any(rows[i].get("plan") is not None for i in ids)
+        else None,
     }
