@@ -127,8 +127,7 @@ class EvalConfig:
         if not re.match(r"^(oracle|oracle:search|oracle:plan|rule:first-title|prior|hf:.+|openai:.+)$", self.policy):
             raise ConfigError(
                 "EvalConfig.policy must be 'oracle', 'oracle:search', 'oracle:plan', 'rule:first-title', 'prior', "
-                "'hf:PATH' or "
-                f"'openai:MODEL', got {self.policy!r}"
+                f"'hf:PATH' or 'openai:MODEL', got {self.policy!r}"
             )
         if (
             self.k < 1

@@ -67,8 +67,8 @@ def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
     if cfg.policy in ("oracle", "oracle:search", "oracle:plan"):
         from agents.policies.oracle import OraclePolicy
 
-        read = cfg.policy == "oracle"
-        return OraclePolicy(tasks, index.store, read_pages=read, plan_thought=cfg.policy == "oracle:plan")
+        read, plan = cfg.policy == "oracle", cfg.policy == "oracle:plan"
+        return OraclePolicy(tasks, index.store, read_pages=read, plan_thought=plan)
     if cfg.policy == "rule:first-title":
         from agents.policies.baselines import FirstTitlePolicy
 
