@@ -308,16 +308,34 @@ class OraclePolicy(Policy):
 
 
 _COUNTS = {1: "one", 2: "two", 3: "three", 4: "four"}
+_PLAN = re.compile(r"The question (?:asks one fact|chains (\w+) facts)")
 
 
 def _first_fact(facts: int) -> str:
     """The search-only oracle's first thought; with ``facts`` > 0 (``oracle:plan``) it first says how many facts the
-    question chains."""
+    question chains (:func:`planned_facts` reads it back)."""
     if facts == 1:
         return "The question asks one fact. I search for it."
     if facts > 1:
         return f"The question chains {_COUNTS.get(facts, str(facts))} facts. I search for the first fact."
     return "I search for the first fact."
+
+
+def planned_facts(thought: str) -> int | None:
+    """How many facts a thought says the question chains, in ``oracle:plan``'s words, or ``None`` when it says
+    nothing of the kind.
+
+    >>> planned_facts(_first_fact(2)), planned_facts(_first_fact(7)), planned_facts(_first_fact(0))
+    (2, 7, None)
+    """
+    m = _PLAN.search(thought)
+    if not m:
+        return None
+    word = m.group(1)
+    if word is None:
+        return 1
+    words = {w: n for n, w in _COUNTS.items()}
+    return int(word) if word.isdigit() else words.get(word.lower())
 
 
 def _next_fact(entity_url: str | None) -> str:

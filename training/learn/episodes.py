@@ -18,8 +18,6 @@ from training.learn.stats import wilson
 from wiki_index.types import bare_title
 
 _CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.DOTALL)
-_PLAN = re.compile(r"The question (?:asks one fact|chains (\w+) facts)")
-_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4}
 
 
 def tier_of(task_id: str) -> str:
@@ -57,14 +55,10 @@ def planned_facts(messages: list[dict[str, Any]]) -> int | None:
     ...     "<think>The question chains two facts. I search for the first fact.</think>"}])
     2
     """
+    from agents.policies.oracle import planned_facts as stated
+
     first = next((str(m.get("content", "")) for m in messages if m.get("role") == "assistant"), "")
-    m = _PLAN.search(first.split("</think>")[0])
-    if not m:
-        return None
-    word = m.group(1)
-    if word is None:
-        return 1
-    return int(word) if word.isdigit() else _COUNTS.get(word.lower())
+    return stated(first.split("</think>")[0])
 
 
 def bridge_entities(run: Path) -> dict[str, str]:
