@@ -49,16 +49,16 @@ learn: install
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web learn $(ARGS)
 
-# after `make learn`: GRPO on bridge tasks only, then it, SFT, the base model and the baselines on held-out tasks 241 on (answers
-# disjoint from training, untouched by the first 240); report in $SIM_WEB_HOME/runs/learn/cpu-learn-confirm/
+# after `make learn`: its SFT and GRPO models, the base model and the baselines on held-out tasks 241 on (answers
+# disjoint from training, untouched by the first 240, which are the development split); report in
+# $SIM_WEB_HOME/runs/learn/cpu-learn-confirm/
 LEARN := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/runs/learn
 learn-confirm: learn
-	$(BIN)/sim-web learn --set grpo.name=grpo-bridge --grpo-set tiers=bridge --stages grpo
 	mkdir -p "$(LEARN)/cpu-learn-confirm"
 	ln -sfn ../cpu-learn/sft "$(LEARN)/cpu-learn-confirm/sft"
-	ln -sfn ../cpu-learn/grpo-bridge "$(LEARN)/cpu-learn-confirm/grpo-bridge"
+	ln -sfn ../cpu-learn/grpo "$(LEARN)/cpu-learn-confirm/grpo"
 	$(BIN)/sim-web learn --out "$(LEARN)/cpu-learn-confirm" --set eval_skip=240 --set eval_n=null \
-		--set grpo.name=grpo-bridge --stages base,rule,prior,oracle,eval-sft,eval-grpo,report
+		--stages base,rule,prior,oracle,eval-sft,eval-grpo,report
 
 # sim vs real web side by side (needs SERPER_KEY_ID, JINA_API_KEYS; SIM_TO_REAL_MOCK=1: local mocks with faults)
 sim-to-real: install

@@ -38,6 +38,15 @@ def test_every_variant_differs_from_the_baseline_in_exactly_one_switch():
         AblateConfig(configs=("nope",))
 
 
+@pytest.mark.parametrize("recipe", ["cpu-learn", "cpu-smoke", "single-gpu"])
+def test_every_variant_loads_on_each_recipe(recipe, tmp_path):
+    # cpu-learn fixes the tier order (balance_tiers), which the loop cannot keep: the loop variant turns it off
+    cfg = AblateConfig(recipe=recipe, out=str(tmp_path), overrides={"model": "tiny"})
+    loaded = {v.name: recipe_of(cfg, v) for v in GRID}
+    assert loaded["loop"].loop.enabled and not loaded["loop"].balance_tiers
+    assert loaded["base"].balance_tiers == (recipe == "cpu-learn")
+
+
 def test_runs_share_seed_tasks_and_rollouts_and_differ_in_their_switch(tmp_path):
     cfg = AblateConfig(quick=True, out=str(tmp_path), overrides={"n_tasks": 4, "seed": 3})
     recipes = {v.name: recipe_of(cfg, v) for v in GRID}

@@ -40,10 +40,15 @@ class Variant:
         help="Recipe fields (dotted paths) that differ from the baseline.", default_factory=dict
     )
     quick: dict[str, Any] = help_field(help="Extra fields for --quick (small CPU settings).", default_factory=dict)
+    implies: dict[str, Any] = help_field(
+        help="Recipe fields the switch cannot run without (not a second switch: e.g. the loop rebuilds the task "
+        "list, so a recipe's fixed tier order is turned off).",
+        default_factory=dict,
+    )
 
     def fields(self, quick: bool = False) -> dict[str, Any]:
         """The recipe fields of this run: the baseline's switches, then this variant's."""
-        return {**BASELINE, **self.overrides, **(self.quick if quick else {})}
+        return {**BASELINE, **self.overrides, **self.implies, **(self.quick if quick else {})}
 
 
 GRID: tuple[Variant, ...] = (
@@ -64,6 +69,7 @@ GRID: tuple[Variant, ...] = (
             "loop.synth_max_nodes": 300,
             "loop.synth_oversample": 1.0,
         },
+        implies={"balance_tiers": False},
     ),
 )
 NAMES = tuple(v.name for v in GRID)

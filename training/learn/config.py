@@ -128,9 +128,10 @@ class LearnConfig:
         "'answer': no held-out answer (or alias) is a train answer, across tiers; 'id': hashed ids (the older sets).",
     )
     demo_policy: str = help_field(
-        "oracle:search",
-        "The policy whose right train episodes are the SFT demonstrations: 'oracle:search' (the same first thought on "
-        "every tier) or 'oracle:plan' (its first thought says how many facts the question chains).",
+        "oracle:plan",
+        "The policy whose right train episodes are the SFT demonstrations: 'oracle:plan' (its first thought says how "
+        "many facts the question chains, so the model decides to search again before it reads any result) or "
+        "'oracle:search' (the same first thought on every tier; the runs before cpu-learn-v5).",
     )
     eval_batch_size: int = help_field(32, "Episodes generated together in the evals.")
     eval_n: int | None = help_field(

@@ -6,7 +6,8 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
    search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's ``tasks``), each with its own split;
 2. ``base``, ``rule``, ``prior``, ``oracle``: the base model, the two zero-parameter baselines and the search-only
    oracle (the ceiling) on the held-out tasks (greedy), through the eval harness;
-3. ``demos``: the search-only oracle on the train split (``demo_policy``: search, then answer from the results);
+3. ``demos``: the search-only oracle on the train split (``demo_policy``: plan the hops, search, then answer from
+   the results);
 4. ``sft``: rejection sampling of those episodes (:mod:`training.sft.collect`) and SFT (:mod:`training.sft.train`);
 5. ``eval-sft``: the SFT model on the same held-out tasks;
 6. ``grpo``: :class:`~training.grpo.trainer.AgentGRPOTrainer` from the SFT model on the train split only, once per
