@@ -15,7 +15,7 @@ from training.learn.report import summarise, write_report
 from training.learn.stats import mcnemar_p, paired_bootstrap, wilson
 
 
-def _stage(folder: Path, solved: dict[str, int]) -> None:
+def _stage(folder: Path, solved: dict[str, int], golds: dict[str, str] | None = None) -> None:
     folder.mkdir(parents=True)
     with (folder / "trajectories.jsonl").open("w") as f:
         for tid, ok in solved.items():
@@ -24,6 +24,7 @@ def _stage(folder: Path, solved: dict[str, int]) -> None:
                     {
                         "key": f"{tid}#0",
                         "task_id": tid,
+                        "gold": (golds or {}).get(tid, ""),
                         "em": float(ok),
                         "termination": "answer",
                         "tool_calls": {"search": 1},
@@ -45,6 +46,30 @@ def test_statistics_match_hand_computed_values():
     assert lo < 0 < hi
     lo, _ = paired_bootstrap([0] * 41, [2 / 3] * 7 + [-1 / 3] * 4 + [0] * 30)  # means of thirds: 0 less 1e-18 raw
     assert f"{lo:+.3f}" == "+0.000"
+
+
+def test_tasks_that_share_an_answer_are_resampled_together():
+    # 8 answers x 5 tasks: the gain sits on 3 answers; 40 tasks look like 40 samples, but there are only 8
+    before, after = [0] * 40, [1] * 15 + [0] * 25
+    groups = [f"answer-{i // 5}" for i in range(40)]
+    lo, hi = paired_bootstrap(before, after)
+    glo, ghi = paired_bootstrap(before, after, groups=groups)
+    assert glo < lo and ghi > hi and glo <= 0.125 and lo > 0.2
+    assert paired_bootstrap(before, after, groups=[str(i) for i in range(40)]) == (lo, hi)
+
+
+def test_report_counts_distinct_answers_and_resamples_them(tmp_path):
+    ids = [f"bridge-{i:02d}" for i in range(12)]
+    golds = {t: ("Sapporo" if i < 6 else f"city {i}") for i, t in enumerate(ids)}
+    _stage(tmp_path / "eval-sft", {t: 0 for t in ids}, golds)
+    _stage(tmp_path / "eval-grpo", {t: int(i < 6) for i, t in enumerate(ids)}, golds)
+    p = summarise(tmp_path)["paired"]["sft->grpo"]["bridge"]
+    assert p["answers"] == 7 and p["diff"] == 0.5
+    # the whole gain is one answer, drawn or not: the answer-level interval reaches 0 and beyond the per-task one
+    assert p["ci95"][0] > 0.2 and p["ci95_answers"][0] == 0.0 and p["ci95_answers"][1] > p["ci95"][1]
+    write_report(tmp_path, tmp_path / "no-grpo")
+    md = (tmp_path / "report.md").read_text()
+    assert "| sft->grpo | bridge | 12 | +0.500 | +0.250 to +0.750 | 7 | +0.000 to " in md
 
 
 def test_report_pairs_stages_task_by_task(tmp_path):

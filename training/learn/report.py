@@ -120,6 +120,7 @@ def seed_spread(sft: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, An
         before = [sft[i]["correct"] for i in ids]
         after = [sum(r[i]["correct"] for r in runs) / len(runs) for i in ids]
         lo, hi = paired_bootstrap(before, after)
+        glo, ghi = paired_bootstrap(before, after, groups=_answers(sft, ids))
         out[scope] = {
             "n": len(ids),
             "seeds": len(runs),
@@ -130,9 +131,15 @@ def seed_spread(sft: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, An
             "sft->grpo": {
                 "diff": round(sum(after) / len(ids) - sum(before) / len(ids), 4),
                 "ci95": [round(lo, 4), round(hi, 4)],
+                "ci95_answers": [round(glo, 4), round(ghi, 4)],
             },
         }
     return out
+
+
+def _answers(rows: dict[str, Any], ids: list[str]) -> list[str]:
+    """Each task's gold answer (the resampling unit of the answer-level interval; a task id where it is missing)."""
+    return [rows[i].get("answer") or i for i in ids]
 
 
 def _paired(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> dict[str, Any]:
@@ -140,10 +147,14 @@ def _paired(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> di
     b = sum(1 for u, v in zip(x, y) if u and not v)
     c = sum(1 for u, v in zip(x, y) if v and not u)
     lo, hi = paired_bootstrap(x, y)
+    answers = _answers(before, ids)
+    glo, ghi = paired_bootstrap(x, y, groups=answers)
     return {
         "n": len(ids),
+        "answers": len(set(answers)),
         "diff": round((sum(y) - sum(x)) / len(ids), 4) if ids else None,
         "ci95": [round(lo, 4), round(hi, 4)],
+        "ci95_answers": [round(glo, 4), round(ghi, 4)],
         "only_before": b,
         "only_after": c,
         "mcnemar_p": float(f"{mcnemar_p(b, c):.3g}"),
@@ -170,28 +181,30 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
             )
     lines += [
         "",
-        "| comparison | tier | n | difference | 95% CI (paired bootstrap) | only before / only after | McNemar p |",
-        "|---|---|---|---|---|---|---|",
+        "| comparison | tier | n | difference | 95% CI (paired bootstrap) | distinct answers | 95% CI, answers "
+        "resampled | only before / only after | McNemar p |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for pair, scopes in summary["paired"].items():
         for scope, r in scopes.items():
             lines.append(
-                f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {r['ci95'][0]:+.3f} to {r['ci95'][1]:+.3f} | "
+                f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {_ci(r.get('ci95'))} | "
+                f"{r.get('answers', '-')} | {_ci(r.get('ci95_answers'))} | "
                 f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.2g} |"
             )
     if summary.get("seeds"):
         lines += [
             "",
             "| GRPO variant | seeds | tier | n | pass@1 per seed | mean (min-max) | SFT -> GRPO, seed mean "
-            "| 95% CI (paired bootstrap) |",
-            "|---|---|---|---|---|---|---|---|",
+            "| 95% CI (paired bootstrap) | 95% CI, answers resampled |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for variant, scope, r in [(v, sc, r) for v, rs in summary["seeds"].items() for sc, r in rs.items()]:
             d = r["sft->grpo"]
             lines.append(
                 f"| {variant} | {r['seeds']} | {scope} | {r['n']} | {' / '.join(f'{x:.3f}' for x in r['pass@1'])} | "
                 f"{r['mean']:.3f} ({r['min']:.3f}-{r['max']:.3f}) | {d['diff']:+.3f} | "
-                f"{d['ci95'][0]:+.3f} to {d['ci95'][1]:+.3f} |"
+                f"{_ci(d.get('ci95'))} | {_ci(d.get('ci95_answers'))} |"
             )
     if summary.get("sailorfog"):
         lines += ["", "| SailorFog-QA (held-out) | n | pass@1 | 95% CI | tool calls |", "|---|---|---|---|---|"]
@@ -217,6 +230,11 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
             f"{first['step']}) -> {last.get('agent/reward_mean', 0):.3f} (step {last['step']})",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _ci(ci: list[float] | None) -> str:
+    """An interval as ``lo to hi`` with signs, or ``-`` where the summary has none."""
+    return "-" if ci is None else f"{ci[0]:+.3f} to {ci[1]:+.3f}"
 
 
 def plot(summary: dict[str, Any], grpo_rows: list[dict[str, Any]], path: Path) -> None:
