@@ -283,6 +283,10 @@ def test_task_stage_writes_both_tiers_once_and_refuses_other_settings(sample_ind
     assert stage_tasks(cfg, sample_index, k=5, snippet_chars=160) == path  # written once
     with pytest.raises(ConfigError, match="delete it"):
         stage_tasks(cfg, sample_index, k=10, snippet_chars=160)
+    card["settings"].pop("facts_version")  # a set written before the fact reading had a version: stale
+    path.with_name("cpu-learn-test.card.json").write_text(json.dumps(card))
+    with pytest.raises(ConfigError, match="facts_version"):
+        stage_tasks(cfg, sample_index, k=5, snippet_chars=160)
     path.unlink()
 
 

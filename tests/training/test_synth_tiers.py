@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from training.synth.tier_facts import Fact, lists_others, reverse_relation
+from training.synth.tier_facts import Fact, lists_others, qualified, reverse_relation
 from training.synth.tier_split import answer_names, answer_overlap
 from training.synth.tiers import TierConfig, ask, generate_tier, tier_card
 
@@ -27,6 +27,81 @@ def test_a_list_in_the_evidence_is_not_a_functional_fact():
     assert lists_others("It is bordered by Ghana to the west, Benin and Burkina Faso.", "Benin", others)
     assert lists_others("Borders: Ghana, Benin, Burkina Faso.", "Ghana", others)
     assert not lists_others("Bucharest is the capital and largest city of Romania.", "Romania", ["Romania", "Danube"])
+    # the last item of a list is one of many too
+    seas = ["Denmark Strait", "Greenland Sea", "Norwegian Sea", "Barents Sea"]
+    assert lists_others(
+        "It connects through the Denmark Strait, Greenland Sea, Norwegian Sea and Barents Sea.", "Barents Sea", seas
+    )
+    assert not lists_others("Oslo is the capital and most populous city of Norway.", "Norway", ["Norway", "Sweden"])
+
+
+@pytest.mark.parametrize(
+    ("relation", "subject", "obj", "sentence", "expected"),
+    [
+        (
+            "{dst} was the first monarch of {src}",
+            "France",
+            "Henry IV of France",
+            "He was the first monarch of France from the House of Bourbon, a cadet branch of the Capetian dynasty.",
+            True,
+        ),
+        (
+            "{dst} is the largest city in {src}",
+            "Germany",
+            "Munich",
+            "Munich is the largest city in Germany that is not a state of its own.",
+            True,
+        ),
+        (
+            "{src} is the head coach of {dst}",
+            "Zinedine Zidane",
+            "France",
+            "He is the head coach of the France national team.",
+            True,
+        ),
+        (
+            "{dst} is the highest mountain in {src}",
+            "Europe",
+            "Mont Blanc",
+            "It is the highest mountain in Europe outside the Caucasus Mountains.",
+            True,
+        ),
+        (
+            "{dst} is the largest city in {src}",
+            "Thailand",
+            "Chiang Mai",
+            "Chiang Mai is the largest city in northern Thailand.",
+            True,
+        ),
+        (
+            "{src} was the largest in {dst}",
+            "House of Medici",
+            "Europe",
+            "This bank was the largest in Europe in the 15th century.",
+            True,
+        ),
+        ("{dst} is the capital of {src}", "Shandong", "Jinan", "Jinan is the capital of the Shandong province.", False),
+        (
+            "{dst} is the westernmost region of {src}",
+            "Africa",
+            "West Africa",
+            "West Africa, also known as Western Africa, is the westernmost region of Africa.",
+            False,
+        ),
+        (
+            "{dst} is the fourth-largest city in {src}",
+            "Nigeria",
+            "Benin City",
+            "It is the fourth-largest city in Nigeria according to the 2006 census.",
+            False,
+        ),
+        ("{src} is a state in {dst}", "Uttar Pradesh", "India", "Uttar Pradesh is a state in northern India.", False),
+    ],
+)
+def test_a_definite_fact_whose_sentence_narrows_its_entity_does_not_hold(relation, subject, obj, sentence, expected):
+    # "the largest city in central India" is not the largest city in India; "a state in northern India" is one of
+    # India's states (not a definite phrase: not judged)
+    assert qualified(Fact(subject, obj, relation, "link", sentence, None)) is expected
 
 
 def test_ask_puts_the_asked_role_where_the_relation_has_it():

@@ -61,7 +61,8 @@ def task_path(cfg: LearnConfig, index_path: Path) -> Path:
 
 
 def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) -> Path:
-    """Write (once) the tiers' task set and cards; a set written with other settings is an error naming the fix.
+    """Write (once) the tiers' task set and cards; a set written with other settings, or by another version of the
+    fact reading (``FACTS_VERSION``), is an error naming the fix.
 
     With ``split="answer"`` the held-out split is drawn over the tiers together, so that no held-out answer of any
     tier is a train answer of any tier; the records are written in a seeded order that mixes the tiers, so the first
@@ -70,6 +71,7 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
     import hashlib
 
     from training.synth.outputs import sibling, write_jsonl
+    from training.synth.tier_facts import FACTS_VERSION
     from training.synth.tier_split import answer_disjoint_split, answer_overlap
     from training.synth.tiers import TierConfig, generate_tier, tier_card
 
@@ -81,6 +83,7 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
         "lookup_test_fraction": cfg.lookup_test_fraction,
         "bridge_test_fraction": cfg.bridge_test_fraction,
         **({"split": cfg.split, "snippet_chars": snippet_chars} if cfg.split == "answer" else {}),
+        "facts_version": FACTS_VERSION,
     }
     card_path = sibling(path, ".card.json")
     if path.is_file() and card_path.is_file():

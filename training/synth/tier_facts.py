@@ -28,7 +28,35 @@ from training.synth.relations import DST, SRC, fill, is_text_relation
 from training.synth.uncertainty import relation_label
 from wiki_index.types import bare_title
 
+#: Version of the fact reading: a task set written from the same index by another version holds other tasks (2: a
+#: definite fact whose sentence narrows its entity, and the last item of a list, are no longer facts)
+FACTS_VERSION = 2
+
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
+_LIST_BEFORE = re.compile(r"(?:,|\band|\bor|/)\s*(?:the\s+)?$")
+#: a word right before a name that narrows it to a part ("the largest city in central India" is not India's largest)
+_PART_BEFORE = re.compile(
+    r"\b(?:central|northern|southern|eastern|western|north|south|east|west|north-?eastern|north-?western|"
+    r"south-?eastern|south-?western|northeast|northwest|southeast|southwest|upper|lower|inner|outer|coastal|"
+    r"mainland|metropolitan|rural|urban|ancient|medieval|colonial|pre-?colonial)\s+(?:the\s+)?$"
+)
+#: a capitalised word right before a name: the name is part of a longer one ("Western Europe", "West Africa")
+_LONGER_NAME = re.compile(r"\b[A-Z][\w-]*\s+$")
+#: words that, right after a name, merely continue the sentence ("after", "by", "in", "and") or restate the kind of
+#: thing it names ("Shandong province"); any other lowercase word there restricts the name ("... in Germany that is
+#: not a state", "... of France from the House of Bourbon") or shows it is a modifier inside a longer noun phrase
+#: ("the France national team")
+_FUNCTION = frozenset(
+    "a about above across after against along also among an and around as at before behind below between beyond but by "
+    "during for in including into is it its near nearly not of off on onto or over per than the then through "
+    "throughout to toward towards under until up upon was were while with within without are has had have according "
+    "province state county prefecture region district city island islands archipelago peninsula country oblast "
+    "krai".split()
+)
+#: "the largest bank in Europe in the 15th century", "... in 1990": a time narrows a definite fact as a place does
+_IN_A_TIME = re.compile(r"\s+(?:in|during)\s+(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)\s+century|\d{4}\b)")
+#: function words that do restrict the name before them
+_RESTRICT_AFTER = frozenset("that which who whose whom from since outside excluding except other".split())
 #: relations that hold for several objects at once, whatever one sentence lists ("bordered by", "shares borders with")
 _MANY = re.compile(r"border|bound|neighbo|adjacent|\bshares?\b|includ|contain|consist|compris")
 _BAD_GRAMMAR = re.compile(r"\b(?:is|was|are|were) (?:has|had|have|is|was|are|were)\b")
@@ -53,15 +81,54 @@ class Fact:
 
 def lists_others(sentence: str, obj: str, others: list[str]) -> bool:
     """Whether the object is one item of a list in the evidence sentence ("bordered by Ghana, Benin and ..."):
-    another linked page is named within a few words after it, joined by a comma, "and", "or" or a slash."""
+    another linked page is named within a few words before or after it, joined by a comma, "and", "or" or a slash
+    (the last item of a list is as much one of many as the first: "through the Norwegian Sea and Barents Sea")."""
     i = sentence.find(bare_title(obj))
     if i < 0:
         return False
-    tail = sentence[i + len(bare_title(obj)) :]
-    if not _LIST_AFTER.match(tail):
+    head, tail = sentence[:i], sentence[i + len(bare_title(obj)) :]
+    near = (tail[:60] if _LIST_AFTER.match(tail) else "") + " " + (head[-60:] if _LIST_BEFORE.search(head) else "")
+    return bool(near.strip()) and any(len(o) > 2 and bare_title(o) in near for o in others if o != obj)
+
+
+def qualified(fact: Fact) -> bool:
+    """Whether a definite fact's evidence narrows the entity after "of" / "in", so the fact does not hold for it.
+
+    "P is the N of Q" names one P per Q only when the sentence says it of all of Q: "Nagpur is the largest city in
+    central India", "He was the first monarch of France from the House of Bourbon", "the largest city in Germany
+    that is not a state of its own" and "the head coach of the France national team" do not. A fact whose relation
+    is not a definite phrase, or whose sentence does not name Q as the title does, is not judged.
+
+    >>> qualified(Fact("India", "Nagpur", "{dst} is the largest city in {src}", "link",
+    ...                "Nagpur is the largest city in central India.", None))
+    True
+    >>> qualified(Fact("Brazil", "Rio de Janeiro", "{dst} is the second-largest city in {src}", "link",
+    ...                "Rio de Janeiro is the second-largest city in Brazil, after São Paulo.", None))
+    False
+    >>> qualified(Fact("United States", "Andrew Jackson", "{dst} was the seventh president of {src}", "link",
+    ...                "Andrew Jackson was the seventh president of the United States from 1829 to 1837.", None))
+    False
+    >>> qualified(Fact("Europe", "Western Europe", "{dst} is the western region of {src}", "link",
+    ...                "Western Europe is the western region of Europe.", None))
+    False
+    """
+    m = _DEFINITE.match(fact.relation)
+    if m is None:
         return False
-    near = tail[:60]
-    return any(len(o) > 2 and bare_title(o) in near for o in others if o != obj)
+    named = bare_title(fact.subject if m.group(5) == "src" else fact.obj)
+    ev = fact.evidence
+    starts = [k.start() for k in re.finditer(re.escape(named), ev) if not _LONGER_NAME.search(ev[: k.start()])]
+    if not starts:
+        return False
+    i = starts[0]
+    if _PART_BEFORE.search(ev[:i]):
+        return True
+    if _IN_A_TIME.match(ev[i + len(named) :]):
+        return True
+    after = re.match(r"\s+([a-z][\w-]*)(\s+\d)?", ev[i + len(named) :])
+    if after is None or after.group(2) or after.group(1).endswith("ly"):
+        return False  # "from 1829 to 1837": a time span; "the art of the Hellenistic period generally taken ..."
+    return after.group(1) in _RESTRICT_AFTER or after.group(1) not in _FUNCTION
 
 
 def functional_facts(src: Any, titles: list[str], report: Any) -> dict[str, list[Fact]]:
@@ -84,9 +151,11 @@ def functional_facts(src: Any, titles: list[str], report: Any) -> dict[str, list
                 report.facts["list_sentence"] += 1
             elif _BAD_GRAMMAR.search(fill(rel, "X", "Y")) or obj == subject or src.entity(obj) is None:
                 report.facts["unusable"] += 1
+            elif qualified(fact := Fact(subject, obj, rel, a["kind"], ev, a.get("passage"))):
+                report.facts["qualified"] += 1
             else:
                 report.facts["functional"] += 1
-                by_subject.setdefault(subject, []).append(Fact(subject, obj, rel, a["kind"], ev, a.get("passage")))
+                by_subject.setdefault(subject, []).append(fact)
     return by_subject
 
 
@@ -144,9 +213,13 @@ def definite_reverse_facts(src: Any, titles: list[str], report: Any) -> dict[str
         if src.entity(q) is None or src.entity(p) is None:
             report.facts["unusable"] += 1
             continue
-        report.facts["reverse_functional"] += 1
         ev = str(a.get("evidence") or "")
-        out.setdefault(q, []).append(Fact(q, p, template, a["kind"], ev, a.get("passage"), "reverse"))
+        fact = Fact(q, p, template, a["kind"], ev, a.get("passage"), "reverse")
+        if qualified(fact) or lists_others(ev, p, [t for t, _ in src.neighbours(page)]):
+            report.facts["qualified"] += 1
+            continue
+        report.facts["reverse_functional"] += 1
+        out.setdefault(q, []).append(fact)
     return out
 
 
