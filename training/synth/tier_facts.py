@@ -12,6 +12,10 @@ answer. Two readings of the same edges:
   Q's side, Q is named and P is asked. "Which city is the capital of Romania?" A reverse fact is kept only when no
   other page of the corpus states the same relation with Q, so the corpus holds one answer.
 
+In both directions a definite fact holds only when its sentence says it of the whole entity (:func:`qualified`: "the
+largest city in central India" is no fact about India), and an object that is one item of a list is no fact
+(:func:`lists_others`).
+
 Both directions give the bridge tier two-hop chains A -> B -> C through many more middle entities B (a country is
 the object of many forward facts and the subject of a few reverse ones).
 """
