@@ -132,12 +132,12 @@ def _names_any(queries: list[str], names: list[str]) -> bool:
 
 
 def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
-    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge, shown, past, plan, answer}`` of one eval run, or
-    ``None`` when it has not run. ``names_bridge``: on a bridge task, whether a search after the first names the middle
-    entity B (the hop a solver makes once the first search has shown B); ``None`` on other tasks. ``shown``:
-    :func:`answer_shown`; ``past``: :func:`searched_past`; ``plan``: whether the first thought's
-    :func:`planned_facts` is the task's oracle searches (``None`` when it states no plan); ``answer``: the gold answer,
-    casefolded (tasks that share it are not independent samples: the report resamples them together)."""
+    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge, shown, past, plan, answer}`` of one eval
+    run, or ``None`` when it has not run. ``names_bridge``: on a bridge task, whether a search after the first names
+    the middle entity B (the hop a solver makes once the first search has shown B); ``None`` on other tasks.
+    ``shown``: :func:`answer_shown`; ``past``: :func:`searched_past`; ``plan``: whether the first thought's
+    :func:`planned_facts` is the task's oracle searches (``None`` when it states no plan); ``answer``: the gold
+    answer, casefolded (tasks that share it are not independent samples: the report resamples them together)."""
     from agents.trajectory import load_records
 
     path = folder / "trajectories.jsonl"
