@@ -53,7 +53,7 @@ def test_shipped_recipes_keep_their_values_and_tool_order():
 def test_derived_section_fields_follow_the_run():
     r = load_recipe("cpu-learn", {"seed": 3, "solved_reward": 0.5})
     rollout, loop = r.rollout_config(), r.loop_config()
-    assert (rollout.seed, rollout.batch_size, loop.solved_reward) == (3, 16, 0.5)
+    assert (rollout.seed, rollout.batch_size, loop.solved_reward) == (3, 32, 0.5)  # a step: 4 prompts x 8 rollouts
     assert (rollout.max_turn_tokens, loop.tiers) == (r.rollout.max_turn_tokens, r.loop.tiers)  # the rest as declared
     r2 = dataclasses.replace(r, seed=7)
     assert r2.rollout_config().seed == 7
@@ -237,9 +237,9 @@ def test_a_recipe_with_the_python_interpreter_is_refused_where_its_sandbox_canno
 def test_micro_batch_accumulates_to_the_same_step():
     r = load_recipe("cpu-learn", {"trainer.micro_batch": 2})
     c = r.grpo_config()
-    assert (c.per_device_train_batch_size, c.gradient_accumulation_steps, c.generation_batch_size) == (2, 8, 16)
+    assert (c.per_device_train_batch_size, c.gradient_accumulation_steps, c.generation_batch_size) == (2, 16, 32)
     full = load_recipe("cpu-learn", {"trainer.micro_batch": None}).grpo_config()
-    assert (full.per_device_train_batch_size, full.gradient_accumulation_steps) == (16, 1)
+    assert (full.per_device_train_batch_size, full.gradient_accumulation_steps) == (32, 1)
     with pytest.raises(ConfigError, match="micro_batch must divide"):
         load_recipe("cpu-learn", {"trainer.micro_batch": 3})
 

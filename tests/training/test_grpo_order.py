@@ -29,7 +29,8 @@ def test_interleave_plays_every_task_alternates_tiers_to_the_end_and_follows_the
 
 @pytest.mark.parametrize("balance", [True, False])
 def test_each_step_of_trls_sampler_mixes_the_tiers_only_when_balanced(balance):
-    recipe = load_recipe("cpu-learn", {"balance_tiers": balance})
+    # 2 prompts a step, the hardest case for a mix: 12 steps of 24 tasks
+    recipe = load_recipe("cpu-learn", {"balance_tiers": balance, "trainer.prompts_per_step": 2})
     args = recipe.grpo_config()
     assert args.shuffle_dataset is not balance
     tasks = _tasks(12, 12)
