@@ -121,15 +121,13 @@ def qualified(fact: Fact) -> bool:
         return False
     named = bare_title(fact.subject if m.group(5) == "src" else fact.obj)
     ev = fact.evidence
-    starts = [k.start() for k in re.finditer(re.escape(named), ev) if not _LONGER_NAME.search(ev[: k.start()])]
-    if not starts:
+    i = next((k.start() for k in re.finditer(re.escape(named), ev) if not _LONGER_NAME.search(ev[: k.start()])), -1)
+    if i < 0:
         return False
-    i = starts[0]
-    if _PART_BEFORE.search(ev[:i]):
+    rest = ev[i + len(named) :]
+    if _PART_BEFORE.search(ev[:i]) or _IN_A_TIME.match(rest):
         return True
-    if _IN_A_TIME.match(ev[i + len(named) :]):
-        return True
-    after = re.match(r"\s+([a-z][\w-]*)(\s+\d)?", ev[i + len(named) :])
+    after = re.match(r"\s+([a-z][\w-]*)(\s+\d)?", rest)
     if after is None or after.group(2) or after.group(1).endswith("ly"):
         return False  # "from 1829 to 1837": a time span; "the art of the Hellenistic period generally taken ..."
     return after.group(1) in _RESTRICT_AFTER or after.group(1) not in _FUNCTION
@@ -194,9 +192,11 @@ def definite_reverse_facts(src: Any, titles: list[str], report: Any) -> dict[str
 
     A forward fact that already asks the same (Q, P) is not repeated.
     """
-    found: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = defaultdict(dict)
+    found: dict[tuple[str, str], dict[str, tuple[dict[str, Any], list[str]]]] = defaultdict(dict)
     for page in titles:
-        for other, a in src.neighbours(page):
+        nbrs = src.neighbours(page)
+        linked = [t for t, _ in nbrs]  # the pages P's sentence may list beside P (lists_others)
+        for other, a in nbrs:
             rel = str(a["relation"])
             if edge_rank(a) > 1 or not is_text_relation(rel) or other == page:
                 continue
@@ -206,24 +206,25 @@ def definite_reverse_facts(src: Any, titles: list[str], report: Any) -> dict[str
             template, page_is_p = rev
             p, q = (page, other) if page_is_p else (other, page)
             if p == page:  # stated on P's page: read from Q's side (Q's own page states it forward already)
-                found[(q, template)][p] = (page, a)
+                found[(q, template)][p] = (a, linked)
     out: dict[str, list[Fact]] = {}
     for (q, template), ps in sorted(found.items()):
         report.facts["reverse_candidates"] += 1
         if len(ps) != 1:
             report.facts["reverse_not_unique"] += 1
             continue
-        ((p, (page, a)),) = ps.items()
-        if src.entity(q) is None or src.entity(p) is None:
-            report.facts["unusable"] += 1
-            continue
+        ((p, (a, linked)),) = ps.items()
         ev = str(a.get("evidence") or "")
         fact = Fact(q, p, template, a["kind"], ev, a.get("passage"), "reverse")
-        if qualified(fact) or lists_others(ev, p, [t for t, _ in src.neighbours(page)]):
+        if src.entity(q) is None or src.entity(p) is None:
+            report.facts["unusable"] += 1
+        elif qualified(fact):
             report.facts["qualified"] += 1
-            continue
-        report.facts["reverse_functional"] += 1
-        out.setdefault(q, []).append(fact)
+        elif lists_others(ev, p, linked):
+            report.facts["list_sentence"] += 1
+        else:
+            report.facts["reverse_functional"] += 1
+            out.setdefault(q, []).append(fact)
     return out
 
 
