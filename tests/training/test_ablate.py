@@ -100,7 +100,12 @@ def test_a_run_reuses_a_saved_prefilter_verdict(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     kept = _prefilter(recipe, None, None, [Task("t0"), Task("t1")], out)  # no trainer needed: nothing is played
-    assert [t.id for t in kept] == ["t0"] and json.loads((out / "prefilter.json").read_text()) == {"dropped": ["t1"]}
+    saved = json.loads((out / "prefilter.json").read_text())
+    assert [t.id for t in kept] == ["t0"] and saved["dropped"] == ["t1"] and saved["from"] == str(verdict)
+    # stamped with this run's own key: a later start-over of the run keeps it without the shared file
+    verdict.unlink()
+    plain = dataclasses.replace(recipe, prefilter=dataclasses.replace(recipe.prefilter, verdict=None))
+    assert [t.id for t in _prefilter(plain, None, None, [Task("t0"), Task("t1")], out)] == ["t0"]
 
 
 def test_quick_sub_grid_writes_the_table_the_report_and_resumes(sample_index, synth_run, tmp_path):

@@ -167,3 +167,54 @@ def test_the_loss_batch_holds_two_copies_of_the_informative_group(tmp_path, dupo
         [(tid, 0.0) for tid in [outcomes[0]["task_id"]] * 4] + [(outcomes[4]["task_id"], r) for r in REWARDS[4:]]
     )
     assert {o["step"] for o in outcomes} == {1} and all(o["tool_calls"] == 2 and o["answered"] for o in outcomes)
+
+
+def _saved_verdict_run(tmp_path, monkeypatch):
+    """A cpu-learn recipe on a two-file model folder, and a counter of the pre-filter's played rollouts."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import training.grpo.dupo as dupo
+    from training.grpo.recipes import load_recipe
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}", encoding="utf-8")
+    (model / "model.safetensors").write_bytes(b"weights-1")
+    recipe = load_recipe("cpu-learn")
+    recipe = dataclasses.replace(recipe, model=str(model), output_dir=str(tmp_path / "run"))
+    played = []
+
+    def fake_prefilter(trainer, rollout, tasks, k, solved, batch):
+        played.append(len(tasks))
+        return list(tasks[1:]), {"k": k, "tasks": len(tasks), "dropped": [tasks[0].id]}
+
+    monkeypatch.setattr(dupo, "prefilter_tasks", fake_prefilter)
+    trainer = SimpleNamespace(accelerator=SimpleNamespace(is_main_process=True))
+    tasks = [SimpleNamespace(id=f"t{i}") for i in range(3)]
+    return recipe, model, trainer, tasks, played
+
+
+def test_a_run_that_starts_over_reuses_its_verdict_only_while_model_tasks_and_settings_match(tmp_path, monkeypatch):
+    import dataclasses
+
+    from training.grpo.train import _prefilter
+
+    recipe, model, trainer, tasks, played = _saved_verdict_run(tmp_path, monkeypatch)
+    out = tmp_path / "run"
+    out.mkdir()
+    assert [t.id for t in _prefilter(recipe, trainer, None, tasks, out)] == ["t1", "t2"] and played == [3]
+    _prefilter(recipe, trainer, None, tasks, out)  # interrupted before the first checkpoint: the verdict is kept
+    assert played == [3]
+    _prefilter(recipe, trainer, None, tasks[:2], out)  # other tasks: played again
+    assert played == [3, 2]
+    (model / "model.safetensors").write_bytes(b"weights-2")  # another starting model: played again
+    _prefilter(recipe, trainer, None, tasks[:2], out)
+    assert played == [3, 2, 2]
+    hotter = dataclasses.replace(recipe, trainer=dataclasses.replace(recipe.trainer, temperature=0.5))
+    _prefilter(hotter, trainer, None, tasks[:2], out)  # a setting the rollouts use: played again
+    assert played == [3, 2, 2, 2]
+    # a resumed run (a checkpoint exists) trains on the tasks it started with, whatever the key says
+    (model / "model.safetensors").write_bytes(b"weights-3")
+    assert [t.id for t in _prefilter(hotter, trainer, None, tasks[:2], out, resuming=True)] == ["t1"]
+    assert played == [3, 2, 2, 2]

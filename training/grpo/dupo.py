@@ -19,9 +19,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -203,3 +207,45 @@ def prefilter_tasks(
         "DUPO prefilter: %d of %d tasks always solved in %d rollouts, dropped", len(report["dropped"]), len(tasks), k
     )
     return kept, report
+
+
+#: Recipe fields that name or place a run without changing what its pre-filter rollouts play.
+_NOT_IN_KEY = ("name", "output_dir", "resume")
+
+
+def verdict_key(recipe: Any, task_ids: Sequence[str]) -> str:
+    """A content key of a pre-filter verdict: the recipe (less its name, folder and resume switch, and the verdict it
+    may reuse), the starting model's weight files and the task ids.
+
+    A run that starts over (no checkpoint yet) reuses its saved ``prefilter.json`` only when this key matches, so an
+    interrupted run does not replay the filter, and a changed model, task set or setting never reuses a stale one.
+
+    Args:
+        recipe: The run's :class:`~training.grpo.config.GRPORecipe`.
+        task_ids: The ids of the tasks the filter plays, in order.
+
+    Returns:
+        A hex digest.
+    """
+    key = dataclasses.asdict(recipe)
+    for name in _NOT_IN_KEY:
+        key.pop(name, None)
+    key["prefilter"].pop("verdict", None)
+    key["weights"] = _weights_digest(Path(recipe.model))
+    key["task_ids"] = list(task_ids)
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _weights_digest(folder: Path) -> str | None:
+    """SHA-256 over a model folder's top-level weight and config files (``None`` for a name that is not a folder,
+    such as ``tiny``, whose weights the seed in the recipe fixes)."""
+    if not folder.is_dir():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and (f.suffix in (".safetensors", ".bin") or f.name == "config.json"):
+            h.update(f.name.encode())
+            with f.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+    return h.hexdigest()

@@ -182,7 +182,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     outcomes = OutcomeLog(out / "outcomes.jsonl", persist=trainer.accelerator.is_main_process)
     outcomes.truncate(resume_step or 0)
     trainer.outcome_sink = outcomes
-    tasks = _prefilter(recipe, trainer, rollout, tasks, out)
+    tasks = _prefilter(recipe, trainer, rollout, tasks, out, resuming=last is not None)
     loop = (
         _attach_loop(recipe, trainer, rollout, tasks, index, out, outcomes, resume_step)
         if recipe.loop.enabled
@@ -260,7 +260,8 @@ def _finished(out: Path, last: str, step: int, t0: float) -> dict[str, Any]:
 
 def _resume_point(out: Path, resume: bool) -> str | None:
     """The last checkpoint in ``out`` to resume from; starting over removes the run's old checkpoints and logs,
-    which would otherwise mix with the new ones."""
+    which would otherwise mix with the new ones. The pre-filter verdict stays: :func:`_prefilter` reuses it only
+    when its content key still matches."""
     from transformers.trainer_utils import get_last_checkpoint
 
     last = get_last_checkpoint(str(out)) if resume else None
@@ -269,7 +270,7 @@ def _resume_point(out: Path, resume: bool) -> str | None:
         return last
     for old in [*out.glob("checkpoint-*"), out / "loop"]:
         shutil.rmtree(old, ignore_errors=True)
-    for name in ("metrics.jsonl", "outcomes.jsonl", "prefilter.json"):
+    for name in ("metrics.jsonl", "outcomes.jsonl"):
         (out / name).unlink(missing_ok=True)
     return None
 
@@ -283,24 +284,30 @@ def _lora(r: int) -> Any:
     return LoraConfig(r=r, lora_alpha=2 * r, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
-def _prefilter(recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any], out: Path) -> list[Any]:
-    """DUPO's pre-RL filter (``prefilter.k`` rollouts per task); a resumed run reuses its saved verdict."""
+def _prefilter(
+    recipe: GRPORecipe, trainer: Any, rollout: Any, tasks: list[Any], out: Path, resuming: bool = False
+) -> list[Any]:
+    """DUPO's pre-RL filter (``prefilter.k`` rollouts per task). A resumed run keeps its saved verdict; a run that
+    starts over reuses it only when its content key (model weights, tasks, settings) matches, else plays again."""
     pre = recipe.prefilter
     if not pre.k:
         return tasks
-    from training.grpo.dupo import prefilter_tasks
+    from training.grpo.dupo import prefilter_tasks, verdict_key
 
     path = out / "prefilter.json"
-    if not path.is_file() and pre.verdict:
-        shutil.copyfile(pre.verdict, path)
+    key = verdict_key(recipe, [t.id for t in tasks])
+    saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if saved is None and pre.verdict:
+        saved = {**json.loads(Path(pre.verdict).read_text(encoding="utf-8")), "key": key, "from": pre.verdict}
+        path.write_text(json.dumps(saved, indent=1), encoding="utf-8")
         log.warning("DUPO prefilter: reusing the verdict %s", pre.verdict)
-    if path.is_file():
-        dropped = set(json.loads(path.read_text(encoding="utf-8"))["dropped"])
+    if saved is not None and (resuming or pre.verdict or saved.get("key") == key):
+        dropped = set(saved["dropped"])
         return [t for t in tasks if t.id not in dropped]
     solved = recipe.solved_reward if pre.solved_reward is None else pre.solved_reward
     kept, report = prefilter_tasks(trainer, rollout, tasks, pre.k, solved, recipe.per_device_batch)
     if trainer.accelerator.is_main_process:
-        path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        path.write_text(json.dumps({**report, "key": key}, indent=1), encoding="utf-8")
     return kept
 
 
