@@ -9,7 +9,7 @@ pytest.importorskip("trl")
 
 from simweb_core.errors import ConfigError  # noqa: E402
 from training.grpo.advantage import group_advantages, zero_variance_groups  # noqa: E402
-from training.grpo.dupo import PrefilterConfig, always_solved, dupo_fill_index, remap_batch  # noqa: E402
+from training.grpo.dupo import PrefilterConfig, always_solved, dupo_fill_index, dupo_weights  # noqa: E402
 
 NAN = math.nan
 
@@ -54,19 +54,13 @@ def test_a_group_with_one_scorable_sample_counts_as_flat():
     assert stats["dropped"] == 1 and index.tolist() == [2, 3, 2, 3]
 
 
-def test_remap_batch_moves_per_sample_tensors_only():
-    out = {
-        "advantages": torch.tensor([1.0, 2.0, 3.0, 4.0]),
-        "completion_ids": torch.arange(8).view(4, 2),
-        "num_items_in_batch": torch.tensor(8),
-        "other": [1, 2, 3, 4],
-    }
-    got = remap_batch(out, torch.tensor([0, 1, 0, 1]))
-    assert got["advantages"].tolist() == [1.0, 2.0, 1.0, 2.0]
-    assert got["completion_ids"].tolist() == [[0, 1], [2, 3], [0, 1], [2, 3]]
-    assert int(got["num_items_in_batch"]) == 8 and got["other"] == [1, 2, 3, 4]
-    with pytest.raises(ConfigError, match="multimodal"):
-        remap_batch({**out, "pixel_values": torch.zeros(4)}, torch.arange(4))
+def test_dupo_weights_count_each_sample_as_often_as_the_copied_batch_holds_it():
+    rewards = torch.tensor([0.0, 1.0] * 3 + [1.0, 1.0] * 6)
+    for seed in range(3):
+        index, _ = dupo_fill_index(rewards, 2, seed=seed)
+        weights, stats = dupo_weights(rewards, 2, seed=seed)
+        assert weights.tolist() == [float((index == k).sum()) for k in range(rewards.numel())]
+        assert weights.sum() == rewards.numel() and stats["duplicated"] == 6 and weights[6:].sum() == 0
 
 
 def test_always_solved_needs_k_successes():
@@ -96,12 +90,13 @@ def env_reward(completions, env_reward, **kwargs):
 
 
 def fake_rollout(prompts, trainer):
+    """Sample k starts with token 5+k; the flat group's completions are the longest, so compaction cuts columns."""
     eos = trainer.processing_class.eos_token_id
     n = len(prompts)
     return {
         "prompt_ids": [[7, 8, 9]] * n,
-        "completion_ids": [[5 + k, 40, eos] for k in range(n)],
-        "logprobs": [[-1.0] * 3] * n,
+        "completion_ids": [[5 + k, 40] + [41] * (4 if k < G else k % 3) + [eos] for k in range(n)],
+        "logprobs": [[-1.0] * (3 + (4 if k < G else k % 3)) for k in range(n)],
         "env_reward": REWARDS[:n],
         "no_answer": [""] * n,
         "answered": [True] * n,
@@ -114,8 +109,7 @@ def fake_rollout(prompts, trainer):
     }
 
 
-@pytest.mark.parametrize("dupo", [True, False])
-def test_the_loss_batch_holds_two_copies_of_the_informative_group(tmp_path, dupo):
+def make_trainer(tmp_path, dupo):
     from datasets import Dataset
 
     from training.grpo.tiny import tiny_model
@@ -124,9 +118,10 @@ def test_the_loss_batch_holds_two_copies_of_the_informative_group(tmp_path, dupo
     model, tok = tiny_model(["What is the answer to this question?"])
     args = AgentGRPOConfig(
         output_dir=str(tmp_path),
-        per_device_train_batch_size=8,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=4,
         num_generations=G,
-        max_completion_length=8,
+        max_completion_length=16,
         max_steps=1,
         learning_rate=1e-2,
         report_to="none",
@@ -139,7 +134,7 @@ def test_the_loss_batch_holds_two_copies_of_the_informative_group(tmp_path, dupo
     ds = Dataset.from_list(
         [{"prompt": [{"role": "user", "content": f"question {i}"}], "task_id": f"t{i}"} for i in range(2)]
     )
-    trainer = AgentGRPOTrainer(
+    return AgentGRPOTrainer(
         model=model,
         processing_class=tok,
         reward_funcs=[env_reward],
@@ -147,26 +142,82 @@ def test_the_loss_batch_holds_two_copies_of_the_informative_group(tmp_path, dupo
         train_dataset=ds,
         rollout_func=fake_rollout,
     )
-    seen, outcomes = [], []
-    original = trainer._compute_loss
-    trainer._compute_loss = lambda m, i: seen.append(i) or original(m, i)
+
+
+@pytest.mark.parametrize("dupo", [True, False])
+def test_the_flat_group_weighs_nothing_and_the_informative_group_counts_twice(tmp_path, dupo):
+    trainer = make_trainer(tmp_path, dupo)
+    batches, outcomes = [], []
+    generate = trainer._generate_and_score_completions
+    trainer._generate_and_score_completions = lambda inputs: batches.append(generate(inputs)) or batches[-1]
     trainer.outcome_sink = outcomes.extend
     trainer.train()
-    samples = sorted(int(row[0]) - 5 for row in seen[0]["completion_ids"])
+    batch = batches[0]
+    sample = [int(row[0]) - 5 for row in batch["completion_ids"]]
+    adv = dict(zip(sample, batch["advantages"].tolist()))
+    tokens = dict(zip(sample, (batch["completion_mask"] * batch["tool_mask"]).sum(1).tolist()))
+    loo = dict(
+        enumerate(
+            torch.tensor(REWARDS[G:])
+            .sub(torch.tensor(REWARDS[G:]).sum().sub(torch.tensor(REWARDS[G:])).div(G - 1))
+            .tolist(),
+            G,
+        )
+    )
     logged = {k: v for h in trainer.state.log_history for k, v in h.items()}
+    weight = 2.0 if dupo else 1.0
+    assert all(adv[k] == 0 for k in range(G)) and all(adv[k] == pytest.approx(weight * loo[k]) for k in range(G, 2 * G))
+    informative = sum(tokens[k] for k in range(G, 2 * G))
     if dupo:
-        assert samples == [4, 4, 5, 5, 6, 6, 7, 7]  # the flat group's places hold a copy of the informative group
-        assert float(seen[0]["advantages"].abs().min()) > 0
+        assert all(tokens[k] == 0 for k in range(G))  # the dropped group's tokens leave the normaliser
         assert (logged["agent/dupo_dropped_groups"], logged["agent/dupo_duplicated_groups"]) == (1.0, 1.0)
     else:
-        assert samples == list(range(8)) and "agent/dupo_dropped_groups" not in logged
-    assert int(seen[0]["num_items_in_batch"]) == int(seen[0]["completion_mask"].sum())
+        assert "agent/dupo_dropped_groups" not in logged
+    assert float(batch["num_items_in_batch"]) == weight * informative + (
+        0 if dupo else sum(tokens[k] for k in range(G))
+    )
     assert logged["agent/frac_zero_variance_groups"] == 0.5  # metrics describe the rollouts, not the filled batch
+    assert logged["agent/loss_token_frac"] < 1.0  # micro-batches were compacted (rows with advantage 0 left out)
     # the outcome table sees every rollout once, with its own reward, whatever DUPO trains on
     assert sorted((o["task_id"], o["reward"]) for o in outcomes) == sorted(
         [(tid, 0.0) for tid in [outcomes[0]["task_id"]] * 4] + [(outcomes[4]["task_id"], r) for r in REWARDS[4:]]
     )
     assert {o["step"] for o in outcomes} == {1} and all(o["tool_calls"] == 2 and o["answered"] for o in outcomes)
+
+
+def test_weighted_and_compacted_micro_batches_train_the_gradient_of_dupos_copied_batch(tmp_path):
+    """Through TRL's own loss: the weighted batch, compacted micro-batch by micro-batch, has the gradient of the
+    batch that holds real copies of the informative group in the flat group's place."""
+    from trl import GRPOTrainer
+
+    trainer = make_trainer(tmp_path, True)
+    batches = []
+    generate = trainer._generate_and_score_completions
+    trainer._generate_and_score_completions = lambda inputs: batches.append(generate(inputs)) or batches[-1]
+    trainer.train()
+    weighted, model = batches[0], trainer.model
+    weight, _ = dupo_weights(torch.tensor(REWARDS), G, seed=0)
+    index, _ = dupo_fill_index(torch.tensor(REWARDS), G, seed=0)
+    unweighted = weighted["advantages"] / weight.clamp(min=1)
+    copied = {
+        k: (v.index_select(0, index) if torch.is_tensor(v) and v.dim() else v)
+        for k, v in {**weighted, "advantages": unweighted}.items()
+    }
+    copied["tool_mask"] = copied["completion_mask"].clone()  # the copies' own masks (no sample is dropped here)
+    assert float(copied["num_items_in_batch"]) == float((copied["completion_mask"] * copied["tool_mask"]).sum())
+    model.train()
+
+    def gradient(loss_of, batch, micro):
+        model.zero_grad()
+        for start in range(0, 2 * G, micro):
+            part = {k: (v[start : start + micro] if torch.is_tensor(v) and v.dim() else v) for k, v in batch.items()}
+            loss_of(trainer, model, part).backward()
+        return torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+
+    reference = gradient(GRPOTrainer._compute_loss, copied, 2)  # TRL alone, on real copies
+    ours = gradient(type(trainer)._compute_loss, weighted, 3)  # weights; dead rows and padding columns left out
+    assert reference.abs().sum() > 0
+    assert torch.allclose(ours, reference, rtol=1e-4, atol=1e-7)
 
 
 def _saved_verdict_run(tmp_path, monkeypatch):

@@ -1,11 +1,13 @@
 """DUPO (WebSailor): fill the batch with informative groups instead of sampling more, and drop tasks already solved.
 
-Two pure functions and one driver:
+Three pure functions and one driver:
 
 - :func:`dupo_fill_index`: during RL, a group whose rewards are all equal has advantage 0 everywhere (no learning
   signal). DUPO drops it and refills its place by duplicating another group *of the same batch* whose rewards vary,
   so every optimiser step trains on a full batch of informative groups without extra rollouts. The function returns
   the sample index that does this (``out[k] = in[index[k]]``) and the counts.
+- :func:`dupo_weights`: the same filled batch as per-sample weights, which the trainer uses: it trains the same step
+  without computing the copies.
 - :func:`always_solved`: before RL, the tasks whose ``k`` rollouts of the starting policy all succeeded.
 - :func:`prefilter_tasks`: plays those ``k`` rollouts with the trainer's rollout function and drops such tasks
   (:class:`PrefilterConfig`: the ``prefilter:`` section of a GRPO recipe).
@@ -103,32 +105,29 @@ def dupo_fill_index(rewards: torch.Tensor, group_size: int, seed: int = 0) -> tu
     return index, {"groups": n_groups, "dropped": len(empty), "duplicated": len(empty)}
 
 
-def remap_batch(out: dict[str, Any], index: torch.Tensor) -> dict[str, Any]:
-    """Apply a sample index to every per-sample tensor of a TRL generation batch (scalars are left alone).
+def dupo_weights(rewards: torch.Tensor, group_size: int, seed: int = 0) -> tuple[torch.Tensor, dict[str, int]]:
+    """DUPO's filled batch as per-sample weights: how many times each sample counts in the loss.
+
+    A copy of a sample has the same tokens, log-probabilities and advantage as the sample, so its gradient is the
+    same: weighting the original by ``1 + copies`` (the trainer scales its advantage, which the clipped objective
+    carries linearly) and the dropped groups by 0 trains the same step as :func:`dupo_fill_index`'s copied batch,
+    without a forward and backward pass over the copies.
 
     Args:
-        out: The dict ``_generate_and_score_completions`` returns (``prompt_ids``, ``completion_mask``,
-            ``advantages``, ``tool_mask``, logprobs...).
-        index: ``out[k] = in[index[k]]`` over the first dimension.
+        rewards: Flat rewards, ``group_size`` consecutive samples per group; NaN = unscorable.
+        group_size: ``G``.
+        seed: Seed of the choice of copied groups (as :func:`dupo_fill_index`).
 
     Returns:
-        A new dict; ``num_items_in_batch`` must be recomputed by the caller.
+        ``(weights, stats)``: float weights of shape ``rewards.shape`` and :func:`dupo_fill_index`'s counts.
 
-    Raises:
-        ConfigError: For multimodal batches (their image tensors are not per sample).
+    Example:
+        >>> w, stats = dupo_weights(torch.tensor([1., 0., 1., 1., 0., 1.]), 2, seed=0)
+        >>> w.tolist(), stats["dropped"]
+        ([2.0, 2.0, 0.0, 0.0, 1.0, 1.0], 1)
     """
-    n = index.numel()
-    if any(k in out for k in ("pixel_values", "image_grid_thw", "num_images")):
-        raise ConfigError(
-            "DUPO batch filling does not support multimodal batches (per-image tensors are not per sample)"
-        )
-    remapped = {}
-    for key, value in out.items():
-        if torch.is_tensor(value) and value.dim() >= 1 and value.shape[0] == n:
-            remapped[key] = value.index_select(0, index.to(value.device))
-        else:
-            remapped[key] = value
-    return remapped
+    index, stats = dupo_fill_index(rewards, group_size, seed)
+    return torch.bincount(index, minlength=rewards.numel()).to(torch.float32), stats
 
 
 def always_solved(

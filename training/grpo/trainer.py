@@ -6,7 +6,8 @@ over the gathered rewards (captured in ``_calculate_rewards``), drops samples fr
 ``tool_mask`` (never ``completion_mask``, which is also the attention mask) and recomputes the DAPO
 normaliser ``num_items_in_batch``. Dropped samples stay in their group's baseline. With ``dupo=True`` the groups
 whose rewards are all equal are then replaced by copies of informative groups of the same batch
-(:mod:`training.grpo.dupo`). Every choice is a switch (:class:`~training.grpo.advantage.GRPOSwitches`, fields of
+(:mod:`training.grpo.dupo`), counted as weights instead of computed again. Rows that cannot move the loss are left
+out of each micro-batch's forward and backward pass (:mod:`training.grpo.compact`). Every choice is a switch (:class:`~training.grpo.advantage.GRPOSwitches`, fields of
 :class:`~training.grpo.grpo_config.AgentGRPOConfig`), so the ablation grid can flip it.
 
 Two optional hooks serve the data-policy feedback loop (:mod:`training.loop`): ``task_pool`` (an object with
@@ -14,9 +15,10 @@ Two optional hooks serve the data-policy feedback loop (:mod:`training.loop`): `
 at the next generation batch without rebuilding the dataloader; ``outcome_sink`` (a callable) receives one dict per
 rollout (task id, step, reward, answered, turns, tool calls), the same rows on every process.
 
-Metrics logged every step (``agent/...``, ``time/...``): reward mean/std, fraction of zero-variance
-groups, fraction dropped, DUPO's dropped / duplicated groups, answer rate, tool calls per episode by tool, tool error rate, tokens
-generated, and the time split between generation, tool calls and training.
+Metrics logged every step (``agent/...``, ``time/...``): reward mean/std, fraction of zero-variance groups, fraction
+dropped, DUPO's dropped / duplicated groups, the share of loss tokens a compacted micro-batch kept, answer rate, tool
+calls per episode by tool, tool error rate, tokens generated, and the time split between generation, tool calls and
+training.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from agents.turn import NO_ANSWER_METRICS
 from sim_web.protocol.actions import TOOL_NAMES
 from simweb_core.errors import ConfigError
 from training.grpo.advantage import drop_mask, group_advantages, group_std, zero_variance_groups
-from training.grpo.dupo import dupo_fill_index, remap_batch
+from training.grpo.compact import ROW_SUM_LOSSES, compact_batch, live_rows
+from training.grpo.dupo import dupo_weights
 from training.grpo.grpo_config import AgentGRPOConfig
 
 log = logging.getLogger(__name__)
@@ -96,24 +99,29 @@ class AgentGRPOTrainer(GRPOTrainer):
         tool_mask = out.get("tool_mask")
         tool_mask = torch.ones_like(completion_mask) if tool_mask is None else tool_mask
         out["tool_mask"] = tool_mask * (~dropped).unsqueeze(1).to(tool_mask.dtype)
+        weight = torch.ones(n, device=device)
         if self.args.dupo and mode == "train":
-            out = self._dupo(out, rewards[local], group)
-        out["num_items_in_batch"] = self.accelerator.gather((out["completion_mask"] * out["tool_mask"]).sum()).sum()
+            weight = self._dupo(rewards[local], group).to(device)
+            out["advantages"] = out["advantages"] * (weight if out["advantages"].dim() == 1 else weight.unsqueeze(1))
+            out["tool_mask"] = out["tool_mask"] * (weight > 0).unsqueeze(1).to(tool_mask.dtype)
+        tokens = (out["completion_mask"] * out["tool_mask"]).sum(dim=1)
+        out["num_items_in_batch"] = self.accelerator.gather((tokens * weight).sum()).sum()
         self._rollout_seconds += time.perf_counter() - t0
         self._log_agent_metrics(mode, inputs, rewards, group, no_answer, dropped)
         if self.outcome_sink is not None and mode == "train":
             self._record_outcomes(inputs, rewards[local])
         return out
 
-    def _dupo(self, out: dict[str, Any], rewards: torch.Tensor, group: int) -> dict[str, Any]:
-        """Replace this process's zero-variance groups by copies of its informative ones; log the counts."""
+    def _dupo(self, rewards: torch.Tensor, group: int) -> torch.Tensor:
+        """DUPO's filled batch as weights on this process's samples (copies of informative groups in place of the
+        zero-variance ones, counted instead of computed: :func:`~training.grpo.dupo.dupo_weights`); logs the counts."""
         n = rewards.numel()
         if n % group or (self.accelerator.process_index * n) % group:
             raise ConfigError(
                 f"DUPO needs whole groups on each process: {n} samples per process, groups of {group} "
                 "(make per_device_train_batch_size a multiple of num_generations)"
             )
-        index, stats = dupo_fill_index(rewards.cpu(), group, seed=self.args.seed * 100_003 + self.state.global_step)
+        weight, stats = dupo_weights(rewards.cpu(), group, seed=self.args.seed * 100_003 + self.state.global_step)
         m = self._metrics["train"]
         totals = (
             self.accelerator.gather(
@@ -126,7 +134,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         m["agent/dupo_groups"].append(float(totals[0]))
         m["agent/dupo_dropped_groups"].append(float(totals[1]))
         m["agent/dupo_duplicated_groups"].append(float(totals[2]))
-        return remap_batch(out, index) if stats["dropped"] else out
+        return weight
 
     def _record_outcomes(self, inputs: list[dict[str, Any]], rewards: torch.Tensor) -> None:
         """One outcome per rollout, gathered from every process and handed to ``outcome_sink`` on each (the loop's
@@ -199,25 +207,29 @@ class AgentGRPOTrainer(GRPOTrainer):
             if key in timing:
                 m[f"time/{key.replace('_seconds', '')}"].append(float(timing[key]))
 
-    def _nothing_to_learn(self, model: Any, inputs: dict[str, Any]) -> bool:
-        """Whether this micro-batch's loss is zero whatever the weights: every advantage is 0 (or every token masked),
-        with no KL, entropy or auxiliary term and one process (DDP needs every rank's backward)."""
+    def _rows_are_independent(self, model: Any) -> bool:
+        """Whether a row with advantage 0 or no trained token adds nothing to the loss: training, with no KL, entropy
+        or auxiliary term, on one process (DDP needs every rank's backward)."""
         if not model.training or self.beta != 0.0 or self.accelerator.num_processes != 1:
             return False
-        if getattr(self, "_entropy_bonus_enabled", False) or getattr(self, "aux_loss_enabled", False):
-            return False
-        mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
-        return bool((inputs["advantages"] == 0).all() or (mask == 0).all())
+        return not (getattr(self, "_entropy_bonus_enabled", False) or getattr(self, "aux_loss_enabled", False))
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        """TRL's loss, skipped (forward and backward) on a micro-batch with nothing to learn (e.g. every group solved
-        by every rollout): its gradient is zero, so the pass would cost seconds and change nothing."""
-        skip = self._nothing_to_learn(model, inputs)
-        if model.training:
-            self._metrics["train"]["agent/skipped_micro_batches"].append(float(skip))
-        if skip:
+        """TRL's loss on the rows that move it. A micro-batch with none (e.g. every group solved by every rollout) is
+        skipped, forward and backward: its gradient is zero. Under a batch-normalised token loss (``dapo``,
+        ``cispo``) the others are compacted to their live rows and used columns (:mod:`training.grpo.compact`),
+        which leaves the loss unchanged and spends the passes only on what trains."""
+        if not self._rows_are_independent(model):
+            return super()._compute_loss(model, inputs)
+        live = live_rows(inputs)
+        m = self._metrics["train"]
+        m["agent/skipped_micro_batches"].append(float(not live.any()))
+        if not live.any():
             return torch.zeros((), device=inputs["advantages"].device, requires_grad=True)
-        return super()._compute_loss(model, inputs)
+        small = compact_batch(inputs, live) if self.loss_type in ROW_SUM_LOSSES else None
+        before = inputs["completion_ids"].numel()
+        m["agent/loss_token_frac"].append(small["completion_ids"].numel() / before if small else 1.0)
+        return super()._compute_loss(model, small or inputs)
 
     def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any) -> torch.Tensor:
         """TRL's step, timed: what is not rollout (generation, tools, scoring) is training; logged once per optimiser step."""
