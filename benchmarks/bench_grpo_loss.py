@@ -1,0 +1,170 @@
+"""The training half of a GRPO step on a CPU: DUPO's copies computed again against counted as weights, with compacted
+micro-batches.
+
+Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 2] [--seed 0]``. It plays one real generation batch
+of ``sim-web learn``'s GRPO stage (the ``cpu-learn`` recipe, the run's SFT model, its task set and pre-filter verdict:
+4 tasks x 8 rollouts), then runs the forward and backward passes of that same batch, split into the recipe's
+micro-batches after TRL's shuffle, two ways, alternating ``--reps`` times:
+
+- ``copies``: the batch DUPO fills with copies of informative groups, through TRL's own loss (how the trainer
+  worked before: every copy computed again, every micro-batch at the generation batch's full width);
+- ``weights``: the trainer's batch (copies as weights, rows with advantage 0 and padding columns left out).
+
+It prints each pass's seconds, the medians and their ratio, the rows and tokens each side computed, and the largest
+difference between the two gradients relative to the gradient's largest entry (they must agree up to float
+summation order). Without ``--run`` it uses ``$SIM_WEB_HOME/runs/learn/cpu-learn`` (``make learn``'s run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from benchmarks.common import ensure_sample_index, table
+
+
+def capture_batch(recipe: Any) -> tuple[Any, dict[str, Any]]:
+    """Run one step of :func:`training.grpo.train.main` whose loss is skipped; return the trainer and the generation
+    batch it built (the trainer's own, weighted and masked)."""
+    import torch
+
+    from training.grpo.train import main as train
+    from training.grpo.trainer import AgentGRPOTrainer
+
+    seen: list[tuple[Any, dict[str, Any]]] = []
+    generate, loss = AgentGRPOTrainer._generate_and_score_completions, AgentGRPOTrainer._compute_loss
+
+    def keep(self: Any, inputs: Any) -> dict[str, Any]:
+        out = generate(self, inputs)
+        seen.append((self, out))
+        return out
+
+    AgentGRPOTrainer._generate_and_score_completions = keep  # type: ignore[method-assign]
+    AgentGRPOTrainer._compute_loss = lambda self, m, i: torch.zeros((), requires_grad=True)  # type: ignore[method-assign]
+    try:
+        train(recipe)
+    finally:
+        AgentGRPOTrainer._generate_and_score_completions = generate  # type: ignore[method-assign]
+        AgentGRPOTrainer._compute_loss = loss  # type: ignore[method-assign]
+    return seen[0]
+
+
+def copied_batch(trainer: Any, weighted: dict[str, Any]) -> dict[str, Any]:
+    """The batch with DUPO's real copies (TRL's rows at full width) that the weighted batch stands for."""
+    import torch
+
+    from training.grpo.dupo import dupo_fill_index
+
+    rpf = trainer._rewards_per_func
+    rewards = (rpf * trainer.reward_weights.to(rpf.device).unsqueeze(0)).nansum(dim=1)
+    rewards[torch.isnan(rpf).all(dim=1)] = torch.nan
+    index, _ = dupo_fill_index(rewards.cpu(), trainer.num_generations, seed=trainer.args.seed * 100_003)
+    weight = torch.bincount(index, minlength=rewards.numel()).to(weighted["advantages"].dtype)
+    plain = {**weighted, "advantages": weighted["advantages"] / weight.clamp(min=1)}
+    return {k: (v.index_select(0, index) if torch.is_tensor(v) and v.dim() else v) for k, v in plain.items()}
+
+
+def timed_pass(
+    trainer: Any, loss_of: Any, batch: dict[str, Any], micro: int, seed: int, compacts: bool
+) -> tuple[float, Any, int]:
+    """Seconds of the forward and backward passes over ``batch`` (shuffled as TRL does, then split into micro-batches
+    of ``micro``), the gradient, and the completion tokens (rows x columns) the passes computed (``compacts``: the
+    loss compacts each micro-batch)."""
+    import torch
+    from trl.trainer.utils import shuffle_sequence_dict
+
+    from training.grpo.compact import compact_batch, live_rows
+
+    torch.manual_seed(seed)
+    batch = shuffle_sequence_dict(batch)
+    parts = [
+        {k: (v[start : start + micro] if torch.is_tensor(v) and v.dim() else v) for k, v in batch.items()}
+        for start in range(0, batch["completion_ids"].shape[0], micro)
+    ]
+    tokens = 0
+    for part in parts:
+        live = live_rows(part)
+        if compacts and live.any():
+            tokens += compact_batch(part, live)["completion_ids"].numel()
+        elif not compacts:
+            tokens += part["completion_ids"].numel()
+    model = trainer.model
+    model.train()
+    model.zero_grad()
+    t = time.perf_counter()
+    for part in parts:
+        loss_of(trainer, model, part).backward()
+    seconds = time.perf_counter() - t
+    return seconds, torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]), tokens
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Capture a batch, time both sides, print the table."""
+    import torch
+    from trl import GRPOTrainer
+
+    from simweb_core.settings import sim_web_home
+    from training.grpo.recipes import load_recipe
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_grpo_loss")
+    ap.add_argument("--run", default=None, help="a `sim-web learn` run folder (default: make learn's)")
+    ap.add_argument("--reps", type=int, default=2, help="passes per side, alternating")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the rollouts (which tasks and samples)")
+    args = ap.parse_args(argv)
+    run = Path(args.run) if args.run else sim_web_home() / "runs" / "learn" / "cpu-learn"
+    index = ensure_sample_index(None)
+    verdict = run / "grpo" / "prefilter.json"
+    over = {
+        "model": str(run / "sft"),
+        "tasks": str(index / "tasks" / "cpu-learn.jsonl"),
+        "index_dir": str(index),
+        "output_dir": tempfile.mkdtemp(prefix="bench-grpo-loss-"),
+        "seed": args.seed,
+        "resume": False,
+        "trainer.max_steps": 1,
+        "trainer.save_steps": 10_000,
+        **({"prefilter.verdict": str(verdict)} if verdict.is_file() else {"prefilter.k": 0}),
+    }
+    recipe = load_recipe("cpu-learn", over)
+    trainer, weighted = capture_batch(recipe)
+    copies = copied_batch(trainer, weighted)
+    micro = recipe.trainer.micro_batch or recipe.per_device_batch
+    sides = {
+        "copies": (GRPOTrainer._compute_loss, copies, False),
+        "weights": (type(trainer)._compute_loss, weighted, True),
+    }
+    seconds: dict[str, list[float]] = {s: [] for s in sides}
+    grads: dict[str, Any] = {}
+    tokens: dict[str, int] = {}
+    for rep in range(args.reps):
+        for side in list(sides) if rep % 2 == 0 else list(sides)[::-1]:
+            loss_of, batch, compacts = sides[side]
+            s, grads[side], tokens[side] = timed_pass(trainer, loss_of, batch, micro, rep, compacts)
+            seconds[side].append(s)
+            print(f"rep {rep + 1} {side}: {s:.1f} s", flush=True)
+    rows = [
+        [side, batch["completion_ids"].shape[0], tokens[side], f"{median(seconds[side]):.1f}"]
+        for side, (_, batch, _) in sides.items()
+    ]
+    gap = float((grads["weights"] - grads["copies"]).abs().max() / grads["copies"].abs().max())
+    print(
+        f"one cpu-learn generation batch ({weighted['completion_ids'].shape[0]} rollouts, "
+        f"{int((weighted['advantages'] == 0).sum())} with advantage 0), micro-batches of {micro}, "
+        f"{torch.get_num_threads()} torch threads, bf16 {recipe.trainer.bf16}, model {over['model']}"
+    )
+    print(table(["side", "rows in batch", "completion tokens computed (last rep)", "median s"], rows))
+    ratio = median(seconds["copies"]) / median(seconds["weights"])
+    print(f"speed-up of the training half: {ratio:.2f}x; largest gradient difference / largest entry: {gap:.1e}")
+    print(json.dumps({"seconds": seconds, "ratio": round(ratio, 3), "gradient_gap": gap, "tokens": tokens}))
+    shutil.rmtree(over["output_dir"], ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
