@@ -7,8 +7,9 @@ over the gathered rewards (captured in ``_calculate_rewards``), drops samples fr
 normaliser ``num_items_in_batch``. Dropped samples stay in their group's baseline. With ``dupo=True`` the groups
 whose rewards are all equal are then replaced by copies of informative groups of the same batch
 (:mod:`training.grpo.dupo`), counted as weights instead of computed again. Rows that cannot move the loss are left
-out of each micro-batch's forward and backward pass (:mod:`training.grpo.compact`). Every choice is a switch (:class:`~training.grpo.advantage.GRPOSwitches`, fields of
-:class:`~training.grpo.grpo_config.AgentGRPOConfig`), so the ablation grid can flip it.
+out of each micro-batch's forward and backward pass (:mod:`training.grpo.compact`). Every choice is a switch
+(:class:`~training.grpo.advantage.GRPOSwitches`, fields of :class:`~training.grpo.grpo_config.AgentGRPOConfig`), so
+the ablation grid can flip it.
 
 Two optional hooks serve the data-policy feedback loop (:mod:`training.loop`): ``task_pool`` (an object with
 ``row(slot) -> dict``) resolves each dataset row's ``slot`` to the task it holds *now*, so a curated set takes effect
