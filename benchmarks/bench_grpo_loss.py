@@ -1,10 +1,10 @@
 """The training half of a GRPO step on a CPU: DUPO's copies computed again against counted as weights, with compacted
 micro-batches.
 
-Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 2] [--seed 0]``. It plays one real generation batch
-of ``sim-web learn``'s GRPO stage (the ``cpu-learn`` recipe, the run's SFT model, its task set and pre-filter verdict:
-4 tasks x 8 rollouts), then runs the forward and backward passes of that same batch, split into the recipe's
-micro-batches after TRL's shuffle, two ways, alternating ``--reps`` times:
+Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 3] [--seed 0] [--precision auto]``. It plays one
+real generation batch of ``sim-web learn``'s GRPO stage (the ``cpu-learn`` recipe, the run's SFT model, its task set
+and pre-filter verdict: 4 tasks x 8 rollouts), then runs the forward and backward passes of that same batch, split
+into the recipe's micro-batches after TRL's shuffle, two ways, alternating ``--reps`` times:
 
 - ``copies``: the batch DUPO fills with copies of informative groups, through TRL's own loss (how the trainer
   worked before: every copy computed again, every micro-batch at the generation batch's full width);
@@ -111,11 +111,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from simweb_core.settings import sim_web_home
     from training.grpo.recipes import load_recipe
+    from training.learn.config import PRECISIONS, LearnConfig
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_grpo_loss")
     ap.add_argument("--run", default=None, help="a `sim-web learn` run folder (default: make learn's)")
-    ap.add_argument("--reps", type=int, default=2, help="passes per side, alternating")
+    ap.add_argument("--reps", type=int, default=3, help="passes per side, alternating")
     ap.add_argument("--seed", type=int, default=0, help="seed of the rollouts (which tasks and samples)")
+    ap.add_argument(
+        "--precision", choices=PRECISIONS, default="auto", help="as sim-web learn (auto: bf16 where native)"
+    )
     args = ap.parse_args(argv)
     run = Path(args.run) if args.run else sim_web_home() / "runs" / "learn" / "cpu-learn"
     index = ensure_sample_index(None)
@@ -129,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         "resume": False,
         "trainer.max_steps": 1,
         "trainer.save_steps": 10_000,
+        "trainer.bf16": LearnConfig(precision=args.precision).bf16(),
         **({"prefilter.verdict": str(verdict)} if verdict.is_file() else {"prefilter.k": 0}),
     }
     recipe = load_recipe("cpu-learn", over)
