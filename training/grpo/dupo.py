@@ -1,6 +1,6 @@
 """DUPO (WebSailor): fill the batch with informative groups instead of sampling more, and drop tasks already solved.
 
-Three pure functions and one driver:
+Three pure functions, one driver and a cache key:
 
 - :func:`dupo_fill_index`: during RL, a group whose rewards are all equal has advantage 0 everywhere (no learning
   signal). DUPO drops it and refills its place by duplicating another group *of the same batch* whose rewards vary,
@@ -11,6 +11,8 @@ Three pure functions and one driver:
 - :func:`always_solved`: before RL, the tasks whose ``k`` rollouts of the starting policy all succeeded.
 - :func:`prefilter_tasks`: plays those ``k`` rollouts with the trainer's rollout function and drops such tasks
   (:class:`PrefilterConfig`: the ``prefilter:`` section of a GRPO recipe).
+- :func:`verdict_key`: the content key a saved verdict carries (recipe, starting weights, tasks), so that a run that
+  starts over reuses it only while nothing it depends on changed.
 
 Example:
     >>> import torch
