@@ -156,14 +156,7 @@ def test_the_flat_group_weighs_nothing_and_the_informative_group_counts_twice(tm
     sample = [int(row[0]) - 5 for row in batch["completion_ids"]]
     adv = dict(zip(sample, batch["advantages"].tolist()))
     tokens = dict(zip(sample, (batch["completion_mask"] * batch["tool_mask"]).sum(1).tolist()))
-    loo = dict(
-        enumerate(
-            torch.tensor(REWARDS[G:])
-            .sub(torch.tensor(REWARDS[G:]).sum().sub(torch.tensor(REWARDS[G:])).div(G - 1))
-            .tolist(),
-            G,
-        )
-    )
+    loo = group_advantages(torch.tensor(REWARDS), G, "loo").tolist()  # before DUPO's weights
     logged = {k: v for h in trainer.state.log_history for k, v in h.items()}
     weight = 2.0 if dupo else 1.0
     assert all(adv[k] == 0 for k in range(G)) and all(adv[k] == pytest.approx(weight * loo[k]) for k in range(G, 2 * G))
