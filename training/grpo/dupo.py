@@ -113,7 +113,8 @@ def dupo_weights(rewards: torch.Tensor, group_size: int, seed: int = 0) -> tuple
     A copy of a sample has the same tokens, log-probabilities and advantage as the sample, so its gradient is the
     same: weighting the original by ``1 + copies`` (the trainer scales its advantage, which the clipped objective
     carries linearly) and the dropped groups by 0 trains the same step as :func:`dupo_fill_index`'s copied batch,
-    without a forward and backward pass over the copies.
+    without a forward and backward pass over the copies. That holds for the policy term; a KL term (``beta > 0``,
+    which no recipe sets) counts each kept sample once instead of ``1 + copies`` times.
 
     Args:
         rewards: Flat rewards, ``group_size`` consecutive samples per group; NaN = unscorable.
