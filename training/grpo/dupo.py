@@ -239,15 +239,13 @@ def verdict_key(recipe: Any, task_ids: Sequence[str]) -> str:
 
 
 def _weights_digest(folder: Path) -> str | None:
-    """SHA-256 over a model folder's top-level weight and config files (``None`` for a name that is not a folder,
-    such as ``tiny``, whose weights the seed in the recipe fixes)."""
+    """SHA-256 over a model folder's top-level weight and config files, by name (``None`` for a name that is not a
+    folder, such as ``tiny``, whose weights the seed in the recipe fixes)."""
+    from wiki_index.sources.base import file_sha256
+
     if not folder.is_dir():
         return None
-    h = hashlib.sha256()
-    for f in sorted(folder.iterdir()):
-        if f.is_file() and (f.suffix in (".safetensors", ".bin") or f.name == "config.json"):
-            h.update(f.name.encode())
-            with f.open("rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-    return h.hexdigest()
+    files = sorted(
+        f for f in folder.iterdir() if f.is_file() and (f.suffix in (".safetensors", ".bin") or f.name == "config.json")
+    )
+    return hashlib.sha256(json.dumps([[f.name, file_sha256(f)] for f in files]).encode()).hexdigest()

@@ -295,13 +295,16 @@ def _prefilter(
     from training.grpo.dupo import prefilter_tasks, verdict_key
 
     path = out / "prefilter.json"
-    key = verdict_key(recipe, [t.id for t in tasks])
     saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    if saved is None and pre.verdict:
-        saved = {**json.loads(Path(pre.verdict).read_text(encoding="utf-8")), "key": key, "from": pre.verdict}
-        path.write_text(json.dumps(saved, indent=1), encoding="utf-8")
-        log.warning("DUPO prefilter: reusing the verdict %s", pre.verdict)
-    if saved is not None and (resuming or pre.verdict or saved.get("key") == key):
+    if saved is None or not resuming:  # a resumed run keeps its verdict without hashing the weights
+        key = verdict_key(recipe, [t.id for t in tasks])
+        if saved is None and pre.verdict:
+            saved = {**json.loads(Path(pre.verdict).read_text(encoding="utf-8")), "key": key, "from": pre.verdict}
+            path.write_text(json.dumps(saved, indent=1), encoding="utf-8")
+            log.warning("DUPO prefilter: reusing the verdict %s", pre.verdict)
+        if saved is not None and not (pre.verdict or saved.get("key") == key):
+            saved = None  # a stale verdict: another model, other tasks or settings
+    if saved is not None:
         dropped = set(saved["dropped"])
         return [t for t in tasks if t.id not in dropped]
     solved = recipe.solved_reward if pre.solved_reward is None else pre.solved_reward
