@@ -61,10 +61,8 @@ def copied_batch(trainer: Any, weighted: dict[str, Any]) -> dict[str, Any]:
 
     from training.grpo.dupo import dupo_fill_index
 
-    rpf = trainer._rewards_per_func
-    rewards = (rpf * trainer.reward_weights.to(rpf.device).unsqueeze(0)).nansum(dim=1)
-    rewards[torch.isnan(rpf).all(dim=1)] = torch.nan
-    index, _ = dupo_fill_index(rewards.cpu(), trainer.num_generations, seed=trainer.args.seed * 100_003)
+    rewards = trainer.batch_rewards()  # the batch's step was 0 when DUPO chose its copies
+    index, _ = dupo_fill_index(rewards.cpu(), trainer.num_generations, seed=trainer.dupo_seed(0))
     weight = torch.bincount(index, minlength=rewards.numel()).to(weighted["advantages"].dtype)
     plain = {**weighted, "advantages": weighted["advantages"] / weight.clamp(min=1)}
     return {k: (v.index_select(0, index) if torch.is_tensor(v) and v.dim() else v) for k, v in plain.items()}

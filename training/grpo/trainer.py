@@ -82,10 +82,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         out = super()._generate_and_score_completions(inputs)  # merges the rollout's extra fields into `inputs`
         mode = "train" if self.model.training else "eval"
         device = out["completion_mask"].device
-        rpf = self._rewards_per_func
-        assert rpf is not None, "_calculate_rewards did not run"
-        rewards = (rpf * self.reward_weights.to(rpf.device).unsqueeze(0)).nansum(dim=1)
-        rewards[torch.isnan(rpf).all(dim=1)] = torch.nan
+        rewards = self.batch_rewards()
         group = self.num_generations if mode == "train" else self.num_generations_eval
         n = len(inputs)
         local = slice(self.accelerator.process_index * n, (self.accelerator.process_index + 1) * n)
@@ -113,6 +110,19 @@ class AgentGRPOTrainer(GRPOTrainer):
             self._record_outcomes(inputs, rewards[local])
         return out
 
+    def batch_rewards(self) -> torch.Tensor:
+        """The last generation batch's rewards, gathered from every process, groups contiguous: the weighted sum of
+        the reward functions, NaN where every function was unscorable."""
+        rpf = self._rewards_per_func
+        assert rpf is not None, "_calculate_rewards did not run"
+        rewards = (rpf * self.reward_weights.to(rpf.device).unsqueeze(0)).nansum(dim=1)
+        rewards[torch.isnan(rpf).all(dim=1)] = torch.nan
+        return rewards
+
+    def dupo_seed(self, step: int) -> int:
+        """The seed of DUPO's choice of copied groups for the generation batch of optimiser step ``step``."""
+        return self.args.seed * 100_003 + step
+
     def _dupo(self, rewards: torch.Tensor, group: int) -> torch.Tensor:
         """DUPO's filled batch as weights on this process's samples (copies of informative groups in place of the
         zero-variance ones, counted instead of computed: :func:`~training.grpo.dupo.dupo_weights`); logs the counts."""
@@ -122,7 +132,7 @@ class AgentGRPOTrainer(GRPOTrainer):
                 f"DUPO needs whole groups on each process: {n} samples per process, groups of {group} "
                 "(make per_device_train_batch_size a multiple of num_generations)"
             )
-        weight, stats = dupo_weights(rewards.cpu(), group, seed=self.args.seed * 100_003 + self.state.global_step)
+        weight, stats = dupo_weights(rewards.cpu(), group, seed=self.dupo_seed(self.state.global_step))
         m = self._metrics["train"]
         totals = (
             self.accelerator.gather(
