@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from training.learn.episodes import bridge_entities, load_stage, rates, tier_of
+from training.learn.movement import MovementError, weight_movement
 from training.learn.stats import mcnemar_p, paired_bootstrap
 
 #: every row of the table, baselines and ceiling included: the base model, the zero-parameter rule, the answer prior,
@@ -101,6 +102,26 @@ def summarise(run: Path) -> dict[str, Any]:
         runs = [rows for name, rows in stages.items() if variant_of(name) == variant]
         if len(runs) > 1 and "sft" in stages:
             out.setdefault("seeds", {})[variant] = seed_spread(stages["sft"], runs)
+    if movement := movements(run, [n for n in stages if n.startswith("grpo")]):
+        out["movement"] = movement
+    return out
+
+
+def movements(run: Path, grpo: list[str]) -> dict[str, Any]:
+    """SFT -> each GRPO run's final model: how many weights changed, in float32 and in their bfloat16 rounding
+    (:mod:`training.learn.movement`); runs whose folders hold no weights (a report copied without its models) are
+    left out, and folders that do not compare are reported with the reason."""
+    sft, out = run / "sft", {}
+    for name in grpo:
+        final = run / name / "final"
+        if not (any(sft.glob("*.safetensors")) and any(final.glob("*.safetensors"))):
+            continue
+        try:
+            out[name] = {
+                k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in weight_movement(sft, final).items()
+            }
+        except MovementError as e:
+            out[name] = {"error": str(e)}
     return out
 
 
@@ -205,6 +226,20 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"| {variant} | {r['seeds']} | {scope} | {r['n']} | {' / '.join(f'{x:.3f}' for x in r['pass@1'])} | "
                 f"{r['mean']:.3f} ({r['min']:.3f}-{r['max']:.3f}) | {d['diff']:+.3f} | "
                 f"{_ci(d.get('ci95'))} | {_ci(d.get('ci95_answers'))} |"
+            )
+    if summary.get("movement"):
+        lines += [
+            "",
+            "| SFT -> GRPO run | weights | changed (float32) | changed (bfloat16 rounding) | mean abs change "
+            "| mean abs weight |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, m in summary["movement"].items():
+            lines.append(
+                f"| {name} | {m['error']} | | | | |"
+                if "error" in m
+                else f"| {name} | {m['params']} | {m['changed']:.3f} | {m['changed_bf16']:.3f} | "
+                f"{m['mean_abs_delta']:.2e} | {m['mean_abs_weight']:.3f} |"
             )
     if summary.get("sailorfog"):
         lines += ["", "| SailorFog-QA (held-out) | n | pass@1 | 95% CI | tool calls |", "|---|---|---|---|---|"]
