@@ -68,8 +68,8 @@ def pairs(stages: list[str]) -> list[tuple[str, str]]:
 
 
 def summarise(run: Path) -> dict[str, Any]:
-    """Per-stage rates (all tasks and per tier), paired comparisons on the tasks both stages evaluated, and the spread
-    of the GRPO seeds."""
+    """Per-stage rates (all tasks and per tier), paired comparisons on the tasks both stages evaluated, the spread of
+    the GRPO seeds, and how far each GRPO run moved the SFT weights."""
     bridges = bridge_entities(run)
     stages = {name: rows for name, folder in stage_runs(run) if (rows := load_stage(run / folder, bridges)) is not None}
     out: dict[str, Any] = {"stages": {}, "paired": {}}
