@@ -183,13 +183,14 @@ def _paired(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> di
 
 
 def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
-    """The report as Markdown: one table of rates, one of paired differences, the GRPO reward curve's ends."""
+    """The report as Markdown: tables of rates, paired differences, the GRPO seeds' spread, the weight movement and
+    SailorFog-QA; the wall time, the arithmetic and the GRPO reward curve's ends."""
     lines = [
         "# cpu-learn: held-out pass@1 per stage (greedy)",
-        "",
-        "| stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches | a later search names B "
-        "| wrong, answer shown | wrong, a later search names the answer | first thought plans the hops |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *_head(
+            "stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches | a later search names B "
+            "| wrong, answer shown | wrong, a later search names the answer | first thought plans the hops"
+        ),
     ]
     for stage, scopes in summary["stages"].items():
         for scope, r in scopes.items():
@@ -200,12 +201,10 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"{r['shown_missed']:.3f} | {r['past_missed']:.3f} | "
                 f"{'-' if r.get('plan_right') is None else format(r['plan_right'], '.3f')} |"
             )
-    lines += [
-        "",
-        "| comparison | tier | n | difference | 95% CI (paired bootstrap) | distinct answers | 95% CI, answers "
-        "resampled | only before / only after | McNemar p |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    lines += _head(
+        "comparison | tier | n | difference | 95% CI (paired bootstrap) | distinct answers | 95% CI, answers "
+        "resampled | only before / only after | McNemar p"
+    )
     for pair, scopes in summary["paired"].items():
         for scope, r in scopes.items():
             lines.append(
@@ -214,12 +213,10 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.2g} |"
             )
     if summary.get("seeds"):
-        lines += [
-            "",
-            "| GRPO variant | seeds | tier | n | pass@1 per seed | mean (min-max) | SFT -> GRPO, seed mean "
-            "| 95% CI (paired bootstrap) | 95% CI, answers resampled |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
+        lines += _head(
+            "GRPO variant | seeds | tier | n | pass@1 per seed | mean (min-max) | SFT -> GRPO, seed mean "
+            "| 95% CI (paired bootstrap) | 95% CI, answers resampled"
+        )
         for variant, scope, r in [(v, sc, r) for v, rs in summary["seeds"].items() for sc, r in rs.items()]:
             d = r["sft->grpo"]
             lines.append(
@@ -228,12 +225,10 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"{_ci(d.get('ci95'))} | {_ci(d.get('ci95_answers'))} |"
             )
     if summary.get("movement"):
-        lines += [
-            "",
-            "| SFT -> GRPO run | weights | changed (float32) | changed (bfloat16 rounding) | mean abs change "
-            "| mean abs weight |",
-            "|---|---|---|---|---|---|",
-        ]
+        lines += _head(
+            "SFT -> GRPO run | weights | changed (float32) | changed (bfloat16 rounding) | mean abs change "
+            "| mean abs weight"
+        )
         for name, m in summary["movement"].items():
             lines.append(
                 f"| {name} | {m['error']} | | | | |"
@@ -242,7 +237,7 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"{m['mean_abs_delta']:.2e} | {m['mean_abs_weight']:.3f} |"
             )
     if summary.get("sailorfog"):
-        lines += ["", "| SailorFog-QA (held-out) | n | pass@1 | 95% CI | tool calls |", "|---|---|---|---|---|"]
+        lines += _head("SailorFog-QA (held-out) | n | pass@1 | 95% CI | tool calls")
         for name, r in summary["sailorfog"].items():
             lines.append(
                 f"| {name} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | {r['tool_calls']:.2f} |"
@@ -265,6 +260,16 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
             f"{first['step']}) -> {last.get('agent/reward_mean', 0):.3f} (step {last['step']})",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _head(columns: str) -> list[str]:
+    """A blank line, then a Markdown table's header row for ``columns`` (names joined by ``" | "``) and its
+    separator, one ``---`` per column.
+
+    >>> _head("a | b")
+    ['', '| a | b |', '|---|---|']
+    """
+    return ["", f"| {columns} |", "|" + "---|" * (columns.count(" | ") + 1)]
 
 
 def _ci(ci: list[float] | None) -> str:
