@@ -1,0 +1,153 @@
+"""Headroom before RL: what sampling already finds that greedy decoding misses, per tier and split.
+
+GRPO raises the probability of rollouts that already succeed; it cannot reward what the policy never samples. So
+before a GRPO stage the report shows, for the starting model, on train and held-out tasks per tier (and per form
+family where tasks carry one): greedy pass@1, sampled pass@1 at the rollout temperature, and pass@k over ``k``
+samples (unbiased, :func:`agents.metrics.pass_at_k`). The gap between sampled pass@k and greedy pass@1 is the most
+GRPO can move pass@1 towards; a task whose samples all agree (every one right, or every one wrong) gives its group no
+variance and no gradient, so the report also gives the share of tasks in a pass-rate band, and :func:`band_pool` is
+the GRPO train pool drawn from that band over the whole train split.
+
+The samples are an ordinary eval run (:func:`agents.harness.run_eval`, ``k`` samples per task, the recipe's
+observation settings, the trainer's temperature), so they resume like every other stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from agents.metrics import pass_at_k
+from agents.trajectory import load_records
+
+#: The pass-rate band whose groups have reward variance: at least one sample right and one wrong among 8 is
+#: likely inside it (a task at 0.1 has 1 - 0.9**8 - 0.1**8 = 57% chance of a mixed group).
+BAND = (0.1, 0.9)
+
+
+def sampled_eval_config(recipe: Any, policy: str, out: str | Path, *, k: int, split: str, **extra: Any) -> Any:
+    """The recipe's eval (:meth:`GRPORecipe.eval_config`) with ``k`` samples per task, sampled as the rollouts are
+    (the trainer's temperature and top_p).
+
+    Args:
+        recipe: A :class:`~training.grpo.config.GRPORecipe`.
+        policy: The policy spec (``hf:PATH``).
+        out: The run's output folder.
+        k: Samples per task.
+        split: ``train`` or ``test``.
+        **extra: Other ``EvalConfig`` fields (``n``, ``batch_size``, ...).
+
+    Raises:
+        ValueError: When ``k < 2`` (one sample is the greedy eval's job) or the trainer samples at temperature 0.
+    """
+    temperature = float(recipe.trainer.temperature)
+    if k < 2 or temperature <= 0:
+        raise ValueError(
+            f"a headroom eval needs k >= 2 samples at a temperature > 0; found k={k}, temperature={temperature} "
+            "(set headroom.k, or the recipe's trainer.temperature)"
+        )
+    ecfg = recipe.eval_config(policy, out, split=split, **extra)
+    sampling = dataclasses.replace(ecfg.agent.sampling, temperature=temperature, top_p=float(recipe.trainer.top_p))
+    return dataclasses.replace(ecfg, k=k, agent=dataclasses.replace(ecfg.agent, sampling=sampling))
+
+
+def task_outcomes(folder: Path) -> dict[str, list[int]]:
+    """Task id -> the 0/1 correctness of each of its recorded samples, in sample order (empty when not run)."""
+    path = folder / "trajectories.jsonl"
+    if not path.is_file():
+        return {}
+    by_task: dict[str, dict[int, int]] = defaultdict(dict)
+    for r in load_records(path):
+        score = r.get("correct", r.get("em", 0.0)) or 0.0
+        by_task[r["task_id"]][int(r.get("sample", 0))] = int(score >= 1.0)
+    return {t: [s[i] for i in sorted(s)] for t, s in by_task.items()}
+
+
+def _group_of(task_id: str, groups: dict[str, str] | None) -> str:
+    """The row a task counts in: ``groups[task_id]`` when given, else its tier (the id's prefix)."""
+    return (groups or {}).get(task_id) or task_id.split("-", 1)[0]
+
+
+def headroom_rows(
+    greedy: dict[str, list[int]],
+    sampled: dict[str, list[int]],
+    k: int,
+    groups: dict[str, str] | None = None,
+    band: tuple[float, float] = BAND,
+) -> list[dict[str, Any]]:
+    """One row per group (tier, or ``groups``' label) and one ``all`` row, over the tasks with both evals.
+
+    Args:
+        greedy: Task id -> ``[correct]`` of the greedy eval.
+        sampled: Task id -> the correctness of each sample (at least ``k`` per task).
+        k: The k of pass@k.
+        groups: Optional task id -> row label (e.g. ``"bridge/relative"`` for a tier and form family).
+        band: The pass-rate band counted in ``in_band``.
+
+    Returns:
+        Rows ``{group, n, greedy, sampled, pass@k, mixed, in_band}``: means over tasks; ``mixed`` is the share of
+        tasks whose samples disagree (some right, some wrong), ``in_band`` the share with a pass-rate in ``band``.
+
+    >>> rows = headroom_rows({"bridge-1": [0], "bridge-2": [1]}, {"bridge-1": [0, 1], "bridge-2": [1, 1]}, k=2)
+    >>> [(r["group"], r["greedy"], r["sampled"], r["pass@2"], r["mixed"]) for r in rows]
+    [('bridge', 0.5, 0.75, 1.0, 0.5), ('all', 0.5, 0.75, 1.0, 0.5)]
+    """
+    ids = sorted(t for t in greedy if len(sampled.get(t, [])) >= k)
+    by: dict[str, list[str]] = defaultdict(list)
+    for t in ids:
+        by[_group_of(t, groups)].append(t)
+    rows = [_row(g, by[g], greedy, sampled, k, band) for g in sorted(by)]
+    return rows + ([_row("all", ids, greedy, sampled, k, band)] if ids else [])
+
+
+def _row(
+    group: str, ids: list[str], greedy: dict[str, list[int]], sampled: dict[str, list[int]], k: int, band: Any
+) -> dict[str, Any]:
+    n = len(ids)
+    rates = [sum(sampled[t]) / len(sampled[t]) for t in ids]
+    return {
+        "group": group,
+        "n": n,
+        "greedy": round(sum(greedy[t][0] for t in ids) / n, 4),
+        "sampled": round(sum(rates) / n, 4),
+        f"pass@{k}": round(sum(pass_at_k(len(sampled[t]), sum(sampled[t]), k) for t in ids) / n, 4),
+        "mixed": round(sum(0 < r < 1 for r in rates) / n, 4),
+        "in_band": round(sum(band[0] <= r <= band[1] for r in rates) / n, 4),
+    }
+
+
+def band_pool(sampled: dict[str, list[int]], band: tuple[float, float] = BAND) -> list[str]:
+    """The task ids whose sampled pass-rate lies in ``band`` (inclusive), sorted: the GRPO train pool.
+
+    >>> band_pool({"a": [1, 1], "b": [0, 1], "c": [0, 0]})
+    ['b']
+    """
+    lo, hi = band
+    return sorted(t for t, s in sampled.items() if s and lo <= sum(s) / len(s) <= hi)
+
+
+def render(tables: dict[str, list[dict[str, Any]]], k: int) -> list[str]:
+    """Markdown lines of the headroom tables, one per split (``{"train": rows, "test": rows}``)."""
+    out = [
+        "## Headroom before RL",
+        "",
+        f"Greedy pass@1, sampled pass@1 and pass@{k} at the rollout temperature. GRPO can move pass@1 at most towards "
+        f"pass@{k}; `mixed` is the share of tasks whose {k} samples disagree (the groups with reward variance), "
+        f"`in band` the share with a sampled pass-rate in {BAND[0]}-{BAND[1]}.",
+        "",
+    ]
+    for split, rows in tables.items():
+        out += [
+            f"| {split} | n | greedy pass@1 | sampled pass@1 | pass@{k} | pass@{k} - greedy | mixed | in band |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            gap = r[f"pass@{k}"] - r["greedy"]
+            out.append(
+                f"| {r['group']} | {r['n']} | {r['greedy']:.3f} | {r['sampled']:.3f} | {r[f'pass@{k}']:.3f} | "
+                f"{gap:+.3f} | {r['mixed']:.3f} | {r['in_band']:.3f} |"
+            )
+        out.append("")
+    return out
