@@ -4,7 +4,9 @@ A task record has ``question``, ``answer``, optional ``aliases`` and any metadat
 set is the index's synthesized SailorFog-QA set (``<index>/tasks/sailorfog_qa.jsonl``, written by
 ``sim-web synth``). An index without one falls back to tasks derived from the index itself: for each
 page with a usable first sentence, the sentence with the subject's name masked becomes the
-question and the page title the answer; its redirect titles are the aliases.
+question and the page title the answer; its redirect titles are the aliases. Sets shipped with the
+package (:data:`BUNDLED_TASK_SETS`: ``handwritten``, questions written by reading the bundled sample's
+pages) live in ``sim_web/env/data/`` and resolve by name.
 """
 
 from __future__ import annotations
