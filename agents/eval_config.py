@@ -92,7 +92,8 @@ class EvalConfig:
     )
     index_dir: str | None = help_field(None, "The index (default: the sample under $SIM_WEB_HOME).")
     tasks: str | None = help_field(
-        None, "Task file path or name: default, derived, sailorfog, or <index>/tasks/NAME.jsonl."
+        None,
+        "Task file path or name: default, derived, sailorfog, <index>/tasks/NAME.jsonl, or a bundled set (handwritten).",
     )
     split: str | None = help_field("test", "Task split ('test' = held out; None = all).")
     n: int | None = help_field(None, "Use the first n tasks (None = all), after skip.")

@@ -49,8 +49,10 @@ class EnvConfig:
 
     Attributes:
         index_dir: The index to browse (default: the sample index under ``$SIM_WEB_HOME``).
-        tasks: A task file / saved dataset; ``None`` uses the index's default set: its synthesized
-            ``tasks/sailorfog_qa.jsonl`` when present, else tasks derived from its first sentences.
+        tasks: A task file / saved dataset, or a name (:func:`sim_web.env.tasks.resolve_tasks`: ``derived``,
+            ``sailorfog``, ``<index>/tasks/NAME.jsonl``, a bundled set such as ``handwritten``); ``None`` uses the
+            index's default set: its synthesized ``tasks/sailorfog_qa.jsonl`` when present, else tasks derived from
+            its first sentences.
         split: Keep only tasks of this split (``"train"``/``"test"``; ``None`` = all).
         tools: Enabled tools (subset of ``search``, ``visit``, ``google_scholar``, ``PythonInterpreter``).
         sim: Retrieval mode and visit extraction settings (``sim.snippet_chars``: characters per search snippet).

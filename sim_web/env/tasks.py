@@ -4,7 +4,9 @@ A task record has ``question``, ``answer``, optional ``aliases`` and any metadat
 set is the index's synthesized SailorFog-QA set (``<index>/tasks/sailorfog_qa.jsonl``, written by
 ``sim-web synth``). An index without one falls back to tasks derived from the index itself: for each
 page with a usable first sentence, the sentence with the subject's name masked becomes the
-question and the page title the answer; its redirect titles are the aliases.
+question and the page title the answer; its redirect titles are the aliases. Sets shipped with the
+package (:data:`BUNDLED_TASK_SETS`: ``handwritten``, questions written by reading the bundled sample's
+pages) live in ``sim_web/env/data/`` and resolve by name.
 """
 
 from __future__ import annotations
@@ -62,6 +64,23 @@ class Task:
 
 #: Where the default task set of an index lives (written by ``sim-web synth``, read by the env).
 DEFAULT_TASKS_FILE = "tasks/sailorfog_qa.jsonl"
+
+#: Task sets shipped with the package, by name (``--tasks handwritten``); each is written for the bundled sample.
+BUNDLED_TASK_SETS = {
+    "handwritten": "handwritten.jsonl",  # multi-hop questions written by reading the sample's pages (docs/evaluation.md)
+}
+_BUNDLED_DIR = Path(__file__).resolve().parent / "data"
+
+
+def bundled_task_path(name: str) -> Path:
+    """The file of a bundled task set (:data:`BUNDLED_TASK_SETS`).
+
+    Raises:
+        ConfigError: ``name`` is not a bundled set.
+    """
+    if name not in BUNDLED_TASK_SETS:
+        raise ConfigError(f"no bundled task set {name!r}; the bundled sets are {sorted(BUNDLED_TASK_SETS)}")
+    return _BUNDLED_DIR / BUNDLED_TASK_SETS[name]
 
 
 def default_task_path(index_dir: str | Path) -> Path:
@@ -121,7 +140,9 @@ def resolve_tasks(index: Any, spec: str | None, split: str | None) -> list[Task]
     Args:
         index: The opened :class:`wiki_index.search.index.WikiIndex`.
         spec: ``None``/``"default"`` (the env's default: the synthesized set when present, else
-            derived), ``"derived"``, ``"sailorfog"``, a file path, or ``NAME`` for ``<index>/tasks/NAME.jsonl``.
+            derived), ``"derived"``, ``"sailorfog"``, a file path, ``NAME`` for ``<index>/tasks/NAME.jsonl``, or the
+            name of a bundled set (:data:`BUNDLED_TASK_SETS`, e.g. ``"handwritten"``; an index's own file of that name
+            wins).
         split: Keep this split only (``None`` = all).
 
     Returns:
@@ -145,9 +166,11 @@ def resolve_tasks(index: Any, spec: str | None, split: str | None) -> list[Task]
     named = index.path / "tasks" / f"{spec}.jsonl"
     if named.is_file():
         return load_tasks(named, split)
+    if spec in BUNDLED_TASK_SETS:
+        return load_tasks(bundled_task_path(spec), split)
     raise ConfigError(
         f"the task set {spec!r} is neither a file nor a task set of {index.path} (expected default, derived, sailorfog, "
-        f"a path, or a name of {index.path / 'tasks'}/*.jsonl)"
+        f"a path, a name of {index.path / 'tasks'}/*.jsonl, or a bundled set: {', '.join(sorted(BUNDLED_TASK_SETS))})"
     )
 
 
