@@ -75,9 +75,8 @@ def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
         return FirstTitlePolicy()
     if cfg.policy == "prior":
         from agents.policies.baselines import AnswerPriorPolicy
-        from sim_web.env.tasks import load_tasks
 
-        return AnswerPriorPolicy(load_tasks(cfg.tasks, split="train") if cfg.tasks else [])
+        return AnswerPriorPolicy(resolve_tasks(index, cfg.tasks, "train"))
     kind, _, name = cfg.policy.partition(":")
     if kind == "hf":
         from agents.models import resolve_hf_path
