@@ -176,8 +176,11 @@ def worksheet(
         store.close()
 
 
-def sheet_markdown(sheet: Sheet) -> str:
-    """The sheet as a reader reads it: question, numbered clues with their edges' evidence, then the pages."""
+def sheet_markdown(sheet: Sheet, max_chars: int | None = None) -> str:
+    """The sheet as a reader reads it: question, numbered clues with their edges' evidence, then the pages.
+
+    ``max_chars`` cuts each page's text there (a long article's lead is what most clues rest on); the cut is marked.
+    """
     out = [f"## {sheet.id} ({sheet.level})", "", f"Q: {sheet.question}", f"A: {sheet.answer}", ""]
     for i, c in enumerate(sheet.clues):
         out.append(f"{i}. [{c['type']}] {c['entity']}: {c['text']}" + (f"  ({c['relation']})" if c["relation"] else ""))
@@ -194,7 +197,10 @@ def sheet_markdown(sheet: Sheet) -> str:
         out.append(f"desc: {p['description']}")
         if p["infobox"]:
             out.append("infobox: " + "; ".join(f"{k}: {v}" for k, v in p["infobox"].items()))
-        out += [p["text"], "links: " + ", ".join(p["links"])]
+        text = p["text"]
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + f" [... {len(text) - max_chars} more characters on the page]"
+        out += [text, "links: " + ", ".join(p["links"])]
     return "\n".join(out) + "\n"
 
 
@@ -396,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     w.add_argument("--index", default=None, help="index directory (default: the task file's ../..)")
     w.add_argument("--out", required=True, help="output directory")
+    w.add_argument("--max-chars", type=int, default=None, help="cut each page's text in the worksheet here")
     s = sub.add_parser("summary", help="print the audit's figures as a Markdown table")
     s.add_argument("audit", help="audit .jsonl")
     c = sub.add_parser("check", help="check every quoted support against the page store")
@@ -406,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         sheets = worksheet(args.tasks, args.n, args.seed, args.index)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "worksheet.md").write_text("\n".join(sheet_markdown(s) for s in sheets), encoding="utf-8")
+        (out / "worksheet.md").write_text("\n".join(sheet_markdown(s, args.max_chars) for s in sheets), encoding="utf-8")
         (out / "draft.jsonl").write_text("".join(json.dumps(draft(s)) + "\n" for s in sheets), encoding="utf-8")
         print(f"{len(sheets)} questions: {out / 'worksheet.md'}, {out / 'draft.jsonl'}")
         return 0
