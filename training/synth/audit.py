@@ -413,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
         sheets = worksheet(args.tasks, args.n, args.seed, args.index)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "worksheet.md").write_text("\n".join(sheet_markdown(s, args.max_chars) for s in sheets), encoding="utf-8")
+        (out / "worksheet.md").write_text(
+            "\n".join(sheet_markdown(s, args.max_chars) for s in sheets), encoding="utf-8"
+        )
         (out / "draft.jsonl").write_text("".join(json.dumps(draft(s)) + "\n" for s in sheets), encoding="utf-8")
         print(f"{len(sheets)} questions: {out / 'worksheet.md'}, {out / 'draft.jsonl'}")
         return 0
