@@ -195,3 +195,14 @@ def test_worksheet_explains_a_missing_store(tmp_path):
     tasks = _task_file(tmp_path)
     with pytest.raises(FileNotFoundError, match="no page store"):
         worksheet(tasks, 2, seed=0, index_dir=tmp_path)
+
+
+def test_bad_task_files_get_a_clear_error(sample_index, tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "a"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"broken.jsonl:2: not a JSON object"):
+        worksheet(broken, 2, seed=0, index_dir=sample_index)
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text('{"id": "a", "question": "q"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"lack one of \['answer', 'clues', 'id', 'question'\]"):
+        worksheet(partial, 2, seed=0, index_dir=sample_index)

@@ -62,6 +62,7 @@ __all__ = [
 VERDICTS = ("true", "false", "garbled", "unverifiable", "no_claim")
 _CLAIM_VERDICTS = VERDICTS[:4]
 _LEVEL_ORDER = ("easy", "medium", "hard")
+_TASK_KEYS = {"id", "question", "answer", "clues"}
 
 
 def load_tasks(task_file: str | Path) -> list[dict[str, Any]]:
@@ -69,7 +70,14 @@ def load_tasks(task_file: str | Path) -> list[dict[str, Any]]:
     path = Path(task_file)
     if not path.is_file():
         raise FileNotFoundError(f"no task file at {path}: expected a .jsonl written by `sim-web synth`")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{no}: not a JSON object ({err.msg}); expected one record a line") from None
+    return out
 
 
 def _level(rec: dict[str, Any]) -> str:
@@ -165,7 +173,13 @@ def worksheet(
     store = _open_store(Path(index_dir) if index_dir else task_file.resolve().parent.parent)
     try:
         sheets = []
-        for rec in stratified_sample(load_tasks(task_file), n, seed):
+        records = load_tasks(task_file)
+        bad = [str(r.get("id", i)) for i, r in enumerate(records) if not _TASK_KEYS <= set(r)]
+        if bad:
+            raise ValueError(
+                f"{task_file}: records {bad[:5]} lack one of {sorted(_TASK_KEYS)} (a `sim-web synth` file?)"
+            )
+        for rec in stratified_sample(records, n, seed):
             edges = (rec.get("subgraph") or {}).get("edges") or []
             clues = [dict(c, edges=_edges_for(c, edges)) for c in rec["clues"]]
             titles = dict.fromkeys([*(rec.get("subgraph") or {}).get("nodes", []), rec["answer"]])
