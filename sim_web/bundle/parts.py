@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from simweb_core.cli import print_error
+
 MANIFEST = "manifest.json"
 FORMAT = "sim-web-bundle-parts/1"
 CHUNK = 1 << 20
@@ -248,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"unpacked into {root}; next: bash {root / 'sim-web-bundle' / 'install.sh'}")
             archive.unlink()
     except PartsError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 1
     return 0
 
