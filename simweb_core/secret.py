@@ -67,6 +67,11 @@ def register(*values: str) -> None:
         _KNOWN.update(v for v in values if v and len(v) >= _MIN_KNOWN)
 
 
+def _secret_parts(value: str) -> list[str]:
+    """What of ``value`` to scrub: a URL's credentials (its scheme, host and path are shown in messages), else all."""
+    return url_credentials(value) if "://" in value else [value]
+
+
 def url_credentials(url: str) -> list[str]:
     """The credentials a URL carries: its user info's parts and the value of every query parameter.
 
@@ -138,9 +143,7 @@ class Secret:
         """
         s = cls(env=env, fingerprint=fingerprint(value))
         object.__setattr__(s, "_value", value)
-        if len(value) >= _MIN_KNOWN:
-            with _KNOWN_LOCK:
-                _KNOWN.add(value)
+        register(*_secret_parts(value))
         return s
 
     @classmethod
@@ -159,9 +162,7 @@ class Secret:
             return value
         from_env = (env(self.env) or "").strip() if self.env else ""
         if from_env:
-            if len(from_env) >= _MIN_KNOWN:
-                with _KNOWN_LOCK:
-                    _KNOWN.add(from_env)
+            register(*_secret_parts(from_env))
             return from_env
         if self.fingerprint is not None:
             where = f"set ${self.env}" if self.env else "pass it again in this process"
