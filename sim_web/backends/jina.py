@@ -239,9 +239,12 @@ class JinaBackend:
         return text
 
     def _masked(self, text: str) -> str:
-        """``text`` without the base URL's credentials (a reader or proxy that echoes its request)."""
+        """``text`` without the base URL's credentials (a reader or proxy that echoes its request).
+
+        Values under 8 characters stay (``?format=json``): masking them would change ordinary words of the page.
+        """
         for value in self._credentials:
-            if len(value) >= 4:
+            if len(value) >= 8:
                 text = text.replace(value, MASK)
         return text
 
