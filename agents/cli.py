@@ -18,7 +18,9 @@ import json
 import sys
 from typing import Any
 
+from simweb_core.cli import print_error, read_secret_file
 from simweb_core.errors import ConfigError
+from simweb_core.secret import scrub
 
 OUTPUTS = (
     ("trajectories", "trajectories.jsonl"),
@@ -69,7 +71,10 @@ RESUM_FLAGS = {
 }
 ENDPOINT_FLAGS: dict[str, str | tuple[str, str]] = {
     "--base-url": "endpoints.base_url",
-    "--api-key": ("endpoints.api_key", "Prefer $OPENAI_API_KEY: a flag shows in the process list."),
+    "--api-key": (
+        "endpoints.api_key",
+        "A flag's value is visible to every user of the machine in `ps`: prefer $OPENAI_API_KEY or --api-key-file.",
+    ),
     "--timeout": "endpoints.requests.timeout",
     "--max-retries": "endpoints.requests.max_retries",
     "--backoff": "endpoints.requests.backoff",
@@ -80,6 +85,30 @@ ENDPOINT_FLAGS: dict[str, str | tuple[str, str]] = {
     "--dtype": "dtype",
     "--threads": "threads",
 }
+
+
+def add_api_key_file_flag(group: Any) -> None:
+    """Add ``--api-key-file PATH``: the endpoint's key read from a file, so that it stays out of ``ps``."""
+    group.add_argument(
+        "--api-key-file",
+        default=None,
+        metavar="PATH",
+        help="read the endpoint's key from the first line of this file (kept out of `ps`; make it mode 600)",
+    )
+
+
+def api_key_from_file(args: argparse.Namespace, given: dict[str, Any]) -> None:
+    """Set ``endpoints.api_key`` in ``given`` from ``--api-key-file`` when it was given.
+
+    Raises:
+        ConfigError: When both ``--api-key`` and ``--api-key-file`` are given, or the file cannot be read or is empty.
+    """
+    path = getattr(args, "api_key_file", None)
+    if path is None:
+        return
+    if "endpoints.api_key" in given:
+        raise ConfigError("give the endpoint's key once: --api-key or --api-key-file, not both")
+    given["endpoints.api_key"] = read_secret_file(path, "--api-key-file")
 
 
 def add_split_flag(parser: argparse.ArgumentParser, cls: type) -> None:
@@ -134,6 +163,7 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--summariser", default="policy", help="policy | extractive | openai:MODEL (default: policy)")
     e = p.add_argument_group("endpoints, judge, local model")
     add_config_flags(e, EvalConfig, ENDPOINT_FLAGS, defaults=shown)
+    add_api_key_file_flag(e)
     p.set_defaults(func=run)
 
 
@@ -156,6 +186,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         summariser = "openai"
     given["agent.resum.summariser"] = summariser
     given["split"] = args.split
+    api_key_from_file(args, given)
     base = EvalConfig(policy=args.policy)
     return from_data(EvalConfig, apply_overrides({}, given), base=base)
 
@@ -175,13 +206,10 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         result = run_eval(cfg)
     except FatalPolicyError as e:
-        print(
-            f"error: the run stopped: {e}\n(episodes finished before are kept: rerun the same command to resume)",
-            file=sys.stderr,
-        )
+        print_error(f"the run stopped: {e}\n(episodes finished before are kept: rerun the same command to resume)")
         return 2
     except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     m = result.metrics
     print(format_table(m, f"== {m['run']['policy']} on {m['run']['tasks']} ({cfg.split or 'all'}) =="))
@@ -192,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     if result.failures:
         print(
             f"\n{len(result.failures)} episodes failed (rerun the same command to retry them): "
-            + json.dumps(result.failures[:3]),
+            + scrub(json.dumps(result.failures[:3])),
             file=sys.stderr,
         )
         return 1

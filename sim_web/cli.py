@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from sim_web.bundle.cli import add_gpukit_parser
 from sim_web.bundle.cli import add_parser as add_bundle_parser
 from sim_web.serve.config import ServeConfig
-from simweb_core.cli import add_config_flags, given_flags, run_command
+from simweb_core.cli import add_config_flags, given_flags, print_error, read_secret_file, run_command
 
 #: ``sim-web serve``'s flags: each one a :class:`~sim_web.serve.config.ServeConfig` field (its help, type and default).
 SERVE_FLAGS = {
@@ -38,15 +38,35 @@ SERVE_FLAGS = {
 }
 
 
+def server_token(args: argparse.Namespace) -> str | None:
+    """The server's bearer token: ``--token``, else the file of ``--token-file``, else ``$SIM_WEB_SERVER_TOKEN``.
+
+    Raises:
+        ConfigError: When ``--token-file`` names a file that cannot be read or is empty.
+    """
+    from sim_web.serve.guards import TOKEN_ENV
+    from simweb_core.secret import register
+    from simweb_core.settings import env
+
+    if args.token:
+        register(args.token)
+        return str(args.token)
+    if args.token_file:
+        return read_secret_file(args.token_file, "--token-file")
+    token = env(TOKEN_ENV) or None
+    if token:
+        register(token)
+    return token
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from sim_web.serve.guards import TOKEN_ENV, check_exposure
+    from sim_web.serve.guards import check_exposure
     from sim_web.serve.http import serve
     from simweb_core.data import from_data
     from simweb_core.overrides import apply_overrides
-    from simweb_core.settings import env
 
     cfg = from_data(ServeConfig, apply_overrides({}, given_flags(args)))
-    token = args.token or env(TOKEN_ENV) or None
+    token = server_token(args) or None
     check_exposure(cfg.host, token)  # refuse before printing that we serve
     tools = "search, visit, google_scholar" + (", PythonInterpreter" if cfg.enable_python else "")
     print(
@@ -98,7 +118,7 @@ def _add_missing(sub: argparse._SubParsersAction, name: str, module: str) -> Non
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print_error(message)
     return 2
 
 
@@ -112,8 +132,15 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--token",
         default=None,
-        help="bearer token required on /tools and /backend routes "
-        "(default: $SIM_WEB_SERVER_TOKEN; prefer the variable: arguments are visible to other users)",
+        help="bearer token required on /tools and /backend routes (default: --token-file, else "
+        "$SIM_WEB_SERVER_TOKEN). A flag's value is visible to every user of the machine in `ps`: prefer the variable "
+        "or --token-file",
+    )
+    s.add_argument(
+        "--token-file",
+        default=None,
+        metavar="PATH",
+        help="read the bearer token from the first line of this file (kept out of `ps`; make it mode 600)",
     )
     s.set_defaults(func=_serve)
     d = sub.add_parser("demo", help="play one scripted episode on the sample and print it")

@@ -165,6 +165,39 @@ def given_flags(args: argparse.Namespace) -> dict[str, Any]:
     return {k.removeprefix(_DEST): v for k, v in vars(args).items() if k.startswith(_DEST)}
 
 
+def read_secret_file(path: str, flag: str) -> str:
+    """The secret in the file ``path`` (its first line, stripped), given by ``flag``; registered with the scrubber.
+
+    A key in a file (mode 600) stays out of the process list, where every user of the machine reads a flag's value.
+
+    Raises:
+        ConfigError: When the file cannot be read or holds no value, naming the flag and the file.
+    """
+    from simweb_core.secret import register
+
+    try:
+        text = open(path, encoding="utf-8").read()  # noqa: SIM115 - read whole, closed at once
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{flag} {path!r} cannot be read ({type(e).__name__}): give a readable file") from None
+    lines = text.splitlines()
+    value = lines[0].strip() if lines else ""
+    if not value:
+        raise ConfigError(f"{flag} {path!r} is empty: write the secret on its first line")
+    register(value)
+    return value
+
+
+def print_error(message: object) -> None:
+    """Print ``error: <message>`` on stderr, scrubbed of credentials (:func:`simweb_core.secret.scrub`).
+
+    Every command-line error goes through here: an upstream or endpoint that echoed a key into its error message
+    does not get it printed (a key read from the environment is registered with the scrubber when read).
+    """
+    from simweb_core.secret import scrub
+
+    print(f"error: {scrub(str(message))}", file=sys.stderr)
+
+
 def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
     """Parse ``argv``, log at INFO with ``-v`` (else WARNING) and run the chosen subcommand's ``func``.
 
@@ -181,5 +214,5 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) 
     try:
         return args.func(args)
     except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2

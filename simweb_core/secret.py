@@ -58,6 +58,41 @@ def redact_url(url: str) -> str:
     return m.group(1) + m.group(2) + m.group(3)
 
 
+def register(*values: str) -> None:
+    """Scrub ``values`` from every log record and scrubbed message from now on (a key read from the environment).
+
+    Values shorter than 8 characters are not registered: masking them would mask ordinary words.
+    """
+    with _KNOWN_LOCK:
+        _KNOWN.update(v for v in values if v and len(v) >= _MIN_KNOWN)
+
+
+def _secret_parts(value: str) -> list[str]:
+    """What of ``value`` to scrub: a URL's credentials (its scheme, host and path are shown in messages), else all."""
+    return url_credentials(value) if "://" in value else [value]
+
+
+def url_credentials(url: str) -> list[str]:
+    """The credentials a URL carries: its user info's parts and the value of every query parameter.
+
+    A base URL's query is treated as credentials whatever its parameters are called (a proxy's ``?k=...``), so
+    :func:`register` these and send them to that URL's host only. Values come both as written and decoded.
+
+    Example:
+        >>> url_credentials("https://u:pw@proxy.example/v1?apikey=k1&region=eu%2D1")
+        ['u', 'pw', 'k1', 'eu%2D1', 'eu-1']
+    """
+    from urllib.parse import unquote, unquote_plus, urlsplit
+
+    parts = urlsplit(url or "")
+    found = [p for p in (parts.username, parts.password) if p]
+    found += [unquote(p) for p in found]
+    for pair in re.split(r"[&;]", parts.query):
+        raw = pair.partition("=")[2]
+        found += [raw, unquote_plus(raw)] if raw else []
+    return list(dict.fromkeys(found))
+
+
 def scrub(text: str, *, all_params: bool = False) -> str:
     """``text`` with URL user info, credential-like query parameters and every secret value of this process masked.
 
@@ -108,9 +143,7 @@ class Secret:
         """
         s = cls(env=env, fingerprint=fingerprint(value))
         object.__setattr__(s, "_value", value)
-        if len(value) >= _MIN_KNOWN:
-            with _KNOWN_LOCK:
-                _KNOWN.add(value)
+        register(*_secret_parts(value))
         return s
 
     @classmethod
@@ -129,9 +162,7 @@ class Secret:
             return value
         from_env = (env(self.env) or "").strip() if self.env else ""
         if from_env:
-            if len(from_env) >= _MIN_KNOWN:
-                with _KNOWN_LOCK:
-                    _KNOWN.add(from_env)
+            register(*_secret_parts(from_env))
             return from_env
         if self.fingerprint is not None:
             where = f"set ${self.env}" if self.env else "pass it again in this process"

@@ -235,3 +235,17 @@ def test_the_joiner_refuses_a_part_path_outside_its_folder(tmp_path):
     assert "not a plain file name" in parts.check_parts(out)[0]
     with pytest.raises(parts.PartsError, match="parts are bad"):
         parts.join_parts(out, tmp_path / "joined.tar")
+
+
+@pytest.mark.parametrize("archive", ["e.tar.part000", "e.tar.part001", "manifest.json", "join_bundle.py", "parts.py"])
+def test_the_joiner_refuses_an_archive_named_as_one_of_the_bundles_own_files(tmp_path, archive):
+    """Issue 59, item 11: joining into a part (or the manifest, or the script) would overwrite it."""
+    _write(tmp_path / "e.tar", 1500)
+    out = tmp_path / "out"
+    manifest = parts.split_file(tmp_path / "e.tar", out, 1000)
+    (out / "join_bundle.py").write_text("# the joiner\n")
+    (out / "manifest.json").write_text(json.dumps({**manifest, "archive": archive}))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(parts.PartsError, match="one of the bundle's own files"):
+        parts.join_parts(out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing overwritten, nothing removed

@@ -27,7 +27,7 @@ from agents.config import SamplingConfig
 from agents.policies.base import FatalPolicyError, Generation, Messages, Policy, cut_at_stop
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
-from simweb_core.secret import Secret, as_secret, redact_url, reveal
+from simweb_core.secret import Secret, as_secret, redact_url, register, reveal
 from simweb_core.settings import env
 
 log = logging.getLogger(__name__)
@@ -208,6 +208,7 @@ class OpenAIPolicy(Policy):
                 cfg = self.config
                 base_url = reveal(cfg.base_url) or env(BASE_URL_VAR)
                 key = reveal(cfg.api_key) or env(KEY_VAR) or "EMPTY"
+                register(key)  # an endpoint that echoes it back: scrubbed from logs and printed errors
                 self._client = openai.OpenAI(base_url=base_url, api_key=key, timeout=cfg.timeout, max_retries=0)
             return self._client
 

@@ -17,8 +17,10 @@ from typing import Any
 
 from agents.cli import AGENT_FLAGS as EVAL_AGENT_FLAGS
 from agents.cli import ENDPOINT_FLAGS as EVAL_ENDPOINT_FLAGS
-from agents.cli import add_split_flag
+from agents.cli import add_api_key_file_flag, add_split_flag, api_key_from_file
+from simweb_core.cli import print_error
 from simweb_core.errors import ConfigError
+from simweb_core.secret import scrub
 
 #: Generated flags (simweb_core.cli): flag -> SimToRealConfig field path (help, type and default from the field).
 FLAGS = {
@@ -72,6 +74,7 @@ def add_parser(subparsers: Any) -> None:
     add_config_flags(g, SimToRealConfig, AGENT_FLAGS, defaults=shown)
     e = p.add_argument_group("endpoints, judge, local model")
     add_config_flags(e, SimToRealConfig, ENDPOINT_FLAGS, defaults=shown)
+    add_api_key_file_flag(e)
     c = p.add_argument_group("assumed prices of the cost estimate (USD)")
     prices = {f"--{f.name.replace('_', '-')}": f"prices.{f.name}" for f in fields(ApiPrices)}
     add_config_flags(c, SimToRealConfig, prices, defaults=shown)
@@ -88,6 +91,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
     given = {**given_flags(args), "split": args.split}
     given["policies"] = tuple(args.policy or ("oracle",))
+    api_key_from_file(args, given)
     return from_data(SimToRealConfig, apply_overrides({}, given), base=SimToRealConfig())
 
 
@@ -98,13 +102,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_sim_to_real(config_from_args(args))
     except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     print(result.files["markdown"].read_text(encoding="utf-8"))
     print("\n".join(f"{kind + ':':9} {path}" for kind, path in result.files.items()))
     if result.failures:
         print(
-            f"\n{len(result.failures)} episodes failed (rerun the same command to retry them): {result.failures[:3]}",
+            f"\n{len(result.failures)} episodes failed (rerun the same command to retry them): {scrub(str(result.failures[:3]))}",
             file=sys.stderr,
         )
     if not result.report["format_check"]["passed"]:

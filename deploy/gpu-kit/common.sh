@@ -20,9 +20,13 @@ note() {  # note STEP STATUS: one JSON line in $OUT/$STAGE.json
     >>"$OUT/$STAGE.json"
 }
 
-verify() {  # verify tN: every file the transfer carried, against its SHA256SUMS
+verify() {  # verify tN: every file the transfer carried, against its SHA256SUMS, and no file the list does not name
   [ -f "$KIT/$1/SHA256SUMS" ] || { note "verify-$1" "missing: carry $KIT/$1"; return 1; }
   (cd "$KIT/$1" && sha256sum -c --quiet SHA256SUMS) || { note "verify-$1" "sha256 mismatch"; return 1; }
+  local extra  # anything but a folder (a file, a link) that SHA256SUMS does not list: never installed by a glob
+  extra=$(cd "$KIT/$1" && find . ! -type d ! -path ./SHA256SUMS -printf '%P\n' | LC_ALL=C sort \
+    | LC_ALL=C comm -23 - <(sed 's/^[0-9a-f]\{64\} [ *]//' SHA256SUMS | LC_ALL=C sort) | wc -l)
+  [ "$extra" -eq 0 ] || { note "verify-$1" "$extra files not in SHA256SUMS: build the kit again"; return 1; }
 }
 
 install_t1() {  # wheels into $NODE/site, the index into $SIM_WEB_HOME/indexes, the tokenizer into $NODE/tokenizer

@@ -10,6 +10,12 @@ counts the moves). Without a summariser, or when it fails, the deterministic ext
 :mod:`sim_web.backends.summarise` runs on the fetched text, so ``visit`` always answers when the
 page could be read. Raw page text is cached apart from the extraction (which depends on
 the goal and the model); the executor caches the extraction.
+
+A query in the base URL (``JINA_BASE_URL=https://proxy/?key=...``) is a credential of that host: it is never
+joined to a page URL (where ``GET {base}/{url}`` would hand it to the reader as part of the page's address, and
+so to every site visited). With such a base each page is asked for as ``POST {base}`` with the form body
+``url=<page>`` (Jina Reader's own POST form), the base URL's query untouched; its values are registered with the
+log scrubber and masked in any text before it is cached.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from sim_web.protocol.arguments import valid_unicode
 from sim_web.protocol.results import ScholarResult, SearchResult, VisitResult
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
-from simweb_core.secret import Secret
+from simweb_core.secret import MASK, Secret, register, url_credentials
 
 if TYPE_CHECKING:
     import httpx
@@ -110,6 +116,7 @@ class KeyRing:
     def __init__(self, keys: str | Sequence[str]) -> None:
         parts = keys.split(",") if isinstance(keys, str) else list(keys)
         self._live = list(dict.fromkeys(k.strip() for k in parts if k.strip()))
+        register(*self._live)  # scrubbed from logs and printed errors from now on
         if not self._live:
             raise ConfigError(f"{KEY_VAR} holds no key: set it to a Jina key, or to several separated by commas")
         self.size = len(self._live)
@@ -188,6 +195,9 @@ class JinaBackend:
         self.extractor = extractor or DeterministicExtractor()
         self.raw_cache = raw_cache
         self._base = config.base_url.require("JinaConfig.base_url")  # read now, held in memory only
+        self._credentials = sorted(url_credentials(self._base), key=len, reverse=True)
+        register(*self._credentials)
+        self._post = "?" in self._base  # a query of the base URL is the base host's: never part of a page's URL
         self.cache_namespace = cache_key(
             "jina",
             config.base_url.shown(),
@@ -216,7 +226,11 @@ class JinaBackend:
         if text is not None:
             self._events("jina.raw_cache_hits")
             return text
-        text = self._get(join_url(self._base, f"/{url}"))
+        if self._post:
+            text = self._get(self._base, method="POST", data={"url": url})
+        else:
+            text = self._get(join_url(self._base, f"/{url}"))
+        text = self._masked(text)
         warning = target_error(text)
         if warning:  # Jina answers 200 with a Warning line when the page itself failed (its 404, 500)
             raise UpstreamError(f"jina read {url} but the page failed: {warning}", retryable=False, page_error=True)
@@ -224,8 +238,18 @@ class JinaBackend:
             self.raw_cache.put(key, text)
         return text
 
-    def _get(self, target: str) -> str:
-        """``GET target`` with the current key, moving through the key ring on 401 / 402 / 429 (each key once).
+    def _masked(self, text: str) -> str:
+        """``text`` without the base URL's credentials (a reader or proxy that echoes its request).
+
+        Values under 8 characters stay (``?format=json``): masking them would change ordinary words of the page.
+        """
+        for value in self._credentials:
+            if len(value) >= 8:
+                text = text.replace(value, MASK)
+        return text
+
+    def _get(self, target: str, method: str = "GET", **kw: object) -> str:
+        """``method target`` with the current key, moving through the key ring on 401 / 402 / 429 (each key once).
 
         Raises:
             UpstreamError: An error not about the key; or, once every live key was tried, the rate-limit error of
@@ -238,7 +262,7 @@ class JinaBackend:
             self._events("jina.http_requests")
             try:
                 return request(
-                    self._client, "jina", KEY_VAR, "GET", target, headers={"Authorization": f"Bearer {key}"}
+                    self._client, "jina", KEY_VAR, method, target, headers={"Authorization": f"Bearer {key}"}, **kw
                 ).text
             except UpstreamError as e:
                 tried[key] = e

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -235,7 +236,7 @@ class MockSerper(MockServer):
 
 
 class MockJina(MockServer):
-    """``r.jina.ai``: ``GET /{url}`` in text mode."""
+    """``r.jina.ai``: ``GET /{url}`` (or ``POST /`` with the form body ``url=...``) in text mode."""
 
     def presented_key(self, h: BaseHTTPRequestHandler) -> str | None:
         """The bearer token of the ``Authorization`` header."""
@@ -266,6 +267,8 @@ class MockJina(MockServer):
 
     def answer(self, path: str, raw: bytes, fault: Fault) -> tuple[int, str, bytes]:
         url = path[1:]
+        if raw:  # POST /: the page in the form body (``url=...``), as the reader also accepts
+            url = urllib.parse.parse_qs(raw.decode("utf-8", "replace")).get("url", [""])[0]
         if fault.kind == "warning":
             text = (
                 f"Title: Not Found\n\nURL Source: {url}\n\nWarning: Target URL returned error 404: Not Found\n\n"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sim_web.protocol.errors import BackendError
 from simweb_core.errors import ConfigError
-from simweb_core.secret import Secret, as_secret, redact_url, scrub
+from simweb_core.secret import Secret, as_secret, redact_url, register, scrub
 from simweb_core.settings import env
 
 if TYPE_CHECKING:
@@ -244,6 +244,9 @@ def base_url_secret(value: Secret | str | dict[str, Any], var: str, where: str) 
 def require_key(*names: str, what: str) -> str:
     """The first set environment variable of ``names`` (read through ``simweb_core.settings``).
 
+    The value (and each comma-separated part of it, as a key ring reads it) is registered with the log scrubber
+    as it is read, so an upstream that echoes it back never puts it in a log or a printed error.
+
     Args:
         names: Accepted variable names, preferred first (Tongyi's name first).
         what: What the key is for (for the message).
@@ -254,6 +257,7 @@ def require_key(*names: str, what: str) -> str:
     for name in names:
         value = (env(name) or "").strip()
         if value:
+            register(value, *(part.strip() for part in value.split(",")))
             return value
     alts = f" (or {', '.join(names[1:])})" if len(names) > 1 else ""
     raise ConfigError(

@@ -10,9 +10,9 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
+from simweb_core.cli import print_error
 from simweb_core.errors import WikiIndexError
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         build_bundle(cfg, progress=lambda line: print(line, flush=True))
     except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     return 0
 
@@ -134,8 +134,8 @@ def run_gpukit(args: argparse.Namespace) -> int:
         print(describe(transfers, tree))
         problems = check_plan(transfers, tree)
         for line in problems:
-            print(f"error: {line}", file=sys.stderr)
+            print_error(line)
         return 2 if problems else 0
     except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2

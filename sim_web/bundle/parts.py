@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
+#: The files a bundle's folder holds besides its parts (``sim-web bundle`` writes them), and the folder it unpacks.
+BUNDLE_FILES = (MANIFEST, "join_bundle.py", "README.txt", "sim-web-bundle")
 FORMAT = "sim-web-bundle-parts/1"
 CHUNK = 1 << 20
 
@@ -128,16 +130,26 @@ def plain_name(name: Any) -> bool:
 
 
 def archive_name(manifest: dict[str, Any], folder: Path) -> str:
-    """The manifest's ``archive``: a plain file name, so the joined archive lands inside ``folder``.
+    """The manifest's ``archive``: a plain file name, so the joined archive lands inside ``folder``, and none of the
+    bundle's own files (a part, the manifest, this script), which joining would overwrite.
 
     Raises:
-        PartsError: For a name with a directory part (``../x``, ``/etc/x``, ``sub/x``) or no name at all.
+        PartsError: For a name with a directory part (``../x``, ``/etc/x``, ``sub/x``), no name at all, or the name
+            of one of the bundle's own files.
     """
     name = manifest.get("archive")
     if not plain_name(name):
         raise PartsError(
             f"{folder / MANIFEST} names the archive {name!r}, expected a plain file name inside {folder} "
             "(e.g. sim-web-bundle.tar.gz): the manifest was tampered with or damaged; copy the bundle's folder again"
+        )
+    parts = manifest.get("parts")
+    own = {*BUNDLE_FILES, Path(__file__).name}
+    own |= {str(p.get("name")) for p in parts if isinstance(p, dict)} if isinstance(parts, list) else set()
+    if str(name).casefold() in {n.casefold() for n in own}:
+        raise PartsError(
+            f"{folder / MANIFEST} names the archive {name!r}, one of the bundle's own files, which joining would "
+            "overwrite: the manifest was tampered with or damaged; copy the bundle's folder again"
         )
     return str(name)
 

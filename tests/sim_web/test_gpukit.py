@@ -71,3 +71,32 @@ def test_the_built_kit_fits_the_device_tool():
     assert not check_plan(transfers, tree_bytes())
     assert all(t.bytes + TREE_ROOM < CARRY_LIMIT for t in transfers)
     assert all((ROOT / t.folder / "SHA256SUMS").is_file() for t in transfers)
+
+
+def _verify(root: Path) -> tuple[int, str]:
+    """Run common.sh's ``verify t1`` in ``root`` (holding ``.gpukit/t1``); its status and the notes it wrote."""
+    common = ROOT / "deploy" / "gpu-kit" / "common.sh"
+    done = subprocess.run(
+        ["bash", "-c", f'STAGE=t1; . "{common}"; verify t1'], cwd=root, env={"PATH": "/usr/bin:/bin", "OUT": "out"}
+    )
+    notes = root / "out" / "t1.json"
+    return done.returncode, notes.read_text() if notes.is_file() else ""
+
+
+def test_the_verifier_refuses_files_its_checksum_list_does_not_name(tmp_path):
+    """Issue 59, item 11: a file planted in a transfer (a wheel that ``wheels/*.whl`` would install) is refused."""
+    t1 = tmp_path / KIT / "t1"
+    (t1 / "wheels").mkdir(parents=True)
+    (t1 / "wheels" / "good-1.0-py3-none-any.whl").write_bytes(b"good")
+    (t1 / "index.tar.gz").write_bytes(b"index")
+    sums = subprocess.run(
+        ["sha256sum", "wheels/good-1.0-py3-none-any.whl", "index.tar.gz"], cwd=t1, capture_output=True, check=True
+    )
+    (t1 / "SHA256SUMS").write_bytes(sums.stdout)
+    assert _verify(tmp_path) == (0, "")  # the control: exactly the listed files
+    (t1 / "wheels" / "evil-1.0-py3-none-any.whl").write_bytes(b"evil")
+    rc, notes = _verify(tmp_path)
+    assert rc == 1 and "1 files not in SHA256SUMS" in notes
+    (t1 / "wheels" / "evil-1.0-py3-none-any.whl").unlink()
+    (t1 / "wheels" / "link.whl").symlink_to("/etc/hostname")  # a link is a file too
+    assert _verify(tmp_path)[0] == 1

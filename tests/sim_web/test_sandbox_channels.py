@@ -3,9 +3,13 @@
 * ``flock`` on a file every sandbox shares read-only (the stdlib under ``/usr`` or the interpreter's prefix):
   one call holds the lock while a concurrent call tests it. The control runs the same two probes as plain
   subprocesses outside the sandbox, and in the sandbox with an allow-everything filter.
+* A shared ``futex`` (no ``FUTEX_PRIVATE_FLAG``) on a read-only mapping of such a file (issue 59, item 9): the
+  kernel keys it by inode and offset, so one call's wake reaches a concurrent call's wait. Same controls.
 * ``AF_VSOCK`` sockets (not isolated by the network namespace) and a non-default ``personality``.
 * What the lock rule costs ordinary code, measured: the stdlib imports, in-memory sqlite3, numpy, ``fork`` and
   ``multiprocessing`` work; a file-backed sqlite3 database needs ``?nolock=1`` (its locks are refused).
+* What the futex rule costs: ``multiprocessing``'s locks, queues, pools and events still work (a contended waiter
+  spins; a timed wait on a process-shared lock times out at once); ``threading`` is untouched.
 """
 
 from __future__ import annotations
@@ -83,6 +87,81 @@ def test_flock_is_no_channel_between_sandboxes(monkeypatch):
     monkeypatch.setattr(_seccomp, "filter_program", lambda machine=None: ALLOW_ALL)
     held, seen = _in_sandboxes()  # control: without the filter, the sandboxes share the lock
     assert held["hold"] == "held" and seen["seen"] == "busy"
+
+
+FUTEX_PRELUDE = f"""
+import ctypes, errno, mmap, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t] + [ctypes.c_int] * 3 + [
+    ctypes.c_long
+]
+NR = {_seccomp.SYSCALLS[_seccomp.machine_name()]["futex"]}
+fd = os.open({SHARED!r}, os.O_RDONLY)
+addr = libc.mmap(None, 4096, mmap.PROT_READ, int(os.environ.get("MAP", mmap.MAP_SHARED)), fd, 0)
+word = ctypes.c_uint32.from_address(addr).value
+class Timespec(ctypes.Structure):
+    _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+def futex(op, val, timeout=None):
+    ctypes.set_errno(0)
+    rc = libc.syscall(ctypes.c_long(NR), ctypes.c_void_p(addr), ctypes.c_int(op), ctypes.c_uint32(val),
+                      ctypes.byref(timeout) if timeout else None, None, ctypes.c_int(0))
+    return rc if rc != -1 else errno.errorcode[ctypes.get_errno()]
+"""
+#: One side: a shared ``FUTEX_WAIT`` (op 0) with a 5 s timeout; 0 means the other side woke it.
+FUTEX_WAIT = (
+    FUTEX_PRELUDE
+    + """
+rc = futex(0, word, Timespec(5, 0))
+print("wait:", "woken" if rc == 0 else rc, flush=True)
+"""
+)
+#: The other: shared ``FUTEX_WAKE`` (op 1) until it wakes someone (one bit passed) or 3 s passed.
+FUTEX_WAKE = (
+    FUTEX_PRELUDE
+    + """
+woke, deadline = 0, time.monotonic() + 3
+while not woke and time.monotonic() < deadline:
+    woke = futex(1, 1)
+    time.sleep(0.02)
+print("woke:", woke)
+if woke == 0:  # nothing passed: show what an untimed shared wait gets (it would sleep for ever in the kernel)
+    print("untimed:", futex(0, word))
+    print("private:", futex(128, word ^ 1))  # FUTEX_WAIT_PRIVATE on a changed word: the kernel's own answer
+"""
+)
+
+
+def _futex_in_sandboxes() -> tuple[dict[str, str], dict[str, str]]:
+    config = PythonConfig(timeout_s=30)
+    with ThreadPoolExecutor(2) as pool:
+        waited = pool.submit(run_python, FUTEX_WAIT, config)
+        woke = pool.submit(run_python, FUTEX_WAKE, config)
+        return _lines(waited.result()), _lines(woke.result())
+
+
+@pytest.mark.parametrize("mapping", ["MAP_SHARED", "MAP_PRIVATE"])
+def test_a_shared_futex_on_a_shared_file_passes_a_bit_between_plain_processes(mapping):
+    """The control: two ordinary processes; a private read-only mapping is keyed by the file too."""
+    env = {**os.environ, "MAP": str(getattr(__import__("mmap"), mapping))}
+    waiter = subprocess.Popen([sys.executable, "-c", FUTEX_WAIT], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        waker = subprocess.run([sys.executable, "-c", FUTEX_WAKE], capture_output=True, text=True, timeout=60, env=env)
+        waited = waiter.communicate(timeout=60)[0]
+    finally:
+        waiter.kill()
+        waiter.wait()
+    assert _lines("stdout:\n" + waker.stdout)["woke"] == "1", waker.stdout + waker.stderr
+    assert _lines("stdout:\n" + waited)["wait"] == "woken"
+
+
+def test_a_shared_futex_is_no_channel_between_sandboxes(monkeypatch):
+    waited, woke = _futex_in_sandboxes()
+    assert waited["wait"] == "ETIMEDOUT" and woke["woke"] == "0"  # nobody slept, nobody was woken
+    assert woke["untimed"] == "EAGAIN" and woke["private"] == "EAGAIN"  # returned at once; private reaches the kernel
+    monkeypatch.setattr(_seccomp, "filter_program", lambda machine=None: ALLOW_ALL)
+    waited, woke = _futex_in_sandboxes()  # control: without the filter, one sandbox wakes the other
+    assert waited["wait"] == "woken" and woke["woke"] == "1"
 
 
 VSOCK_AND_PERSONALITY = """

@@ -40,6 +40,7 @@ def _evaluate(program: bytes, arch: int, nr: int, args: tuple[int, ...] = ()) ->
     data = {0: nr & 0xFFFFFFFF, 4: arch}
     for i, value in enumerate(args):
         data[16 + 8 * i] = value & 0xFFFFFFFF  # the low half of args[i] (little-endian)
+        data[20 + 8 * i] = (value >> 32) & 0xFFFFFFFF
     ops, pc, acc = _decode(program), 0, 0
     while True:
         code, jt, jf, k = ops[pc]
@@ -49,12 +50,14 @@ def _evaluate(program: bytes, arch: int, nr: int, args: tuple[int, ...] = ()) ->
             pc += jt if (acc == k if code == 0x15 else acc >= k) else jf
         elif code == 0x06:  # RET K
             return k
+        elif code == 0x54:  # ALU AND K
+            acc &= k
         else:
             raise AssertionError(f"unexpected BPF instruction {code:#x} at {pc}")
         pc += 1
 
 
-RULE_CALLS = {rule.call for rule in _seccomp.ARG_RULES}
+RULE_CALLS = {rule.call for rule in _seccomp.ARG_RULES} | {"futex"}
 EAFNOSUPPORT = _seccomp.SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT
 
 
@@ -65,6 +68,7 @@ def test_program_structure_and_decisions(machine):
     denied = sorted({table[name] for name in _seccomp.DENIED if name in table})
     x32 = machine == "x86_64"
     rules = sum(4 + len(rule.values) for rule in _seccomp.ARG_RULES)  # JEQ nr, LD arg, JEQs, two RETs
+    rules += len(_seccomp._futex_block(table["futex"]))
     assert len(ops) == 4 + x32 + len(denied) + rules + 2
     assert ops[0] == (0x20, 0, 0, 4)  # load seccomp_data.arch
     assert ops[1] == (0x15, 1, 0, _seccomp.AUDIT_ARCH[machine])  # this ABI: skip the next instruction
@@ -105,6 +109,31 @@ def test_argument_rules_decide_locks_socket_families_and_personality(machine):
     assert _evaluate(program, arch, personality, (0xFFFFFFFF,)) == _seccomp.SECCOMP_RET_ALLOW  # the query
     for persona in (0x0040000, 0x0400000, 0x0008, 0x0020000):  # ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, ...
         assert _evaluate(program, arch, personality, (persona,)) == _seccomp.RET_EPERM, persona
+
+
+FUTEX_CASES = (  # (op, timeout): what the filter answers
+    *(((cmd | 128 | clock), t) for cmd in range(14) for clock in (0, 256) for t in (0, 1 << 40 | 8)),
+)
+
+
+@pytest.mark.parametrize("machine", sorted(_seccomp.SYSCALLS))
+def test_futex_reaches_the_kernel_only_when_private(machine):
+    """Issue 59, item 9: a shared futex (keyed by inode and offset) never waits nor wakes across processes."""
+    program, table = _seccomp.filter_program(machine), _seccomp.SYSCALLS[machine]
+    arch, futex = _seccomp.AUDIT_ARCH[machine], table["futex"]
+    for op, timeout in FUTEX_CASES:  # private: the kernel decides, whatever the command, clock and timeout
+        assert _evaluate(program, arch, futex, (0x1000, op, 0, timeout)) == _seccomp.SECCOMP_RET_ALLOW, op
+    eagain, etimedout = _seccomp.RET_FUTEX_UNTIMED, _seccomp.RET_FUTEX_TIMED
+    for wait in (0, 9, 9 | 256, (1 << 32) | 0):  # FUTEX_WAIT, FUTEX_WAIT_BITSET (realtime clock), a high half
+        assert _evaluate(program, arch, futex, (0x1000, wait, 0, 0)) == eagain, wait  # no timeout: look again
+        for timeout in (8, 1 << 40, (1 << 40) | 8):  # a timeout pointer in either half: timed out
+            assert _evaluate(program, arch, futex, (0x1000, wait, 0, timeout)) == etimedout, (wait, timeout)
+    for wake in (1, 3, 4, 10, 10 | 256):  # FUTEX_WAKE, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_BITSET
+        assert _evaluate(program, arch, futex, (0x1000, wake, 1, 0)) == _seccomp.RET_ZERO, wake
+    for other in (2, 5, 6, 7, 8, 11, 12, 13):  # FUTEX_FD, FUTEX_WAKE_OP, the PI operations
+        assert _evaluate(program, arch, futex, (0x1000, other, 1, 0)) == _seccomp.RET_FUTEX_OTHER, other
+    for call in ("futex_waitv", "futex_wake", "futex_wait", "futex_requeue"):
+        assert _evaluate(program, arch, table[call], (0, 0, 0, 0)) == _seccomp.RET_EPERM, call
 
 
 def test_every_denied_call_has_a_number_on_each_machine():

@@ -13,6 +13,7 @@ import argparse
 import logging
 import sys
 
+from simweb_core.cli import print_error
 from simweb_core.errors import WikiIndexError
 
 #: Generated flags (simweb_core.cli): flag -> AblateConfig field (help, type and default come from the field).
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(args)
     except (WikiIndexError, TypeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     results = run_grid(cfg)  # type: ignore[arg-type]
     note = QUICK_NOTE if cfg.quick else ""  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ import argparse
 import logging
 import sys
 
+from simweb_core.cli import print_error
 from simweb_core.errors import WikiIndexError
 
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         recipe = recipe_from_namespace(args)
     except (WikiIndexError, TypeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     print(f"note: tools: {', '.join(recipe.tools)}", file=sys.stderr)
     summary = main(recipe)

@@ -10,9 +10,9 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from simweb_core.cli import print_error
 from simweb_core.errors import ConfigError
 
 #: LearnConfig fields with a flag of their own (generated from the field: simweb_core.cli); ``--set`` sets the others.
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         out = main(config_from_args(args))
     except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     report = out / "report.md"
     if report.is_file():

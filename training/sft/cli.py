@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from typing import Any
 
+from simweb_core.cli import print_error
 from simweb_core.errors import WikiIndexError
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def run_collect(args: argparse.Namespace) -> int:
         ds = build_dataset(result.kept, tokenizer, tools, max_tokens=args.max_tokens)
         out = save(ds, args.out, dataset_card(ds, result, model.name, args.max_tokens), result.stats.table())
     except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     with (Path(out) / "kept.jsonl").open("w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in result.kept)
@@ -146,7 +146,7 @@ def run_train(args: argparse.Namespace) -> int:
         cfg = train_config(args)
         out = train(cfg)
     except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     summary = json.loads((out / "sft_run.json").read_text(encoding="utf-8"))
     print(

@@ -15,6 +15,7 @@ import argparse
 import logging
 import sys
 
+from simweb_core.cli import print_error
 from simweb_core.errors import WikiIndexError
 
 #: SynthConfig fields with a generated flag (simweb_core.cli; help from the class docstring, default from the field);
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         }
         cfg = from_data(SynthConfig, given)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     index = WikiIndex.from_dir(args.index)
     out = args.out or default_task_path(index.path)
@@ -157,7 +158,7 @@ def run_tier(args: argparse.Namespace) -> int:
             test_fraction=d.test_fraction if args.test_fraction is None else args.test_fraction,
         )
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2
     index = WikiIndex.from_dir(args.index)
     out = Path(args.out) if args.out else index.path / "tasks" / f"{args.tier}.jsonl"
@@ -201,5 +202,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(args)
     except WikiIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print_error(e)
         return 2

@@ -9,7 +9,14 @@ filter answers each of them with ``EPERM``. The same goes for what two sandboxes
 the read-only files they all see (``/usr``): ``flock``, the ``fcntl`` lock, lease and notify commands, and
 inotify. A few calls are decided by an argument (:data:`ARG_RULES`): sockets only of the families the network
 namespace isolates (not ``AF_VSOCK``, which reaches the host), and ``personality`` only to query or keep the
-default. Every other call is allowed.
+default. ``futex`` is decided by its operation (:func:`_futex_block`): a process-private one (``FUTEX_PRIVATE_FLAG``,
+what threads use) goes to the kernel; a shared one is keyed by inode and offset, so two sandboxes waiting and waking
+on a read-only mapping of a file they share would talk, and the filter answers it without the kernel: a wait
+returns at once (``EAGAIN``, "the word changed"; ``ETIMEDOUT`` when it has a timeout), a wake or requeue wakes
+nobody (0), any other shared operation (priority inheritance, ``FUTEX_WAKE_OP``) gets ``ENOSYS``. Process-shared
+locks (``multiprocessing``'s) keep their atomics, so they still exclude; a contended waiter spins instead of
+sleeping, and a timed wait on one times out at once. The futex2 calls (``futex_waitv`` and friends), which nothing
+in glibc or CPython uses, are denied. Every other call is allowed.
 
 The program is classic BPF, built here with :mod:`struct` (no libseccomp needed) and handed to
 ``bwrap --seccomp FD``, which installs it just before it ``exec``\\ s the interpreter, so bubblewrap
@@ -36,6 +43,8 @@ SECCOMP_RET_ALLOW = 0x7FFF0000
 SECCOMP_RET_ERRNO = 0x00050000
 RET_EPERM = SECCOMP_RET_ERRNO | errno.EPERM
 RET_EAFNOSUPPORT = SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT
+#: The call returns 0 without reaching the kernel (a shared futex wake: nobody woken).
+RET_ZERO = SECCOMP_RET_ERRNO | 0
 
 #: The calls the sandbox denies (``EPERM``), like Docker's default profile.
 DENIED = (
@@ -90,6 +99,11 @@ DENIED = (
     "fanotify_init",
     "iopl",
     "ioperm",
+    # futex2: a waiter list in memory (futex_waitv) the filter cannot read; the shared futex channel otherwise
+    "futex_waitv",
+    "futex_wake",
+    "futex_wait",
+    "futex_requeue",
 )
 
 #: ``fcntl`` commands that take, test or watch something other sandboxes can see: POSIX and open-file-description
@@ -130,6 +144,16 @@ ARG_RULES = (
     ArgRule("socket", 0, SOCKET_FAMILIES, listed=SECCOMP_RET_ALLOW, other=RET_EAFNOSUPPORT),
     ArgRule("personality", 0, PERSONALITIES, listed=SECCOMP_RET_ALLOW, other=RET_EPERM),
 )
+
+#: ``futex`` operations (``op & 0x7f``) answered without the kernel when shared (no ``FUTEX_PRIVATE_FLAG``, 128):
+#: waits (``FUTEX_WAIT`` 0, ``FUTEX_WAIT_BITSET`` 9) return at once; wakes and requeues (``FUTEX_WAKE`` 1,
+#: ``FUTEX_REQUEUE`` 3, ``FUTEX_CMP_REQUEUE`` 4, ``FUTEX_WAKE_BITSET`` 10) wake nobody; any other gets ``ENOSYS``.
+FUTEX_PRIVATE_FLAG = 128
+FUTEX_WAITS = (0, 9)
+FUTEX_WAKES = (1, 3, 4, 10)
+RET_FUTEX_UNTIMED = SECCOMP_RET_ERRNO | errno.EAGAIN  # as if the word had changed: the caller looks again
+RET_FUTEX_TIMED = SECCOMP_RET_ERRNO | errno.ETIMEDOUT  # a wait with a timeout: timed out
+RET_FUTEX_OTHER = SECCOMP_RET_ERRNO | errno.ENOSYS
 
 #: Syscall numbers of the denied calls (x86_64: ``asm/unistd_64.h``; aarch64: ``asm-generic/unistd.h``).
 SYSCALLS: dict[str, dict[str, int]] = {
@@ -182,6 +206,11 @@ SYSCALLS: dict[str, dict[str, int]] = {
         "fanotify_init": 300,
         "iopl": 172,
         "ioperm": 173,
+        "futex": 202,
+        "futex_waitv": 449,
+        "futex_wake": 454,
+        "futex_wait": 455,
+        "futex_requeue": 456,
     },
     "aarch64": {
         "add_key": 217,
@@ -229,6 +258,11 @@ SYSCALLS: dict[str, dict[str, int]] = {
         "quotactl": 60,
         "syslog": 116,
         "fanotify_init": 262,  # no iopl / ioperm on aarch64
+        "futex": 98,
+        "futex_waitv": 449,
+        "futex_wake": 454,
+        "futex_wait": 455,
+        "futex_requeue": 456,
     },
 }
 #: ``seccomp_data.arch`` of each known machine (``AUDIT_ARCH_*``).
@@ -241,6 +275,7 @@ _LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x05 | 0x30 | 0x00  # BPF_JMP | BPF_JGE | BPF_K
 _RET_K = 0x06 | 0x00  # BPF_RET | BPF_K
+_AND_K = 0x04 | 0x50 | 0x00  # BPF_ALU | BPF_AND | BPF_K
 _OFFSET_NR, _OFFSET_ARCH = 0, 4  # struct seccomp_data {int nr; __u32 arch; __u64 ip; __u64 args[6];}
 _OFFSET_ARGS = 16  # args[i]'s low 32 bits at 16 + 8 * i (x86_64 and aarch64 are little-endian)
 _INSTRUCTION = struct.Struct("=HBBI")  # struct sock_filter {__u16 code; __u8 jt; __u8 jf; __u32 k;}
@@ -312,6 +347,7 @@ def filter_program(machine: str | None = None) -> bytes:
     ]
     checks = [X32_SYSCALL_BIT] if name == "x86_64" else []
     blocks = [_rule_block(SYSCALLS[name][rule.call], rule) for rule in ARG_RULES]
+    blocks.append(_futex_block(SYSCALLS[name]["futex"]))
     tail = sum(len(b) for b in blocks) + 1  # the blocks and the ALLOW, between the checks and the final EPERM
     body = []
     for index, number in enumerate(checks + numbers):
@@ -327,6 +363,38 @@ def _rule_block(number: int, rule: ArgRule) -> list[bytes]:
     block = [_op(_JEQ_K, number, jf=n + 3), _op(_LD_W_ABS, _OFFSET_ARGS + 8 * rule.arg)]
     block += [_op(_JEQ_K, value, jt=n - i) for i, value in enumerate(rule.values)]
     return [*block, _op(_RET_K, rule.other), _op(_RET_K, rule.listed)]
+
+
+def _futex_block(number: int) -> list[bytes]:
+    """The instructions deciding ``futex`` (the call ``number``; the accumulator holds ``nr``).
+
+    Private operations reach the kernel; shared ones are answered here (see the module's docstring): a wait by
+    whether its timeout (argument 3) is ``NULL``, a wake or requeue with 0, anything else with ``ENOSYS``.
+    """
+    waits, wakes = len(FUTEX_WAITS), len(FUTEX_WAKES)
+    decide = [_op(_LD_W_ABS, _OFFSET_ARGS + 8), _op(_AND_K, 0x7F)]  # the command, without the clock flag
+    # after the JEQs: ENOSYS, ZERO (wakes), then the wait block: its timeout's two halves, EAGAIN, ETIMEDOUT
+    for i in range(waits):
+        decide.append(_op(_JEQ_K, FUTEX_WAITS[i], jt=waits - i - 1 + wakes + 2))
+    for i in range(wakes):
+        decide.append(_op(_JEQ_K, FUTEX_WAKES[i], jt=wakes - i))
+    wait = [
+        _op(_LD_W_ABS, _OFFSET_ARGS + 24),
+        _op(_JEQ_K, 0, jf=3),
+        _op(_LD_W_ABS, _OFFSET_ARGS + 28),
+        _op(_JEQ_K, 0, jf=1),
+        _op(_RET_K, RET_FUTEX_UNTIMED),
+        _op(_RET_K, RET_FUTEX_TIMED),
+    ]
+    tail = [*decide, _op(_RET_K, RET_FUTEX_OTHER), _op(_RET_K, RET_ZERO), *wait]
+    head = [
+        _op(_LD_W_ABS, _OFFSET_ARGS + 8),
+        _op(_AND_K, FUTEX_PRIVATE_FLAG),
+        _op(_JEQ_K, FUTEX_PRIVATE_FLAG, jf=1),
+        _op(_RET_K, SECCOMP_RET_ALLOW),
+    ]
+    body = [*head, *tail]
+    return [_op(_JEQ_K, number, jf=len(body)), *body]
 
 
 @contextlib.contextmanager
