@@ -94,7 +94,9 @@ def add_openenv_routes(
     @app.websocket("/ws")
     async def ws(websocket: WebSocket) -> None:
         if token is not None and not token_matches(token, websocket.headers.get("authorization", "")):
-            await websocket.close(code=1008, reason="missing or wrong bearer token")  # before accept: HTTP 403
+            await websocket.close(
+                code=1008, reason="missing or wrong token (Bearer, or Basic with the token as password)"
+            )  # before accept: HTTP 403
             return
         await websocket.accept()
         attach_id = websocket.query_params.get("session_id")
