@@ -56,6 +56,7 @@ ROUTES = [
     ("post", "/backend/visit", {"url": "https://en.wikipedia.org/wiki/Danube"}),
     ("post", "/retrieve", {"queries": ["Danube"], "topk": 2}),
     ("post", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ("post", "/score", {"prediction": "Danube", "answer": "Danube"}),
 ]
 
 
