@@ -140,3 +140,32 @@ def test_vf_eval_runs_the_taskset_against_a_token_protected_server(vf_python, ta
         refused = subprocess.run([str(vf_python), "-c", probe, wrong], capture_output=True, text=True, timeout=120)
         # mcp reports the 401 as "Server returned an error response"
         assert refused.returncode != 0 and "MCPError" in refused.stderr and TOKEN not in refused.stderr
+
+
+def test_verifiers_openenv_taskset_takes_a_raw_tongyi_turn_as_the_action(vf_python, sample_index):
+    """verifiers' built-in ``openenv`` taskset wraps a reply that is not JSON into the action's one required field
+    (``parse_action``): sim-web's ``/schema`` marks ``message``, so a raw Tongyi turn becomes a step the env plays.
+    The system prompt it would otherwise miss is the first message of the reset's ``metadata["messages"]``
+    (docs/verifiers.md: pass it with ``--env.taskset.system-prompt``)."""
+    from fastapi.testclient import TestClient
+
+    client = TestClient(create_app(str(sample_index)))
+    schema = client.get("/schema").json()["action"]
+    turn = '<think>look it up</think>\n<tool_call>{"name": "search", "arguments": {"query": ["Danube"]}}</tool_call>'
+    probe = (
+        "import json, sys\n"
+        "from verifiers.v1.tasksets.openenv.taskset import parse_action\n"
+        "print(json.dumps(parse_action(sys.argv[1], json.loads(sys.argv[2]))))\n"
+    )
+    run = subprocess.run([str(vf_python), "-c", probe, turn, json.dumps(schema)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    action = json.loads(run.stdout)
+    assert action == {"message": turn}
+    with client.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"seed": 0}})
+        reset = ws.receive_json()["data"]
+        system = reset["metadata"]["messages"][0]
+        assert system["role"] == "system" and "<tool_call>" in system["content"]
+        ws.send_json({"type": "step", "data": action})
+        step = ws.receive_json()["data"]
+        assert "A Google search for 'Danube' found" in step["observation"]["text"]

@@ -194,13 +194,18 @@ SCHEMAS: dict[str, Any] = {
     "action": {
         "title": "WebResearchAction",
         "type": "object",
-        "description": "One assistant turn {'message': ...}, or an MCP action of OpenEnv's MCPToolClient",
+        "description": (
+            "One assistant turn {'message': ...} (the one required field: a client that wraps a raw reply, such as "
+            "verifiers' openenv taskset, sends it as the message), or an MCP action of OpenEnv's MCPToolClient "
+            "({'type': 'call_tool' | 'list_tools', ...}, accepted as well)"
+        ),
         "properties": {
             "message": {"type": "string", "description": "one assistant turn in the Tongyi format (env.step)"},
             "type": {"type": "string", "enum": ["call_tool", "list_tools"]},
             "tool_name": {"type": "string"},
             "arguments": {"type": "object"},
         },
+        "required": ["message"],
     },
     "observation": {
         "title": "WebResearchObservation",
