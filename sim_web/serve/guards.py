@@ -181,13 +181,15 @@ def token_matches(token: str, authorization: str) -> bool:
     requests, httpx, mcp's client and the websockets handshake send for a URL with user info
     (``http://user:TOKEN@host:port``): the released clients that take a URL only can authenticate that way.
     """
-    scheme, _, given = authorization.strip().partition(" ")
+    scheme, _, credentials = authorization.strip().partition(" ")
     scheme = scheme.lower()
     if scheme == "basic":
-        given = _basic_password(given.strip())
-    elif scheme != "bearer":
+        given = _basic_password(credentials.strip())
+    elif scheme == "bearer":
+        given = credentials.strip()
+    else:
         return False
-    return given is not None and hmac.compare_digest(given.strip().encode(), token.encode())
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
 def _basic_password(credentials: str) -> str | None:
