@@ -7,14 +7,14 @@ The body names the final answer and the gold answers; the reply is :func:`sim_we
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from sim_web.serve.guards import GOAL_MAX, K_MAX
 
-#: Longest answer, gold answer or question accepted (characters).
+#: Longest prediction, gold answer or alias accepted (characters).
 TEXT_MAX = GOAL_MAX
 
 
@@ -25,7 +25,9 @@ class ScoreRequest(BaseModel):
 
     prediction: str = Field(max_length=TEXT_MAX, description="The agent's final answer (the text of <answer>).")
     answer: str = Field(min_length=1, max_length=TEXT_MAX, description="The gold answer.")
-    aliases: list[str] = Field(default_factory=list, max_length=K_MAX, description="Other accepted answers.")
+    aliases: list[Annotated[str, Field(max_length=TEXT_MAX)]] = Field(
+        default_factory=list, max_length=K_MAX, description="Other accepted answers."
+    )
     kind: Literal["em", "f1"] = Field("em", description="Which score is the reward: exact match or token F1.")
     use_aliases: bool = Field(True, description="Whether the aliases count as gold answers.")
 
@@ -54,4 +56,4 @@ def add_score_route(app: FastAPI, authorized: Callable[[Request], None]) -> None
         """The env's scores of a final answer: exact match and token F1 after SQuAD normalisation; the reward is
         the one ``kind`` names (the env's answer reward, before its call-cost and format terms)."""
         config = RewardConfig(kind=req.kind, use_aliases=req.use_aliases)
-        return score_answer(req.prediction, req.answer, [a[:TEXT_MAX] for a in req.aliases], config=config)
+        return score_answer(req.prediction, req.answer, req.aliases, config=config)
