@@ -11,7 +11,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,train,clients]'
+	# openenv: OpenEnv's clients and validator, which tests/sim_web/test_openenv*.py drive (they skip without it)
+	$(BIN)/python -m pip install --quiet -e '.[dev,train,clients,openenv]'
 	# the released clients that tests/sim_web/test_clients.py drives; verl without its deps (ray, numpy<2, wandb...)
 	# and off sys.path, in its own folder: its wheel also installs a top-level `tests` package that would hide this
 	# repo's tests/. The test loads only verl/tools/utils/search_r1_like_utils.py from there (it needs requests alone)

@@ -223,3 +223,26 @@ def test_environment_variables_are_read_and_set_in_settings_only() -> None:
                 ):
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.{node.attr}")
     assert not bad, "use simweb_core.settings.env / set_env:\n" + "\n".join(bad)
+
+
+def test_integrations_are_packages_of_their_own_on_sim_web() -> None:
+    """``integrations/<name>/`` holds packages with their own ``pyproject.toml`` (their own name and dependencies,
+    e.g. verifiers' mcp pin): they may import sim_web and what it builds on, never agents or training, and no
+    project package imports them."""
+    folders = sorted(p for p in (ROOT / "integrations").iterdir() if p.is_dir())
+    assert folders, "integrations/ has no package"
+    names = set()
+    for folder in folders:
+        assert (folder / "pyproject.toml").is_file(), f"{folder.name}: no pyproject.toml of its own"
+        for path in sorted(folder.rglob("*.py")):
+            names.add(path.relative_to(folder).parts[0].removesuffix(".py"))
+            bad = [(m, line) for m, line in _imports(path) if m.split(".")[0] in ("agents", "training")]
+            assert not bad, f"{path.relative_to(ROOT)} imports a package above sim_web: {bad}"
+    importing = [
+        f"{p.relative_to(ROOT)}:{line}: {m}"
+        for pkg in PACKAGES
+        for p in sorted((ROOT / pkg).rglob("*.py"))
+        for m, line in _imports(p)
+        if m.split(".")[0] in names
+    ]
+    assert not importing, "project packages import an integration:\n" + "\n".join(importing)

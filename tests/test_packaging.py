@@ -86,3 +86,10 @@ def test_the_recipes_are_package_data():
     globs = data["training"]
     assert any(sorted((ROOT / "training").glob(g)) for g in globs)
     assert {p.name for g in globs for p in (ROOT / "training").glob(g)} >= {"cpu-smoke.yaml", "single-gpu.yaml"}
+
+
+def test_the_java_free_bm25s_stemmer_is_a_core_dependency():
+    """``SIM_WEB_BM25=lite`` reads NLTK's Porter stemmer (by file, so no import shows it): a plain install has it."""
+    source = (ROOT / "wiki_index" / "search" / "bm25_lite.py").read_text(encoding="utf-8")
+    assert 'find_spec("nltk")' in source
+    assert ("dependencies", "nltk") in requirement_groups()

@@ -6,6 +6,7 @@ Split from :mod:`sim_web.serve.http` (which wires them into the app); see its do
 
 from __future__ import annotations
 
+import base64
 import hmac
 import ipaddress
 from collections.abc import Callable
@@ -174,20 +175,45 @@ def _strings(value: Any) -> list[str]:
 
 
 def token_matches(token: str, authorization: str) -> bool:
-    """Whether an ``Authorization`` header value is ``Bearer <token>`` (compared in constant time)."""
-    scheme, _, given = authorization.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    """Whether an ``Authorization`` header value carries ``token``, compared in constant time.
+
+    Two forms: ``Bearer <token>``, and HTTP Basic with any user name and the token as the password, which is what
+    requests, httpx, mcp's client and the websockets handshake send for a URL with user info
+    (``http://user:TOKEN@host:port``): the released clients that take a URL only can authenticate that way.
+    """
+    scheme, _, credentials = authorization.strip().partition(" ")
+    scheme = scheme.lower()
+    if scheme == "basic":
+        given = _basic_password(credentials.strip())
+    elif scheme == "bearer":
+        given = credentials.strip()
+    else:
+        return False
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+
+
+def _basic_password(credentials: str) -> str | None:
+    """The password of a Basic ``user:password`` in base64, or ``None`` when it is not one."""
+    try:
+        decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    user, colon, password = decoded.partition(":")
+    return password if colon else None
+
+
+#: What a refused request is told (never the token, nor what was sent).
+AUTH_HINT = (
+    "missing or wrong token: send 'Authorization: Bearer <token>', or HTTP Basic auth with any user name and the "
+    "token as the password (a URL such as http://user:<token>@host:port)"
+)
 
 
 def bearer_guard(token: str | None) -> Callable[[Request], None]:
-    """A FastAPI dependency that answers 401 unless the request carries ``Authorization: Bearer <token>``."""
+    """A FastAPI dependency that answers 401 unless the request carries the token (see :func:`token_matches`)."""
 
     def authorized(request: Request) -> None:
         if token is not None and not token_matches(token, request.headers.get("authorization", "")):
-            raise HTTPException(
-                401,
-                "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+            raise HTTPException(401, AUTH_HINT, headers={"WWW-Authenticate": "Bearer"})
 
     return authorized

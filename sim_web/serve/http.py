@@ -58,6 +58,7 @@ from sim_web.serve.http_models import QueryRequest, ToolReply, ToolRequest, Visi
 from sim_web.serve.openenv import OpenEnvLimits, add_openenv_routes, openenv_serving
 from sim_web.serve.pool import client_key
 from sim_web.serve.retrieve import Retriever, SearchRequest, add_retrieve_route, bulk_search
+from sim_web.serve.score import add_score_route
 from sim_web.serve.warm import warm_index
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ def create_app(
     )
     retriever = Retriever.serving(toolbox.executor.backends, index, cfg.sim.mode)
     add_retrieve_route(app, retriever, pool, bearer_guard(token))
+    add_score_route(app, bearer_guard(token))
     add_openenv_routes(app, **openenv_serving(cfg, enabled, toolbox, pool, token, openenv_limits))
     if warm:
         warm_index(toolbox.executor.backends, warm_searches)

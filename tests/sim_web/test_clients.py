@@ -3,7 +3,9 @@
 Each client comes from the package index (``pip install -e '.[clients]'``; skipped with the reason when absent) and
 is pointed at a server on a free loopback port. A search must bring back passages of the index (the text the index
 itself returns for the query), and a refused search (a server that wants a token the client does not send: 401)
-must come back through the client's own error path, never as an empty success.
+must come back through the client's own error path, never as an empty success. Each client is also pointed at the
+token-protected server with the credential in the URL (``http://user:TOKEN@host:port``, which each turns into HTTP
+Basic auth): the right token brings back the passages, a wrong one is refused with 401 (issue 58).
 
 docs/tools-and-wire-format.md has the compatibility table; :func:`test_the_compatibility_table_matches_these_tests`
 checks that each of its rows names a test here, and the version the ``clients`` extra installs.
@@ -30,11 +32,28 @@ ROOT = Path(__file__).resolve().parents[2]
 QUERY = "Danube river"
 
 
+TOKEN = "t0ken-for-the-client-tests"
+
+
 @pytest.fixture(scope="module")
 def servers(sample_index):
     """An open server and one that wants a token (every client call without it is refused with 401)."""
-    with running(create_app(str(sample_index))) as open_url, running(create_app(str(sample_index), token="t")) as shut:
+    with (
+        running(create_app(str(sample_index))) as open_url,
+        running(create_app(str(sample_index), token=TOKEN)) as shut,
+    ):
         yield f"{open_url}/retrieve", f"{shut}/retrieve"
+
+
+def _with_user_info(url: str, password: str) -> str:
+    """``url`` with ``trainer:<password>@`` in front of its host (the form a remote rollout worker is given)."""
+    return url.replace("http://", f"http://trainer:{password}@", 1)
+
+
+@pytest.fixture(scope="module")
+def credentialed(servers) -> tuple[str, str]:
+    """The token-protected server's URL with the right token in its user info, and with a wrong one."""
+    return _with_user_info(servers[1], TOKEN), _with_user_info(servers[1], "wrong-token")
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +90,21 @@ def test_skyrl_gym_search_env(servers, passages):
     assert "Search error" in refused and "401" in refused and "Doc 1" not in refused
 
 
+def test_skyrl_gym_search_env_with_the_token_in_the_url(credentialed, passages):
+    _need("skyrl-gym")
+    from skyrl_gym.envs.search.env import SearchEnv, SearchEnvConfig
+
+    def observation(url: str) -> str:
+        extras = {"reward_spec": {"ground_truth": {"target": ["Black Sea"]}}, "max_turns": 3}
+        env = SearchEnv(SearchEnvConfig(search_url=url, topk=3, timeout=30), extras=extras)
+        return env.step(f"<search>{QUERY}</search>")["observations"][0]["content"]
+
+    found = observation(credentialed[0])
+    assert _shows(json.loads(found.split("<information>")[1].split("</information>")[0])["result"], passages)
+    refused = observation(credentialed[1])
+    assert "Search error" in refused and "401" in refused and "Doc 1" not in refused
+
+
 def test_gem_search_tool(servers, passages):
     _need("gem-llm")
     from gem.tools.search_tool import SearchTool
@@ -82,6 +116,17 @@ def test_gem_search_tool(servers, passages):
     valid, has_error, observation, _ = SearchTool(search_url=servers[1], topk=3).execute_action(
         f"<search>{QUERY}</search>"
     )
+    assert valid and has_error and "[SearchTool Error: 401" in observation
+
+
+def test_gem_search_tool_with_the_token_in_the_url(credentialed, passages):
+    _need("gem-llm")
+    from gem.tools.search_tool import SearchTool
+
+    right, wrong = (SearchTool(search_url=url, topk=3) for url in credentialed)
+    valid, has_error, observation, _ = right.execute_action(f"<search>{QUERY}</search>")
+    assert valid and not has_error and _shows(observation, passages)
+    valid, has_error, observation, _ = wrong.execute_action(f"<search>{QUERY}</search>")
     assert valid and has_error and "[SearchTool Error: 401" in observation
 
 
@@ -123,6 +168,15 @@ def test_verl_search_r1_like_helper(servers, passages, batch):
     per_query = json.loads(text)["result"].split("\n---\n")
     assert len(per_query) == batch and all(_shows(q, passages) for q in per_query)
     text, meta = helper.perform_single_search_batch(servers[1], [QUERY], topk=3)
+    assert meta["status"] == "api_error" and "401" in meta["api_request_error"] and "Doc 1" not in text
+
+
+def test_verl_search_r1_like_helper_with_the_token_in_the_url(credentialed, passages):
+    helper = _verl_search_helper()
+    text, meta = helper.perform_single_search_batch(credentialed[0], [QUERY] * 8, topk=3)
+    assert meta["status"] == "success" and meta["total_results"] == 3 * 8
+    assert all(_shows(q, passages) for q in json.loads(text)["result"].split("\n---\n"))
+    text, meta = helper.perform_single_search_batch(credentialed[1], [QUERY], topk=3)
     assert meta["status"] == "api_error" and "401" in meta["api_request_error"] and "Doc 1" not in text
 
 

@@ -54,6 +54,41 @@ def test_the_token_guards_the_socket_and_mcp(sample_index):
     assert app.state.openenv_sessions.live == 0
 
 
+def test_openenv_clients_authenticate_with_the_token_in_the_url(sample_index):
+    """GenericEnvClient (the socket), MCPToolClient (``POST /mcp``) and ``openenv validate --url`` take a URL only:
+    its user info is sent as HTTP Basic auth, with the token as the password (issue 58)."""
+    import asyncio
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from openenv.core.mcp_client import MCPToolClient
+
+    app = create_app(str(sample_index), token=TOKEN)
+    with running(app) as url:
+        right, wrong = (url.replace("http://", f"http://trainer:{p}@") for p in (TOKEN, "n0t-the-secret"))
+        with GenericEnvClient(base_url=right).sync() as env:
+            assert env.reset(seed=0).observation["text"]
+        with pytest.raises(ConnectionError, match="403"):
+            GenericEnvClient(base_url=wrong).sync().reset(seed=0)
+
+        async def tools(base_url: str) -> list[str]:
+            async with MCPToolClient(base_url=base_url) as env:
+                return [t.name for t in await env.list_tools()]
+
+        assert "search" in asyncio.run(tools(right))
+        with pytest.raises(Exception, match="401"):
+            asyncio.run(tools(wrong))
+        cli = str(Path(sys.executable).parent / "openenv")
+        checks = {
+            u: subprocess.run([cli, "validate", "--url", u, "--json"], capture_output=True, text=True)
+            for u in (right, wrong)
+        }
+        assert checks[right].returncode == 0 and json.loads(checks[right].stdout)["passed"], checks[right].stdout
+        assert checks[wrong].returncode != 0 and not json.loads(checks[wrong].stdout)["passed"]
+    assert app.state.openenv_sessions.live == 0
+
+
 def test_limits_message_size_sessions_and_idle_time(sample_index):
     limits = OpenEnvLimits(max_sessions=2, max_message_bytes=4096, idle_timeout_s=0.5)
     app = create_app(str(sample_index), openenv_limits=limits)

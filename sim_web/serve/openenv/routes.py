@@ -94,7 +94,9 @@ def add_openenv_routes(
     @app.websocket("/ws")
     async def ws(websocket: WebSocket) -> None:
         if token is not None and not token_matches(token, websocket.headers.get("authorization", "")):
-            await websocket.close(code=1008, reason="missing or wrong bearer token")  # before accept: HTTP 403
+            await websocket.close(
+                code=1008, reason="missing or wrong token (Bearer, or Basic with the token as password)"
+            )  # before accept: HTTP 403
             return
         await websocket.accept()
         attach_id = websocket.query_params.get("session_id")
@@ -192,13 +194,18 @@ SCHEMAS: dict[str, Any] = {
     "action": {
         "title": "WebResearchAction",
         "type": "object",
-        "description": "One assistant turn {'message': ...}, or an MCP action of OpenEnv's MCPToolClient",
+        "description": (
+            "One assistant turn {'message': ...} (the one required field: a client that wraps a raw reply, such as "
+            "verifiers' openenv taskset, sends it as the message), or an MCP action of OpenEnv's MCPToolClient "
+            "({'type': 'call_tool' | 'list_tools', ...}, accepted as well)"
+        ),
         "properties": {
             "message": {"type": "string", "description": "one assistant turn in the Tongyi format (env.step)"},
             "type": {"type": "string", "enum": ["call_tool", "list_tools"]},
             "tool_name": {"type": "string"},
             "arguments": {"type": "object"},
         },
+        "required": ["message"],
     },
     "observation": {
         "title": "WebResearchObservation",

@@ -1,0 +1,171 @@
+"""The sim-web-tasks package (integrations/verifiers) run by verifiers' own ``vf-eval`` (issue 58, part 2).
+
+verifiers 0.4 pins ``mcp==2.0.0`` and sim-web's ``openenv`` extra needs ``mcp<2``, so verifiers gets a venv of its
+own: ``.venv/verifiers`` (made here on first use with pip from the package index, then reused; ``$SIM_WEB_VERIFIERS_VENV``
+names another). It layers on this interpreter's packages (a ``.pth`` file), so sim-web itself is not installed twice,
+and holds verifiers, uv (the ``null`` harness runs its chat program as a uv script) and this package (editable).
+
+A scripted OpenAI-compatible endpoint plays the model with native tool calls: it searches once with the question,
+then answers. It answers every task right but the last, so the rewards must come back 1, ..., 1, 0, keyed by the
+sim-web task ids; the tool results it is sent must be the index's search results. Run twice: with the package's own
+MCP tool server over the index, and with ``tools.url`` pointing at a token-protected ``sim-web serve`` (the token
+in the URL, as HTTP Basic auth). verifiers' own MCP client is also driven against that server with a wrong token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from sim_web.env import resolve_tasks
+from sim_web.serve.http import create_app
+from tests.integrations.scripted_model import ScriptedModel
+from tests.sim_web.live_server import running
+from wiki_index.search.index import WikiIndex
+
+ROOT = Path(__file__).resolve().parents[2]
+PINS = ("verifiers==0.4.0", "uv==0.13.8")
+TOKEN = "verifiers-taskset-token"
+N_TASKS = 3
+
+
+@pytest.fixture(scope="module")
+def vf_python() -> Path:
+    """The verifiers venv's interpreter, made (once) as the module docstring says."""
+    venv = Path(os.environ.get("SIM_WEB_VERIFIERS_VENV") or ROOT / ".venv" / "verifiers")
+    stamp = venv / ".sim-web-tasks-installed"
+    want = "\n".join((*PINS, sysconfig.get_paths()["purelib"]))
+    python = venv / "bin" / "python"
+    if not (stamp.is_file() and stamp.read_text() == want and python.exists()):
+        subprocess.run([sys._base_executable, "-m", "venv", "--clear", str(venv)], check=True)
+        site = Path(
+            subprocess.check_output(
+                [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+            ).strip()
+        )
+        (site / "zz_sim_web.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, *PINS], check=True)
+        subprocess.run([*pip, "--no-deps", "-e", str(ROOT / "integrations" / "verifiers")], check=True)
+        stamp.write_text(want)
+    return python
+
+
+@pytest.fixture(scope="module")
+def tasks(sample_index):
+    """The first :data:`N_TASKS` tasks of the sample's default task set (what ``-n`` selects, in load order)."""
+    return resolve_tasks(WikiIndex.from_dir(str(sample_index)), "default", None)[:N_TASKS]
+
+
+def _policy(tasks):
+    """Search with the question, then answer: right for every task but the last."""
+    answers = {t.question: t.answer for t in tasks}
+    answers[tasks[-1].question] = "certainly not " + tasks[-1].answer
+
+    def policy(body: dict) -> dict:
+        messages = body["messages"]
+        question = next(m["content"] for m in messages if m["role"] == "user")
+        if not any(m["role"] == "tool" for m in messages):
+            search = next(t["function"]["name"] for t in body["tools"] if t["function"]["name"].endswith("search"))
+            return {"tool_calls": [{"name": search, "arguments": json.dumps({"query": [question]})}]}
+        return {"content": f"Found it. <answer>{answers[question]}</answer>"}
+
+    return policy
+
+
+def _vf_eval(vf_python: Path, model: ScriptedModel, out: Path, sample_index, *extra: str) -> list[dict]:
+    bin_dir = vf_python.parent
+    env = {**os.environ, "SCRIPTED_KEY": "unused", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [str(bin_dir / "vf-eval"), "sim-web-tasks", "-m", "scripted", "-n", str(N_TASKS), "-r", "1", "-c", "3"]
+    cmd += ["--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess", "--env.agent.max-turns", "4"]
+    cmd += ["--client.base-url", model.base_url, "--client.api-key-var", "SCRIPTED_KEY", "--push", "False"]
+    cmd += ["--no-rich", "-o", str(out), "--env.taskset.index-dir", str(sample_index), *extra]
+    run = subprocess.run(cmd, env=env, cwd=out.parent, capture_output=True, text=True, timeout=540)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (traces,) = out.glob("*/traces.jsonl")
+    return [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
+
+
+def _check(rollouts: list[dict], tasks, model: ScriptedModel) -> None:
+    scored = {r["task"]["key"]: r["traces"][0] for r in rollouts}
+    assert set(scored) == {t.id for t in tasks}
+    for task in tasks:
+        trace, right = scored[task.id], task is not tasks[-1]
+        assert trace["ok"] and not trace["errors"], trace["errors"]
+        assert trace["rewards"]["exact_match"]["score"] == (1.0 if right else 0.0)
+        assert trace["metrics"]["tool_calls"] == 1.0 and trace["metrics"]["turns"] == 2.0
+        assert (trace["metrics"]["f1"] == 1.0) is right
+    results = [m["content"] for body in model.requests for m in body["messages"] if m["role"] == "tool"]
+    assert len(results) == N_TASKS and all("https://en.wikipedia.org/wiki/" in str(r) for r in results)
+
+
+def test_vf_eval_runs_the_taskset_with_its_own_tool_server(vf_python, tasks, sample_index, tmp_path):
+    model = ScriptedModel(_policy(tasks))
+    try:
+        _check(_vf_eval(vf_python, model, tmp_path / "out", sample_index), tasks, model)
+    finally:
+        model.close()
+    first = model.requests[0]
+    assert first["messages"][0]["role"] == "system" and "<answer>" in first["messages"][0]["content"]
+    assert {t["function"]["name"] for t in first["tools"]} == {"web_search", "web_visit"}
+
+
+def test_vf_eval_runs_the_taskset_against_a_token_protected_server(vf_python, tasks, sample_index, tmp_path):
+    model = ScriptedModel(_policy(tasks))
+    with running(create_app(str(sample_index), token=TOKEN)) as url:
+        mcp = url.replace("http://", f"http://trainer:{TOKEN}@") + "/mcp"
+        try:
+            _check(
+                _vf_eval(vf_python, model, tmp_path / "out", sample_index, "--env.taskset.tools.url", mcp), tasks, model
+            )
+        finally:
+            model.close()
+        probe = (
+            "import asyncio, sys\n"
+            "from verifiers.v1.harnesses.utils.mcp import mcp_client\n"
+            "async def main():\n"
+            "    async with mcp_client({'url': sys.argv[1], 'timeout': 60}) as c:\n"
+            "        print(sorted(t.name for t in (await c.list_tools()).tools))\n"
+            "asyncio.run(main())\n"
+        )
+        ok = subprocess.run([str(vf_python), "-c", probe, mcp], capture_output=True, text=True, timeout=120)
+        assert ok.returncode == 0 and "'search'" in ok.stdout, ok.stderr[-2000:]
+        wrong = mcp.replace(TOKEN, "n0t-the-secret")
+        refused = subprocess.run([str(vf_python), "-c", probe, wrong], capture_output=True, text=True, timeout=120)
+        # mcp reports the 401 as "Server returned an error response"
+        assert refused.returncode != 0 and "MCPError" in refused.stderr and TOKEN not in refused.stderr
+
+
+def test_verifiers_openenv_taskset_takes_a_raw_tongyi_turn_as_the_action(vf_python, sample_index):
+    """verifiers' built-in ``openenv`` taskset wraps a reply that is not JSON into the action's one required field
+    (``parse_action``): sim-web's ``/schema`` marks ``message``, so a raw Tongyi turn becomes a step the env plays.
+    The system prompt it would otherwise miss is the first message of the reset's ``metadata["messages"]``
+    (docs/verifiers.md: pass it with ``--env.taskset.system-prompt``)."""
+    from fastapi.testclient import TestClient
+
+    client = TestClient(create_app(str(sample_index)))
+    schema = client.get("/schema").json()["action"]
+    turn = '<think>look it up</think>\n<tool_call>{"name": "search", "arguments": {"query": ["Danube"]}}</tool_call>'
+    probe = (
+        "import json, sys\n"
+        "from verifiers.v1.tasksets.openenv.taskset import parse_action\n"
+        "print(json.dumps(parse_action(sys.argv[1], json.loads(sys.argv[2]))))\n"
+    )
+    run = subprocess.run([str(vf_python), "-c", probe, turn, json.dumps(schema)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    action = json.loads(run.stdout)
+    assert action == {"message": turn}
+    with client.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"seed": 0}})
+        reset = ws.receive_json()["data"]
+        system = reset["metadata"]["messages"][0]
+        assert system["role"] == "system" and "<tool_call>" in system["content"]
+        ws.send_json({"type": "step", "data": action})
+        step = ws.receive_json()["data"]
+        assert "A Google search for 'Danube' found" in step["observation"]["text"]
