@@ -63,7 +63,7 @@ def peer_key(host: str) -> str:
 
 
 async def decode_body(
-    run: Callable[..., Awaitable[Any]], decoder: Callable[[bytes], _T], raw: bytes, client: str
+    run: Callable[..., Awaitable[Any]], decoder: Callable[[Any], _T], raw: bytes | str, client: str
 ) -> _T:
     """``decoder(raw)``: on the event loop for a small body, else on the tool threads as ``client``.
 
@@ -74,7 +74,7 @@ async def decode_body(
     Args:
         run: The pool's :meth:`ToolPool.run`.
         decoder: ``json.loads`` or another ``bytes -> value``.
-        raw: The body.
+        raw: The body (or a WebSocket message's text).
         client: Who sent it.
 
     Raises:

@@ -95,9 +95,12 @@ def test_large_json_bodies_are_decoded_on_the_tool_threads(sample_index, monkeyp
             "/mcp", content=json.dumps({**_rpc("ping"), "pad": pad}), headers={"content-type": "application/json"}
         )
         assert r.json()["result"] == {}
+        with c.websocket_connect("/ws") as ws:  # a large WebSocket message too
+            ws.send_text(json.dumps({"type": "state", "pad": pad}))
+            assert ws.receive_json()["type"] == "state"
     small, *large = recorded.loads_threads
     assert small[1] < 1000 and not small[0].startswith(THREAD_PREFIX)
-    assert len(large) == 2 and all(name.startswith(THREAD_PREFIX) for name, size in large), large
+    assert len(large) == 3 and all(name.startswith(THREAD_PREFIX) for name, size in large), large
 
 
 # Finding 2: a session closed over /mcp while a socket held it freed its slot; the socket kept stepping.

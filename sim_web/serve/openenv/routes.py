@@ -176,10 +176,12 @@ async def _serve_socket(
 
 async def _answer(raw: str | bytes, session: EnvSession, ctx: McpContext, client: str) -> str | None:
     """One message's reply, encoded (``None`` for ``close``)."""
-    try:
-        message = json.loads(raw)
+    try:  # a large message is decoded on the tool threads, as a large HTTP body is
+        message = await decode_body(ctx.run, json.loads, raw, client)
     except (ValueError, RecursionError) as e:
         return encode_message(_error("INVALID_JSON", f"Invalid JSON: {type(e).__name__}"))
+    except HTTPException as e:
+        return encode_message(_error("SERVER_BUSY", str(e.detail)))
     if not isinstance(message, dict):
         return encode_message(_error("INVALID_JSON", "a message is a JSON object with a 'type'"))
     request_id = message.get("request_id")
