@@ -40,7 +40,7 @@ from typing import Any
 
 from benchmarks.common import ensure_sample_index, table
 from benchmarks.loadgen import compile_loadgen
-from benchmarks.server_harness import Bodies, phase_runner, running_server
+from benchmarks.server_harness import Bodies, cpu_seconds, phase_runner, running_server
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,19 @@ def main() -> None:
             measure(args, index, bodies, binary, rows)
     log.info(
         "\n%s",
-        table(["tree", "route", "route req/s", "errors", "/health probes", "/health p50 ms", "/health p99 ms"], rows),
+        table(
+            [
+                "tree",
+                "route",
+                "route req/s",
+                "errors",
+                "server CPU ms/op",
+                "/health probes",
+                "/health p50 ms",
+                "/health p99 ms",
+            ],
+            rows,
+        ),  # fmt: skip
     )
 
 
@@ -155,29 +167,43 @@ def measure(args: argparse.Namespace, index: str, bodies: dict[str, Bodies], bin
                     probes: list[float] = []
                     prober = threading.Thread(target=health_probe, args=(server[0], stop, probes))
                     prober.start()
-                    rate, errors = load_route(route, server[0], run, bodies, args)
+                    rate, errors, cpu_ms = load_route(route, server, run, bodies, args)
                     stop.set()
                     prober.join()
                     p50, p99 = pct(probes, 0.5) * 1000, pct(probes, 0.99) * 1000
-                    rows.append([label, route, f"{rate:.0f}", errors, len(probes), f"{p50:.1f}", f"{p99:.1f}"])
-                    log.info("%s %s: /health p50 %s ms, p99 %s ms", *rows[-1][:2], *rows[-1][5:])
+                    row = [
+                        label,
+                        route,
+                        f"{rate:.0f}",
+                        errors,
+                        f"{cpu_ms:.2f}",
+                        len(probes),
+                        f"{p50:.1f}",
+                        f"{p99:.1f}",
+                    ]
+                    rows.append(row)
+                    log.info("%s %s: /health p50 %s ms, p99 %s ms", *row[:2], *row[6:])
 
 
 def load_route(
-    route: str, port: int, run: Callable[..., Any], bodies: dict[str, Bodies], args: argparse.Namespace
-) -> tuple[float, int]:
-    """Load one route for ``args.seconds``: its operations per second and its errors."""
+    route: str, server: tuple[int, int], run: Callable[..., Any], bodies: dict[str, Bodies], args: argparse.Namespace
+) -> tuple[float, int, float]:
+    """Load one route for ``args.seconds``: its operations per second, its errors, and the server's CPU milliseconds
+    per operation (steadier than latency on a shared machine: the work the server did, not how long it waited)."""
     if route not in WS_ROUTES:
         phase = run(bodies[route], args.clients, args.seconds)
-        return phase.rate, phase.errors
-    mode = route.removeprefix("ws-")
+        ops = phase.rate * args.seconds
+        return phase.rate, phase.errors, (phase.server_cpu_s or float("nan")) * 1000 / max(ops, 1)
+    port, pid = server
+    mode, before = route.removeprefix("ws-"), cpu_seconds(pid)
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.ws_load", "--port", str(port), "--clients", str(args.clients),
          "--seconds", str(args.seconds), "--mode", mode, "--hold", "64"],
         capture_output=True, text=True, cwd=ROOT, check=True,
     ).stdout  # fmt: skip
-    result = json.loads(out.strip().splitlines()[-1])
-    return result["ops"] / max(result["seconds"], 1e-9), int(result["errors"])
+    after, result = cpu_seconds(pid), json.loads(out.strip().splitlines()[-1])
+    cpu = float("nan") if before is None or after is None else after - before
+    return result["ops"] / max(result["seconds"], 1e-9), int(result["errors"]), cpu * 1000 / max(result["ops"], 1)
 
 
 if __name__ == "__main__":
