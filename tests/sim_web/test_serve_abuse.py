@@ -265,6 +265,10 @@ def test_lone_surrogates_over_the_socket_get_answers_not_a_dropped_socket(sample
         assert reply["type"] == "error" and "episode_id" in reply["data"]["message"]
         ws.send_text('{"type": "mcp", "data": {"jsonrpc": "2.0", "id": "\\udc80", "method": "ping"}}')
         assert ws.receive_json()["data"]["error"]["code"] == -32600
+        task = {"type": "reset", "data": {"options": {"task": {"question": "Where is LONE?", "answer": "x"}}}}
+        ws.send_text(json.dumps(task).replace("LONE", "\\udfff"))  # a question: the reset's observation echoes it
+        reply = ws.receive_json()
+        assert reply["type"] == "observation" and "Where is \ufffd?" in reply["data"]["observation"]["text"]
         ws.send_json({"type": "reset", "data": {"seed": 0}})
         assert ws.receive_json()["type"] == "observation"
         turn = '<tool_call>\n{"name": "search", "arguments": {"query": ["Danube LONE"]}}\n</tool_call>'

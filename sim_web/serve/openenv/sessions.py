@@ -108,6 +108,10 @@ class EnvSession:
         if options is not None and not isinstance(options, dict):
             raise ValueError(f"reset's options must be an object or null, got {type(options).__name__}")
         self.episode_id = _episode_id(data.get("episode_id"))
+        if options:  # a custom task's question, as a tool call's arguments: lone surrogates replaced
+            from sim_web.protocol.arguments import valid_unicode_value
+
+            options = valid_unicode_value(options)
         obs, info = self.env.reset(seed=seed, options=options)
         return _payload({"text": obs, "terminated": False, "truncated": False}, None, False, info)
 
