@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,6 +60,7 @@ def running_server(
     ready_s: float = 180,
     warm_searches: int | None = None,
     cwd: Path | None = None,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[tuple[int, int]]:
     """``sim-web serve`` on a free loopback port, ready (``/health`` answers); yields the port and the process id.
 
@@ -92,6 +93,7 @@ def running_server(
             str(workers),
             "--cache" if cache else "--no-cache",
             *([] if warm_searches is None else ["--warm-searches", str(warm_searches)]),
+            *extra_args,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

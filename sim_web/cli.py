@@ -31,10 +31,14 @@ SERVE_FLAGS = {
     "--tool-threads": "tool_threads",
     "--max-in-progress": "max_in_progress",
     "--max-calls-per-client": "max_calls_per_client",
+    "--trusted-proxies": "trusted_proxies",
     "--warm-searches": "warm_searches",
     "--header-timeout": "limits.header_timeout_s",
     "--keep-alive": "limits.keep_alive_s",
     "--max-connections": "limits.max_connections",
+    "--max-sessions": "openenv.max_sessions",
+    "--max-sessions-per-client": "openenv.max_sessions_per_client",
+    "--session-idle-timeout": "openenv.idle_timeout_s",
 }
 
 

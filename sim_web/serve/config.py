@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim_web.serve.conn import ConnectionLimits
+from sim_web.serve.openenv.sessions import OpenEnvLimits
 from sim_web.serve.warm import DEFAULT_WARM_SEARCHES
 from simweb_core.fields import help_field
 
@@ -71,7 +72,13 @@ class ServeConfig:
         0,
         "calls one client (peer address) may have in progress per worker; more are answered 429 (0: no cap; the "
         "threads are shared between clients in round robin either way). Set it on a server many trainers share; "
-        "behind a load balancer every call comes from one address, so cap clients there instead",
+        "behind a load balancer every call comes from one address, so cap clients there, or name it in "
+        "--trusted-proxies",
+    )
+    trusted_proxies: str = help_field(
+        "",
+        "comma-separated addresses of the proxies whose X-Forwarded-For names the client (default: none; the "
+        "client is the connection's peer, and the header is ignored)",
     )
     warm_searches: int = help_field(
         DEFAULT_WARM_SEARCHES,
@@ -80,6 +87,10 @@ class ServeConfig:
     )
     limits: ConnectionLimits = help_field(
         help="per-worker request deadline, keep-alive and connection cap", default_factory=ConnectionLimits
+    )
+    openenv: OpenEnvLimits = help_field(
+        help="per-worker OpenEnv sessions (/ws, /mcp): cap, each client's share, message size, idle time",
+        default_factory=OpenEnvLimits,
     )
 
     def __post_init__(self) -> None:

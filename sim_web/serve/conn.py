@@ -11,7 +11,12 @@ gets in. :func:`uvicorn_config` serves with a subclass of uvicorn's HTTP protoco
 * a connection cap: at ``max_connections`` open connections, a new one closes the connection that has waited
   longest on its client (for a request, or the rest of one; connections that never completed a request go
   first, then idle keep-alive ones), so that slow connections cannot lock out a health check; when every
-  connection has a request being answered, the new one is answered 503 (``Retry-After: 1``) and closed.
+  connection has a request being answered, the new one is answered 503 (``Retry-After: 1``) and closed;
+* room for ``/health``: WebSocket connections (``/ws``) count towards the cap but may hold at most
+  :attr:`ConnectionLimits.websocket_cap` of it, so that some connections are always left for plain HTTP (where
+  the waiting ones can be closed to make room); a handshake past it is answered 503 before the upgrade;
+* no proxy headers unless asked: uvicorn trusts ``X-Forwarded-For`` from 127.0.0.1 by default, which lets any local
+  process pose as any client; here only the proxies named in ``trusted_proxies`` (``--trusted-proxies``) are.
 
 uvicorn's own ``limit_concurrency`` is not used: it answers 503 to every request once the cap is reached, so a
 few hundred slow connections would lock out everyone until they time out.
@@ -36,10 +41,18 @@ KEEP_ALIVE_S = 120
 #: generous for a slow link, short enough that a stalled connection soon gives its descriptor back.
 HEADER_TIMEOUT_S = 20.0
 _BUSY = b'{"detail":"server busy: too many open connections; retry later"}'
-_REFUSED = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
-    b"connection: close\r\ncontent-length: " + str(len(_BUSY)).encode() + b"\r\n\r\n" + _BUSY
-)
+_WS_BUSY = b'{"detail":"server busy: too many WebSocket connections; retry later"}'
+
+
+def _refusal(body: bytes) -> bytes:
+    """A whole 503 answer (``Retry-After: 1``, connection closed) with the JSON ``body``."""
+    return (
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+        b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+
+
+_REFUSED, _REFUSED_WS = _refusal(_BUSY), _refusal(_WS_BUSY)
 
 
 def default_max_connections() -> int:
@@ -85,6 +98,11 @@ class ConnectionLimits:
             )
 
     @property
+    def websocket_cap(self) -> int:
+        """WebSocket connections per worker: the cap less an eighth of it (at least 2) kept for plain HTTP."""
+        return max(1, self.max_connections - max(2, self.max_connections // 8))
+
+    @property
     def backlog(self) -> int:
         """The listen backlog, which is also how many connections asyncio accepts at once.
 
@@ -96,7 +114,9 @@ class ConnectionLimits:
         return min(2048, max(16, self.max_connections // 2))
 
 
-def uvicorn_config(app: Any, host: str, port: int, limits: ConnectionLimits, **options: Any) -> Any:
+def uvicorn_config(
+    app: Any, host: str, port: int, limits: ConnectionLimits, trusted_proxies: str = "", **options: Any
+) -> Any:
     """A ``uvicorn.Config`` that serves ``app`` with the request deadline, the keep-alive and the connection cap.
 
     Args:
@@ -104,6 +124,8 @@ def uvicorn_config(app: Any, host: str, port: int, limits: ConnectionLimits, **o
         host: The bind address.
         port: The port (0: any free one).
         limits: The connection limits.
+        trusted_proxies: Comma-separated addresses whose ``X-Forwarded-For`` names the client (``""``: none; the
+            peer address is the client).
         **options: Other ``uvicorn.Config`` arguments (e.g. ``factory``).
 
     Returns:
@@ -119,6 +141,8 @@ def uvicorn_config(app: Any, host: str, port: int, limits: ConnectionLimits, **o
         timeout_keep_alive=limits.keep_alive_s,
         backlog=limits.backlog,
         http=guarded_protocol(limits),
+        proxy_headers=bool(trusted_proxies.strip()),
+        forwarded_allow_ips=trusted_proxies.strip() or None,
         **options,
     )
 
@@ -131,7 +155,11 @@ def guarded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base
     else:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
-    attrs = {"header_timeout_s": limits.header_timeout_s, "max_connections": limits.max_connections}
+    attrs = {
+        "header_timeout_s": limits.header_timeout_s,
+        "max_connections": limits.max_connections,
+        "websocket_cap": limits.websocket_cap,
+    }
     return type(f"Guarded{Base.__name__}", (_Guard, Base), attrs)
 
 
@@ -140,6 +168,7 @@ class _Guard:
 
     header_timeout_s: float
     max_connections: int
+    websocket_cap: int
     # Set by uvicorn's protocol classes:
     connections: set[Any]
     cycle: Any
@@ -171,6 +200,17 @@ class _Guard:
         super().on_response_complete()  # type: ignore[misc]
         self._served += 1
         self._waiting_since = self.loop.time()
+
+    def handle_websocket_upgrade(self, *args: Any) -> None:
+        """Hand the connection to the WebSocket protocol, or answer 503 when WebSockets hold their share of the cap."""
+        self._disarm()  # the request is in; from here the WebSocket protocol and the app time it
+        sockets = sum(1 for c in self.connections if not isinstance(c, _Guard))
+        if sockets >= self.websocket_cap:
+            log.warning("refused a WebSocket: %d open, the cap keeps the rest for HTTP", sockets)
+            self.transport.write(_REFUSED_WS)
+            self.transport.close()
+            return
+        super().handle_websocket_upgrade(*args)  # type: ignore[misc]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

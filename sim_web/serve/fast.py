@@ -33,11 +33,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from fastapi import HTTPException
 from pydantic_core import to_json
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.guards import GOAL_MAX, K_MAX, QUERY_MAX, URL_MAX, ToolPool, action_detail, short, token_matches
-from sim_web.serve.pool import client_key
+from sim_web.serve.pool import client_key, decode_body
 
 if TYPE_CHECKING:
     from sim_web.protocol.errors import ActionError
@@ -125,13 +126,14 @@ class HotRoutes:
         body = await _read_body(receive)
         if body is None:  # the client went away mid-body
             return
-        try:
-            call = route(json.loads(body)) if body else None
-        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep: the app says what is wrong
-            call = None
+        client = client_key(scope)
+        try:  # a large body is decoded on the pool (json.loads is C, but its time grows with the body's items)
+            call = await decode_body(self.pool.run, functools.partial(_parsed_call, route), body, client)
+        except HTTPException as e:  # the pool is full (503) or this client has its share (429): Retry-After
+            return await _send_json(send, e.status_code, {"detail": e.detail}, e.headers)
         if call is None:
             return await self.app(scope, _replay(body, receive), send)
-        await self._answer(call, send, client_key(scope))
+        await self._answer(call, send, client)
 
     def _plain_json(self, headers: list[tuple[bytes, bytes]]) -> bool:
         """A declared ``application/json`` body within the limit, and the token when one is required."""
@@ -182,8 +184,6 @@ class HotRoutes:
     async def _answer(self, call: tuple[Any, ...], send: Send, client: str) -> None:
         """Run ``call`` (a function and its arguments) on the pool for ``client``; send its JSON, or the error as the
         app would."""
-        from fastapi import HTTPException
-
         from sim_web.protocol.errors import ActionError, ToolUnavailableError
 
         try:
@@ -202,6 +202,15 @@ class HotRoutes:
             }
         )
         await send({"type": "http.response.body", "body": content})
+
+
+def _parsed_call(route: Callable[[Any], Any], body: bytes) -> Any:
+    """``route``'s call for a JSON ``body``, or ``None`` (not JSON, not UTF-8, nested too deep, another shape: the app
+    then says what is wrong)."""
+    try:
+        return route(json.loads(body)) if body else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def tool_text(toolbox: Toolbox, name: str, arguments: dict[str, Any], code: str | None) -> str:

@@ -26,7 +26,11 @@ Security:
   argument's 422 names the argument and the type it got, not its value: :func:`~sim_web.serve.guards.action_detail`).
   Only malformed HTTP is a 4xx on ``/tools/{name}`` (not JSON, ``arguments`` not an object, an unknown tool):
   an agent mistake inside the arguments is the env's observation text, which may quote what the agent wrote.
-* ``/health`` without the token shows only ``PUBLIC_HEALTH`` (no filesystem path, tools or load).
+* ``/health`` without the token shows only ``PUBLIC_HEALTH`` (no filesystem path, tools or load); with a token,
+  ``/openapi.json``, ``/docs``, ``/metadata`` and ``/schema`` are behind it too (``/redoc`` is not served), since
+  they list the served tools.
+* A client (for the per-client shares of calls and OpenEnv sessions) is the connection's peer address
+  (:func:`~sim_web.serve.pool.client_key`), never ``X-Forwarded-For`` unless ``trusted_proxies`` names the proxy.
 * Connections must send each request (headers and body) within a deadline, and each worker holds a bounded
   number of them, closing the one that has waited longest on its client first (:mod:`sim_web.serve.conn`).
 
@@ -151,11 +155,15 @@ def create_app(
     index = WikiIndex.from_dir(cfg.index_dir)
     enabled = tuple(t for t in TOOL_NAMES if enable_python or t != PYTHON_TOOL)
     toolbox = Toolbox(make_toolbox(cfg).executor, enabled=enabled, python_runner=python_runner, k=cfg.search_results)
+    closed = {"docs_url": None, "redoc_url": None, "openapi_url": None} if token is not None else {}
     app = FastAPI(
         title="sim-web tool server",
         version=_metadata.version("sim-web"),
         description="Tongyi-compatible search / visit / google_scholar / PythonInterpreter over a Wikipedia index.",
+        **closed,  # type: ignore[arg-type]
     )
+    if token is not None:
+        _add_guarded_docs(app, bearer_guard(token))
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     threads = tool_threads or default_tool_threads(cfg.backend, enable_python)
     pool = ToolPool(threads, max_calls_per_client, max_in_progress)
@@ -248,6 +256,23 @@ def _add_routes(
         return asdict(await pool.run(executor.visit, req.url, req.goal, client=client_key(request.scope)))
 
 
+def _add_guarded_docs(app: FastAPI, authorized: Callable[[Request], None]) -> None:
+    """``/openapi.json`` and ``/docs`` behind ``authorized``: the schema lists every served tool (PythonInterpreter
+    included when enabled), which a server with a token shows only to its callers."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse, JSONResponse
+
+    guarded = [Depends(authorized)]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=guarded)
+    async def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=guarded)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - docs")
+
+
 def app_factory() -> FastAPI:
     """uvicorn factory for multi-worker serving: the :class:`ServeConfig` and the token from the environment."""
     return app_from_config(_worker_config(), _token())
@@ -269,6 +294,7 @@ def app_from_config(cfg: ServeConfig, token: str | None) -> FastAPI:
         fast_routes=_fast_routes(),
         warm=True,
         warm_searches=cfg.warm_searches,
+        openenv_limits=cfg.openenv,
     )
 
 
@@ -320,12 +346,12 @@ def serve(cfg: ServeConfig, token: str | None = None) -> None:
             set_env(TOKEN_ENV, token)
         from sim_web.serve.workers import run_workers
 
-        run_workers(cfg.host, cfg.port, cfg.workers, cfg.limits)
+        run_workers(cfg.host, cfg.port, cfg.workers, cfg.limits, cfg.trusted_proxies)
     else:
         import uvicorn
 
         app = app_from_config(cfg, token)
-        uvicorn.Server(uvicorn_config(app, cfg.host, cfg.port, cfg.limits)).run()
+        uvicorn.Server(uvicorn_config(app, cfg.host, cfg.port, cfg.limits, cfg.trusted_proxies)).run()
 
 
 def _preflight(index_dir: str | None, host: str, token: str | None, enable_python: bool, backend: str) -> None:

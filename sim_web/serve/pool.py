@@ -11,15 +11,19 @@ so ``/health`` is answered however busy the tools are. Three bounds:
 * with ``per_client`` set, past that many calls in progress from one client the server answers 429, so one
   caller cannot fill the admission window either.
 
-A client is the peer address of the connection (all calls through one load balancer are one client: behind one,
-leave ``per_client`` off and cap clients at the balancer).
+A client is the peer address of the connection, never a header: uvicorn rewrites the peer from ``X-Forwarded-For``
+only for the proxies ``sim-web serve --trusted-proxies`` names (:func:`~sim_web.serve.conn.uvicorn_config`). Every
+loopback address is one client (anyone on this machine can send from any of 127.0.0.0/8), and an IPv4 address
+mapped into IPv6 is that IPv4 address. Behind a load balancer that is not named, all calls are one client: leave
+``per_client`` off and cap clients at the balancer, or name it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -27,12 +31,58 @@ from fastapi import HTTPException
 
 _T = TypeVar("_T")
 THREAD_PREFIX = "sim-web-tool"  #: the name prefix of the pool's threads (tests check where a call ran)
+#: Request bodies up to this size are decoded on the event loop; larger ones on the pool (:func:`decode_body`).
+INLINE_DECODE_BYTES = 64 * 1024
+
+
+LOOPBACK_CLIENT = "loopback"  #: the key of every loopback peer (127.0.0.0/8, ::1)
 
 
 def client_key(scope: Mapping[str, Any]) -> str:
-    """Who sends a request (an ASGI scope), for the pool's per-client share: the peer address (``""`` unknown)."""
+    """Who sends a request (an ASGI scope, HTTP or WebSocket), for the per-client shares of calls and sessions.
+
+    Returns:
+        The peer address; :data:`LOOPBACK_CLIENT` for any loopback one; ``""`` when the server does not know it.
+    """
     peer = scope.get("client")
-    return str(peer[0]) if peer else ""
+    return peer_key(str(peer[0])) if peer else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def peer_key(host: str) -> str:
+    """The client key of a peer address (see :func:`client_key`); a name that is no address is kept as it is."""
+    import ipaddress
+
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return LOOPBACK_CLIENT if address.is_loopback else str(address)
+
+
+async def decode_body(
+    run: Callable[..., Awaitable[Any]], decoder: Callable[[Any], _T], raw: bytes | str, client: str
+) -> _T:
+    """``decoder(raw)``: on the event loop for a small body, else on the tool threads as ``client``.
+
+    A C decoder still takes time in proportion to a body's items (a 1 MiB JSON body of empty arrays is hundreds of
+    thousands of lists), and the event loop answers ``/health``: a large body is decoded where a tool call would run,
+    under the same per-client share.
+
+    Args:
+        run: The pool's :meth:`ToolPool.run`.
+        decoder: ``json.loads`` or another ``bytes -> value``.
+        raw: The body (or a WebSocket message's text).
+        client: Who sent it.
+
+    Raises:
+        HTTPException: 503 or 429 from the pool; whatever ``decoder`` raises.
+    """
+    if len(raw) <= INLINE_DECODE_BYTES:
+        return decoder(raw)
+    return await run(decoder, raw, client=client)  # type: ignore[no-any-return]
 
 
 class ToolPool:

@@ -30,6 +30,7 @@ index (a batch is many searches long, and ``/health`` must stay answered).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any
@@ -40,7 +41,7 @@ from pydantic_core import to_json
 
 from sim_web.protocol.arguments import valid_unicode
 from sim_web.serve.guards import K_MAX, QUERY_MAX, ToolPool
-from sim_web.serve.msgpack_wire import MEDIA_TYPES, MsgpackError, looks_packed, packb, unpackb
+from sim_web.serve.msgpack_wire import MEDIA_TYPES, MsgpackError, looks_packed, packb, unpack_retrieve
 
 MAX_QUERIES = 512  #: queries in one ``/retrieve`` or bulk ``/backend/search`` request
 DEFAULT_TOPK = 3  #: ``/retrieve`` documents per query when ``topk`` is missing, null or 0 (Search-R1's default)
@@ -216,7 +217,7 @@ def add_retrieve_route(
     """
     from fastapi import Depends
 
-    from sim_web.serve.pool import client_key
+    from sim_web.serve.pool import client_key, decode_body
 
     schema = {"schema": RetrieveRequest.model_json_schema()}
     body_doc = {"requestBody": {"required": True, "content": {"application/json": schema, MEDIA_TYPES[0]: schema}}}
@@ -227,11 +228,11 @@ def add_retrieve_route(
 
         Also one ``query`` instead of ``queries`` (SkyRL-gym), and MessagePack in and out (GEM).
         """
-        raw = await request.body()
+        raw, client = await request.body(), client_key(request.scope)
         packed = looks_packed(request.headers.get("content-type", ""), raw)
-        req = parse_retrieve(raw, packed)
+        req = await decode_body(pool.run, functools.partial(parse_retrieve, packed=packed), raw, client)
         queries = req.queries if req.queries is not None else [req.query or ""]
-        topk, client = req.topk or DEFAULT_TOPK, client_key(request.scope)
+        topk = req.topk or DEFAULT_TOPK
         if packed:
             flat = req.queries is None
             content = await pool.run(retriever.retrieve_packed, queries, topk, req.return_scores, flat, client=client)
@@ -241,7 +242,8 @@ def add_retrieve_route(
 
 
 def parse_retrieve(raw: bytes, packed: bool) -> RetrieveRequest:
-    """A ``/retrieve`` body (JSON, or MessagePack when ``packed``) as a checked :class:`RetrieveRequest`.
+    """A ``/retrieve`` body (JSON, or MessagePack when ``packed``) as a checked :class:`RetrieveRequest` (on the event
+    loop for a small body, on the tool threads for a large one: :func:`~sim_web.serve.pool.decode_body`).
 
     Raises:
         RequestValidationError: Not JSON (or MessagePack), or not a valid request (answered 422 without echo).
@@ -252,7 +254,7 @@ def parse_retrieve(raw: bytes, packed: bool) -> RetrieveRequest:
     from pydantic import ValidationError
 
     try:
-        data = unpackb(raw) if packed else json.loads(raw)
+        data = unpack_retrieve(raw, MAX_QUERIES) if packed else json.loads(raw)
     except (MsgpackError, ValueError, RecursionError) as e:
         kind = "MessagePack" if packed else "JSON"
         reason = str(e) if isinstance(e, MsgpackError) else f"{kind} decode error"

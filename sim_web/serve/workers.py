@@ -67,7 +67,7 @@ def reuse_port_socket(host: str, port: int, listen: bool, backlog: int = 2048) -
     return sock
 
 
-def run_workers(host: str, port: int, workers: int, limits: ConnectionLimits) -> None:
+def run_workers(host: str, port: int, workers: int, limits: ConnectionLimits, trusted_proxies: str = "") -> None:
     """Run ``workers`` uvicorn processes on ``host:port`` until SIGINT or SIGTERM (blocking).
 
     Args:
@@ -75,6 +75,7 @@ def run_workers(host: str, port: int, workers: int, limits: ConnectionLimits) ->
         port: The port.
         workers: Worker processes (each opens the index itself).
         limits: Each worker's request deadline, keep-alive and connection cap (:mod:`sim_web.serve.conn`).
+        trusted_proxies: The proxies whose ``X-Forwarded-For`` is believed (:func:`~sim_web.serve.conn.uvicorn_config`).
 
     Raises:
         ConfigError: The address cannot be bound.
@@ -84,14 +85,14 @@ def run_workers(host: str, port: int, workers: int, limits: ConnectionLimits) ->
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     ctx = multiprocessing.get_context("spawn")
-    procs = [_start(ctx, host, port, limits) for _ in range(workers)]
+    procs = [_start(ctx, host, port, limits, trusted_proxies) for _ in range(workers)]
     try:
         while not stop.wait(0.5):
             for i, p in enumerate(procs):
                 if not p.is_alive() and not stop.is_set():
                     log.warning("tool server worker %s exited with %s; starting another", p.pid, p.exitcode)
                     time.sleep(1)  # a worker that dies at start-up is not restarted in a tight loop
-                    procs[i] = _start(ctx, host, port, limits)
+                    procs[i] = _start(ctx, host, port, limits, trusted_proxies)
     finally:
         _stop_all(procs)
         holder.close()
@@ -99,8 +100,9 @@ def run_workers(host: str, port: int, workers: int, limits: ConnectionLimits) ->
             signal.signal(s, handler)
 
 
-def _start(ctx: Any, host: str, port: int, limits: ConnectionLimits) -> BaseProcess:
-    p = ctx.Process(target=_worker, args=(host, port, limits), name="sim-web-serve-worker", daemon=False)
+def _start(ctx: Any, host: str, port: int, limits: ConnectionLimits, trusted_proxies: str) -> BaseProcess:
+    args = (host, port, limits, trusted_proxies)
+    p = ctx.Process(target=_worker, args=args, name="sim-web-serve-worker", daemon=False)
     p.start()
     return p
 
@@ -119,9 +121,9 @@ def _stop_all(procs: list[BaseProcess]) -> None:
             p.join()
 
 
-def _worker(host: str, port: int, limits: ConnectionLimits) -> None:
+def _worker(host: str, port: int, limits: ConnectionLimits, trusted_proxies: str = "") -> None:
     """One worker: its own listening socket, the app from :func:`sim_web.serve.http.app_factory`."""
     import uvicorn
 
     sock = reuse_port_socket(host, port, listen=True, backlog=limits.backlog)
-    uvicorn.Server(uvicorn_config(APP, host, port, limits, factory=True)).run(sockets=[sock])
+    uvicorn.Server(uvicorn_config(APP, host, port, limits, trusted_proxies, factory=True)).run(sockets=[sock])

@@ -10,11 +10,12 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def running(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn on a free loopback port in a thread; yields its base URL."""
+def running(app: Any, config: Any = None) -> Iterator[str]:
+    """``app`` served by uvicorn on a free loopback port in a thread (with ``config``, a ``uvicorn.Config`` for
+    port 0, when given); yields its base URL."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    server = uvicorn.Server(config or uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
