@@ -101,7 +101,9 @@ def test_the_type_noun_see_is_rejected_and_nonsense_templates_are_dropped(src, c
     assert not type_noun_ok("see", light.description)
     assert type_noun_ok("city", "Capital and largest city of Peru")
     assert checker.draft("Which see is this?", "see", light) == "type_noun"
-    island = "The country is located on the island of an island northwest of continental Europe. Which pamphlet is this?"
+    island = (
+        "The country is located on the island of an island northwest of continental Europe. Which pamphlet is this?"
+    )
     assert checker.draft(island, "pamphlet", src.entity("The Communist Manifesto")) == "template_repeat"
     assert checker.draft("Which city is the capital of Peru?", "city", src.entity("Lima")) == ""
     assert checker.counts["dropped_type_noun"] >= 1 and checker.counts["dropped_template_repeat"] >= 1

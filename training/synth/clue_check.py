@@ -42,7 +42,7 @@ from typing import Any
 
 from training.synth.facts import _DATE_CUES, _DATE_KEY, MEASURE_UNITS, DateFact, NumberFact
 from training.synth.kg import Entity
-from training.synth.naming import name_variants
+from training.synth.naming import head_noun, name_variants
 from training.synth.quantities import fuzz_number, number_phrase
 from training.synth.relations import _BRACKETS, _INTRO, is_text_relation
 from training.synth.uncertainty import date_phrase
@@ -50,7 +50,11 @@ from training.synth.uncertainty import date_phrase
 __all__ = ["ClueChecker", "Evidence", "clue_evidence", "opening_subject", "type_noun_ok"]
 
 _PRONOUN = re.compile(r"^(?:it|he|she|they|its|his|her|their)\b", re.IGNORECASE)
-_OWN_NOUN = re.compile(r"^(?:the|this|these)\s+[a-z][a-z-]+\b|^There\s+(?:is|are|were|was)\b", re.IGNORECASE)
+_OWN_NOUN = re.compile(r"^(?:the|this|these)\s+[a-z0-9][\w,-]*", re.IGNORECASE)
+#: "The population was 71,293": a noun naming an attribute of the page's subject opens a sentence about it.
+_ATTRIBUTE_NOUNS = frozenset("population area capital economy climate name territory total".split())
+#: A participle or preposition opening a sentence whose subject comes after the first comma naming the page.
+_LEADING = re.compile(r"^(?:[A-Z][a-z]+(?:ing|ed)|With|At|According|As|In|On|By|From|Despite|Among|Along)\b")
 _MORE_INTRO = re.compile(
     r"^(?:(?:As|With|Like|Unlike|Although|While|Following|Along|Under|Through|Among|Despite|Within|Jurisdictionally"
     r"|Geographically|Politically|Economically|Culturally|Administratively)\b[^,]{0,60},\s+"
@@ -63,7 +67,7 @@ _AREA_UNITS = ("km2", "km²", "sq mi", "sqmi", "square kilometres", "square kilo
 _LENGTH_UNITS = ("km", "kilometres", "kilometers", "miles", "mi", "metres", "meters", "m", "cm", "mm", "ft", "feet")
 _MEASURES = ("length", "height", "elevation", "depth", "width", "distance", "diameter")
 _QUALIFIERS = re.compile(
-    r"\b(?:metropolitan|metro|urban|greater|agglomeration|conurbation|combined|wider|regional|region|county"
+    r"\b(?:metropolitan|metro|urban|built-up|greater|agglomeration|conurbation|combined|wider|regional|region|county"
     r"|district|province|provincial)\b"
 )
 _FIELD_OK = re.compile(r"population|area|elevation|height|length|depth|founded|established|formation|birth|death")
@@ -80,6 +84,15 @@ _REPEAT = re.compile(r"\b(?:the|an?) ([a-z]{3,}) of (?:an?|the) (?:[a-z]+ )?\1\b
 _NOT_NOUNS = frozenset(
     "see be have do make use get know hear feel find give take include become seem see watch eat live read write "
     "it them this that these those which who what one other others".split()
+)
+#: Plural nouns a number can stand before that are no count of the entity's parts ("92 times greater").
+_NOT_COUNTS = frozenset("times others ones cases kinds types ways means parts units words years days hours".split())
+#: A count of the entity's parts follows a verb of having: "comprises 700 islands", "composed of 26 states".
+_HAS = re.compile(
+    r"\b(?:has|have|had|comprises?|comprising|contains?|containing|includes?|including|of|into|spans?|covers?"
+    r"|consists?|numbers?|totals?)\s+(?:(?:over|about|approximately|some|around|nearly|almost|roughly|more than"
+    r"|fewer than|less than|an estimated|estimated|at least|up to|just)\s+)*$",
+    re.IGNORECASE,
 )
 _MODAL = r"(?:can|could|will|would|may|might|must|shall|should|to|cannot|not|do|does|did)"
 
@@ -110,24 +123,36 @@ def _opening(sentence: str) -> str:
     return s
 
 
-def opening_subject(sentence: str, names: list[str]) -> str:
-    """What a sentence's subject is: ``"own"`` (one of ``names``, or "The city ..."), ``"pronoun"`` or
-    ``"other"`` (another name or noun phrase)."""
+def opening_subject(sentence: str, names: list[str], head: str = "") -> str:
+    """What a sentence's subject is: ``"own"`` (one of ``names``, or "The city ..." with the page's type noun
+    ``head`` in its first two words), ``"pronoun"`` or ``"other"`` (another name or noun phrase)."""
     s = _opening(sentence)
     low = s.lower()
     for n in names:
         if n and (low.startswith(n.lower()) or low.startswith("the " + n.lower())):
             return "own"
+        if n and _LEADING.match(s) and re.search(rf",\s+(?:the\s+)?{re.escape(n)}\s+[a-z]", s[:300]):
+            return (
+                "own"  # "At an elevation of 2,300 metres, Sanaa is ...", "According to the 2024 census, Chile had ..."
+            )
     if _PRONOUN.match(s):
         return "pronoun"
-    return "own" if _OWN_NOUN.match(s) and not re.match(r"^(?:[Tt]he|[Tt]his|[Tt]hese)\s+[A-Z]", s) else "other"
+    if re.match(r"^there\s+(?:is|are|was|were)\b", s, re.IGNORECASE):
+        return "own"
+    if not _OWN_NOUN.match(s) or re.match(r"^(?:[Tt]he|[Tt]his|[Tt]hese)\s+[A-Z]", s):
+        return "other"
+    words = [w.strip("'’s,").lower() for w in s.split()[1:3]]
+    own_words = {*head.split(), *(w.lower() for n in names for w in n.split()), *_ATTRIBUTE_NOUNS} - {""}
+    return "own" if own_words & set(words) or head.split()[:1] in ([], ["entity"]) else "other"
 
 
-def about_page(sentences: list[str], i: int, names: list[str]) -> bool:
+def about_page(sentences: list[str], i: int, names: list[str], head: str = "") -> bool:
     """Whether sentence ``i`` of a page is about the page's subject: its subject is the page's, or a pronoun whose
     antecedent (the subject of the nearest sentence before it that opens with a noun phrase) is."""
     for j in range(i, -1, -1):
-        kind = opening_subject(sentences[j], names)
+        if j == 0:
+            return True  # a lead's first sentence names its page's subject, whatever the spelling
+        kind = opening_subject(sentences[j], names, head)
         if kind != "pronoun":
             return kind == "own"
     return True
@@ -179,22 +204,32 @@ class ClueChecker:
             out.append(ent.title.split()[-1])
         return sorted(set(out), key=len, reverse=True)
 
+    def head(self, ent: Entity) -> str:
+        """The page's type noun and the words of its description ("city capital largest ..."): "The city ..." must
+        name one to be about the page."""
+        return " ".join([head_noun(ent), *re.findall(r"[a-z]{3,}", ent.description.lower())])
+
     def evidence(self, title: str, kind: str, text: str) -> Evidence | None:
         """The evidence kept for a fact (``kind`` ``"date"`` or ``"number"``, ``text`` the fact's text)."""
         return self._evidence.get((title, kind, text))
+
+    def any_evidence(self, title: str, kind: str) -> Evidence | None:
+        """The first evidence kept for a fact of that kind of a page (``None``: none kept)."""
+        return next((e for (t, k, _), e in self._evidence.items() if t == title and k == kind), None)
 
     # --- facts --------------------------------------------------------------------------------------
 
     def _locate(self, ent: Entity, text: str) -> tuple[str, str, int]:
         """``(field, sentence, index)``: the infobox key, ``"description"`` or ``"lead"`` holding ``text`` (index of the
         lead sentence; -1 otherwise); ``("", "", -1)`` when nowhere."""
+        pat = re.compile(r"(?<![\w.,])" + re.escape(text) + r"(?![\w]|[.,]\d)")
         for key, value in ent.infobox.items():
-            if text in value.replace("\xa0", " "):
+            if pat.search(value.replace("\xa0", " ")):
                 return key, f"{key} = {value[:200]}", -1
-        if text in ent.description.replace("\xa0", " "):
+        if pat.search(ent.description.replace("\xa0", " ")):
             return "description", ent.description, -1
         for i, s in enumerate(self.sentences(ent.title)):
-            if text in s:
+            if pat.search(s):
                 return "lead", s, i
         return "", "", -1
 
@@ -210,7 +245,7 @@ class ClueChecker:
             r"\(\s*[^()]*" + re.escape(d.text), sent
         ):  # a bracketed lifespan or range after the subject's name
             return "", ev
-        if fld == "lead" and not about_page(self.sentences(ent.title), i, self.names(ent)):
+        if fld == "lead" and not about_page(self.sentences(ent.title), i, self.names(ent), self.head(ent)):
             return "subject", ev
         words = dict(_DATE_CUES).get(d.attr)
         if not words:
@@ -240,10 +275,15 @@ class ClueChecker:
             return self._unit_reason(n.attr.lower(), unit), ev
         if fld == "lead":
             i = self.sentences(ent.title).index(sent)
-            if not about_page(self.sentences(ent.title), i, self.names(ent)):
+            if not about_page(self.sentences(ent.title), i, self.names(ent), self.head(ent)):
                 return "subject", ev
         before = sent[: sent.find(n.text)]
         window = " ".join(before.lower().split()[-5:])
+        opening = _opening(sent)
+        if re.match(r"^(?:its|his|her|their|the\s+\w+['’]s)\s", opening, re.IGNORECASE):
+            window += " " + " ".join(
+                opening.lower().split()[:6]
+            )  # "The city's wider metropolitan area ... 6.55 million"
         attr = n.attr.lower()
         if unit in ("%", "percent", "per cent") and attr not in ("area", *_MEASURES):
             return "number_noun", ev
@@ -253,6 +293,8 @@ class ClueChecker:
             if unit in _PEOPLE or (not unit and "population" in window.split()[-4:]):
                 return "", ev
             return "number_noun", ev
+        if attr in ("quantity", "") and not _HAS.search(before):
+            return "number_noun", ev  # "diplomatic relations with 158 countries" is no "with about 160 countries"
         return self._unit_reason(attr, unit), ev
 
     @staticmethod
@@ -265,7 +307,7 @@ class ClueChecker:
             return "" if unit in ("", *_PEOPLE) else "number_noun"
         if attr in ("quantity", "", "share"):
             plural = re.fullmatch(r"[a-z]+s", unit) is not None and unit not in MEASURE_UNITS
-            return "" if plural else "number_noun"
+            return "" if plural and unit not in _NOT_COUNTS else "number_noun"
         return "" if unit else "number_noun"
 
     def entity(self, ent: Entity) -> Entity:
@@ -326,7 +368,7 @@ class ClueChecker:
         if own_first and sent in sents and _PRONOUN.match(_opening(sent)):
             ent = self.src.entity(page)
             names = self.names(ent) if ent is not None else [page]
-            if not about_page(sents, sents.index(sent), names):
+            if not about_page(sents, sents.index(sent), names, self.head(ent) if ent is not None else ""):
                 return "subject"
         return ""
 
@@ -406,14 +448,16 @@ def clue_evidence(clue: dict[str, str], specs: dict[str, Any], graph: Any, src: 
         which = "number" if kind == "fuzzy_number" else "date"
         ev = checker.evidence(title, which, fact.original) if checker is not None and fact is not None else None
         if ev is None and kind == "temporal_order" and checker is not None and fact is not None:
-            ev = next((e for (t, k, _), e in checker._evidence.items() if t == title and k == "date"), None)
+            ev = checker.any_evidence(title, "date")  # a temporal order states no date: the page's dated sentence
     elif kind in ("type", "obfuscated_entity"):
         ent = src.entity(title)
         spec = specs.get(title)
         source = spec.source if spec is not None else ""
         if ent is not None:
             use_desc = source == "description" or (kind == "type" and not ent.first_sentence)
-            ev = Evidence(title, "description" if use_desc else "lead", ent.description if use_desc else ent.first_sentence)
+            ev = Evidence(
+                title, "description" if use_desc else "lead", ent.description if use_desc else ent.first_sentence
+            )
     ev = ev or Evidence(title, "", "")
     return ev.as_dict()
 
@@ -428,7 +472,9 @@ def render_checks(counts: dict[str, int]) -> list[str]:
         ("typed relations checked / kept", f"{counts.get('relation_checked', 0)} / {counts.get('relation_kept', 0)}"),
         ("composed questions checked", str(counts.get("question_checked", 0))),
     ]
-    rows += [(f"dropped: {k[len('dropped_') :]}", str(v)) for k, v in sorted(counts.items()) if k.startswith("dropped_")]
+    rows += [
+        (f"dropped: {k[len('dropped_') :]}", str(v)) for k, v in sorted(counts.items()) if k.startswith("dropped_")
+    ]
     return (
         ["## Clue verification", "", "Each fact and relation re-read in its evidence sentence or field.", ""]
         + ["| check | count |", "|---|---:|"]

@@ -184,7 +184,13 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
             anchor = child.identity or Clue(child.entity, U.OBFUSCATED_ENTITY)
             text = relational_clue(anchor, rel, anchor_is_source=direction == "from_anchor").text
             out.append(
-                {"text": text, "type": U.RELATIONAL.value, "entity": node.entity, "relation": rel, "anchor": child.entity}
+                {
+                    "text": text,
+                    "type": U.RELATIONAL.value,
+                    "entity": node.entity,
+                    "relation": rel,
+                    "anchor": child.entity,
+                }
             )
             if child.listed:
                 out.append(

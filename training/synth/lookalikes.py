@@ -44,7 +44,7 @@ def siblings(src: Any, page: str, sentence: str, exclude: Iterable[str]) -> list
         return []
     skip = set(exclude)
     out = []
-    for q in src.out_ids(pid)[:_MAX_POOL * 5]:
+    for q in src.out_ids(pid)[: _MAX_POOL * 5]:
         t = src.title(q)
         if t not in skip and any(len(n) > 2 and n in sentence for n in name_variants(t)):
             out.append(t)

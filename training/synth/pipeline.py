@@ -232,7 +232,9 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
     if ctx.dedup.seen(draft.question, draft.answer, [str(x) for x in sub.nodes] + [tag]):
         f["duplicate"] += 1
         return None
-    if ctx.checker is not None and ctx.checker.draft(draft.question, draft.head, ctx.kg.graph.nodes[target].get("entity")):
+    if ctx.checker is not None and ctx.checker.draft(
+        draft.question, draft.head, ctx.kg.graph.nodes[target].get("entity")
+    ):
         f["clue_check_dropped"] += 1
         return None
     s = time.perf_counter()
