@@ -62,6 +62,9 @@ def test_a_number_of_another_noun_is_not_a_population(src, checker):
 def test_a_metro_population_is_not_the_city_population(src, checker):
     assert _number(src, checker, "Ottawa", "1,488,307") == "number_qualified"
     assert _number(src, checker, "Ottawa", "1,017,449") == ""
+    # the qualifier after the number: "with 1,428,363 people living in the Kraków metropolitan area"
+    assert _number(src, checker, "Kraków", "1,428,363 people") == "number_qualified"
+    assert _number(src, checker, "Kraków", "816,614") == ""
 
 
 def test_a_percentage_without_its_whole_and_a_measure_without_its_unit_are_dropped(src, checker):
@@ -140,7 +143,7 @@ def test_synth_records_carry_per_clue_evidence_and_the_card_counts(synth_run):
     for r in records:
         for c in r["clues"]:
             assert set(c["evidence"]) == {"page", "field", "sentence"}
-            if c["type"] in ("relational", "fuzzy_date", "fuzzy_number"):
+            if c["type"] in ("relational", "fuzzy_date", "fuzzy_number", "negation"):
                 assert c["evidence"]["page"] and c["evidence"]["sentence"], (r["question"], c)
         level, constraints = r["difficulty"]["level"], r["difficulty"]["constraints"]
         assert level == "easy" or constraints >= 2, r["question"]

@@ -47,7 +47,7 @@ from training.synth.quantities import fuzz_number, number_phrase
 from training.synth.relations import _BRACKETS, _INTRO, is_text_relation
 from training.synth.uncertainty import date_phrase
 
-__all__ = ["ClueChecker", "Evidence", "clue_evidence", "opening_subject", "type_noun_ok"]
+__all__ = ["ClueChecker", "Evidence", "opening_subject", "type_noun_ok"]
 
 _PRONOUN = re.compile(r"^(?:it|he|she|they|its|his|her|their)\b", re.IGNORECASE)
 _OWN_NOUN = re.compile(r"^(?:the|this|these)\s+[a-z0-9][\w,-]*", re.IGNORECASE)
@@ -56,10 +56,10 @@ _ATTRIBUTE_NOUNS = frozenset("population area capital economy climate name terri
 #: A participle or preposition opening a sentence whose subject comes after the first comma naming the page.
 _LEADING = re.compile(r"^(?:[A-Z][a-z]+(?:ing|ed)|With|At|According|As|In|On|By|From|Despite|Among|Along)\b")
 _MORE_INTRO = re.compile(
-    r"^(?:(?:As|With|Like|Unlike|Although|While|Following|Along|Under|Through|Among|Despite|Within|Jurisdictionally"
+    r"^(?:[A-Z](?:[^,]|,(?=\s?\d)){0,120},\s+(?=(?:it|he|she|they|its|his|her|their|the\s[a-z]+|this\s[a-z]+)\b)"
+    r"|(?:As|With|Like|Unlike|Although|While|Following|Along|Under|Through|Among|Despite|Within|Jurisdictionally"
     r"|Geographically|Politically|Economically|Culturally|Administratively)\b[^,]{0,60},\s+"
-    r"|[A-Z][a-z]+(?:ed|en)\b[^,]{0,80},\s+"
-    r"|[A-Z](?:[^,]|,(?=\s?\d)){0,120},\s+(?=(?:it|he|she|they|its|his|her|their|the\s[a-z]+|this\s[a-z]+)\b))"
+    r"|[A-Z][a-z]+(?:ed|en)\b[^,]{0,80},\s+)"
 )
 _PREP_BEFORE_CUE = re.compile(r"\b(?:at|upon|after|before|following|until|since|by|from|of|during)\s+(?:the\s+)?$")
 _PEOPLE = ("people", "inhabitants", "residents")
@@ -67,7 +67,7 @@ _AREA_UNITS = ("km2", "km²", "sq mi", "sqmi", "square kilometres", "square kilo
 _LENGTH_UNITS = ("km", "kilometres", "kilometers", "miles", "mi", "metres", "meters", "m", "cm", "mm", "ft", "feet")
 _MEASURES = ("length", "height", "elevation", "depth", "width", "distance", "diameter")
 _QUALIFIERS = re.compile(
-    r"\b(?:metropolitan|metro|urban|built-up|greater|agglomeration|conurbation|combined|wider|regional|region|county"
+    r"\b(?:metropolitan|metropolis|metro|urban|built-up|greater|agglomeration|conurbation|combined|wider|regional|region|county"
     r"|district|province|provincial)\b"
 )
 _FIELD_OK = re.compile(r"population|area|elevation|height|length|depth|founded|established|formation|birth|death")
@@ -257,7 +257,7 @@ class ClueChecker:
         if pos < 0 or word == "since":
             return "date_cue", ev
         gap = before[pos + len(word) :]
-        if _words_between(gap) > 4 or re.search(r"[,;:()]", gap) or _PREP_BEFORE_CUE.search(before[:pos].lower()):
+        if _words_between(gap) > 6 or re.search(r"[,;:()]", gap) or _PREP_BEFORE_CUE.search(before[:pos].lower()):
             return "date_cue", ev
         return "", ev
 
@@ -277,20 +277,25 @@ class ClueChecker:
             i = self.sentences(ent.title).index(sent)
             if not about_page(self.sentences(ent.title), i, self.names(ent), self.head(ent)):
                 return "subject", ev
-        before = sent[: sent.find(n.text)]
-        window = " ".join(before.lower().split()[-5:])
+        at = sent.find(n.text)
+        before, after = sent[:at], sent[at + len(n.text) :]
+        near = before.lower().split()[-5:]
+        clause = re.split(r"[;:]|,\s(?:and|while|but|whereas)\s", before)[-1]  # the clause holding the number
+        scope = [
+            *clause.lower().split()[-12:],
+            "|",
+            *re.split(r"[,;.(]|\s(?:and|while|but|or)\s", after)[0].split()[:8],
+        ]
         opening = _opening(sent)
         if re.match(r"^(?:its|his|her|their|the\s+\w+['’]s)\s", opening, re.IGNORECASE):
-            window += " " + " ".join(
-                opening.lower().split()[:6]
-            )  # "The city's wider metropolitan area ... 6.55 million"
+            scope += opening.lower().split()[:6]  # "The city's wider metropolitan area ... 6.55 million"
         attr = n.attr.lower()
         if unit in ("%", "percent", "per cent") and attr not in ("area", *_MEASURES):
             return "number_noun", ev
-        if _QUALIFIERS.search(window) and attr in ("population", "area"):
-            return "number_qualified", ev
+        if _QUALIFIERS.search(" ".join(scope)) and attr in ("population", "area"):
+            return "number_qualified", ev  # "a metropolitan population of", "people living in the metropolitan area"
         if attr == "population":
-            if unit in _PEOPLE or (not unit and "population" in window.split()[-4:]):
+            if unit in _PEOPLE or (not unit and "population" in near[-4:]):
                 return "", ev
             return "number_noun", ev
         if attr in ("quantity", "") and not _HAS.search(before):
@@ -413,71 +418,3 @@ class ClueChecker:
         if reason:
             self.counts[f"dropped_{reason}"] += 1
         return reason
-
-
-def _edge_evidence(graph: Any, a: str, b: str) -> Evidence | None:
-    if not graph.has_edge(a, b):
-        return None
-    d = graph.edges[a, b]
-    page = str(d.get("page") or d.get("source_page") or a)
-    field = str(d.get("relation")) if d.get("kind") == "infobox" else "lead"
-    return Evidence(page, field, str(d.get("evidence") or ""))
-
-
-def clue_evidence(clue: dict[str, str], specs: dict[str, Any], graph: Any, src: Any, checker: Any) -> dict[str, str]:
-    """Where a reader checks one clue of a record: ``{"page", "field", "sentence"}`` (the relation's sentence or infobox
-    field, the fact's sentence or field, the description or first sentence an identity phrase was made from, the title
-    for a name or a partial name); empty strings when not known.
-
-    Args:
-        clue: One item of :func:`~training.synth.constraints.flatten`.
-        specs: Entity title -> its :class:`~training.synth.constraints.NodeSpec`.
-        graph: The question's subgraph.
-        src: The store.
-        checker: The run's :class:`ClueChecker` (``None``: facts get their page only).
-    """
-    title, kind = clue["entity"], clue["type"]
-    ev: Evidence | None = None
-    if clue.get("anchor"):
-        ev = _edge_evidence(graph, title, clue["anchor"])
-    elif kind in ("named", "partial_name"):
-        ev = Evidence(title, "title", title)
-    elif kind in ("fuzzy_date", "fuzzy_number", "temporal_order"):
-        spec = specs.get(title)
-        fact = next((f for f in (spec.facts if spec else []) if f.text == clue["text"]), None)
-        which = "number" if kind == "fuzzy_number" else "date"
-        ev = checker.evidence(title, which, fact.original) if checker is not None and fact is not None else None
-        if ev is None and kind == "temporal_order" and checker is not None and fact is not None:
-            ev = checker.any_evidence(title, "date")  # a temporal order states no date: the page's dated sentence
-    elif kind in ("type", "obfuscated_entity"):
-        ent = src.entity(title)
-        spec = specs.get(title)
-        source = spec.source if spec is not None else ""
-        if ent is not None:
-            use_desc = source == "description" or (kind == "type" and not ent.first_sentence)
-            ev = Evidence(
-                title, "description" if use_desc else "lead", ent.description if use_desc else ent.first_sentence
-            )
-    ev = ev or Evidence(title, "", "")
-    return ev.as_dict()
-
-
-def render_checks(counts: dict[str, int]) -> list[str]:
-    """The card's clue-verification section (Markdown lines)."""
-    if not counts:
-        return []
-    rows = [
-        ("dates checked / kept", f"{counts.get('date_checked', 0)} / {counts.get('date_kept', 0)}"),
-        ("numbers checked / kept", f"{counts.get('number_checked', 0)} / {counts.get('number_kept', 0)}"),
-        ("typed relations checked / kept", f"{counts.get('relation_checked', 0)} / {counts.get('relation_kept', 0)}"),
-        ("composed questions checked", str(counts.get("question_checked", 0))),
-    ]
-    rows += [
-        (f"dropped: {k[len('dropped_') :]}", str(v)) for k, v in sorted(counts.items()) if k.startswith("dropped_")
-    ]
-    return (
-        ["## Clue verification", "", "Each fact and relation re-read in its evidence sentence or field.", ""]
-        + ["| check | count |", "|---|---:|"]
-        + [f"| {k} | {v} |" for k, v in rows]
-        + [""]
-    )

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from training.synth.clue_check import render_checks
+from training.synth.clue_evidence import render_checks
 from training.synth.config import SynthReport
 from training.synth.coverage import render_coverage, transfer_summary, type_floors
 from training.synth.quality import quality, render_quality

@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from training.synth.clue_check import clue_evidence
+from training.synth.clue_evidence import clue_evidence
 from training.synth.constraints import NodeSpec, flatten, walk
 from training.synth.gates import Retrieval
 from training.synth.naming import name_variants
