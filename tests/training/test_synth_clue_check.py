@@ -147,3 +147,10 @@ def test_synth_records_carry_per_clue_evidence_and_the_card_counts(synth_run):
                 assert c["evidence"]["page"] and c["evidence"]["sentence"], (r["question"], c)
         level, constraints = r["difficulty"]["level"], r["difficulty"]["constraints"]
         assert level == "easy" or constraints >= 2, r["question"]
+
+
+def test_they_is_not_a_singular_page(src, checker):
+    # Afghanistan: "They are imported from the United Arab Emirates ..." (vehicles) gave "Afghanistan is imported from"
+    sent = next(s for s in checker.sentences("Afghanistan") if s.startswith("They are imported from"))
+    rel = "{src} is imported from {dst}"
+    assert _edge(checker, "Afghanistan", "United Arab Emirates", rel, sent) == "subject"

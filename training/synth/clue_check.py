@@ -153,6 +153,9 @@ def about_page(sentences: list[str], i: int, names: list[str], head: str = "") -
         if j == 0:
             return True  # a lead's first sentence names its page's subject, whatever the spelling
         kind = opening_subject(sentences[j], names, head)
+        plural = re.match(r"^(?:they|their)\b", _opening(sentences[j]), re.IGNORECASE)
+        if kind == "pronoun" and plural and not any(n.endswith("s") for n in names):
+            return False  # "They are imported from ..." on Afghanistan's page: the cars, not the country
         if kind != "pronoun":
             return kind == "own"
     return True
