@@ -12,6 +12,7 @@ from training.synth.constraints import NodeSpec
 from training.synth.lookalikes import unruled
 from training.synth.store_source import StoreSource
 from training.synth.verify import Verifier
+from wiki_index.parse.text import split_sentences
 from wiki_index.search.index import WikiIndex
 
 
@@ -151,6 +152,9 @@ def test_synth_records_carry_per_clue_evidence_and_the_card_counts(synth_run):
 
 def test_they_is_not_a_singular_page(src, checker):
     # Afghanistan: "They are imported from the United Arab Emirates ..." (vehicles) gave "Afghanistan is imported from"
-    sent = next(s for s in checker.sentences("Afghanistan") if s.startswith("They are imported from"))
+    pid = src.resolve("Afghanistan")
+    text = next(t for _, t in src.passages(pid) if "They are imported from" in t)
+    sents, i = checker.context("Afghanistan", next(s for s in split_sentences(text) if s.startswith("They are imp")))
+    sent = sents[i]
     rel = "{src} is imported from {dst}"
     assert _edge(checker, "Afghanistan", "United Arab Emirates", rel, sent) == "subject"

@@ -371,14 +371,26 @@ class ClueChecker:
                 if m and m.group(1) not in _FOLLOW and not m.group(1).endswith(("ly", "ing", "ed")):
                     return "relation_cut"
                 break
-        sents = self.sentences(page)
         own_first = rel.startswith("{src}") == (page == src)  # the page's subject opens the template
-        if own_first and sent in sents and _PRONOUN.match(_opening(sent)):
+        ctx = self.context(page, sent) if own_first and _PRONOUN.match(_opening(sent)) else None
+        if ctx is not None:
             ent = self.src.entity(page)
             names = self.names(ent) if ent is not None else [page]
-            if not about_page(sents, sents.index(sent), names, self.head(ent) if ent is not None else ""):
+            if not about_page(*ctx, names, self.head(ent) if ent is not None else ""):
                 return "subject"
         return ""
+
+    def context(self, page: str, sentence: str) -> tuple[list[str], int] | None:
+        """The sentences of the passage of ``page`` holding ``sentence`` and its index there (``None``: not found)."""
+        from wiki_index.parse.text import split_sentences
+
+        pid = self.src.resolve(page)
+        for _, text in self.src.passages(pid) if pid is not None else []:
+            if sentence in text:
+                sents = split_sentences(text)
+                if sentence in sents:
+                    return sents, sents.index(sentence)
+        return None
 
     def prune(self, kg: Any) -> None:
         """Check every node's facts and every edge's typed relation of a knowledge graph, in place: failing facts
