@@ -284,7 +284,8 @@ def render_card(card: dict[str, Any]) -> str:
     lines += [
         "## Difficulty, measured",
         "",
-        "Level: `easy` when the answer page is in the sim's top 10 for a single clue; `hard` when it is neither "
+        "Level: `easy` when the answer page is in the sim's top 10 for a single clue, the oracle needs one search, or "
+        "the question has a single constraint; `hard` when it is neither "
         f"for a single clue nor for the whole question, the question chains at least {HARD_HOPS} typed facts and "
         f"the oracle needs at least {HARD_SEARCHES} searches; `medium` otherwise.",
         "",
