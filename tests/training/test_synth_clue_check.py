@@ -158,3 +158,13 @@ def test_they_is_not_a_singular_page(src, checker):
     sent = sents[i]
     rel = "{src} is imported from {dst}"
     assert _edge(checker, "Afghanistan", "United Arab Emirates", rel, sent) == "subject"
+
+
+def test_belarus_neighbours_are_the_look_alikes_of_a_country_bordering_belarus(src):
+    # issue 56: "a country ... bordering Belarus" fits five; the four siblings Belarus's sentence lists must be ruled out
+    sent = next(s for s in ClueChecker(src).sentences("Belarus") if s.startswith("It is bordered by Russia"))
+    g = nx.Graph()
+    g.add_edge("Russia", "Belarus", page="Belarus", source_page="Belarus", evidence=sent)
+    anchor = NodeSpec("Belarus", Clue("Belarus", UncertaintyType.OBFUSCATED_ENTITY, "Belarus", (("source", "title"),)))
+    root = NodeSpec("Russia", relations=[("{src} is bordered by {dst}", "from_anchor", anchor)])
+    assert set(unruled(src, Verifier(src), root, "country", g)) == {"Ukraine", "Poland", "Lithuania", "Latvia"}
