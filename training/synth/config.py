@@ -130,6 +130,7 @@ class SynthReport:
     uniqueness: Counter = field(default_factory=Counter)
     timings: dict[str, float] = field(default_factory=dict)
     llm: dict[str, Any] = field(default_factory=dict)
+    clue_checks: dict[str, int] = field(default_factory=dict)  # the verification stage's counts per reason
 
     def rate(self, num: str, den: str) -> float:
         """``funnel[num] / funnel[den]`` (0 when nothing reached the gate)."""

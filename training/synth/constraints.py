@@ -156,8 +156,9 @@ def strip_article(text: str) -> str:
 
 
 def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
-    """The per-entity clue list of a record: ``{"text", "type", "entity", "relation"}`` for every atomic clue
-    (``relation``: the relation of a relational clue, ``""`` for the others).
+    """The per-entity clue list of a record: ``{"text", "type", "entity", "relation", "anchor"}`` for every atomic
+    clue (``relation``: the relation of a relational clue, ``anchor``: the entity it relates to; ``""`` for the
+    others).
 
     Identity phrases, facts, relations (phrased with the anchor's identity only), counts,
     negations and cycle edges, each attached to the entity it constrains (``query`` is added by
@@ -182,7 +183,15 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
         for rel, direction, child in node.relations:
             anchor = child.identity or Clue(child.entity, U.OBFUSCATED_ENTITY)
             text = relational_clue(anchor, rel, anchor_is_source=direction == "from_anchor").text
-            out.append({"text": text, "type": U.RELATIONAL.value, "entity": node.entity, "relation": rel})
+            out.append(
+                {
+                    "text": text,
+                    "type": U.RELATIONAL.value,
+                    "entity": node.entity,
+                    "relation": rel,
+                    "anchor": child.entity,
+                }
+            )
             if child.listed:
                 out.append(
                     {
@@ -190,6 +199,7 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
                         "type": U.COUNTING.value,
                         "entity": node.entity,
                         "relation": rel,
+                        "anchor": child.entity,
                     }
                 )
         for total, child in node.counts:
@@ -213,4 +223,5 @@ def flatten(root: NodeSpec, head: str = "") -> list[dict[str, str]]:
             out.append({"text": c.text, "type": U.INTERSECTION.value, "entity": node.entity})
         for c in out[start:]:
             c.setdefault("relation", "")
+            c.setdefault("anchor", "")
     return out

@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from training.synth.clue_evidence import render_checks
 from training.synth.config import SynthReport
 from training.synth.coverage import render_coverage, transfer_summary, type_floors
 from training.synth.quality import quality, render_quality
@@ -213,10 +214,13 @@ def build_card(
             "shortcut_reworded": f["shortcut_reworded"],
             "shortcut_branch_dropped": f["shortcut_branch_dropped"],
             "look_alikes_excluded": f["look_alikes_excluded"],
+            "look_alike_dropped": f["look_alike_dropped"],
+            "clue_check_dropped": f["clue_check_dropped"],
             "shortcut_targets_skipped": f["shortcut_target_skipped"],
             "facts_added": {k: f[f"facts_added_{k}"] for k in range(7) if f[f"facts_added_{k}"]},
             "shortcut_in_set": sum(r["shortcut"] for r in records),
         },
+        "clue_checks": report.clue_checks,
         "kg": report.kg,
         "sampling": report.sampling,
         "timings_s": {k: round(v, 2) for k, v in report.timings.items()},
@@ -262,9 +266,11 @@ def render_card(card: dict[str, Any]) -> str:
         f"| shortcut questions kept in the set | {g['shortcut_in_set']} |",
         "",
         f"Uniqueness outcomes: {g['uniqueness']}; unique only once a negation named the one or two look-alikes the "
-        f'check left ("It is not ..."): {g.get("look_alikes_excluded", 0)}.',
+        f'check left ("It is not ..."): {g.get("look_alikes_excluded", 0)}; dropped because a page of the answer\'s '
+        f"type named beside it on the question's own pages fits every clue: {g.get('look_alike_dropped', 0)}.",
         "",
     ]
+    lines += render_checks(card.get("clue_checks") or {})
     lines += [
         f"Drafts a single search answered at first: {g.get('shortcut_first_drafts', 0)}, of which "
         f"{g.get('shortcut_reworded', 0)} were written again with every entity described (and, where that was not "
@@ -278,7 +284,8 @@ def render_card(card: dict[str, Any]) -> str:
     lines += [
         "## Difficulty, measured",
         "",
-        "Level: `easy` when the answer page is in the sim's top 10 for a single clue; `hard` when it is neither "
+        "Level: `easy` when the answer page is in the sim's top 10 for a single clue, the oracle needs one search, or "
+        "the question has a single constraint; `hard` when it is neither "
         f"for a single clue nor for the whole question, the question chains at least {HARD_HOPS} typed facts and "
         f"the oracle needs at least {HARD_SEARCHES} searches; `medium` otherwise.",
         "",

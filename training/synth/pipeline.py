@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from training.synth.clue_builder import AnswerLeakError
+from training.synth.clue_check import ClueChecker
 from training.synth.config import SynthConfig, SynthReport
 from training.synth.constraints import ParseError, flatten, parse_clues
 from training.synth.coverage import type_support
 from training.synth.gates import Deduper, SearchGates, sim_search, sim_visit
 from training.synth.kg_build import build_dense_kg
 from training.synth.llm import LLMGenerator
+from training.synth.lookalikes import unruled
 from training.synth.orbits import interleave, targets_at_depth
 from training.synth.records import build_record
 from training.synth.sampling import sample_subgraphs_with_report
@@ -106,6 +108,10 @@ def generate_with_report(
 
     t = time.perf_counter()
     kg = typed_view(_grow_kg(src, cfg, rng, gates, rep))
+    s = time.perf_counter()
+    checker = ClueChecker(src)
+    checker.prune(kg)  # the verification stage: facts and relations re-read in their evidence before composing
+    rep.timings["verify_clues"] = time.perf_counter() - s
     rep.kg["typed_view"] = {"nodes": kg.graph.number_of_nodes(), "edges": kg.graph.number_of_edges()}
     rep.kg["support"] = type_support(kg)
     rep.timings["kg"] = time.perf_counter() - t
@@ -125,7 +131,8 @@ def generate_with_report(
     }
 
     t = time.perf_counter()
-    records = _run_gates(cfg, kg, interleave(subs, rng), src, gates, verifier, llm, rep, split_of)
+    records = _run_gates(cfg, kg, interleave(subs, rng), src, gates, verifier, llm, rep, split_of, checker)
+    rep.clue_checks = dict(sorted(checker.counts.items()))
     rep.timings["generate_and_gate"] = time.perf_counter() - t
     rep.timings["total"] = time.perf_counter() - t0
     rep.funnel["searches"], rep.funnel["visits"] = gates.searches, gates.visits
@@ -193,6 +200,7 @@ class _Ctx:
     rep: SynthReport
     dedup: Deduper = field(default_factory=Deduper)
     timing: Counter = field(default_factory=Counter)
+    checker: ClueChecker | None = None  # the verification stage (question-level checks, look-alike counts)
     steer: frozenset = frozenset()  # the uncertainty types the accepted questions are short of
     easy: set = field(default_factory=set)  # targets one search answered
 
@@ -224,6 +232,11 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
     if ctx.dedup.seen(draft.question, draft.answer, [str(x) for x in sub.nodes] + [tag]):
         f["duplicate"] += 1
         return None
+    if ctx.checker is not None and ctx.checker.draft(
+        draft.question, draft.head, ctx.kg.graph.nodes[target].get("entity")
+    ):
+        f["clue_check_dropped"] += 1
+        return None
     s = time.perf_counter()
     u, k = ctx.verifier.check_extending(root, draft.head, draft.extras)
     added = k
@@ -248,6 +261,10 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
         f["answer_leak"] += 1
         return None
     root = parse_clues(draft.answer, draft.clues)
+    if ctx.checker is not None and unruled(ctx.src, ctx.verifier, root, draft.head, sub.graph):
+        f["look_alike_dropped"] += 1  # a sibling the question's own pages name fits every clue
+        ctx.checker.counts["dropped_look_alike"] += 1
+        return None
     f["unique"] += 1
     f[f"facts_added_{added}"] += 1
     question = draft.question
@@ -304,11 +321,12 @@ def _run_gates(
     llm: LLMGenerator | None,
     rep: SynthReport,
     split_of: Any,
+    checker: ClueChecker | None = None,
 ) -> list[dict[str, Any]]:
     """Generate questions subgraph by subgraph until ``cfg.n`` pass every gate."""
     from tqdm.auto import tqdm
 
-    ctx = _Ctx(cfg, kg, src, gates, verifier, llm, rep)
+    ctx = _Ctx(cfg, kg, src, gates, verifier, llm, rep, checker=checker)
     f, records = rep.funnel, []
     bar = tqdm(total=cfg.n, desc="questions", unit="q", disable=not cfg.progress)
     for i, sub in order:
@@ -377,6 +395,7 @@ def _answerable_record(
         candidates=u.candidates,
         reach=reach,
         transfer=transfer,
+        checker=ctx.checker,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import networkx as nx
 
+from training.synth.clue_evidence import clue_evidence
 from training.synth.constraints import NodeSpec, flatten, walk
 from training.synth.gates import Retrieval
 from training.synth.naming import name_variants
@@ -52,7 +53,8 @@ class Difficulty:
     ``search_tries`` (every query that solver tried, failures included), and whether the answer
     page is in the sim's top 10 for the question itself (``top10_question``) or for any single
     clue about the answer (``top10_clue``). The level follows the measurements: ``easy`` when one
-    search of a single clue already shows the answer page; ``hard`` when neither the question nor a
+    search of a single clue already shows the answer page, when the oracle needs at most one search, or when the
+    question has a single constraint (a one-clue question is a lookup, whatever the search engine does); ``hard`` when neither the question nor a
     single clue does, the question chains at least :data:`HARD_HOPS` typed facts and the oracle needs
     at least :data:`HARD_SEARCHES` searches; ``medium`` otherwise. ``score = hops + cycle rank + constraints / 4`` is the shape alone,
     kept for comparison with the older sets (whose level was that score cut at 4.5 and 6.25).
@@ -87,7 +89,8 @@ class Difficulty:
         score = hops + (edges - nodes + 1) + constraints / 4
         top_q, top_c = bool(reach.get("top10_question")), bool(reach.get("top10_clue"))
         deep = hops >= HARD_HOPS and searches >= HARD_SEARCHES
-        level = "easy" if top_c else "hard" if deep and not top_q else "medium"
+        one_step = top_c or 0 < searches <= 1 or constraints <= 1
+        level = "easy" if one_step else "hard" if deep and not top_q else "medium"
         return cls(
             nodes, edges, hops, constraints, level, score, searches, tries, top_q, top_c, reach.get("best_clue_rank")
         )
@@ -170,6 +173,7 @@ def build_record(
     candidates: int = 1,
     reach: dict[str, Any] | None = None,
     transfer: dict[str, Any] | None = None,
+    checker: Any = None,
 ) -> dict[str, Any]:
     """Assemble one task record.
 
@@ -190,6 +194,7 @@ def build_record(
             (:meth:`~training.synth.gates.SearchGates.reach`), for the measured difficulty.
         transfer: :func:`~training.synth.transfer.transfer_check`'s counts (relations and facts whose evidence page
             the sim's search finds for the clue's own words).
+        checker: The run's :class:`~training.synth.clue_check.ClueChecker` (the facts' evidence sentences), if any.
 
     Returns:
         The record: ``id, question, answer, aliases, split, answer_url, evidence, clues,
@@ -221,7 +226,10 @@ def build_record(
             }
         )
     evidence = [{"title": t, "url": title_to_url(t), "docids": _docids(src, specs.get(t), t, edges)} for t in nodes]
-    clues = [{**c, "query": retrieval.queries.get(c["entity"], "")} for c in flatten(root, draft.head)]
+    clues = [
+        {**c, "query": retrieval.queries.get(c["entity"], ""), "evidence": clue_evidence(c, specs, g, src, checker)}
+        for c in flatten(root, draft.head)
+    ]
     searches = retrieval.searches_needed(answer)
     checked = [c for c in clues if c["type"] in _CHECKED]
     tr = {"clues": 0, "evidence_found": 0, **(transfer or {})}

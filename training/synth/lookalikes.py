@@ -1,0 +1,114 @@
+"""Uniqueness beyond the sample: the look-alikes a reader of the question's own pages would find.
+
+:class:`~training.synth.verify.Verifier` counts a page as a candidate only when the corpus *states* every clue of it
+extractably, so a page whose population the lead does not give never fits "a population in the millions": on a 10k-page
+sample, a clue set can be unique only because the look-alikes' pages are short. A reader has no such luck. This check
+takes the entities a reader meets on the way, every page of the answer's type that a page of the question links in the
+sentence stating one of the answer's relations ("bordered by Russia, Ukraine, Poland, Lithuania and Latvia" on
+Belarus's page, for a country bordering Belarus), and asks whether some clue about the answer rules each one out:
+
+* a relation: the look-alike is not linked with that clue's anchor in either direction (a link is the loosest reading
+  of a relation, so a look-alike the page only mentions still fits), or it is that anchor;
+* a blurred date or number: the look-alike's page gives a value of that kind outside the clue's interval (a page that
+  gives none is *not* ruled out: the fact is unknown, not false);
+* a partial name, a negation naming it, the type noun: decided from its title and its lead.
+
+A question with a look-alike that no clue rules out is dropped (:func:`unruled`). What it cannot see: entities of the
+answer's type that no page of the question names in those sentences (a reader searching further would meet more), and
+relations a look-alike's page states without a link; what it guarantees: every listed sibling of the answer on the
+question's own pages is excluded by a clue the reader can check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from training.synth.clues import UncertaintyType
+from training.synth.constraints import NodeSpec
+from training.synth.kg import Entity
+from training.synth.naming import name_variants
+from training.synth.uncertainty import date_phrase, relation_label
+from training.synth.verify import Verifier, _head_fits, name_fits
+
+__all__ = ["siblings", "unruled"]
+
+U = UncertaintyType
+_MAX_POOL = 200
+
+
+def siblings(src: Any, page: str, sentence: str, exclude: Iterable[str]) -> list[str]:
+    """Pages that ``page`` links and ``sentence`` (one of its sentences) names, other than ``exclude``."""
+    pid = src.resolve(page)
+    if pid is None or not sentence:
+        return []
+    skip = set(exclude)
+    out = []
+    for q in src.out_ids(pid)[: _MAX_POOL * 5]:
+        t = src.title(q)
+        if t not in skip and any(len(n) > 2 and n in sentence for n in name_variants(t)):
+            out.append(t)
+    return out
+
+
+def _decided(ent: Entity, fact: Any) -> bool:
+    """Whether the page states a fact of the clue's kind at all (otherwise the clue cannot rule it out)."""
+    rec = dict(fact.record)
+    if fact.type is U.FUZZY_NUMBER:
+        attr = relation_label(rec.get("attr", ""))
+        return any(relation_label(n.attr) == attr for n in ent.numbers)
+    if fact.type in (U.FUZZY_DATE, U.TEMPORAL_ORDER):
+        phrase = date_phrase(rec.get("attr", "date"))
+        return phrase is not None and any((date_phrase(d.attr) or ("",))[0] == phrase[0] for d in ent.dates)
+    return fact.type is U.PARTIAL_NAME
+
+
+def _linked(src: Any, a: int, b: int) -> bool:
+    return b in src.out_ids(a) or b in src.in_ids(a)
+
+
+def ruled_out(src: Any, verifier: Verifier, root: NodeSpec, head: str, title: str) -> bool:
+    """Whether some clue about the answer ``root`` is decidably false of page ``title``."""
+    pid = src.resolve(title)
+    ent = src.entity(title)
+    if pid is None or ent is None:
+        return True
+    if not _head_fits(ent, head, tuple(name_variants(root.entity))):
+        return True
+    for _, _, child in root.relations:
+        cpid = src.resolve(child.entity)
+        if cpid is None or cpid == pid or not _linked(src, pid, cpid):
+            return True
+    for fact in root.facts:
+        if fact.type is U.PARTIAL_NAME and not name_fits(fact, title):
+            return True
+        if _decided(ent, fact) and not verifier.fact_holds(ent, fact):
+            return True
+    return any(n.entity == title for n in root.negations)
+
+
+def unruled(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any) -> list[str]:
+    """The look-alikes of a question's answer that no clue rules out (see the module docstring).
+
+    Args:
+        src: The store.
+        verifier: The uniqueness verifier (its fact semantics are reused).
+        root: The question's constraint tree (the answer's node).
+        head: The answer's type noun in the question.
+        graph: The question's subgraph (its edges carry the evidence sentences).
+
+    Returns:
+        Titles of pages of the answer's type, named beside it on the question's own pages, that fit every clue.
+    """
+    answer = root.entity
+    own = {str(n) for n in graph}
+    pool: list[str] = []
+    for _, _, child in root.relations:
+        if not graph.has_edge(answer, child.entity):
+            continue
+        data = graph.edges[answer, child.entity]
+        page = str(data.get("page") or data.get("source_page") or "")
+        for t in siblings(src, page, str(data.get("evidence") or ""), own):
+            if t not in pool:
+                pool.append(t)
+    return [t for t in pool[:_MAX_POOL] if not ruled_out(src, verifier, root, head, t)]
