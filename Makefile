@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml
 	# system packages: bubblewrap for the PythonInterpreter sandbox (apt, as root or password-less sudo; else it says
 	# what to run and the sandbox tests skip with the reason). SIM_WEB_SYSTEM_SETUP=0 skips installing.
 	bash scripts/setup.sh $(BIN)/python
+	# verifiers' own venv (it pins mcp==2.0.0, the openenv extra mcp<2), for tests/integrations/test_verifiers_taskset.py
+	$(BIN)/python -m tests.integrations.vf_venv
 	touch $(STAMP)
 
 INDEX := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/indexes/sample

@@ -1,9 +1,7 @@
 """The sim-web-tasks package (integrations/verifiers) run by verifiers' own ``vf-eval`` (issue 58, part 2).
 
 verifiers 0.4 pins ``mcp==2.0.0`` and sim-web's ``openenv`` extra needs ``mcp<2``, so verifiers gets a venv of its
-own: ``.venv/verifiers`` (made here on first use with pip from the package index, then reused; ``$SIM_WEB_VERIFIERS_VENV``
-names another). It layers on this interpreter's packages (a ``.pth`` file), so sim-web itself is not installed twice,
-and holds verifiers, uv (the ``null`` harness runs its chat program as a uv script) and this package (editable).
+own (:mod:`tests.integrations.vf_venv`: made by ``make install``, else here on first use).
 
 A scripted OpenAI-compatible endpoint plays the model with native tool calls: it searches once with the question,
 then answers. It answers every task right but the last, so the rewards must come back 1, ..., 1, 0, keyed by the
@@ -17,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -26,6 +22,7 @@ import pytest
 from sim_web.env import resolve_tasks
 from sim_web.serve.http import create_app
 from tests.integrations.scripted_model import ScriptedModel
+from tests.integrations.vf_venv import ensure_venv
 from tests.sim_web.live_server import running
 from wiki_index.search.index import WikiIndex
 
@@ -37,24 +34,8 @@ N_TASKS = 3
 
 @pytest.fixture(scope="module")
 def vf_python() -> Path:
-    """The verifiers venv's interpreter, made (once) as the module docstring says."""
-    venv = Path(os.environ.get("SIM_WEB_VERIFIERS_VENV") or ROOT / ".venv" / "verifiers")
-    stamp = venv / ".sim-web-tasks-installed"
-    want = "\n".join((*PINS, sysconfig.get_paths()["purelib"]))
-    python = venv / "bin" / "python"
-    if not (stamp.is_file() and stamp.read_text() == want and python.exists()):
-        subprocess.run([sys._base_executable, "-m", "venv", "--clear", str(venv)], check=True)
-        site = Path(
-            subprocess.check_output(
-                [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
-            ).strip()
-        )
-        (site / "zz_sim_web.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run([*pip, *PINS], check=True)
-        subprocess.run([*pip, "--no-deps", "-e", str(ROOT / "integrations" / "verifiers")], check=True)
-        stamp.write_text(want)
-    return python
+    """The verifiers venv's interpreter (:func:`tests.integrations.vf_venv.ensure_venv`)."""
+    return ensure_venv()
 
 
 @pytest.fixture(scope="module")
