@@ -27,7 +27,7 @@ from agents.policies.baselines import _answer, _names
 from sim_web.protocol.formatting import OBSERVATION_SEPARATOR
 from wiki_index.types import bare_title
 
-_ITEM = re.compile(r"^\d+\. \[(.*)\]\(https?://[^\n]*\)\n(.*?)(?=^\d+\. \[|\Z)", re.MULTILINE | re.DOTALL)
+_ITEM = re.compile(r"^\d+\. \[([^\n]*)\]\(https?://[^\n]*\)\n(.*?)(?=^\d+\. \[|\Z)", re.MULTILINE | re.DOTALL)
 _CLUE = re.compile(r",? (?:and )?(?=borders |lies in |has a coast on the |is landlocked|is an island country)")
 _CLUE_QUERY = (
     ("borders ", "country bordering {}"),
@@ -46,6 +46,7 @@ _STOP = set("a an the of in on at by to from for is was are were that this which
 
 def results(reply: str) -> list[list[tuple[str, str]]]:
     """``[(title, snippet), ...]`` per search block of a tool response."""
+    reply = reply.replace("<tool_response>", "").replace("</tool_response>", "")
     return [[(t, s.strip()) for t, s in _ITEM.findall(block)] for block in reply.split(OBSERVATION_SEPARATOR)]
 
 
@@ -111,9 +112,12 @@ def bridge_parts(question: str) -> tuple[str, str] | None:
 def read_bridge(clue: str, hits: list[tuple[str, str]], question: str) -> str | None:
     """The bridge entity in the clue search's results: the capitalised name after the relation's last words in a
     snippet, else the first result title the question does not name."""
-    words = [w for w in re.findall(r"[\w-]+", re.sub(_REF, " ", clue)) if w.lower() not in _STOP]
+    relation = re.sub(r"\b(?:a|an|that|this)\s+[\w-]+\W*$", "", re.sub(_REF, " ", clue).strip())
+    words = [w for w in re.findall(r"[\w-]+", relation) if w.lower() not in _STOP]
     if words:
-        cue = re.compile(rf"\b{re.escape(words[-1])}(?: of| in| by| on| from| to)?(?: the)? ((?:[A-Z][\w'-]+ ?)+)")
+        cue = re.compile(
+            rf"\b{re.escape(words[-1])}\b[^.]{{0,40}}?\b(?:of|in|by|on|from|to|with)\s+(?:the\s+)?((?:[A-Z][\w'-]+ ?)+)"
+        )
         for _, snippet in hits:
             for m in cue.finditer(snippet):
                 name = m.group(1).strip()
@@ -124,9 +128,13 @@ def read_bridge(clue: str, hits: list[tuple[str, str]], question: str) -> str | 
 
 def second_query(ask: str, bridge: str) -> str:
     """The question's other part with the bridge named in place of its reference."""
-    m = _RELATIVE.search(ask.rstrip("?"))
-    if m is not None and not re.search(r"\b(?:that|this) [\w-]+\b", ask[: m.start()]):
-        return f"{ask[: m.start()]}{bridge}{ask[m.end() :]}".strip() + "?"
+    base = ask.rstrip("?")
+    m = _RELATIVE.search(base)
+    if m is not None and not re.search(r"\b(?:that|this) [\w-]+\b", base[: m.start()]):
+        if base.startswith(("The ", "the ")):  # "The country that Kabul is the capital of is a country in which ...?"
+            cut = max(m.group(2).rfind(" is "), m.group(2).rfind(" was "))
+            return f"{bridge}{m.group(2)[cut:]}?" if cut > 0 else f"{bridge} {base}?"
+        return f"{base[: m.start()]}{bridge}?"
     new, n = _REF.subn(bridge, ask, count=1)
     return new if n else f"{ask} {bridge}"
 

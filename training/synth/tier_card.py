@@ -27,7 +27,9 @@ def tier_card(records: list[dict[str, Any]], report: Any) -> dict[str, Any]:
         "funnel": dict(f),
         "forms": form_card(records),
         "unseen_forms": list(report.config.get("unseen_forms") or []),
-        "uniqueness": "functional relation on its page (one object, no list in the evidence sentence)",
+        "uniqueness": "the clues' members intersect in the answer alone, over every country of the sample"
+        if report.config.get("tier") == "intersection"
+        else "functional relation on its page (one object, no list in the evidence sentence)",
         "answerable_rate": round(1 - f["unanswerable"] / cand, 3),
         "question_retrieves_answer_rate": round(f["question_finds_answer"] / cand, 3),
         "question_retrieves_answer_meaning": "the point (lookup: kept only when it does)"

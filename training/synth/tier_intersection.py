@@ -195,7 +195,7 @@ def _combos(clues: list[tuple[str, str]], rng: random.Random) -> list[tuple[tupl
 
 def _record(country: str, clues: tuple[tuple[str, str], ...], mem: Membership, view: Any, cfg: Any) -> dict[str, Any]:
     from sim_web.env.tasks import split_of
-    from training.synth.tiers import _aliases
+    from training.synth.tier_view import aliases
 
     question = question_text(list(clues))
     rid = "intersection-" + hashlib.sha1(f"{cfg.seed}|{question}".encode()).hexdigest()[:12]
@@ -204,7 +204,7 @@ def _record(country: str, clues: tuple[tuple[str, str], ...], mem: Membership, v
         "id": rid,
         "question": question,
         "answer": country,
-        "aliases": _aliases(mem.src, country),
+        "aliases": aliases(mem.src, country),
         "split": split_of(rid, cfg.test_fraction),
         "tier": "intersection",
         "answer_url": title_to_url(country),
@@ -283,7 +283,7 @@ def generate_intersection(index_dir: str | Path | None, cfg: Any, rep: Any) -> t
     from sim_web.backends.sim import SimBackend, SimConfig
     from training.synth.store_source import StoreSource
     from training.synth.tier_split import answer_disjoint_split
-    from training.synth.tiers import ResultView
+    from training.synth.tier_view import ResultView
     from wiki_index.search.index import WikiIndex
 
     index = WikiIndex.from_dir(index_dir)

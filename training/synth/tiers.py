@@ -37,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from simweb_core.fields import help_field
-from training.synth.naming import head_noun, leaks, name_variants
-from training.synth.relations import SRC, Names, fill, infobox_template, is_text_relation, relation_words
+from training.synth.naming import head_noun, leaks
+from training.synth.relations import SRC, fill, infobox_template, is_text_relation, relation_words
 from training.synth.tier_card import render_tier_card, tier_card
 from training.synth.tier_facts import Fact, all_facts
 from training.synth.tier_forms import FORMS, UNSEEN_FORMS, bridge_forms, lookup_forms, settle_forms, short_description
+from training.synth.tier_view import ResultView, aliases
 from training.synth.uncertainty import relation_label
 from wiki_index.types import bare_title, title_to_url
 
@@ -152,11 +153,6 @@ def _query(subject: str, fact: Fact) -> str:
     return f"{bare_title(subject)} {relation_words(fact.relation)}".strip()
 
 
-def _aliases(src: Any, title: str) -> list[str]:
-    pid = src.resolve(title)
-    return sorted({a for a in (src.aliases(pid) if pid is not None else []) + name_variants(title) if a != title})
-
-
 def _leaks(question: str, *titles: str) -> bool:
     return any(leaks(question, [t, bare_title(t)]) for t in titles)
 
@@ -183,7 +179,7 @@ def _record(
         "id": rid,
         "question": question,
         "answer": answer,
-        "aliases": _aliases(src, answer),
+        "aliases": aliases(src, answer),
         "split": split_of(rid, cfg.test_fraction),
         "tier": tier,
         "answer_url": title_to_url(answer),
@@ -218,40 +214,6 @@ def _record(
         "form": "template",
         **({"variants": variants} if variants else {}),
     }
-
-
-class ResultView:
-    """What one search shows an agent: the top ``k`` result titles and their query-focused snippets (cached).
-
-    Args:
-        backend: A :class:`~sim_web.backends.sim.SimBackend` with the env's snippet length.
-        k: Results per search.
-    """
-
-    def __init__(self, backend: Any, k: int) -> None:
-        self._backend, self._k = backend, k
-        self._cache: dict[str, list[tuple[str, str]]] = {}
-        self.searches = 0
-
-    def results(self, query: str) -> list[tuple[str, str]]:
-        """``(title, snippet)`` of the top ``k`` results."""
-        query = " ".join(query.split())
-        if query not in self._cache:
-            self.searches += 1
-            self._cache[query] = [(r.title, r.snippet) for r in self._backend.search(query, self._k)] if query else []
-        return self._cache[query]
-
-    def titles(self, query: str) -> list[str]:
-        """Titles of the top ``k`` results."""
-        return [t for t, _ in self.results(query)]
-
-    def shows(self, query: str, title: str) -> bool:
-        """Whether the results name page ``title``: as a result, or in a snippet (its name as whole words)."""
-        res = self.results(query)
-        if any(t == title for t, _ in res):
-            return True
-        finder = Names({title, bare_title(title)})
-        return any(finder.search(snip) is not None for _, snip in res)
 
 
 def _lookups(
