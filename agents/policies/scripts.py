@@ -4,8 +4,9 @@
 that. The tiers are built so that more than one search is needed, and a script that knows how the generator writes
 questions can take those searches without learning anything. This one reads the question's shape and acts:
 
-* **intersection** ("Which country borders Laos and lies in Southeast Asia?"): one search per clue (all in one call),
-  then the title that the most clue searches return (ties: the better summed rank), not named in the question;
+* **intersection** ("Which country borders Laos and lies in Southeast Asia?"): one search per clue (one call each:
+  the env cuts a long response), then the name that the most clue searches show, as a result title or in a snippet
+  (ties: the better summed title rank), not named in the question;
 * **bridge** (two facts, in any of the tier's forms: two sentences either way round, a relative clause, a
   description, other words): search the clue about the named entity, read the bridge entity from the results (the
   name that follows the relation's last words in a snippet, else the first title the question does not name), search
@@ -149,9 +150,10 @@ class ScriptPolicy(FunctionPolicy):
         question = messages[1]["content"] if len(messages) > 1 else ""
         replies = [m["content"] for m in messages[2:] if m["role"] == "user" and "<tool_response>" in m["content"]]
         if (queries := intersection_queries(question)) is not None:
-            if not replies:
-                return _search(queries, "One search per clue.")
-            return _answer(self._overlap(results(replies[0]), question), "The title most clue searches return.")
+            if len(replies) < len(queries) and not _forced(messages):  # one call per clue: a long response is cut
+                return _search([queries[len(replies)]], "I search the next clue.")
+            blocks = [b for reply in replies for b in results(reply)]
+            return _answer(self._overlap(blocks, question), "The name most clue searches show.")
         parts = bridge_parts(question)
         if parts is None:
             if not replies:
@@ -174,12 +176,25 @@ class ScriptPolicy(FunctionPolicy):
 
     @staticmethod
     def _overlap(blocks: list[list[tuple[str, str]]], question: str) -> str:
-        count, rank = Counter(), Counter()
+        """The result title that the most clue searches show (as a title, or named in a snippet), not named in the
+        question; ties go to a title whose snippet says the asked kind ("country"), then to the better summed rank."""
+        kind = (re.match(r"^Which ([\w-]+)", question) or re.match(r"(.*)", "")).group(1) or ""
+        titles = {t for block in blocks for t, _ in block if not _names(question, t)}
+        count, rank, typed = Counter(), Counter(), Counter()
         for block in blocks:
-            for i, (title, _) in enumerate(block):
-                if not _names(question, title):
-                    count[title] += 1
-                    rank[title] += i
+            text = " ".join(f"{t} {s}" for t, s in block)
+            for n in titles:
+                count[n] += _names(text, n)
+            for i, (t, snip) in enumerate(block):
+                rank[t] += i
+                typed[t] |= bool(kind) and _names(snip, kind)
         if not count:
             return "unknown"
-        return bare_title(min(count, key=lambda t: (-count[t], rank[t], t)))
+        return bare_title(min(count, key=lambda n: (-count[n], -typed[n], rank[n], n)))
+
+
+def _forced(messages: Messages) -> bool:
+    """Whether the last turn is the forced-answer prompt."""
+    from agents.prompts import FORCE_ANSWER_PROMPT
+
+    return bool(messages) and messages[-1]["role"] == "user" and messages[-1]["content"] == FORCE_ANSWER_PROMPT

@@ -103,10 +103,11 @@ def test_the_script_plays_a_bridge_episode_and_an_intersection_episode():
         "country in Southeast Asia",
     ]
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": q}]
-    call = policy.generate([chat])[0].text
-    reply = _reply(
-        [("Vietnam", ""), ("Thailand", "")], [("Thailand", ""), ("China", "")], [("Laos", ""), ("Thailand", "")]
-    )
-    assert len(results(reply)) == 3
-    chat += [{"role": "assistant", "content": call}, {"role": "user", "content": reply}]
-    assert policy.generate([chat])[0].text.endswith("<answer>Thailand</answer>")  # in all three, Laos is named
+    blocks = [[("Vietnam", ""), ("Thailand", "")], [("Thailand", ""), ("China", "")], [("Laos", "Laos and Thailand")]]
+    for query, block in zip(intersection_queries(q), blocks):  # one call per clue
+        call = policy.generate([chat])[0].text
+        assert _calls(call) == [query]
+        chat += [{"role": "assistant", "content": call}, {"role": "user", "content": _reply(block)}]
+    assert len(results(_reply(*blocks))) == 3
+    # Thailand: a title of two searches and named in the third's snippet; Laos is named in the question
+    assert policy.generate([chat])[0].text.endswith("<answer>Thailand</answer>")

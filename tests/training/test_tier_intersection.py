@@ -83,5 +83,5 @@ def test_the_oracle_answers_in_at_most_three_searches_and_the_overlap_script_run
         )
         out[policy] = [json.loads(x) for x in (res.out / "trajectories.jsonl").read_text().splitlines()]
     assert all(r["correct"] == 1.0 and r["tool_calls"].get("search", 0) <= 3 for r in out["oracle:search"])
-    # the script's one call holds one query per clue (one search each), then it answers
-    assert all(r["tool_calls"].get("search", 0) == 1 and r["turns"] == 2 for r in out["rule:script"])
+    # the script searches once per clue, then answers
+    assert all(r["tool_calls"].get("search", 0) == r["metadata"]["difficulty"]["hops"] for r in out["rule:script"])
