@@ -89,7 +89,8 @@ def summarise(run: Path) -> dict[str, Any]:
             "all": rates(rows, ids),
             **{t: rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers},
         }
-    out["forms"] = {name: form_rates(rows) for name, rows in stages.items()}
+    if stages:  # per form family, seen and unseen (tasks without a form are the template's)
+        out["forms"] = {name: form_rates(rows) for name, rows in stages.items()}
     for a, b in pairs(list(stages)):
         common = sorted(set(stages[a]) & set(stages[b]))
         out["paired"][f"{a}->{b}"] = {

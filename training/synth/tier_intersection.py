@@ -39,7 +39,7 @@ from training.synth.naming import head_noun, leaks
 from wiki_index.types import bare_title, title_to_url
 
 _BORDER = re.compile(r"\b(?:border|borders|bordered|bordering|neighbo\w*|adjacent|shares? (?:a )?(?:land )?border)")
-_COAST = re.compile(r"\b(?:coast\w*|shore\w*|bordered by|bounded by|borders?|on the|washed by|faces|facing)\b")
+_COAST = re.compile(r"\b(?:coast\w*|shore\w*|border\w*|bound\w*|on the|by the|washed by|faces|facing|along)\b")
 _MEMBER = re.compile(r"\b(?:consists? of|compris\w+|includ\w+|countries|nations|states|made up of|is a country in)\b")
 _REGION_HEADS = ("region", "subregion", "peninsula")  # not continents: their pages list a few of their countries
 _WATER_HEADS = ("sea", "ocean", "gulf", "bay", "strait", "lake")
@@ -128,20 +128,47 @@ class Membership:
             elif other in self.regions and _sentence_before(ev, name, re.compile(r"\bin\b|\bof\b")):
                 if f"country in {name}" in ev or f"located in {name}" in ev or f"situated in {name}" in ev:
                     self._add("region", other, country, ev)
-            if head == "country" and other in self.current and _sentence_before(ev, name, _BORDER):
-                self._add("borders", other, country, ev)
-                self._add("borders", country, other, ev)
-            if head in _WATER_HEADS and _sentence_before(ev, name, _COAST):
-                self._add("coast", other, country, ev)
+            if head == "country" and other in self.current:
+                self._pair("borders", other, country, self._sentences(country, other), other, _BORDER)
+            if head in _WATER_HEADS:
+                self._pair("coast", other, country, self._sentences(country, other), other, _COAST)
         for other, attrs in self._pages_naming(country):  # what the regions', seas' and neighbours' pages say of it
             ev, head = str(attrs.get("evidence") or ""), self.heads.get(other)
             if other in self.regions and _sentence_before(ev, bare_title(country), _MEMBER):
                 self._add("region", other, country, ev)
-            elif head in _WATER_HEADS and _sentence_before(ev, bare_title(country), _COAST):
-                self._add("coast", other, country, ev)
-            elif head == "country" and other in self.current and _sentence_before(ev, bare_title(country), _BORDER):
-                self._add("borders", other, country, ev)
-                self._add("borders", country, other, ev)
+            elif head in _WATER_HEADS:  # a sea's page naming a country at all makes it a look-alike
+                self._pair("coast", other, country, self._sentences(other, country), country, _COAST, loose=True)
+            elif head == "country" and other in self.current:
+                self._pair("borders", other, country, self._sentences(other, country), country, _BORDER)
+
+    def _sentences(self, page: str, other: str) -> list[str]:
+        """Every sentence of ``page`` that names ``other``."""
+        pid = self.src.resolve(page)
+        names = [other, bare_title(other)]
+        return [sent for _, sent in self.src.sentences_naming(pid, names)] if pid is not None else []
+
+    def _pair(
+        self,
+        family: str,
+        y: str,
+        country: str,
+        sentences: list[str],
+        named: str,
+        cue: re.Pattern[str],
+        loose: bool = False,
+    ) -> None:
+        """Read a ``borders`` / ``coast`` pair from ``sentences`` (one page's sentences naming ``named``, the other of
+        the pair): the evidence is a sentence naming it after a word of ``cue`` (a look-alike: ``cue`` anywhere in such a sentence, or any
+        sentence at all when ``loose``)."""
+        strict = next((x for x in sentences if _sentence_before(x, bare_title(named), cue)), None)
+        if strict is None and not (loose and sentences) and not any(cue.search(x) for x in sentences):
+            return
+        pairs = [(y, country), (country, y)] if family == "borders" else [(y, country)]
+        for yy, cc in pairs:
+            if strict is not None:
+                self._add(family, yy, cc, strict)
+            else:
+                self.members.setdefault((family, yy), set()).add(cc)
 
     def _pages_naming(self, country: str) -> list[tuple[str, dict[str, Any]]]:
         pid = self.src.resolve(country)

@@ -22,6 +22,11 @@ each backed by the sentence or field that states it (the record's ``provenance``
 The held-out split is answer-disjoint by default (:mod:`training.synth.tier_split`): no held-out answer is a train
 answer, so a model cannot score by recalling frequent train answers.
 
+Each lookup and bridge question is written in every surface form that applies (:mod:`training.synth.tier_forms`: the
+clue sentence after the question, a relative clause, a description, other words) and one form is drawn per question;
+some forms are never drawn for a train record (the form-disjoint held-out families). The ``intersection`` tier (two
+or three clues about one country, :mod:`training.synth.tier_intersection`) is generated through the same entry point.
+
 Records carry the fields the env, the oracle (``clues[].query`` / ``clues[].entity``, ``evidence``, ``answer_url``)
 and the feedback loop (``difficulty.score`` / ``oracle_searches``: lookup 1, bridge 2, below every SailorFog-QA
 question) read, plus ``tier``. Everything is deterministic for a seed.
@@ -52,7 +57,7 @@ __all__ = ["TIERS", "ResultView", "TierConfig", "TierReport", "ask", "generate_t
 
 @dataclass
 class TierConfig:
-    """Settings of one ``lookup`` / ``bridge`` synthesis run."""
+    """Settings of one ``lookup`` / ``bridge`` / ``intersection`` synthesis run."""
 
     tier: str = help_field(
         "lookup", "'lookup' (one relation), 'bridge' (two hops) or 'intersection' (two or three clues, one answer)."
