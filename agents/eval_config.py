@@ -129,9 +129,8 @@ class EvalConfig:
             r"^(oracle|oracle:search|oracle:plan|rule:first-title|rule:script|prior|hf:.+|openai:.+)$", self.policy
         ):
             raise ConfigError(
-                "EvalConfig.policy must be 'oracle', 'oracle:search', 'oracle:plan', 'rule:first-title', 'rule:script', "
-                "'prior', "
-                f"'hf:PATH' or 'openai:MODEL', got {self.policy!r}"
+                "EvalConfig.policy must be 'rule:script', 'oracle', 'oracle:search', 'oracle:plan', 'rule:first-title', "
+                f"'prior', 'hf:PATH' or 'openai:MODEL', got {self.policy!r}"
             )
         if (
             self.k < 1

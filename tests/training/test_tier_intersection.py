@@ -8,12 +8,32 @@ from dataclasses import replace
 import pytest
 
 from training.synth.tier_intersection import MIN_MEMBERS, clue_query, question_text
-from training.synth.tiers import TierConfig, generate_tier, tier_card
+from training.synth.tiers import TierConfig, tier_card
 
 
 @pytest.fixture(scope="module")
-def inter(sample_index):
-    return generate_tier(sample_index, TierConfig(tier="intersection", n=12, k=5, snippet_chars=160))
+def mem(sample_index):
+    """The membership of every clue over the sample's countries (built once: it reads every country's page)."""
+    from training.synth.store_source import StoreSource
+    from training.synth.tier_intersection import Membership
+    from wiki_index.search.index import WikiIndex
+
+    src = StoreSource(WikiIndex.from_dir(sample_index).store)
+    return Membership(src, sorted(src.title(p) for p in src.page_ids()))
+
+
+@pytest.fixture(scope="module")
+def inter(sample_index, mem):
+    from sim_web.backends.sim import SimBackend, SimConfig
+    from training.synth.tier_intersection import intersection_questions
+    from training.synth.tier_view import ResultView
+    from training.synth.tiers import TierReport
+    from wiki_index.search.index import WikiIndex
+
+    cfg = TierConfig(tier="intersection", n=12, k=5, snippet_chars=160, test_fraction=0.5)
+    rep = TierReport(config={"tier": "intersection"})
+    view = ResultView(SimBackend(WikiIndex.from_dir(sample_index), SimConfig(snippet_chars=160)), 5)
+    return intersection_questions(mem, view, cfg, rep), rep
 
 
 def test_question_text_groups_clues_of_a_family():
@@ -43,17 +63,12 @@ def test_every_question_is_unique_by_its_clues_and_no_clue_answers_it_alone(inte
         assert any(view.shows(c["query"], r["answer"]) for c in r["clues"])  # the oracle reads it off a clue search
     # the gates that dropped candidates are counted
     assert rep.funnel["not_unique"] > 0 and rep.funnel["one_clue_answers"] > 0
+    assert len({r["id"] for r in records}) == 12
     card = tier_card(records, rep)
     assert card["records"] == 12 and "every country" in card["uniqueness"]
 
 
-def test_the_uniqueness_check_counts_every_neighbour_as_a_look_alike(sample_index):
-    from training.synth.store_source import StoreSource
-    from training.synth.tier_intersection import Membership
-    from wiki_index.search.index import WikiIndex
-
-    src = StoreSource(WikiIndex.from_dir(sample_index).store)
-    mem = Membership(src, sorted(src.title(p) for p in src.page_ids()))
+def test_the_uniqueness_check_counts_every_neighbour_as_a_look_alike(mem):
     laos = mem.members[("borders", "Laos")]
     assert {"Vietnam", "Thailand", "Cambodia", "Myanmar"} <= laos  # from Laos's page, read both ways
     assert "Laos" in mem.members[("region", "Southeast Asia")] and "Laos" in mem.members[("landlocked", "")]
