@@ -86,7 +86,8 @@ class EvalConfig:
         (
             "'oracle', 'oracle:search' (answers from search results, no visit), 'oracle:plan' (oracle:search whose "
             "first thought says how many facts the question chains), 'rule:first-title' (search the "
-            "question, answer the first result title it does not name), 'prior' (the most frequent train answer of the "
+            "question, answer the first result title it does not name), 'rule:script' (the strongest per-tier script: two "
+            "searches for bridge, one per clue for intersection), 'prior' (the most frequent train answer of the "
             "question's form), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."
         ),
     )
@@ -125,10 +126,12 @@ class EvalConfig:
     sft: bool | None = help_field(None, "Write sft.jsonl of successful episodes (default: for the oracle).")
 
     def __post_init__(self) -> None:
-        if not re.match(r"^(oracle|oracle:search|oracle:plan|rule:first-title|prior|hf:.+|openai:.+)$", self.policy):
+        if not re.match(
+            r"^(oracle|oracle:search|oracle:plan|rule:first-title|rule:script|prior|hf:.+|openai:.+)$", self.policy
+        ):
             raise ConfigError(
-                "EvalConfig.policy must be 'oracle', 'oracle:search', 'oracle:plan', 'rule:first-title', 'prior', "
-                f"'hf:PATH' or 'openai:MODEL', got {self.policy!r}"
+                "EvalConfig.policy must be 'rule:script', 'oracle', 'oracle:search', 'oracle:plan', 'rule:first-title', "
+                f"'prior', 'hf:PATH' or 'openai:MODEL', got {self.policy!r}"
             )
         if (
             self.k < 1

@@ -73,6 +73,10 @@ def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
         from agents.policies.baselines import FirstTitlePolicy
 
         return FirstTitlePolicy()
+    if cfg.policy == "rule:script":
+        from agents.policies.scripts import ScriptPolicy
+
+        return ScriptPolicy()
     if cfg.policy == "prior":
         from agents.policies.baselines import AnswerPriorPolicy
 

@@ -158,7 +158,16 @@ class ReactAgent:
             aliases=list(task.aliases),
             metadata={
                 k: task.metadata[k]
-                for k in ("source", "uncertainty_types", "difficulty", "structure", "split")
+                for k in (
+                    "source",
+                    "uncertainty_types",
+                    "difficulty",
+                    "structure",
+                    "split",
+                    "tier",
+                    "form",
+                    "form_seen",
+                )
                 if k in task.metadata
             },
             policy=self.policy.name,

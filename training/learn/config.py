@@ -39,6 +39,7 @@ STAGES = (
     "tasks",
     "base",
     "rule",
+    "script",
     "prior",
     "oracle",
     "demos",
@@ -123,6 +124,12 @@ class LearnConfig:
     )
     lookup_test_fraction: float = help_field(0.5, "Held-out share of the lookup tier.")
     bridge_test_fraction: float = help_field(0.5, "Held-out share of the bridge tier.")
+    intersection_test_fraction: float = help_field(0.5, "Held-out share of the intersection tier (when in tiers).")
+    unseen_forms: tuple[str, ...] = help_field(
+        ("relative", "reworded"),
+        "Question forms never drawn for a train task (training/synth/tier_forms.py); the report gives every policy "
+        "per form family, seen and unseen. () for none.",
+    )
     split: str = help_field(
         "answer",
         "'answer': no held-out answer (or alias) is a train answer, across tiers; 'id': hashed ids (the older sets).",
@@ -173,15 +180,22 @@ class LearnConfig:
         bad = [s for s in self.stages if s not in STAGES]
         if bad:
             raise ConfigError(f"LearnConfig.stages: unknown {bad}; expected some of {STAGES}")
-        tiers = [t for t in self.tiers if t not in ("lookup", "bridge")]
+        tiers = [t for t in self.tiers if t not in ("lookup", "bridge", "intersection")]
         if tiers or not self.tiers:
             raise ConfigError(
-                f"LearnConfig.tiers must be a non-empty subset of ('lookup', 'bridge'), got {self.tiers!r}"
+                f"LearnConfig.tiers must be a non-empty subset of ('lookup', 'bridge', 'intersection'), got {self.tiers!r}"
             )
-        if not (0 < self.lookup_test_fraction < 1 and 0 < self.bridge_test_fraction < 1):
+        if not all(
+            0 < f < 1 for f in (self.lookup_test_fraction, self.bridge_test_fraction, self.intersection_test_fraction)
+        ):
             raise ConfigError(
-                "LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction < 1 (a train and a held-out split)"
+                "LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction, intersection_test_fraction < 1 "
+                "(a train and a held-out split)"
             )
+        from training.synth.tier_forms import FORMS
+
+        if any(f not in FORMS or f == "template" for f in self.unseen_forms):
+            raise ConfigError(f"LearnConfig.unseen_forms must name forms of {FORMS[1:]}, got {self.unseen_forms!r}")
         if self.demo_policy not in ("oracle:search", "oracle:plan"):
             raise ConfigError(
                 f"LearnConfig.demo_policy must be 'oracle:search' or 'oracle:plan', got {self.demo_policy!r}"

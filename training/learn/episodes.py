@@ -158,6 +158,8 @@ def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str,
             "past": searched_past(r, later),
             "plan": _plan_right(r),
             "answer": str(r.get("gold", "")).casefold(),
+            "form": str((r.get("metadata") or {}).get("form") or "template"),
+            "form_seen": bool((r.get("metadata") or {}).get("form_seen", True)),
         }
     return out
 

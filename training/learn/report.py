@@ -24,12 +24,21 @@ from training.learn.stats import mcnemar_p, paired_bootstrap
 STAGE_RUNS = (
     ("base", "eval-base"),
     ("rule", "eval-rule"),
+    ("script", "eval-script"),
     ("prior", "eval-prior"),
     ("sft", "eval-sft"),
     ("grpo", "eval-grpo"),
     ("oracle", "eval-oracle"),
 )
-PAIRS = (("base", "sft"), ("rule", "sft"), ("sft", "grpo"), ("rule", "grpo"), ("base", "grpo"))
+PAIRS = (
+    ("base", "sft"),
+    ("rule", "sft"),
+    ("script", "sft"),
+    ("sft", "grpo"),
+    ("rule", "grpo"),
+    ("script", "grpo"),
+    ("base", "grpo"),
+)
 
 
 def variant_of(stage: str) -> str:
@@ -80,6 +89,8 @@ def summarise(run: Path) -> dict[str, Any]:
             "all": rates(rows, ids),
             **{t: rates(rows, [i for i in ids if tier_of(i) == t]) for t in tiers},
         }
+    if stages:  # per form family, seen and unseen (tasks without a form are the template's)
+        out["forms"] = {name: form_rates(rows) for name, rows in stages.items()}
     for a, b in pairs(list(stages)):
         common = sorted(set(stages[a]) & set(stages[b]))
         out["paired"][f"{a}->{b}"] = {
@@ -104,6 +115,22 @@ def summarise(run: Path) -> dict[str, Any]:
             out.setdefault("seeds", {})[variant] = seed_spread(stages["sft"], runs)
     if movement := movements(run, [n for n in stages if n.startswith("grpo")]):
         out["movement"] = movement
+    return out
+
+
+def form_rates(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """pass@1 per tier and form family, and per tier over the seen and the unseen families (``seen`` / ``unseen``):
+    a model that follows a template's positions drops on the forms it never saw."""
+    out: dict[str, dict[str, Any]] = {}
+    for tier in sorted({tier_of(i) for i in rows}):
+        ids = [i for i in sorted(rows) if tier_of(i) == tier]
+        scopes = {
+            f"form:{f}": [i for i in ids if rows[i].get("form", "template") == f]
+            for f in sorted({rows[i].get("form", "template") for i in ids})
+        }
+        scopes["seen"] = [i for i in ids if rows[i].get("form_seen", True)]
+        scopes["unseen"] = [i for i in ids if not rows[i].get("form_seen", True)]
+        out[tier] = {k: {"n": len(v), "pass@1": rates(rows, v)["pass@1"]} for k, v in scopes.items() if v}
     return out
 
 
@@ -201,6 +228,11 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"{r['shown_missed']:.3f} | {r['past_missed']:.3f} | "
                 f"{'-' if r.get('plan_right') is None else format(r['plan_right'], '.3f')} |"
             )
+    if summary.get("forms"):
+        lines += _head("stage | tier | form family | n | pass@1")
+        for stage, tiers in summary["forms"].items():
+            for tier, scopes in tiers.items():
+                lines += [f"| {stage} | {tier} | {k} | {r['n']} | {r['pass@1']:.3f} |" for k, r in scopes.items()]
     lines += _head(
         "comparison | tier | n | difference | 95% CI (paired bootstrap) | distinct answers | 95% CI, answers "
         "resampled | only before / only after | McNemar p"

@@ -4,8 +4,9 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
 
 1. ``tasks``: the ``lookup`` and ``bridge`` tiers (:mod:`training.synth.tiers`) gated at the recipe's results per
    search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's ``tasks``), each with its own split;
-2. ``base``, ``rule``, ``prior``, ``oracle``: the base model, the two zero-parameter baselines and the search-only
-   oracle (the ceiling) on the held-out tasks (greedy), through the eval harness;
+2. ``base``, ``rule``, ``script``, ``prior``, ``oracle``: the base model, the zero-parameter baselines (the one-search
+   rule, the strongest per-tier script :mod:`agents.policies.scripts`, the answer prior) and the search-only oracle
+   (the ceiling) on the held-out tasks (greedy), through the eval harness;
 3. ``demos``: the search-only oracle on the train split (``demo_policy``: plan the hops, search, then answer from
    the results);
 4. ``sft``: rejection sampling of those episodes (:mod:`training.sft.collect`) and SFT (:mod:`training.sft.train`);
@@ -72,6 +73,7 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
 
     from training.synth.outputs import sibling, write_jsonl
     from training.synth.tier_facts import FACTS_VERSION
+    from training.synth.tier_forms import FORMS_VERSION, form_card, settle_forms
     from training.synth.tier_split import answer_disjoint_split, answer_overlap
     from training.synth.tiers import TierConfig, generate_tier, tier_card
 
@@ -84,6 +86,9 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
         "bridge_test_fraction": cfg.bridge_test_fraction,
         **({"split": cfg.split, "snippet_chars": snippet_chars} if cfg.split == "answer" else {}),
         "facts_version": FACTS_VERSION,
+        **({"intersection_test_fraction": cfg.intersection_test_fraction} if "intersection" in cfg.tiers else {}),
+        "forms_version": FORMS_VERSION,
+        "unseen_forms": list(cfg.unseen_forms),
     }
     card_path = sibling(path, ".card.json")
     if path.is_file() and card_path.is_file():
@@ -95,23 +100,38 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
             )
         return path
     records, cards = [], {}
+    fracs = {
+        "lookup": cfg.lookup_test_fraction,
+        "bridge": cfg.bridge_test_fraction,
+        "intersection": cfg.intersection_test_fraction,
+    }
     for tier in cfg.tiers:
-        frac = cfg.lookup_test_fraction if tier == "lookup" else cfg.bridge_test_fraction
         tcfg = TierConfig(
-            tier=tier, n=10_000, k=k, seed=cfg.seed, test_fraction=frac, snippet_chars=snippet_chars, split="id"
+            tier=tier,
+            n=10_000,
+            k=k,
+            seed=cfg.seed,
+            test_fraction=fracs[tier],
+            snippet_chars=snippet_chars,
+            split="id",
+            unseen_forms=cfg.unseen_forms,
+            settle=False,
         )
         recs, rep = generate_tier(index_path, tcfg)
         records += recs
         cards[tier] = (recs, rep)
     if cfg.split == "answer":
-        fracs = {"lookup": cfg.lookup_test_fraction, "bridge": cfg.bridge_test_fraction}
-        answer_disjoint_split(records, fracs, cfg.seed)
+        answer_disjoint_split(records, {t: fracs[t] for t in cfg.tiers}, cfg.seed)
         records.sort(key=lambda r: hashlib.sha1(f"{cfg.seed}|{r['id']}".encode()).hexdigest())
+    records = settle_forms(records, cfg.unseen_forms, cfg.seed)  # a train task is only ever in a seen form
+    kept = {id(r) for r in records}
+    cards = {t: ([r for r in recs if id(r) in kept], rep) for t, (recs, rep) in cards.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(records, path)
     card = {
         "settings": wanted,
         "answer_overlap": answer_overlap(records),
+        "forms": form_card(records),
         "tiers": {t: tier_card(recs, rep) for t, (recs, rep) in cards.items()},
     }
     card_path.write_text(json.dumps(card, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -230,7 +250,8 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
             raise ConfigError(f"{source} has no held-out tasks of level {cfg.sailorfog_level!r}")
         tasks.write_text("\n".join(keep) + "\n", encoding="utf-8")
     first = out / cfg.grpo_runs()[0][1] / "final"
-    policies = [("rule", "rule:first-title"), ("oracle", "oracle:search"), ("sft", f"hf:{out / 'sft'}")]
+    policies = [("rule", "rule:first-title"), ("script", "rule:script"), ("oracle", "oracle:search")]
+    policies += [("sft", f"hf:{out / 'sft'}")]
     policies += [(cfg.grpo.name, f"hf:{first}")] if (first / "config.json").is_file() else []
     for name, policy in policies:
         ecfg = recipe.eval_config(policy, out / f"sailorfog-{name}", **_eval_settings(cfg))
@@ -284,7 +305,13 @@ def main(cfg: LearnConfig) -> Path:
         stage_tasks(cfg, index_path, recipe.env.search_results, recipe.env.sim.snippet_chars)
     if "base" in cfg.stages:
         evaluate(cfg, recipe, f"hf:{base}", "eval-base")
-    for stage, policy in (("rule", "rule:first-title"), ("prior", "prior"), ("oracle", "oracle:search")):
+    baselines = (
+        ("rule", "rule:first-title"),
+        ("script", "rule:script"),
+        ("prior", "prior"),
+        ("oracle", "oracle:search"),
+    )
+    for stage, policy in baselines:
         if stage in cfg.stages:  # the baselines and the ceiling, on the same held-out tasks
             evaluate(cfg, recipe, policy, f"eval-{stage}")
     if "demos" in cfg.stages:

@@ -6,6 +6,7 @@ Examples::
     sim-web synth --n 1000 --seed 1 --out /tmp/qa.jsonl
     sim-web synth --tier lookup                     # one-relation questions for small models -> <index>/tasks/lookup.jsonl
     sim-web synth --tier bridge --n 200             # two-hop questions -> <index>/tasks/bridge.jsonl
+    sim-web synth --tier intersection               # two or three clues, one answer -> <index>/tasks/intersection.jsonl
     OPENAI_API_KEY=... sim-web synth --generator llm --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
 """
 
@@ -42,8 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tier",
         choices=TIERS,
         default="sailorfog",
-        help="curriculum tier: lookup (one typed relation, entity named), bridge (two hops) or sailorfog "
-        "(SailorFog-QA-V2, the default set); lookup / bridge go to <index>/tasks/<tier>.jsonl",
+        help="curriculum tier: lookup (one typed relation, entity named), bridge (two hops), intersection (two or "
+        "three clues, one answer) or sailorfog (SailorFog-QA-V2, the default set); the tiers go to "
+        "<index>/tasks/<tier>.jsonl",
     )
     p.add_argument(
         "--n",
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_tier(args: argparse.Namespace) -> int:
-    """``sim-web synth --tier lookup|bridge``: write the tier's task set and card; returns the exit status."""
+    """``sim-web synth --tier lookup|bridge|intersection``: write the tier's task set and card; returns the exit status."""
     import json
     from pathlib import Path
 

@@ -22,6 +22,11 @@ each backed by the sentence or field that states it (the record's ``provenance``
 The held-out split is answer-disjoint by default (:mod:`training.synth.tier_split`): no held-out answer is a train
 answer, so a model cannot score by recalling frequent train answers.
 
+Each lookup and bridge question is written in every surface form that applies (:mod:`training.synth.tier_forms`: the
+clue sentence after the question, a relative clause, a description, other words) and one form is drawn per question;
+some forms are never drawn for a train record (the form-disjoint held-out families). The ``intersection`` tier (two
+or three clues about one country, :mod:`training.synth.tier_intersection`) is generated through the same entry point.
+
 Records carry the fields the env, the oracle (``clues[].query`` / ``clues[].entity``, ``evidence``, ``answer_url``)
 and the feedback loop (``difficulty.score`` / ``oracle_searches``: lookup 1, bridge 2, below every SailorFog-QA
 question) read, plus ``tier``. Everything is deterministic for a seed.
@@ -37,20 +42,26 @@ from pathlib import Path
 from typing import Any
 
 from simweb_core.fields import help_field
-from training.synth.naming import head_noun, leaks, name_variants
-from training.synth.relations import SRC, Names, fill, infobox_template, is_text_relation, relation_words
+from training.synth.naming import head_noun, leaks
+from training.synth.relations import SRC, fill, infobox_template, is_text_relation, relation_words
+from training.synth.tier_card import render_tier_card, tier_card
 from training.synth.tier_facts import Fact, all_facts
+from training.synth.tier_forms import FORMS, UNSEEN_FORMS, bridge_forms, lookup_forms, settle_forms, short_description
+from training.synth.tier_view import ResultView, aliases
 from training.synth.uncertainty import relation_label
 from wiki_index.types import bare_title, title_to_url
 
-TIERS = ("lookup", "bridge", "sailorfog")
+TIERS = ("lookup", "bridge", "intersection", "sailorfog")
+__all__ = ["TIERS", "ResultView", "TierConfig", "TierReport", "ask", "generate_tier", "render_tier_card", "tier_card"]
 
 
 @dataclass
 class TierConfig:
-    """Settings of one ``lookup`` / ``bridge`` synthesis run."""
+    """Settings of one ``lookup`` / ``bridge`` / ``intersection`` synthesis run."""
 
-    tier: str = help_field("lookup", "'lookup' (one relation) or 'bridge' (two hops).")
+    tier: str = help_field(
+        "lookup", "'lookup' (one relation), 'bridge' (two hops) or 'intersection' (two or three clues, one answer)."
+    )
     n: int = help_field(600, "Questions wanted (fewer when the graph runs out).")
     seed: int = help_field(0, "Seed of the graph growth and of the question order.")
     test_fraction: float = help_field(0.25, "Share of ids in the held-out 'test' split.")
@@ -59,13 +70,31 @@ class TierConfig:
     split: str = help_field(
         "answer", "'answer': no held-out answer (or alias) is a train answer; 'id': hashed ids (older sets)."
     )
+    forms: tuple[str, ...] = help_field(
+        FORMS, "Question forms drawn per question (training/synth/tier_forms.py); ('template',): the older sets."
+    )
+    unseen_forms: tuple[str, ...] = help_field(
+        UNSEEN_FORMS, "Forms never drawn for a train record (the form-disjoint held-out families); () for none."
+    )
+    settle: bool = help_field(
+        True,
+        "Draw each record's form at the end; False keeps every form's variant (record['variants']) for a caller "
+        "that splits the records again and then calls tier_forms.settle_forms (sim-web learn).",
+    )
     progress: bool = help_field(False, "Show a progress bar.")
 
     def __post_init__(self) -> None:
-        if self.tier not in ("lookup", "bridge"):
+        if self.tier not in ("lookup", "bridge", "intersection"):
             raise ValueError(
-                f"TierConfig.tier must be 'lookup' or 'bridge', found {self.tier!r}; 'sailorfog' is "
+                f"TierConfig.tier must be 'lookup', 'bridge' or 'intersection', found {self.tier!r}; 'sailorfog' is "
                 "training.synth.pipeline.generate"
+            )
+        self.forms, self.unseen_forms = tuple(self.forms), tuple(self.unseen_forms)
+        bad = [f for f in (*self.forms, *self.unseen_forms) if f not in FORMS]
+        if bad or "template" not in self.forms or not set(self.forms) - set(self.unseen_forms):
+            raise ValueError(
+                f"TierConfig.forms must include 'template' and name forms of {FORMS}, with at least one seen form; "
+                f"found forms={self.forms}, unseen_forms={self.unseen_forms}"
             )
         if self.split not in ("answer", "id"):
             raise ValueError(f"TierConfig.split must be 'answer' or 'id', found {self.split!r}")
@@ -129,11 +158,6 @@ def _query(subject: str, fact: Fact) -> str:
     return f"{bare_title(subject)} {relation_words(fact.relation)}".strip()
 
 
-def _aliases(src: Any, title: str) -> list[str]:
-    pid = src.resolve(title)
-    return sorted({a for a in (src.aliases(pid) if pid is not None else []) + name_variants(title) if a != title})
-
-
 def _leaks(question: str, *titles: str) -> bool:
     return any(leaks(question, [t, bare_title(t)]) for t in titles)
 
@@ -148,7 +172,9 @@ def _record(
     top_q: bool,
     cfg: TierConfig,
     src: Any,
+    variants: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """A tier record asked as ``question`` (its template form: the id), with each form's ``variants`` when given."""
     from sim_web.env.tasks import split_of
 
     rid = f"{tier}-" + hashlib.sha1(f"{cfg.seed}|{question}".encode()).hexdigest()[:12]
@@ -158,7 +184,7 @@ def _record(
         "id": rid,
         "question": question,
         "answer": answer,
-        "aliases": _aliases(src, answer),
+        "aliases": aliases(src, answer),
         "split": split_of(rid, cfg.test_fraction),
         "tier": tier,
         "answer_url": title_to_url(answer),
@@ -190,41 +216,9 @@ def _record(
         "generator": f"tier:{tier}",
         "seed": cfg.seed,
         "weight": 1.0,
+        "form": "template",
+        **({"variants": variants} if variants else {}),
     }
-
-
-class ResultView:
-    """What one search shows an agent: the top ``k`` result titles and their query-focused snippets (cached).
-
-    Args:
-        backend: A :class:`~sim_web.backends.sim.SimBackend` with the env's snippet length.
-        k: Results per search.
-    """
-
-    def __init__(self, backend: Any, k: int) -> None:
-        self._backend, self._k = backend, k
-        self._cache: dict[str, list[tuple[str, str]]] = {}
-        self.searches = 0
-
-    def results(self, query: str) -> list[tuple[str, str]]:
-        """``(title, snippet)`` of the top ``k`` results."""
-        query = " ".join(query.split())
-        if query not in self._cache:
-            self.searches += 1
-            self._cache[query] = [(r.title, r.snippet) for r in self._backend.search(query, self._k)] if query else []
-        return self._cache[query]
-
-    def titles(self, query: str) -> list[str]:
-        """Titles of the top ``k`` results."""
-        return [t for t, _ in self.results(query)]
-
-    def shows(self, query: str, title: str) -> bool:
-        """Whether the results name page ``title``: as a result, or in a snippet (its name as whole words)."""
-        res = self.results(query)
-        if any(t == title for t, _ in res):
-            return True
-        finder = Names({title, bare_title(title)})
-        return any(finder.search(snip) is not None for _, snip in res)
 
 
 def _lookups(
@@ -249,7 +243,22 @@ def _lookups(
         if query != q and f.obj not in view.titles(query):
             rep.funnel["unanswerable"] += 1
             continue
-        out.append(_record("lookup", q, f.obj, [f], [query], 1, f.obj in top, cfg, src))
+        variants = _lookup_variants(f, src, cfg, view, rep) if len(cfg.forms) > 1 else None
+        out.append(_record("lookup", q, f.obj, [f], [query], 1, f.obj in top, cfg, src, variants))
+    return out
+
+
+def _lookup_variants(f: Fact, src: Any, cfg: TierConfig, view: ResultView, rep: TierReport) -> dict[str, Any]:
+    """Each form of a lookup question that names neither answer nor itself twice, with its own search's reach."""
+    head = head_noun(src.entity(f.obj), forbidden=[f.subject])
+    desc = short_description(src.entity(f.obj), [f.subject, f.obj])
+    forms = lookup_forms(lambda s, a: ask(f, s, a), bare_title(f.subject), head, _wh(head), desc)
+    out = {}
+    for form, text in forms.items():
+        if form not in cfg.forms or (form != "template" and _leaks(text, f.obj)):
+            rep.funnel[f"form_leak_{form}"] += form in cfg.forms
+            continue
+        out[form] = {"question": text, "top10_question": f.obj in view.titles(text)}
     return out
 
 
@@ -289,11 +298,34 @@ def _bridges(
             rep.funnel["unanswerable"] += 1
             continue
         used[a.subject] += 1
-        rec = _record("bridge", q, b.obj, [a, b], [q1, q2], 2, False, cfg, src)
+        variants = _bridge_variants(a, b, src, cfg, view, rep, rng) if len(cfg.forms) > 1 else None
+        rec = _record("bridge", q, b.obj, [a, b], [q1, q2], 2, False, cfg, src, variants)
         rec["difficulty"]["question_snippet_names_answer"] = view.shows(q, b.obj)
         rep.funnel["question_snippet_names_answer"] += rec["difficulty"]["question_snippet_names_answer"]
         rep.funnel["reverse_hops"] += (a.direction == "reverse") + (b.direction == "reverse")
         out.append(rec)
+    return out
+
+
+def _bridge_variants(
+    a: Fact, b: Fact, src: Any, cfg: TierConfig, view: ResultView, rep: TierReport, rng: random.Random
+) -> dict[str, Any]:
+    """Each form of a bridge question that names neither B nor C and whose own search does not show C's page (the
+    tier's gate, per form); the hops' searches are the template's (the facts do not change with the wording)."""
+    head_b = head_noun(src.entity(a.obj), forbidden=[a.subject, b.obj])
+    head_c = head_noun(src.entity(b.obj), forbidden=[a.subject, a.obj])
+    desc = short_description(src.entity(a.obj), [a.subject, a.obj, b.obj])
+    forms = bridge_forms(
+        lambda s, x: ask(a, s, x), lambda s, x: ask(b, s, x), bare_title(a.subject), head_b, _wh(head_c), desc, rng
+    )
+    out = {}
+    for form, text in forms.items():
+        if form not in cfg.forms:
+            continue
+        if form != "template" and (_leaks(text, a.obj, b.obj) or b.obj in view.titles(text)):
+            rep.funnel[f"form_dropped_{form}"] += 1
+            continue
+        out[form] = {"question": text, "question_snippet_names_answer": view.shows(text, b.obj)}
     return out
 
 
@@ -316,6 +348,10 @@ def generate_tier(
 
     cfg = config or TierConfig()
     rep = TierReport(config=asdict(cfg))
+    if cfg.tier == "intersection":
+        from training.synth.tier_intersection import generate_intersection
+
+        return generate_intersection(index_dir, cfg, rep)
     index = WikiIndex.from_dir(index_dir)
     src = StoreSource(index.store)
     view = ResultView(SimBackend(index, SimConfig(snippet_chars=cfg.snippet_chars)), cfg.k)
@@ -326,59 +362,8 @@ def generate_tier(
     records = make(by_subject, view, cfg, src, rep, random.Random(f"{cfg.seed}:{cfg.tier}"))
     if cfg.split == "answer":
         answer_disjoint_split(records, cfg.test_fraction, cfg.seed)
+    if cfg.settle:
+        records = settle_forms(records, cfg.unseen_forms, cfg.seed, rep.funnel)
     rep.funnel["accepted"] = len(records)
     rep.funnel["searches"] = view.searches
     return records, rep
-
-
-def tier_card(records: list[dict[str, Any]], report: TierReport) -> dict[str, Any]:
-    """The tier's dataset card: counts per split, the gates' funnel and the measured rates."""
-    n = len(records)
-    f = report.funnel
-    cand = max(f["candidates"] - f["duplicate_or_leak"], 1)
-    return {
-        "tier": report.config.get("tier"),
-        "records": n,
-        "splits": dict(Counter(r["split"] for r in records)),
-        "facts": dict(report.facts),
-        "facts_per_page": round(
-            (report.facts["functional"] + report.facts["reverse_functional"] - report.facts["reverse_duplicate"])
-            / max(report.facts["pages"], 1),
-            4,
-        ),
-        "funnel": dict(f),
-        "uniqueness": "functional relation on its page (one object, no list in the evidence sentence)",
-        "answerable_rate": round(1 - f["unanswerable"] / cand, 3),
-        "question_retrieves_answer_rate": round(f["question_finds_answer"] / cand, 3),
-        "question_retrieves_answer_meaning": "the point (lookup: kept only when it does)"
-        if report.config.get("tier") == "lookup"
-        else "a defect (bridge: such questions are dropped)",
-        "oracle_searches_mean": round(sum(r["difficulty"]["oracle_searches"] for r in records) / n, 3) if n else 0.0,
-        "relations": dict(
-            Counter(
-                relation_words(p["relation"]) or p["relation"] for r in records for p in r["provenance"][:1]
-            ).most_common(15)
-        ),
-        "examples": [{"question": r["question"], "answer": r["answer"]} for r in records[:5]],
-    }
-
-
-def render_tier_card(card: dict[str, Any]) -> str:
-    """The card as Markdown."""
-    lines = [
-        f"# Task set: tier `{card['tier']}` ({card['records']} questions)",
-        "",
-        f"splits: {card['splits']}",
-        f"facts: {card['facts']} ({card['facts_per_page']} functional facts per page, both directions)",
-        f"funnel: {card['funnel']}",
-        f"uniqueness: {card['uniqueness']}",
-        f"answerable by the oracle's searches: {card['answerable_rate']}",
-        f"question alone retrieves the answer page (top k): {card['question_retrieves_answer_rate']} "
-        f"({card['question_retrieves_answer_meaning']})",
-        f"oracle searches (mean): {card['oracle_searches_mean']}",
-        f"relations (most common): {card['relations']}",
-        "",
-        "examples:",
-    ]
-    lines += [f"- {e['question']} -> {e['answer']}" for e in card["examples"]]
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""The intersection tier on the real sample index: clues true of many, together of one, none answering alone."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from training.synth.tier_intersection import MIN_MEMBERS, clue_query, question_text
+from training.synth.tiers import TierConfig, tier_card
+
+
+@pytest.fixture(scope="module")
+def mem(sample_index):
+    """The membership of every clue over the sample's countries (built once: it reads every country's page)."""
+    from training.synth.store_source import StoreSource
+    from training.synth.tier_intersection import Membership
+    from wiki_index.search.index import WikiIndex
+
+    src = StoreSource(WikiIndex.from_dir(sample_index).store)
+    return Membership(src, sorted(src.title(p) for p in src.page_ids()))
+
+
+@pytest.fixture(scope="module")
+def inter(sample_index, mem):
+    from sim_web.backends.sim import SimBackend, SimConfig
+    from training.synth.tier_intersection import intersection_questions
+    from training.synth.tier_view import ResultView
+    from training.synth.tiers import TierReport
+    from wiki_index.search.index import WikiIndex
+
+    cfg = TierConfig(tier="intersection", n=12, k=5, snippet_chars=160, test_fraction=0.5)
+    rep = TierReport(config={"tier": "intersection"})
+    view = ResultView(SimBackend(WikiIndex.from_dir(sample_index), SimConfig(snippet_chars=160)), 5)
+    return intersection_questions(mem, view, cfg, rep), rep
+
+
+def test_question_text_groups_clues_of_a_family():
+    clues = [("borders", "Mozambique"), ("region", "Southern Africa"), ("borders", "Botswana")]
+    assert question_text(clues) == "Which country borders Botswana and Mozambique, and lies in Southern Africa?"
+    assert question_text([("landlocked", ""), ("borders", "Peru")]) == "Which country borders Peru and is landlocked?"
+    assert clue_query(("coast", "Black Sea")) == "country with a coast on the Black Sea"
+
+
+def test_every_question_is_unique_by_its_clues_and_no_clue_answers_it_alone(inter, sample_index):
+    from sim_web.backends.sim import SimBackend, SimConfig
+    from training.synth.naming import leaks
+    from training.synth.tiers import ResultView
+    from wiki_index.search.index import WikiIndex
+
+    records, rep = inter
+    assert len(records) == 12, rep.funnel
+    view = ResultView(SimBackend(WikiIndex.from_dir(sample_index), SimConfig(snippet_chars=160)), 5)
+    for r in records:
+        assert r["tier"] == "intersection" and 2 <= len(r["clues"]) <= 3
+        assert all(n >= MIN_MEMBERS for n in r["difficulty"]["clue_members"])  # each clue is true of many
+        assert all(p["sentence"] for p in r["provenance"])  # each clue is backed by a sentence
+        assert r["answer"].lower() not in r["question"].lower()
+        for c in r["clues"]:
+            first = next((t for t in view.titles(c["query"]) if not leaks(c["query"], [t])), None)
+            assert first != r["answer"]  # a single clue's search does not show the answer first
+        assert any(view.shows(c["query"], r["answer"]) for c in r["clues"])  # the oracle reads it off a clue search
+    # the gates that dropped candidates are counted
+    assert rep.funnel["not_unique"] > 0 and rep.funnel["one_clue_answers"] > 0
+    assert len({r["id"] for r in records}) == 12
+    card = tier_card(records, rep)
+    assert card["records"] == 12 and "every country" in card["uniqueness"]
+
+
+def test_the_uniqueness_check_counts_every_neighbour_as_a_look_alike(mem):
+    laos = mem.members[("borders", "Laos")]
+    assert {"Vietnam", "Thailand", "Cambodia", "Myanmar"} <= laos  # from Laos's page, read both ways
+    assert "Laos" in mem.members[("region", "Southeast Asia")] and "Laos" in mem.members[("landlocked", "")]
+    assert "Czechoslovakia" not in mem.countries  # a former country is no answer
+
+
+def test_the_oracle_answers_in_at_most_three_searches_and_the_overlap_script_runs(inter, sample_index, tmp_path):
+    from agents.eval_config import eval_env
+    from agents.harness import EvalConfig, run_eval
+
+    path = tmp_path / "inter.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in inter[0]), encoding="utf-8")
+    env = replace(eval_env(), tools=("search", "visit"), search_results=5)
+    env = replace(env, sim=replace(env.sim, snippet_chars=160))
+    out = {}
+    for policy in ("oracle:search", "rule:script"):
+        res = run_eval(
+            EvalConfig(
+                policy=policy,
+                index_dir=str(sample_index),
+                tasks=str(path),
+                split=None,
+                out=str(tmp_path / policy.replace(":", "-")),
+                env=env,
+                progress=False,
+            )
+        )
+        out[policy] = [json.loads(x) for x in (res.out / "trajectories.jsonl").read_text().splitlines()]
+    assert all(r["correct"] == 1.0 and r["tool_calls"].get("search", 0) <= 3 for r in out["oracle:search"])
+    # the script searches once per clue, then answers
+    assert all(r["tool_calls"].get("search", 0) == r["metadata"]["difficulty"]["hops"] for r in out["rule:script"])
