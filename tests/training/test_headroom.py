@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -62,3 +63,69 @@ def test_sampled_eval_config_samples_like_the_rollouts(tmp_path: Path) -> None:
     assert cfg.env == recipe.env and cfg.agent.max_llm_calls == recipe.env.max_turns
     with pytest.raises(ValueError, match="k >= 2"):
         sampled_eval_config(recipe, "hf:x", tmp_path, k=1, split="train")
+
+
+def _records(folder: Path, outcomes: dict[str, list[int]], meta: dict[str, dict] | None = None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "trajectories.jsonl").open("w") as f:
+        for task, scores in outcomes.items():
+            for i, s in enumerate(scores):
+                row = {"key": f"{task}#{i}", "task_id": task, "sample": i, "em": float(s), "gold": task}
+                f.write(json.dumps({**row, "metadata": (meta or {}).get(task, {})}) + "\n")
+
+
+def test_the_stage_samples_a_draw_over_the_whole_train_split_and_writes_the_pool(monkeypatch, tmp_path: Path) -> None:
+    import agents.harness
+    from training.learn.config import HeadroomStage, LearnConfig
+    from training.learn.headroom import stage_headroom
+    from training.learn.run import grpo_recipe
+
+    tasks = tmp_path / "tasks.jsonl"
+    ids = [f"bridge-{i:03d}" for i in range(40)]
+    tasks.write_text(
+        "".join(json.dumps({"id": t, "split": "train" if i % 2 else "test"}) + "\n" for i, t in enumerate(ids))
+    )
+    seen = []
+
+    def fake_eval(ecfg):  # every train task: sample 0 right when its number is even, the rest wrong
+        seen.append(ecfg)
+        rows = [json.loads(x) for x in Path(ecfg.tasks or tasks).read_text().splitlines()]
+        rows = [r for r in rows if r["split"] == ecfg.split][: ecfg.n]
+        _records(
+            Path(ecfg.out), {r["id"]: [int(j == 0 and int(r["id"][-3:]) % 4 == 1) for j in range(ecfg.k)] for r in rows}
+        )
+        return SimpleNamespace(failures=[], metrics={})
+
+    monkeypatch.setattr(agents.harness, "run_eval", fake_eval)
+    cfg = LearnConfig(out=str(tmp_path / "run"), headroom=HeadroomStage(k=4, n_train=6, n_test=3))
+    recipe = grpo_recipe(cfg, tasks, str(tmp_path / "sft"))
+    out = stage_headroom(cfg, recipe, tmp_path / "sft", {"progress": False})
+    drawn = [json.loads(x)["id"] for x in (out / "train.jsonl").read_text().splitlines()]
+    assert len(drawn) == 6 and max(drawn) > ids[12]  # a draw over the split, not its first six
+    greedy, train, test = seen
+    assert (greedy.k, greedy.agent.sampling.temperature, greedy.split) == (1, 0.0, "train")
+    assert (train.k, train.split, train.tasks) == (4, "train", str(out / "train.jsonl"))
+    assert (test.k, test.split, test.n, test.agent.sampling.temperature) == (4, "test", 3, recipe.trainer.temperature)
+    pool = json.loads((out / "pool.json").read_text())
+    assert pool["ids"] == sorted(t for t in drawn if int(t[-3:]) % 4 == 1)  # 1 of 4 samples right: in the band
+    assert pool["k"] == 4 and pool["band"] == [0.1, 0.9]
+
+
+def test_the_report_has_the_headroom_tables_and_the_hand_written_rows(tmp_path: Path) -> None:
+    from training.learn.report import summarise, write_report
+
+    meta = {"bridge-1": {"tier": "bridge", "form": "relative"}, "bridge-2": {"tier": "bridge", "form": "template"}}
+    _records(tmp_path / "headroom-train", {"bridge-1": [1, 0], "bridge-2": [0, 0]}, meta)
+    _records(tmp_path / "headroom-greedy-train", {"bridge-1": [0], "bridge-2": [0]})
+    _records(tmp_path / "headroom-test", {"lookup-1": [1, 1]})
+    _records(tmp_path / "eval-sft", {"lookup-1": [1]})
+    _records(tmp_path / "handwritten-rule", {"hw-1": [0], "hw-2": [1]})
+    summary = summarise(tmp_path)
+    assert summary["headroom"]["k"] == 2
+    train = {r["group"]: r for r in summary["headroom"]["train"]}
+    assert train["bridge"]["pass@2"] == 0.5 and train["bridge/relative"]["mixed"] == 1.0
+    assert summary["headroom"]["test"][0]["group"] == "lookup"
+    assert summary["handwritten"]["rule"]["n"] == 2 and summary["handwritten"]["rule"]["pass@1"] == 0.5
+    report = (write_report(tmp_path, tmp_path / "grpo"), (tmp_path / "report.md").read_text())[1]
+    assert "## Headroom before RL" in report and "| bridge/relative | 1 | 0.000 | 0.500 | 1.000 |" in report
+    assert "| Hand-written questions | n | pass@1 |" in report

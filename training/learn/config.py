@@ -20,6 +20,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
+from training.synth.tier_forms import FORMS
 
 PRECISIONS = ("auto", "bf16", "float32")
 
@@ -45,9 +46,11 @@ STAGES = (
     "demos",
     "sft",
     "eval-sft",
+    "headroom",
     "grpo",
     "eval-grpo",
     "sailorfog",
+    "handwritten",
     "report",
 )
 
@@ -71,6 +74,27 @@ class SFTStage:
         if min(self.batch_size, self.grad_accum) < 1:
             raise ConfigError(
                 f"LearnConfig.sft needs batch_size and grad_accum >= 1, got {self.batch_size}, {self.grad_accum}"
+            )
+
+
+@dataclass(frozen=True)
+class HeadroomStage:
+    """The headroom stage of ``sim-web learn`` (``--set headroom.k=8``): the SFT model sampled as GRPO samples it."""
+
+    k: int = help_field(8, "Samples per task, at the GRPO recipe's temperature and top_p (pass@k is reported).")
+    n_train: int = help_field(
+        64, "Train tasks sampled: a seeded draw over the whole train split (the GRPO pool comes from them)."
+    )
+    n_test: int = help_field(64, "Held-out tasks sampled: the first n of the eval tasks (the greedy eval-sft's).")
+    band: tuple[float, float] = help_field(
+        (0.1, 0.9), "Pass-rate band of the GRPO pool: tasks whose groups have reward variance (inclusive)."
+    )
+
+    def __post_init__(self) -> None:
+        if self.k < 2 or self.n_train < 1 or self.n_test < 1 or not 0 <= self.band[0] <= self.band[1] <= 1:
+            raise ConfigError(
+                "LearnConfig.headroom needs k >= 2, n_train >= 1, n_test >= 1 and 0 <= band[0] <= band[1] <= 1; got "
+                f"k={self.k}, n_train={self.n_train}, n_test={self.n_test}, band={self.band}"
             )
 
 
@@ -125,6 +149,11 @@ class LearnConfig:
     lookup_test_fraction: float = help_field(0.5, "Held-out share of the lookup tier.")
     bridge_test_fraction: float = help_field(0.5, "Held-out share of the bridge tier.")
     intersection_test_fraction: float = help_field(0.5, "Held-out share of the intersection tier (when in tiers).")
+    forms: tuple[str, ...] = help_field(
+        FORMS,
+        "Question forms of the lookup and bridge tiers (training/synth/tier_forms.py); ('template',) with "
+        "unseen_forms=() writes the single-template sets of the runs before the forms.",
+    )
     unseen_forms: tuple[str, ...] = help_field(
         ("relative", "reworded"),
         "Question forms never drawn for a train task (training/synth/tier_forms.py); the report gives every policy "
@@ -168,6 +197,10 @@ class LearnConfig:
         STAGES, f"Stages to run, in order (finished ones are skipped): {', '.join(STAGES)}."
     )
     sft: SFTStage = help_field(help="The SFT stage: demonstrations, fine-tuning settings.", default_factory=SFTStage)
+    headroom: HeadroomStage = help_field(
+        help="The headroom stage: greedy and sampled pass@1 and pass@k of the SFT model, the GRPO pool.",
+        default_factory=HeadroomStage,
+    )
     grpo: GRPOStage = help_field(
         help="The GRPO stage: seeds, folder name, recipe overrides.", default_factory=GRPOStage
     )
@@ -192,8 +225,11 @@ class LearnConfig:
                 "LearnConfig needs 0 < lookup_test_fraction, bridge_test_fraction, intersection_test_fraction < 1 "
                 "(a train and a held-out split)"
             )
-        from training.synth.tier_forms import FORMS
-
+        object.__setattr__(self, "forms", tuple(self.forms))
+        if "template" not in self.forms or any(f not in FORMS for f in self.forms):
+            raise ConfigError(
+                f"LearnConfig.forms must include 'template' and name forms of {FORMS}, got {self.forms!r}"
+            )
         if any(f not in FORMS or f == "template" for f in self.unseen_forms):
             raise ConfigError(f"LearnConfig.unseen_forms must name forms of {FORMS[1:]}, got {self.unseen_forms!r}")
         if self.demo_policy not in ("oracle:search", "oracle:plan"):

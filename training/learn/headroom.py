@@ -15,6 +15,7 @@ observation settings, the trainer's temperature), so they resume like every othe
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,8 @@ def band_pool(sampled: dict[str, list[int]], band: tuple[float, float] = BAND) -
 
 
 def render(tables: dict[str, list[dict[str, Any]]], k: int) -> list[str]:
-    """Markdown lines of the headroom tables, one per split (``{"train": rows, "test": rows}``)."""
+    """Markdown lines of the headroom tables, one per split (``{"train": rows, "test": rows}``; other keys are
+    skipped)."""
     out = [
         "## Headroom before RL",
         "",
@@ -139,6 +141,8 @@ def render(tables: dict[str, list[dict[str, Any]]], k: int) -> list[str]:
         "",
     ]
     for split, rows in tables.items():
+        if split not in ("train", "test"):
+            continue
         out += [
             f"| {split} | n | greedy pass@1 | sampled pass@1 | pass@{k} | pass@{k} - greedy | mixed | in band |",
             "|---|---|---|---|---|---|---|---|",
@@ -150,4 +154,101 @@ def render(tables: dict[str, list[dict[str, Any]]], k: int) -> list[str]:
                 f"{gap:+.3f} | {r['mixed']:.3f} | {r['in_band']:.3f} |"
             )
         out.append("")
+    return out
+
+
+def _sample_ids(task_file: Path, split: str, n: int, seed: int) -> list[str]:
+    """``n`` ids of ``split`` drawn with ``seed`` over the whole split (all of them when it holds fewer)."""
+    import random
+
+    ids = [
+        r["id"]
+        for line in task_file.read_text(encoding="utf-8").splitlines()
+        if line.strip() and (r := json.loads(line)).get("split") == split
+    ]
+    return sorted(random.Random(f"headroom|{seed}").sample(ids, min(n, len(ids))))
+
+
+def stage_headroom(cfg: Any, recipe: Any, model: Path, settings: dict[str, Any]) -> Path:
+    """Sample the SFT model on train and held-out tasks, evaluate it greedily on the same train tasks, and write
+    the GRPO pool (``<run>/headroom/pool.json``); returns that folder.
+
+    Folders: ``headroom-greedy-train/`` (greedy), ``headroom-train/`` and ``headroom-test/`` (``cfg.headroom.k``
+    samples per task); the held-out greedy pass@1 is ``eval-sft/``'s. The train tasks are a seeded draw of
+    ``n_train`` over the whole train split, written to ``headroom/train.jsonl``.
+    """
+    from agents.harness import run_eval
+
+    h = cfg.headroom
+    out = cfg.out_dir() / "headroom"
+    out.mkdir(parents=True, exist_ok=True)
+    source = Path(recipe.tasks)
+    subset = out / "train.jsonl"
+    if not subset.is_file():
+        keep = set(_sample_ids(source, "train", h.n_train, cfg.seed))
+        lines = [
+            x for x in source.read_text(encoding="utf-8").splitlines() if x.strip() and json.loads(x)["id"] in keep
+        ]
+        subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    policy = f"hf:{model}"
+    runs = [
+        (recipe.eval_config(policy, out.parent / "headroom-greedy-train", split="train", **settings), str(subset)),
+        (
+            sampled_eval_config(recipe, policy, out.parent / "headroom-train", k=h.k, split="train", **settings),
+            str(subset),
+        ),
+        (
+            sampled_eval_config(
+                recipe,
+                policy,
+                out.parent / "headroom-test",
+                k=h.k,
+                split="test",
+                n=h.n_test,
+                skip=cfg.eval_skip,
+                **settings,
+            ),
+            None,
+        ),
+    ]
+    for ecfg, tasks in runs:
+        res = run_eval(dataclasses.replace(ecfg, tasks=tasks) if tasks else ecfg)
+        if res.failures:
+            raise RuntimeError(f"{len(res.failures)} episodes of {ecfg.out} failed (rerun to resume them)")
+    pool = band_pool(task_outcomes(out.parent / "headroom-train"), tuple(h.band))
+    (out / "pool.json").write_text(
+        json.dumps({"k": h.k, "band": list(h.band), "sampled": h.n_train, "ids": pool}, indent=1), encoding="utf-8"
+    )
+    return out
+
+
+def summarise(run: Path, k: int | None = None) -> dict[str, Any] | None:
+    """The headroom tables of a run folder (``{"k", "train": rows, "test": rows}``), or ``None`` before the stage.
+
+    Rows are per tier and, where the tasks carry one, per tier and form family (``"bridge/relative"``).
+    """
+    sampled = {s: task_outcomes(run / f"headroom-{s}") for s in ("train", "test")}
+    if not any(sampled.values()):
+        return None
+    k = k or min(len(v) for s in sampled.values() for v in s.values())
+    greedy = {"train": task_outcomes(run / "headroom-greedy-train"), "test": task_outcomes(run / "eval-sft")}
+    forms = _forms(run)
+    out: dict[str, Any] = {"k": k}
+    for split in ("train", "test"):
+        if sampled[split] and greedy[split]:
+            rows = headroom_rows(greedy[split], sampled[split], k)
+            by_form = [r for r in headroom_rows(greedy[split], sampled[split], k, forms) if r["group"] != "all"]
+            out[split] = rows + ([r for r in by_form if "/" in r["group"]] if forms else [])
+    return out
+
+
+def _forms(run: Path) -> dict[str, str]:
+    """Task id -> ``tier/form`` from the headroom runs' recorded metadata (empty when tasks carry no form)."""
+    out = {}
+    for s in ("train", "test"):
+        path = run / f"headroom-{s}" / "trajectories.jsonl"
+        for r in load_records(path) if path.is_file() else []:
+            meta = r.get("metadata") or {}
+            if meta.get("form") and meta.get("tier"):
+                out[r["task_id"]] = f"{meta['tier']}/{meta['form']}"
     return out

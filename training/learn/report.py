@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from training.learn.episodes import bridge_entities, load_stage, rates, tier_of
+from training.learn.headroom import render as render_headroom
+from training.learn.headroom import summarise as headroom_summary
 from training.learn.movement import MovementError, weight_movement
 from training.learn.stats import mcnemar_p, paired_bootstrap
 
@@ -100,15 +102,18 @@ def summarise(run: Path) -> dict[str, Any]:
                 *[(t, [i for i in common if tier_of(i) == t]) for t in sorted({tier_of(i) for i in common})],
             ]
         }
-    found = {p.name[len("sailorfog-") :]: p for p in run.glob("sailorfog-*") if p.is_dir()}
     order = [name for name, _ in STAGE_RUNS]  # the main table's row order: rule, sft, grpo, oracle
-    sailorfog = {
-        name: rows
-        for name in sorted(found, key=lambda n: order.index(n) if n in order else len(order))
-        if (rows := load_stage(found[name])) is not None
-    }
-    if sailorfog:
-        out["sailorfog"] = {name: rates(rows, sorted(rows)) for name, rows in sailorfog.items()}
+    for prefix in ("sailorfog", "handwritten"):  # the sets beside the tiers, one folder per policy
+        found = {p.name[len(prefix) + 1 :]: p for p in run.glob(f"{prefix}-*") if p.is_dir()}
+        sets = {
+            name: rows
+            for name in sorted(found, key=lambda n: order.index(n) if n in order else len(order))
+            if (rows := load_stage(found[name])) is not None
+        }
+        if sets:
+            out[prefix] = {name: rates(rows, sorted(rows)) for name, rows in sets.items()}
+    if headroom := headroom_summary(run):
+        out["headroom"] = headroom
     for variant in dict.fromkeys(variant_of(n) for n in stages if n.startswith("grpo")):
         runs = [rows for name, rows in stages.items() if variant_of(name) == variant]
         if len(runs) > 1 and "sft" in stages:
@@ -268,12 +273,16 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 else f"| {name} | {m['params']} | {m['changed']:.3f} | {m['changed_bf16']:.3f} | "
                 f"{m['mean_abs_delta']:.2e} | {m['mean_abs_weight']:.3f} |"
             )
-    if summary.get("sailorfog"):
-        lines += _head("SailorFog-QA (held-out) | n | pass@1 | 95% CI | tool calls")
-        for name, r in summary["sailorfog"].items():
-            lines.append(
-                f"| {name} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | {r['tool_calls']:.2f} |"
-            )
+    for key, title in (("sailorfog", "SailorFog-QA (held-out)"), ("handwritten", "Hand-written questions")):
+        if summary.get(key):
+            lines += _head(f"{title} | n | pass@1 | 95% CI | tool calls")
+            for name, r in summary[key].items():
+                lines.append(
+                    f"| {name} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
+                    f"{r['tool_calls']:.2f} |"
+                )
+    if headroom := summary.get("headroom"):
+        lines += ["", *render_headroom(headroom, headroom["k"])]
     if summary.get("seconds"):
         secs = summary["seconds"]
         lines += [

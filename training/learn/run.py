@@ -73,7 +73,7 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
 
     from training.synth.outputs import sibling, write_jsonl
     from training.synth.tier_facts import FACTS_VERSION
-    from training.synth.tier_forms import FORMS_VERSION, form_card, settle_forms
+    from training.synth.tier_forms import FORMS, FORMS_VERSION, form_card, settle_forms
     from training.synth.tier_split import answer_disjoint_split, answer_overlap
     from training.synth.tiers import TierConfig, generate_tier, tier_card
 
@@ -88,6 +88,7 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
         "facts_version": FACTS_VERSION,
         **({"intersection_test_fraction": cfg.intersection_test_fraction} if "intersection" in cfg.tiers else {}),
         "forms_version": FORMS_VERSION,
+        **({"forms": list(cfg.forms)} if cfg.forms != FORMS else {}),
         "unseen_forms": list(cfg.unseen_forms),
     }
     card_path = sibling(path, ".card.json")
@@ -114,6 +115,7 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
             test_fraction=fracs[tier],
             snippet_chars=snippet_chars,
             split="id",
+            forms=cfg.forms,
             unseen_forms=cfg.unseen_forms,
             settle=False,
         )
@@ -230,9 +232,6 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
     copied to ``<run>/sailorfog-<level>.jsonl``; each policy's run is ``<run>/sailorfog-<name>/``. The recipe's
     observation settings apply, with the turn cap ``cfg.sailorfog_turns``.
     """
-
-    from agents.harness import run_eval
-
     source = index_path / "tasks" / "sailorfog_qa.jsonl"
     if not source.is_file():
         raise ConfigError(f"the sailorfog stage needs {source}: run `sim-web synth` first (make learn does)")
@@ -249,20 +248,37 @@ def stage_sailorfog(cfg: LearnConfig, recipe: Any, index_path: Path) -> Path:
         if not keep:
             raise ConfigError(f"{source} has no held-out tasks of level {cfg.sailorfog_level!r}")
         tasks.write_text("\n".join(keep) + "\n", encoding="utf-8")
+    _eval_set(cfg, recipe, str(tasks), "sailorfog", oracle=True)
+    return tasks
+
+
+def stage_handwritten(cfg: LearnConfig, recipe: Any) -> None:
+    """Evaluate the rules and the trained models on the bundled hand-written questions (``--tasks handwritten``),
+    written by reading the sample's pages, not by the generator: the closest thing here to a user's own questions.
+    The oracle is left out (the records carry no clue path). Runs ``<run>/handwritten-<name>/``."""
+    _eval_set(cfg, recipe, "handwritten", "handwritten", oracle=False)
+
+
+def _eval_set(cfg: LearnConfig, recipe: Any, tasks: str, prefix: str, oracle: bool) -> None:
+    """The rules, the oracle (when ``oracle``), SFT and the first GRPO model on the held-out tasks of ``tasks``,
+    with the recipe's observation settings and the turn cap ``cfg.sailorfog_turns``; runs ``<run>/<prefix>-<name>/``."""
+    from agents.harness import run_eval
+
+    out = cfg.out_dir()
     first = out / cfg.grpo_runs()[0][1] / "final"
-    policies = [("rule", "rule:first-title"), ("script", "rule:script"), ("oracle", "oracle:search")]
+    policies = [("rule", "rule:first-title"), ("script", "rule:script")]
+    policies += [("oracle", "oracle:search")] if oracle else []
     policies += [("sft", f"hf:{out / 'sft'}")]
     policies += [(cfg.grpo.name, f"hf:{first}")] if (first / "config.json").is_file() else []
     for name, policy in policies:
-        ecfg = recipe.eval_config(policy, out / f"sailorfog-{name}", **_eval_settings(cfg))
+        ecfg = recipe.eval_config(policy, out / f"{prefix}-{name}", **_eval_settings(cfg))
         agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
         t = time.perf_counter()
-        res = run_eval(dataclasses.replace(ecfg, tasks=str(tasks), agent=agent))
+        res = run_eval(dataclasses.replace(ecfg, tasks=tasks, agent=agent))
         if res.failures:
-            raise RuntimeError(f"{len(res.failures)} episodes of sailorfog-{name} failed (rerun to resume them)")
+            raise RuntimeError(f"{len(res.failures)} episodes of {prefix}-{name} failed (rerun to resume them)")
         secs = round(time.perf_counter() - t, 1)
-        _note(cfg, f"sailorfog-{name}", {"pass@1": res.metrics["pass@1"], "seconds": secs}, policy)
-    return tasks
+        _note(cfg, f"{prefix}-{name}", {"pass@1": res.metrics["pass@1"], "seconds": secs}, policy)
 
 
 def _shared_verdict(recipe: Any, first: Path) -> Any:
@@ -320,6 +336,10 @@ def main(cfg: LearnConfig) -> Path:
         stage_sft(cfg, out / "demos", recipe.env.max_turns)
     if "eval-sft" in cfg.stages:
         evaluate(cfg, recipe, f"hf:{out / 'sft'}", "eval-sft")
+    if "headroom" in cfg.stages:  # what sampling finds that greedy misses, before RL; the band pool
+        from training.learn.headroom import stage_headroom
+
+        stage_headroom(cfg, recipe, out / "sft", _eval_settings(cfg))
     for seed, folder, name in cfg.grpo_runs():  # each seed trains, then is evaluated, before the next starts
         seeded = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"), seed, folder)
         if "grpo" in cfg.stages:
@@ -328,6 +348,8 @@ def main(cfg: LearnConfig) -> Path:
             evaluate(cfg, seeded, f"hf:{seeded.out_dir() / 'final'}", name)
     if "sailorfog" in cfg.stages:
         stage_sailorfog(cfg, recipe, index_path)
+    if "handwritten" in cfg.stages:
+        stage_handwritten(cfg, recipe)
     if "report" in cfg.stages:
         write_report(out, out / cfg.grpo_runs()[0][1])
     return out
