@@ -129,3 +129,32 @@ def test_the_report_has_the_headroom_tables_and_the_hand_written_rows(tmp_path: 
     report = (write_report(tmp_path, tmp_path / "grpo"), (tmp_path / "report.md").read_text())[1]
     assert "## Headroom before RL" in report and "| bridge/relative | 1 | 0.000 | 0.500 | 1.000 |" in report
     assert "| Hand-written questions | n | pass@1 |" in report
+
+
+def test_grpo_trains_on_the_pool_once_the_headroom_stage_wrote_it(sample_index, tmp_path: Path) -> None:
+    from simweb_core.errors import ConfigError
+    from training.grpo.train import train_tasks
+    from training.learn.config import GRPOStage, LearnConfig
+    from training.learn.run import grpo_recipe
+    from wiki_index.search.index import WikiIndex
+
+    path = tmp_path / "tasks.jsonl"
+    rows = [
+        {"id": f"bridge-{i}", "question": f"q{i}?", "answer": "a", "tier": "bridge", "split": "train"} for i in range(6)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    index = WikiIndex.from_dir(str(sample_index))
+    cfg = LearnConfig(out=str(tmp_path / "run"))
+    assert grpo_recipe(cfg, path, "sft").task_pool is None  # before the headroom stage: the recipe's own tasks
+    (tmp_path / "run" / "headroom").mkdir(parents=True)
+    (tmp_path / "run" / "headroom" / "pool.json").write_text(json.dumps({"ids": ["bridge-4", "bridge-1", "other"]}))
+    recipe = grpo_recipe(cfg, path, "sft")
+    assert [t.id for t in train_tasks(recipe, index)] == ["bridge-1", "bridge-4"]
+    off = LearnConfig(out=str(tmp_path / "run"), grpo=GRPOStage(pool=False))
+    assert grpo_recipe(off, path, "sft").task_pool is None
+    (tmp_path / "run" / "headroom" / "pool.json").write_text(json.dumps({"ids": ["nothing"]}))
+    with pytest.raises(ConfigError, match="keeps no task"):
+        train_tasks(recipe, index)
+    (tmp_path / "run" / "headroom" / "pool.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="'ids' list"):
+        train_tasks(recipe, index)

@@ -68,6 +68,11 @@ class GRPORecipe:
         "train", "Task split to train on (the test split stays held out for `sim-web eval`)."
     )
     n_tasks: int | None = help_field(None, "Use the first n tasks of the split (None = all).")
+    task_pool: str | None = help_field(
+        None,
+        "A JSON file whose `ids` list keeps only those tasks of the split, before tiers and n_tasks (sim-web learn's "
+        "headroom/pool.json: the tasks whose sampled pass-rate gives a group reward variance).",
+    )
     tiers: tuple[str, ...] | None = help_field(
         None, "Train only on tasks of these curriculum tiers (the records' `tier`, e.g. bridge), before n_tasks."
     )

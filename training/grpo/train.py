@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from simweb_core.errors import ConfigError
 from simweb_core.hardware import emulated_bf16_warning
 from simweb_core.overrides import parse_overrides
 from training.grpo.config import GRPORecipe
@@ -213,11 +214,30 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
 
 
 def train_tasks(recipe: GRPORecipe, index: Any) -> list[Any]:
-    """The tasks the recipe trains on: its split of its task set, of its ``tiers`` only, the first ``n_tasks``."""
+    """The tasks the recipe trains on: its split of its task set, in its ``task_pool`` and of its ``tiers`` only, the
+    first ``n_tasks``.
+
+    Raises:
+        ConfigError: When the pool file is missing, holds no ``ids`` list, or keeps no task of the split.
+    """
     from sim_web.env.tasks import resolve_tasks
 
     tasks = resolve_tasks(index, recipe.tasks, recipe.split)
+    if recipe.task_pool:
+        pool = _pool_ids(Path(recipe.task_pool))
+        tasks = [t for t in tasks if t.id in pool]
+        if not tasks:
+            raise ConfigError(f"task_pool {recipe.task_pool} keeps no task of split {recipe.split!r} of {recipe.tasks}")
     return [t for t in tasks if recipe.tiers is None or t.metadata.get("tier") in recipe.tiers][: recipe.n_tasks]
+
+
+def _pool_ids(path: Path) -> set[str]:
+    """The ``ids`` of a task-pool file (``{"ids": [...]}``)."""
+    try:
+        ids = json.loads(path.read_text(encoding="utf-8"))["ids"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"task_pool {path} must be a JSON file with an 'ids' list of task ids: {e}") from None
+    return {str(i) for i in ids}
 
 
 def _metric_rows(path: Path) -> list[dict[str, Any]]:

@@ -113,6 +113,11 @@ class GRPOStage:
         "Folder name of the GRPO stage's runs; another name (e.g. grpo-bridge, with --grpo-set tiers=bridge) trains "
         "a variant from the same SFT model beside the earlier runs, and the report gives each variant its own rows.",
     )
+    pool: bool = help_field(
+        True,
+        "Train on the headroom stage's band pool (<run>/headroom/pool.json: train tasks whose sampled pass-rate gives "
+        "group variance) when that stage has run; False: the recipe's own split and n_tasks.",
+    )
     overrides: dict[str, Any] = help_field(
         help="GRPO recipe fields set for this run, by dotted path (--grpo-set trainer.max_steps=10); model, tasks, "
         "index and output are set by the pipeline.",

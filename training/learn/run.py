@@ -51,6 +51,11 @@ def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str, seed: int | None 
         "seed": cfg.seed if seed is None else seed,
         "trainer.bf16": cfg.bf16(),
         **({"threads": cfg.threads} if cfg.threads else {}),
+        **(
+            {"task_pool": str(pool)}
+            if cfg.grpo.pool and (pool := cfg.out_dir() / "headroom" / "pool.json").is_file()
+            else {}
+        ),
         **cfg.grpo.overrides,
     }
     return load_recipe(cfg.recipe, over)
@@ -268,8 +273,10 @@ def _eval_set(cfg: LearnConfig, recipe: Any, tasks: str, prefix: str, oracle: bo
     first = out / cfg.grpo_runs()[0][1] / "final"
     policies = [("rule", "rule:first-title"), ("script", "rule:script")]
     policies += [("oracle", "oracle:search")] if oracle else []
-    policies += [("sft", f"hf:{out / 'sft'}")]
-    policies += [(cfg.grpo.name, f"hf:{first}")] if (first / "config.json").is_file() else []
+    models = [("sft", out / "sft"), (cfg.grpo.name, first)]
+    policies += [(name, f"hf:{path}") for name, path in models if (path / "config.json").is_file()]
+    if not (out / "sft" / "config.json").is_file():
+        log.warning("%s stage: no SFT model in %s yet; only the baselines are evaluated", prefix, out / "sft")
     for name, policy in policies:
         ecfg = recipe.eval_config(policy, out / f"{prefix}-{name}", **_eval_settings(cfg))
         agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
