@@ -50,7 +50,7 @@ def decode_bound(config: Any, batch: int, dtype: Any, threads: int, context: int
         total = 0.0
         for out, inp, count in linear_shapes(config):
             w, x = torch.randn(out, inp, dtype=dtype), torch.randn(batch, inp, dtype=dtype)
-            total += count * _time(lambda: torch.nn.functional.linear(x, w))
+            total += count * _time(lambda w=w, x=x: torch.nn.functional.linear(x, w))
         if context:
             hk, d = config.num_key_value_heads, config.hidden_size // config.num_attention_heads
             g = config.num_attention_heads // hk
