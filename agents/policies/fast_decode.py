@@ -166,9 +166,13 @@ def register() -> str:
 
 
 def supported(model: Any) -> bool:
-    """Whether :func:`fast_decode` applies: a model whose attention is ``sdpa`` (what it falls back to for prefills)."""
+    """Whether :func:`fast_decode` applies: a model on the CPU whose attention is ``sdpa`` (what it falls back to for
+    prefills); on a GPU ``sdpa``'s own kernels are the fast ones."""
     config = getattr(model, "config", None)
-    return getattr(config, "_attn_implementation", None) in ("sdpa", NAME)
+    if getattr(config, "_attn_implementation", None) not in ("sdpa", NAME):
+        return False
+    param = next(iter(model.parameters()), None)
+    return param is None or param.device.type == "cpu"
 
 
 @contextmanager
