@@ -113,6 +113,11 @@ def test_bf16_engine_follows_the_trainers_weights_and_keeps_float32_buffers(tmp_
     for name, p in copy.named_parameters():
         assert p.dtype == torch.bfloat16 and torch.equal(p, params[name].detach().to(torch.bfloat16)), name
     assert all(b.dtype != torch.bfloat16 for b in copy.buffers())
+    x = torch.tensor([[5, 6, 7, 8]])
+    with torch.no_grad():  # the copy computes with its own weights (not the trainer's through a bound wrapper)
+        mine, theirs = copy(x).logits, trainer.model(x).logits
+    assert mine.dtype == torch.bfloat16 and not torch.equal(mine.float(), theirs.float())
+    assert torch.allclose(mine.float(), theirs.float(), atol=0.05)
     with torch.no_grad():
         trainer.model.lm_head.weight.add_(1.0)  # an optimiser step
     assert engine.for_call(trainer) is copy  # the same copy, its weights refreshed

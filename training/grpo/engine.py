@@ -52,6 +52,9 @@ class RolloutEngine:
                 import copy
 
                 self.model = copy.deepcopy(base).eval().requires_grad_(False)
+                # accelerate leaves an instance-level forward (its autocast / fp32-output wrapper) bound to the
+                # trainer's model: the copy must run its own class's forward on its own weights
+                self.model.__dict__.pop("forward", None)
                 for p in self.model.parameters():  # parameters only: float32 buffers (rotary frequencies) stay
                     p.data = p.data.to(torch.bfloat16)
             else:
