@@ -15,10 +15,11 @@ import time
 from statistics import median
 from typing import Any
 
-SETTINGS = {  # name: (fast_decode, engine)
-    "before (generate, DynamicCache, sdpa)": (False, "trainer"),
-    "fast decode, trainer fp32": (True, "trainer"),
-    "fast decode, bf16 engine": (True, "bf16"),
+SETTINGS = {  # name: (fast_decode, engine, one generate call for the whole batch)
+    "before (recipe: generate, DynamicCache, sdpa, 16 a call)": (False, "trainer", False),
+    "fast decode, trainer fp32, 16 a call": (True, "trainer", False),
+    "fast decode, trainer fp32, 32 a call": (True, "trainer", True),
+    "fast decode, bf16 engine, 32 a call": (True, "bf16", True),
 }
 
 
@@ -147,8 +148,11 @@ def run(index: str, prompts: int, group: int, repeats: int, threads: int | None,
     contexts = []
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            fast, engine = SETTINGS[name]
-            rollout = AgentRollout(env, tasks, replace(base, fast_decode=fast, engine=engine, seed=seed))
+            fast, engine, whole = SETTINGS[name]
+            size = len(batch) if whole else base.batch_size
+            rollout = AgentRollout(
+                env, tasks, replace(base, fast_decode=fast, engine=engine, seed=seed, batch_size=size)
+            )
             t = time.perf_counter()
             out = rollout(batch, trainer)
             wall = time.perf_counter() - t
