@@ -1,7 +1,7 @@
 """GRPO step time on a CPU, and where it goes: generation, the env's tool calls, training.
 
 Run: ``python -m benchmarks.bench_train [--model smollm2|PATH|tiny] [--steps 3] [--group 4] [--kv both|on|off]
-[--kv-repeats 2]``.
+[--kv-repeats 2] [--rollout-speed]``.
 A few real GRPO steps (:mod:`training.grpo.train`: the real env, real TRL, the AgentGRPOTrainer) on the index's
 SailorFog-QA train split; the target is that the env's tool calls stay under 5% of the step time (the simulator
 must never be what a trainer waits for). Pass an SFT checkpoint as ``--model`` to time the model the issue names;
@@ -121,8 +121,19 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="with --kv both: plays per side and step (more samples, without more training steps)",
     )
+    ap.add_argument(
+        "--rollout-speed",
+        action="store_true",
+        help="only the rollout path: the decode bound, and one rollout of --prompts x --group per rollout setting "
+        "(before / fast decode / bf16 engine), --kv-repeats times in rotating order (benchmarks.rollout_speed)",
+    )
     args = ap.parse_args(argv)
     index = str(ensure_sample_index(args.index))
+    if args.rollout_speed:
+        from benchmarks.rollout_speed import run
+
+        print(run(index, args.prompts, args.group, args.kv_repeats, args.threads))
+        return 0
     recipe = load_recipe(
         "cpu-smoke",
         {

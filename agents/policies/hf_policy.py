@@ -25,6 +25,7 @@ from typing import Any
 
 from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy, cut_at_stop
+from agents.policies.fast_decode import fast_decode, grow_cache
 from agents.policies.kv_reuse import Batch, PrefixKV, cache_kwarg, supports
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
@@ -57,6 +58,13 @@ class HFConfig:
         ),
     )
     kv_cache_mb: int = help_field(1024, "Memory budget of the stored keys and values (the oldest go first).")
+    fast_decode: bool = help_field(
+        True,
+        (
+            "Decode with agents.policies.fast_decode (a key/value cache written in place and one-token attention as "
+            "batched matrix products; the same logits up to float rounding)."
+        ),
+    )
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -179,7 +187,9 @@ class HFPolicy(Policy):
             room = self.context_window - max(map(len, ids)) if self.context_window else max_new
             if not self.context_window or room >= 16:
                 self.kv.prime(self.model, ids, self.config.device)
-                batch = self.kv.batch(ids, tok.pad_token_id, self.model.config, self.config.device)
+                batch = self.kv.batch(
+                    ids, tok.pad_token_id, self.model.config, self.config.device, grow=self.config.fast_decode
+                )
                 enc = {
                     "input_ids": batch.input_ids,
                     "attention_mask": batch.attention_mask,
@@ -201,7 +211,10 @@ class HFPolicy(Policy):
                 enc = {k: v[:, -keep:] for k, v in enc.items()}
                 room = self.context_window - keep
             max_new = min(max_new, room)
-        return {k: v.to(self.config.device) for k, v in enc.items()}, max_new, None
+        out = {k: v.to(self.config.device) for k, v in enc.items()}
+        if self.config.fast_decode:
+            out[cache_kwarg(self.model)] = grow_cache(self.model.config)
+        return out, max_new, None
 
     def _chunk(self, prompts: list[str], s: SamplingConfig, seed: int | None) -> list[Generation]:
         import torch
@@ -221,7 +234,11 @@ class HFPolicy(Policy):
 
             kwargs["logits_processor"] = LogitsProcessorList([_presence_processor(s.presence_penalty, plen)])
         t = time.perf_counter()
-        with torch.random.fork_rng(devices=[]), torch.inference_mode():
+        with (
+            torch.random.fork_rng(devices=[]),
+            torch.inference_mode(),
+            fast_decode(self.model, self.config.fast_decode),
+        ):
             if seed is not None:
                 torch.manual_seed(seed)
             out = self.model.generate(**enc, **kwargs)

@@ -169,6 +169,7 @@ class PrefixKV:
         config: Any,
         device: Any = "cpu",
         keys: Sequence[Hashable] | None = None,
+        grow: bool = False,
     ) -> Batch:
         """The inputs of one ``generate`` call on ``contexts``, with their stored prefixes already in the cache.
 
@@ -179,6 +180,8 @@ class PrefixKV:
             device: Where the inputs go.
             keys: One key per context (e.g. an episode id) to look its entry up by (a key without an entry takes the
                 longest match of any entry, e.g. a primed prompt); None: always the longest match.
+            grow: Build the cache of :func:`agents.policies.fast_decode.grow_cache` (written in place while decoding)
+                instead of a plain :class:`~transformers.DynamicCache`.
 
         Returns:
             The batch; pass ``input_ids``, ``attention_mask`` and ``cache`` (under :func:`cache_kwarg`'s name) to
@@ -196,7 +199,12 @@ class PrefixKV:
         ids = [[pad_id] * (past - n) + c[:n] + [pad_id] * (span - len(m)) + m for c, n, m in zip(contexts, reused, new)]
         mask = [[0] * (past - n) + [1] * n + [0] * (span - len(m)) + [1] * len(m) for n, m in zip(reused, new)]
         data = self._stack([k for k, _ in found], reused, past)
-        cache = DynamicCache(ddp_cache_data=data, config=config) if data else DynamicCache(config=config)
+        if grow:
+            from agents.policies.fast_decode import grow_cache
+
+            cache = grow_cache(config, data)
+        else:
+            cache = DynamicCache(ddp_cache_data=data, config=config) if data else DynamicCache(config=config)
         self.reused_tokens += sum(reused)
         self.prefilled_tokens += sum(map(len, new))
         return Batch(

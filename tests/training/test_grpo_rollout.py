@@ -69,7 +69,7 @@ def scripted(turns, tok, ended=True):
     """A stand-in for ``generate``: the given turns, in order, each with its end-of-turn token (unless cut)."""
     it = iter(turns)
 
-    def gen(trainer, contexts, max_new, seed, batch_size=16):
+    def gen(trainer, contexts, max_new, seed, batch_size=16, **options):
         out = []
         for _ in contexts:
             ids = tokenize(tok, next(it)) + ([tok.eos_token_id] if ended else [])

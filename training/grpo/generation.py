@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.policies.fast_decode import fast_decode, grow_cache
 from agents.policies.kv_reuse import PrefixKV, cache_kwarg
 
 
@@ -21,6 +22,8 @@ def generate(
     batch_size: int = 16,
     kv: PrefixKV | None = None,
     keys: list[int] | None = None,
+    engine: Any = None,
+    fast: bool = False,
 ) -> list[tuple[list[int], list[float], bool]]:
     """One turn for each context: ``(ids, logprobs, ended)`` with ``ids`` up to and including the end-of-turn token.
 
@@ -32,6 +35,10 @@ def generate(
         batch_size: Most contexts per ``generate`` call (HF path).
         kv: Keys and values of earlier turns to continue from (HF path; None: prefill every context whole).
         keys: One key per context naming its episode in ``kv``; entries of other keys are dropped.
+        engine: The model to sample with (HF path; None: the trainer's model, under the trainer's autocast), e.g. a
+            bfloat16 copy of the trainer's current weights (:func:`training.grpo.engine.bf16_engine`).
+        fast: Decode with :mod:`agents.policies.fast_decode` (a cache written in place, one-token attention as
+            batched matrix products); the logits are the model's own up to float rounding.
 
     Returns:
         One triple per context; ``ended`` is False when the turn was cut by ``max_new``.
@@ -53,7 +60,14 @@ def generate(
             _vllm(trainer, [contexts[i] for i in ids], cap)
             if trainer.use_vllm
             else _hf(
-                trainer, [contexts[i] for i in ids], cap, seed + c, kv, None if keys is None else [keys[i] for i in ids]
+                trainer,
+                [contexts[i] for i in ids],
+                cap,
+                seed + c,
+                kv,
+                None if keys is None else [keys[i] for i in ids],
+                engine,
+                fast,
             )
         )
         for i, (toks, lps) in zip(ids, rows):
@@ -73,9 +87,12 @@ def _hf(
     seed: int,
     kv: PrefixKV | None = None,
     keys: list[int] | None = None,
+    engine: Any = None,
+    fast: bool = False,
 ) -> list[tuple[list[int], list[float]]]:
-    """Sample with ``trainer.model.generate`` (left padding, or continuing ``kv``'s entries of ``keys``); logprobs of
-    the sampled tokens at the trainer's temperature."""
+    """Sample with ``trainer.model.generate`` or ``engine.generate`` (left padding, or continuing ``kv``'s entries of
+    ``keys``); logprobs of the sampled tokens at the trainer's temperature."""
+    import contextlib
     import copy
 
     import torch
@@ -85,16 +102,19 @@ def _hf(
     config.max_new_tokens = max_new
     config.output_logits = config.return_dict_in_generate = True
     device = trainer.accelerator.device
-    with (
-        torch.random.fork_rng(devices=[]),
-        torch.no_grad(),
-        unwrap_model_for_generation(
+    unwrap = (
+        contextlib.nullcontext(engine)
+        if engine is not None
+        else unwrap_model_for_generation(
             trainer.model_wrapped, trainer.accelerator, gather_deepspeed3_params=trainer.args.ds3_gather_for_generation
-        ) as model,
-    ):
+        )
+    )
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), unwrap as model:
         torch.manual_seed(seed)
-        inputs, batch = _inputs(model, contexts, trainer.processing_class.pad_token_id, device, kv, keys)
-        with trainer.accelerator.autocast():  # bf16 mixed precision (CPU): rollouts sample as the loss computes
+        inputs, batch = _inputs(model, contexts, trainer.processing_class.pad_token_id, device, kv, keys, fast)
+        # the trainer's model samples under its autocast (bf16 mixed precision on a CPU: as the loss computes)
+        precision = trainer.accelerator.autocast() if engine is None else contextlib.nullcontext()
+        with precision, fast_decode(model, fast):
             res = model.generate(**inputs, generation_config=config)
     if batch is not None:
         kv.keep(batch, res.sequences, keys)  # type: ignore[union-attr]
@@ -105,18 +125,28 @@ def _hf(
 
 
 def _inputs(
-    model: Any, contexts: list[list[int]], pad: int, device: Any, kv: PrefixKV | None, keys: list[int] | None
+    model: Any,
+    contexts: list[list[int]],
+    pad: int,
+    device: Any,
+    kv: PrefixKV | None,
+    keys: list[int] | None,
+    fast: bool = False,
 ) -> tuple[dict[str, Any], Any]:
-    """``generate``'s inputs: the contexts left padded, or with their stored prefixes in a cache (then also the batch)."""
+    """``generate``'s inputs: the contexts left padded, or with their stored prefixes in a cache (then also the batch);
+    with ``fast`` the cache is a :func:`~agents.policies.fast_decode.grow_cache`."""
     import torch
 
     if kv is None:
         width = max(len(c) for c in contexts)
         ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])
         mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
-        return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}, None
+        out = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+        if fast:
+            out[cache_kwarg(model)] = grow_cache(model.config)
+        return out, None
     kv.prime(model, contexts, device, keys)
-    batch = kv.batch(contexts, pad, model.config, device, keys)
+    batch = kv.batch(contexts, pad, model.config, device, keys, grow=fast)
     return {
         "input_ids": batch.input_ids,
         "attention_mask": batch.attention_mask,

@@ -50,6 +50,7 @@ from sim_web.env import EnvConfig, Task, WebResearchEnv, read_action
 from sim_web.serve.trl import task_dataset  # noqa: F401  (the GRPO dataset of a task set: same rows as TRL's)
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
+from training.grpo.engine import ENGINES, RolloutEngine
 from training.grpo.generation import generate
 from training.grpo.trainer_config import check_sandbox
 from training.wire import render, tokenize, tool_suffix_ids
@@ -95,8 +96,25 @@ class RolloutConfig:
             "context again)."
         ),
     )
+    fast_decode: bool = help_field(
+        True,
+        (
+            "HF path: decode with agents.policies.fast_decode (a key/value cache written in place and one-token "
+            "attention as batched matrix products; same weights and layers, logits equal up to float rounding)."
+        ),
+    )
+    engine: str = help_field(
+        "trainer",
+        (
+            "HF path: 'trainer' samples with the trainer's model and precision; 'bf16' with a bfloat16 copy of its "
+            "current weights, refreshed every rollout call (faster on a CPU with native bf16; the logprob gap is "
+            "corrected by the trainer's rollout_is settings)."
+        ),
+    )
 
     def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigError(f"RolloutConfig.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.max_turn_tokens < 1 or self.batch_size < 1:
             raise ConfigError(
                 f"RolloutConfig needs max_turn_tokens >= 1 and batch_size >= 1, got {self.max_turn_tokens}, {self.batch_size}"
@@ -148,6 +166,7 @@ class AgentRollout:
         self.env_config, self.tasks, self.config, self.judge = env_config, list(tasks), config or RolloutConfig(), judge
         self.by_question = {t.question: t for t in reversed(self.tasks)}
         self._envs: list[WebResearchEnv] = []
+        self._engine = RolloutEngine(self.config.engine)
         self.last_episodes: list[Episode] = []
 
     def add_tasks(self, tasks: Sequence[Task]) -> None:
@@ -195,7 +214,11 @@ class AgentRollout:
             prompt_ids = tokenize(tok, render(tok, info["messages"][:2], add_generation_prompt=True))
             episodes.append(TokenTrace(env, prompt_ids, played, info=info))
         kv = self._kv_store(trainer)
-        gen_s = tool_s = 0.0
+        if self._engine.kind != self.config.engine:
+            self._engine = RolloutEngine(self.config.engine)
+        engine = None if getattr(trainer, "use_vllm", False) else self._engine.for_call(trainer)
+        gen_s = self._engine.sync_seconds if engine is not None else 0.0
+        tool_s = 0.0
         turn = 0
         while active := [(k, e) for k, e in enumerate(episodes) if not e.done]:
             turn += 1
@@ -207,6 +230,8 @@ class AgentRollout:
                 [min(self.config.max_turn_tokens, budget - len(e.completion_ids)) for _, e in active],
                 _seed(self.config.seed, step, rank, "turn", turn),
                 self.config.batch_size,
+                engine=engine,
+                fast=self.config.fast_decode,
                 **reuse,
             )
             gen_s += time.perf_counter() - t
@@ -214,10 +239,14 @@ class AgentRollout:
                 self._advance(e, ids, lps, ended, tok, budget) for (_, e), (ids, lps, ended) in zip(active, outs)
             )
         timing = {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn}
+        if engine is not None:
+            timing["engine_sync_seconds"] = self._engine.sync_seconds
         if kv is not None:
             timing.update(reused_tokens=kv.reused_tokens, prefilled_tokens=kv.prefilled_tokens)
         self.last_episodes = [e.episode for e in episodes]
-        return _fields(episodes, timing)
+        out = _fields(episodes, timing)
+        out["rollout_exact"] = [engine is None] * len(episodes)  # False: the trainer corrects the logprob gap
+        return out
 
     def _kv_store(self, trainer: Any) -> PrefixKV | None:
         """A fresh key/value store for one rollout, or None where reuse is off or cannot apply (vLLM, a static cache,

@@ -36,6 +36,7 @@ from sim_web.protocol.actions import TOOL_NAMES
 from simweb_core.errors import ConfigError
 from training.grpo.advantage import drop_mask, group_advantages, group_std, zero_variance_groups
 from training.grpo.compact import ROW_SUM_LOSSES, compact_batch, live_rows
+from training.grpo.correction import gap_stats, is_ratio
 from training.grpo.dupo import dupo_weights
 from training.grpo.grpo_config import AgentGRPOConfig
 
@@ -69,6 +70,8 @@ class AgentGRPOTrainer(GRPOTrainer):
         self._train_seconds = 0.0
         self.task_pool: Any = None  # training.loop: resolves a row's slot to its current task
         self.outcome_sink: Any = None  # training.loop: receives one outcome dict per rollout
+        self._correct_rollouts = False  # this generation batch came from an engine other than the trainer's forward
+        self._is_inputs: dict[str, Any] | None = None  # the micro-batch whose loss the correction applies to
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -80,6 +83,13 @@ class AgentGRPOTrainer(GRPOTrainer):
         if self.task_pool is not None and self.model.training:
             inputs = [{**row, **self.task_pool.row(row["slot"])} if "slot" in row else row for row in inputs]
         out = super()._generate_and_score_completions(inputs)  # merges the rollout's extra fields into `inputs`
+        self._correct_rollouts = bool(
+            not self.use_vllm  # TRL corrects vLLM's rollouts itself
+            and self.vllm_importance_sampling_correction
+            and "sampling_per_token_logps" in out
+            and inputs
+            and inputs[0].get("rollout_exact") is False
+        )
         mode = "train" if self.model.training else "eval"
         device = out["completion_mask"].device
         rewards = self.batch_rewards()
@@ -231,7 +241,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         ``cispo``) the others are compacted to their live rows and used columns (:mod:`training.grpo.compact`),
         which leaves the loss unchanged and spends the passes only on what trains."""
         if not self._rows_are_independent(model):
-            return super()._compute_loss(model, inputs)
+            return self._corrected_loss(model, inputs)
         live = live_rows(inputs)
         m = self._metrics["train"]
         m["agent/skipped_micro_batches"].append(float(not live.any()))
@@ -240,7 +250,46 @@ class AgentGRPOTrainer(GRPOTrainer):
         small = compact_batch(inputs, live) if self.loss_type in ROW_SUM_LOSSES else None
         before = inputs["completion_ids"].numel()
         m["agent/loss_token_frac"].append(small["completion_ids"].numel() / before if small else 1.0)
-        return super()._compute_loss(model, small or inputs)
+        return self._corrected_loss(model, small or inputs)
+
+    def _corrected_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+        """TRL's loss; for a batch from another rollout engine, with each token's advantage multiplied by TRL's
+        importance-sampling ratio (:func:`training.grpo.correction.is_ratio`), taken in
+        :meth:`_get_per_token_logps_and_entropies` from the logprobs the loss itself computes."""
+        if not (self._correct_rollouts and model.training and "sampling_per_token_logps" in inputs):
+            return super()._compute_loss(model, inputs)
+        advantages = inputs["advantages"]
+        self._is_inputs = inputs
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self._is_inputs = None
+            inputs["advantages"] = advantages
+
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        inputs, self._is_inputs = self._is_inputs, None
+        if inputs is not None:  # the loss's own pass over a micro-batch that needs the correction
+            logps = out[0].detach()
+            mask = inputs["completion_mask"] * inputs.get("tool_mask", torch.ones_like(inputs["completion_mask"]))
+            sampled = inputs["sampling_per_token_logps"]
+            ratio = is_ratio(
+                logps,
+                sampled,
+                mask,
+                self.vllm_importance_sampling_mode,
+                self.vllm_importance_sampling_clip_min,
+                self.vllm_importance_sampling_clip_max,
+            )
+            adv = inputs["advantages"]
+            inputs["advantages"] = (adv.unsqueeze(1) if adv.dim() == 1 else adv) * ratio
+            m = self._metrics["train"]
+            gap = gap_stats(logps, sampled, mask)
+            m["rollout/logprob_gap_abs_mean"].append(gap["abs_mean"])
+            m["rollout/logprob_gap_abs_max"].append(gap["abs_max"])
+            kept = ratio.expand_as(mask)[mask.bool()]
+            m["rollout/is_ratio_mean"].append(kept.float().mean().item() if kept.numel() else 1.0)
+        return out
 
     def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any) -> torch.Tensor:
         """TRL's step, timed: what is not rollout (generation, tools, scoring) is training; logged once per optimiser step."""

@@ -63,6 +63,13 @@ class TrainerConfig(GRPOSwitches):
         "bfloat16 mixed precision: on a GPU bfloat16 weights; on a CPU with native bf16 (avx512_bf16 or amx_bf16 in "
         "/proc/cpuinfo) float32 weights with the loss and the rollouts under bfloat16 autocast.",
     )
+    is_mode: str = help_field(
+        "sequence_mask",
+        "Importance-sampling correction of rollouts not sampled by the trainer's forward pass (vLLM, "
+        "rollout.engine=bf16), TRL's vllm_importance_sampling_mode: token_truncate (TIS), token_mask, "
+        "sequence_truncate, sequence_mask (TRL's default).",
+    )
+    is_clip_max: float = help_field(3.0, "Upper bound (truncate) or upper edge of the kept band (mask) of that ratio.")
     use_vllm: bool = help_field(
         False,
         "Generate with vLLM (GPU, `pip install -e .[gpu]`); colocate shares the training GPU. Where "
@@ -157,6 +164,8 @@ class TrainerConfig(GRPOSwitches):
             use_vllm=use_vllm,
             vllm_mode=self.vllm_mode,
             vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
+            vllm_importance_sampling_mode=self.is_mode,
+            vllm_importance_sampling_clip_max=self.is_clip_max,
             logging_steps=1,
             save_steps=self.save_steps,
             save_total_limit=self.keep_checkpoints,

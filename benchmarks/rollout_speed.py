@@ -1,0 +1,239 @@
+"""The rollout path against the machine's bound: ``python -m benchmarks.bench_train --rollout-speed``.
+
+The bound is the matrix-product throughput of a batched decode step's shapes on this CPU (batch x hidden x each
+linear layer of the model, float32 and bfloat16, 1 and 2 threads), turned into the tokens/s a step made only of
+those products would reach; a second figure adds the one-token attention products at the rollouts' mean context.
+Then one GRPO rollout (G x prompts episodes, multi-turn, KV reuse on) is played by each rollout setting, the order
+rotating between repeats, and each play's generation tokens/s and its ratio to the bound are printed, with the
+per-token logprob gap between each play and the trainer's own forward pass over the same sequences.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from statistics import median
+from typing import Any
+
+SETTINGS = {  # name: (fast_decode, engine, one generate call for the whole batch)
+    "before (recipe: generate, DynamicCache, sdpa, 16 a call)": (False, "trainer", False),
+    "fast decode, trainer fp32, 16 a call": (True, "trainer", False),
+    "fast decode, trainer fp32, 32 a call": (True, "trainer", True),
+    "fast decode, bf16 engine, 32 a call": (True, "bf16", True),
+}
+
+
+def linear_shapes(config: Any) -> list[tuple[int, int, int]]:
+    """``(out, in, count)`` of every matrix product of one decode token (the tied output layer once)."""
+    h, i, n = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    kv = config.num_key_value_heads * (h // config.num_attention_heads)
+    return [(h, h, 2 * n), (kv, h, 2 * n), (i, h, 2 * n), (h, i, n), (config.vocab_size, h, 1)]
+
+
+def _time(f: Any, reps: int = 7) -> float:
+    for _ in range(2):
+        f()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return median(ts)
+
+
+def decode_bound(config: Any, batch: int, dtype: Any, threads: int, context: int = 0) -> float:
+    """Seconds of one batched decode step's matrix products (plus the attention products at ``context``)."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        total = 0.0
+        for out, inp, count in linear_shapes(config):
+            w, x = torch.randn(out, inp, dtype=dtype), torch.randn(batch, inp, dtype=dtype)
+            total += count * _time(lambda w=w, x=x: torch.nn.functional.linear(x, w))
+        if context:
+            hk, d = config.num_key_value_heads, config.hidden_size // config.num_attention_heads
+            g = config.num_attention_heads // hk
+            k = torch.randn(batch * hk, context, d, dtype=dtype)
+            q, p = torch.randn(batch * hk, g, d, dtype=dtype), torch.randn(batch * hk, g, context, dtype=dtype)
+            total += config.num_hidden_layers * _time(lambda: (torch.bmm(q, k.transpose(1, 2)), torch.bmm(p, k)))
+        return total
+    finally:
+        torch.set_num_threads(old)
+
+
+def bounds(config: Any, batch: int, context: int) -> dict[tuple[str, int], tuple[float, float]]:
+    """Per (dtype, threads): the bound in tokens/s from the linear products alone, and with attention."""
+    import torch
+
+    out = {}
+    for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
+        for threads in (1, 2):
+            lin = decode_bound(config, batch, dtype, threads)
+            att = decode_bound(config, batch, dtype, threads, context)
+            out[(name, threads)] = (batch / lin, batch / att)
+    return out
+
+
+def logprob_gap(model: Any, out: dict[str, Any], temperature: float, rows: int = 8) -> dict[str, float]:
+    """The trainer's float32 forward pass over ``rows`` of a rollout's sequences against the rollout's logprobs."""
+    import torch
+
+    from training.grpo.correction import gap_stats
+
+    gaps = []
+    for p, c, lp, m in list(zip(out["prompt_ids"], out["completion_ids"], out["logprobs"], out["env_mask"]))[:rows]:
+        with torch.no_grad():
+            logits = model(torch.tensor([p + c])).logits[0, len(p) - 1 : -1].float() / temperature
+        mine = torch.log_softmax(logits, -1).gather(1, torch.tensor(c).unsqueeze(1)).squeeze(1)
+        gaps.append(gap_stats(mine.unsqueeze(0), torch.tensor([lp]), torch.tensor([m])))
+    toks = sum(g["tokens"] for g in gaps) or 1.0
+    return {
+        "abs_mean": sum(g["abs_mean"] * g["tokens"] for g in gaps) / toks,
+        "abs_max": max(g["abs_max"] for g in gaps),
+    }
+
+
+def run(index: str, prompts: int, group: int, repeats: int, threads: int | None, seed: int = 0) -> str:
+    """Bound, then each :data:`SETTINGS` playing the same rollout (``prompts`` x ``group`` episodes) ``repeats``
+    times in rotating order; returns the report."""
+    import os
+    import tempfile
+    from dataclasses import replace
+
+    import torch
+    from datasets import Dataset
+
+    from benchmarks.common import table
+    from sim_web.serve.trl import task_dataset
+    from training.grpo.recipes import load_recipe
+    from training.grpo.rollout import AgentRollout, env_reward
+    from training.grpo.train import load_model, train_tasks
+    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
+    from wiki_index.search.index import WikiIndex
+
+    recipe = load_recipe("cpu-learn", {"model": "smollm2", "index_dir": index, "tasks": None, "n_tasks": prompts})
+    wiki = WikiIndex.from_dir(index)
+    tasks = train_tasks(recipe, wiki)[:prompts]
+    env = recipe.env_config(str(wiki.path))
+    model, tok = load_model(recipe, [t.question for t in tasks])
+    model.eval()
+    args = AgentGRPOConfig(
+        output_dir=tempfile.mkdtemp(prefix="bench-rollout-"),
+        per_device_train_batch_size=group,
+        num_generations=group,
+        max_completion_length=recipe.trainer.max_completion_length,
+        temperature=recipe.trainer.temperature,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+    )
+    trainer = AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[env_reward],
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
+        rollout_func=lambda p, t: {},
+    )
+    trainer.model.eval()
+    chosen = threads or 1
+    torch.set_num_threads(chosen)
+    rows = task_dataset(tasks)
+    batch = [rows[i]["prompt"] for i in range(len(tasks)) for _ in range(group)]
+    base = recipe.rollout_config()
+    plays: dict[str, list[dict[str, float]]] = {name: [] for name in SETTINGS}
+    names = list(SETTINGS)
+    contexts = []
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fast, engine, whole = SETTINGS[name]
+            size = len(batch) if whole else base.batch_size
+            rollout = AgentRollout(
+                env, tasks, replace(base, fast_decode=fast, engine=engine, seed=seed, batch_size=size)
+            )
+            t = time.perf_counter()
+            out = rollout(batch, trainer)
+            wall = time.perf_counter() - t
+            timing = out["rollout_timing"]
+            tokens = sum(out["generated_tokens"])
+            lengths = [len(p) + len(c) for p, c in zip(out["prompt_ids"], out["completion_ids"])]
+            contexts.append(sum(lengths) / len(lengths) / 2)  # mean context over a sequence's decode steps
+            gap = logprob_gap(trainer.model, out, recipe.trainer.temperature)
+            print(
+                f"play {r}: {name}: {tokens} tokens in {timing['generation_seconds']:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            plays[name].append(
+                {
+                    "tokens": tokens,
+                    "gen_s": timing["generation_seconds"],
+                    "tool_s": timing["tool_seconds"],
+                    "wall_s": wall,
+                    "sync_s": timing.get("engine_sync_seconds", 0.0),
+                    "prefilled": timing.get("prefilled_tokens", 0),
+                    "gap_mean": gap["abs_mean"],
+                    "gap_max": gap["abs_max"],
+                    "load": os.getloadavg()[0],
+                }
+            )
+    context = int(median(contexts))
+    bound = bounds(model.config, len(batch), context)
+    lines = [
+        f"decode bound, batch {len(batch)}, SmolLM2-135M linear shapes (tokens/s; 'with attention' adds the one-token "
+        f"attention products at the rollouts' median mean context, {context} tokens):",
+        table(
+            ["dtype", "threads", "linear only", "with attention"],
+            [[d, t, f"{a:.0f}", f"{b:.0f}"] for (d, t), (a, b) in bound.items()],
+        ),
+    ]
+    best = max(bound.values(), key=lambda ab: ab[0])
+    rows_out = []
+    for name, ps in plays.items():
+        rate = median(p["tokens"] / p["gen_s"] for p in ps)
+        rows_out.append(
+            [
+                name,
+                len(ps),
+                f"{median(p['tokens'] for p in ps):.0f}",
+                f"{median(p['prefilled'] for p in ps):.0f}",
+                f"{median(p['gen_s'] for p in ps):.1f}",
+                f"{median(p['tool_s'] for p in ps):.2f}",
+                f"{median(p['sync_s'] for p in ps):.2f}",
+                f"{rate:.1f}",
+                f"{rate / best[0]:.2f}",
+                f"{rate / best[1]:.2f}",
+                f"{median(p['gap_mean'] for p in ps):.2e}",
+                f"{max(p['gap_max'] for p in ps):.2e}",
+                f"{median(p['load'] for p in ps):.2f}",
+            ]
+        )
+    lines += [
+        f"rollouts: {len(tasks)} prompts x G={group}, cpu-learn env and turn budget, KV reuse on, {chosen} torch "
+        f"thread(s); medians over {repeats} play(s) per setting, order rotating; bound = best row above",
+        table(
+            [
+                "setting",
+                "plays",
+                "gen tokens",
+                "prefilled",
+                "generation s",
+                "tool s",
+                "weight copy s",
+                "tokens/s",
+                "/ linear bound",
+                "/ bound with attention",
+                "logprob gap mean",
+                "gap max",
+                "load 1m",
+            ],
+            rows_out,
+        ),
+    ]
+    before = median(p["tokens"] / p["gen_s"] for p in plays[names[0]])
+    for name in names[1:]:
+        after = median(p["tokens"] / p["gen_s"] for p in plays[name])
+        lines.append(f"speed-up of '{name}' over '{names[0]}': {after / before:.2f}x")
+    return "\n".join(lines)
