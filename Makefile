@@ -24,6 +24,8 @@ $(STAMP): pyproject.toml
 	bash scripts/setup.sh $(BIN)/python
 	# verifiers' own venv (it pins mcp==2.0.0, the openenv extra mcp<2), for tests/integrations/test_verifiers_taskset.py
 	$(BIN)/python -m tests.integrations.vf_venv
+	# OpenPipe ART's types (Python >= 3.12) for tests/integrations/test_art_rollout.py; without such a Python it says so
+	$(BIN)/python -m tests.integrations.art_venv
 	touch $(STAMP)
 
 INDEX := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/indexes/sample

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -104,3 +105,50 @@ def test_score_is_the_envs_scoring_behind_the_token(sample_index):
     for bad in ({"prediction": "x"}, {**body, "kind": "judge"}, {**body, "answer": ""}, {**body, "extra": 1}):
         r = c.post("/score", json=bad, auth=auth)
         assert r.status_code == 422, bad
+
+
+_GROUPS = """
+import asyncio, importlib.util, json, sys
+import art
+from openai import AsyncOpenAI
+spec = importlib.util.spec_from_file_location("art_rollout", sys.argv[1])
+example = sys.modules["art_rollout"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(example)
+base_url, server, records = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+client = AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
+groups = asyncio.run(example.groups(client, "scripted", server, records, per_task=2))
+print(json.dumps({
+    "groups": [type(g).__module__ + "." + type(g).__name__ for g in groups],
+    "trajectories": sorted({type(t).__name__ for g in groups for t in g.trajectories}),
+    "rewards": [[t.reward for t in g.trajectories] for g in groups],
+    "version": art.__version__ if hasattr(art, "__version__") else None,
+}))
+"""
+
+
+def test_the_example_builds_arts_own_groups_in_arts_python(setup):
+    from tests.integrations.art_venv import ensure_venv
+
+    python = ensure_venv()
+    if python is None:
+        pytest.skip("no Python >= 3.12 on this machine for openpipe-art 0.5.23 (tests/integrations/art_venv.py)")
+    tasks, model, server = setup
+    records = [{"id": t.id, "question": t.question, "answer": t.answer, "aliases": list(t.aliases)} for t in tasks]
+    run = subprocess.run(
+        [
+            str(python),
+            "-c",
+            _GROUPS,
+            str(ROOT / "examples" / "art_rollout.py"),
+            model.base_url,
+            server,
+            json.dumps(records),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["groups"] == ["art.trajectories.TrajectoryGroup"] * 2 and out["trajectories"] == ["Trajectory"]
+    assert out["rewards"] == [[1.0, 1.0], [0.0, 0.0]]  # the server's /score of the scripted answers
