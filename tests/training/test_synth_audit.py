@@ -28,16 +28,20 @@ from training.synth.audit import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-AUDIT = ROOT / "tests" / "data" / "audit" / "sailorfog-9bbf685.jsonl"
+AUDIT_DIR = ROOT / "tests" / "data" / "audit"
+AUDIT = AUDIT_DIR / "sailorfog-9bbf685.jsonl"  # before clue verification
+AFTER = AUDIT_DIR / "sailorfog-1265443.jsonl"  # after clue verification (training/synth/clue_check.py)
+AUDITS = pytest.mark.parametrize("audit", [AUDIT, AFTER], ids=["before-9bbf685", "after-1265443"])
 DOCS = ROOT / "docs" / "evaluation.md"
 
 
-def _records() -> list[dict]:
-    return [json.loads(line) for line in AUDIT.read_text(encoding="utf-8").splitlines() if line.strip()]
+def _records(audit: Path = AUDIT) -> list[dict]:
+    return [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def test_audit_file_follows_the_schema():
-    recs = _records()
+@AUDITS
+def test_audit_file_follows_the_schema(audit):
+    recs = _records(audit)
     assert len(recs) >= 100
     assert len({r["id"] for r in recs}) == len(recs), "a question is audited once"
     assert [p for r in recs for p in validate(r)] == []
@@ -51,8 +55,9 @@ def test_audit_file_follows_the_schema():
             assert r["unique_why"], r["id"]
 
 
-def test_every_quoted_support_is_on_its_page(sample_index):
-    assert support_problems(AUDIT, sample_index) == []
+@AUDITS
+def test_every_quoted_support_is_on_its_page(sample_index, audit):
+    assert support_problems(audit, sample_index) == []
 
 
 def test_support_check_catches_a_misquote(sample_index, tmp_path):
@@ -65,9 +70,10 @@ def test_support_check_catches_a_misquote(sample_index, tmp_path):
     assert len(problems) == 1 and rec["id"] in problems[0]
 
 
-def test_summary_figures_recomputed_by_hand():
-    recs = _records()
-    figs = summarise(AUDIT)
+@AUDITS
+def test_summary_figures_recomputed_by_hand(audit):
+    recs = _records(audit)
+    figs = summarise(audit)
     claims = [c["verdict"] for r in recs for c in r["clues"] if c["type"] != "named"]
     counts = Counter(claims)
     assert figs["all"].clue_precision.k == counts["true"] and figs["all"].clue_precision.n == len(claims)
@@ -77,15 +83,24 @@ def test_summary_figures_recomputed_by_hand():
     assert figs["all"].unique.k == sum(r["unique"] for r in recs)
     assert figs["all"].fair.k == sum(r["fair"] for r in recs)
     assert figs["all"].questions == len(recs) == sum(figs[lv].questions for lv in figs if lv != "all")
-    for lv in ("easy", "medium"):
+    for lv in ("easy", "medium", "hard"):
         sub = [r for r in recs if r["level"] == lv]
         assert figs[lv].fair.k == sum(r["fair"] for r in sub) and figs[lv].fair.n == len(sub)
+        assert figs[lv].unique.k == sum(r["unique"] for r in sub)
     lo, hi = figs["all"].clue_precision.interval
     assert lo < figs["all"].clue_precision.value < hi
 
 
-def test_docs_report_the_committed_audit():
-    assert render_summary(summarise(AUDIT)) in DOCS.read_text(encoding="utf-8")
+@AUDITS
+def test_docs_report_the_committed_audit(audit):
+    assert render_summary(summarise(audit)) in DOCS.read_text(encoding="utf-8")
+
+
+def test_after_audit_draws_the_same_sample_as_the_before_audit():
+    """Same n and seed: 100 questions, levels in proportion to the new set's 148 / 141 / 11."""
+    recs = _records(AFTER)
+    drawn = Counter(t["difficulty"]["level"] for t in stratified_sample(_tasks(148, 141, 11), 100, seed=0))
+    assert Counter(r["level"] for r in recs) == drawn == {"easy": 49, "medium": 47, "hard": 4}
 
 
 @pytest.mark.parametrize(
