@@ -93,7 +93,7 @@ def test_sft_rollout_and_eval_agree_token_for_token(oracle_run, monkeypatch):
     turn = iter(assistant_texts)
     eos = tok.eos_token_id
 
-    def scripted(trainer, contexts, max_new, seed, batch_size=16):
+    def scripted(trainer, contexts, max_new, seed, batch_size=16, **_):
         ids = tokenize(tok, next(turn)) + [eos]
         return [(ids, [0.0] * len(ids), True) for _ in contexts]
 

@@ -80,7 +80,7 @@ class SimWebConfig(vf.TasksetConfig):
     """Which sim-web questions load, and where the tools come from (``--env.taskset.*``)."""
 
     tools: SimWebToolsConfig = SimWebToolsConfig()
-    """The tools: this package's MCP server over ``tools.index_dir``, or ``tools.url`` (a running sim-web serve's
+    """The tools: this package's MCP server over ``tools.index_dir`` (default: ``index_dir``), or ``tools.url`` (a running sim-web serve's
     /mcp, http://user:TOKEN@host:port/mcp when it wants a token)."""
     index_dir: str | None = None
     """The index whose task sets are read (default: the sample index under $SIM_WEB_HOME)."""
@@ -97,8 +97,12 @@ class SimWebTaskset(vf.Taskset[SimWebTask, SimWebConfig]):
 
     @classmethod
     def toolsets(cls, config: SimWebConfig) -> list[vf.Toolset]:
-        """One tool server per worker, shared by its rollouts (or none, with ``tools.url``)."""
-        return [SimWebToolset(config.tools)]
+        """One tool server per worker, shared by its rollouts (or none, with ``tools.url``); its index is the
+        taskset's ``index_dir`` unless ``tools.index_dir`` names another, so questions and pages come from one index."""
+        tools = config.tools
+        if tools.index_dir is None and config.index_dir is not None:
+            tools = tools.model_copy(update={"index_dir": config.index_dir})
+        return [SimWebToolset(tools)]
 
     def load(self) -> Iterator[SimWebTask]:
         """The rows of the configured task set, in file order (ids as task keys)."""
