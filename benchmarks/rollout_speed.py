@@ -103,14 +103,13 @@ def run(index: str, prompts: int, group: int, repeats: int, threads: int | None,
     from dataclasses import replace
 
     import torch
-    from datasets import Dataset
 
     from benchmarks.common import table
     from sim_web.serve.trl import task_dataset
     from training.grpo.recipes import load_recipe
-    from training.grpo.rollout import AgentRollout, env_reward
+    from training.grpo.rollout import AgentRollout
+    from training.grpo.tiny import generation_trainer
     from training.grpo.train import load_model, train_tasks
-    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
     from wiki_index.search.index import WikiIndex
 
     recipe = load_recipe("cpu-learn", {"model": "smollm2", "index_dir": index, "tasks": None, "n_tasks": prompts})
@@ -119,23 +118,14 @@ def run(index: str, prompts: int, group: int, repeats: int, threads: int | None,
     env = recipe.env_config(str(wiki.path))
     model, tok = load_model(recipe, [t.question for t in tasks])
     model.eval()
-    args = AgentGRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="bench-rollout-"),
+    trainer = generation_trainer(
+        model,
+        tok,
+        tempfile.mkdtemp(prefix="bench-rollout-"),
         per_device_train_batch_size=group,
         num_generations=group,
         max_completion_length=recipe.trainer.max_completion_length,
         temperature=recipe.trainer.temperature,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-    )
-    trainer = AgentGRPOTrainer(
-        model=model,
-        processing_class=tok,
-        reward_funcs=[env_reward],
-        args=args,
-        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
-        rollout_func=lambda p, t: {},
     )
     trainer.model.eval()
     chosen = threads or 1

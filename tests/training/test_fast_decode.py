@@ -88,31 +88,12 @@ def test_decode_attention_matches_sdpa_with_holes_in_the_mask():
 
 
 def test_rollout_turns_with_fast_decode_and_kv_reuse_equal_the_plain_path(tmp_path):
-    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
+    from training.grpo.tiny import generation_trainer
 
     model, tok = tiny_model(["search the answer <tool_call> visit"], eos_bias=0.05)
     with torch.no_grad():
         model.lm_head.weight.mul_(4.0)
-    from datasets import Dataset
-
-    args = AgentGRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=64,
-        temperature=0.7,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-    )
-    trainer = AgentGRPOTrainer(
-        model=model.eval(),
-        processing_class=tok,
-        reward_funcs=[R.env_reward],
-        args=args,
-        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
-        rollout_func=lambda p, t: {},
-    )
+    trainer = generation_trainer(model.eval(), tok, tmp_path)
     assert F.supported(model)  # sdpa: the fast path really runs
     rng = random.Random(0)
     vocab = [i for i in range(len(tok)) if i not in (tok.eos_token_id, tok.pad_token_id)]

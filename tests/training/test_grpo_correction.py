@@ -32,29 +32,10 @@ def test_is_ratio_truncates_masks_and_sums_per_sequence_like_trl():
 
 
 def make_trainer(tmp_path, **args):
-    from datasets import Dataset
-
-    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
+    from training.grpo.tiny import generation_trainer
 
     model, tok = tiny_model(["search the answer <tool_call> visit"])
-    config = AgentGRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=16,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        **args,
-    )
-    return AgentGRPOTrainer(
-        model=model,
-        processing_class=tok,
-        reward_funcs=[R.env_reward],
-        args=config,
-        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
-        rollout_func=lambda p, t: {},
-    )
+    return generation_trainer(model, tok, tmp_path, max_completion_length=16, temperature=1.0, **args)
 
 
 def batch(trainer, shift):

@@ -23,29 +23,10 @@ def tiny():
 
 
 def test_generation_returns_the_sampled_tokens_logprobs_and_leaves_the_global_rng(tiny, tmp_path):
-    from datasets import Dataset
-
-    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
+    from training.grpo.tiny import generation_trainer
 
     model, tok = tiny
-    args = AgentGRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=16,
-        temperature=0.7,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-    )
-    trainer = AgentGRPOTrainer(
-        model=model,
-        processing_class=tok,
-        reward_funcs=[R.env_reward],
-        args=args,
-        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
-        rollout_func=lambda p, t: {},
-    )
+    trainer = generation_trainer(model, tok, tmp_path, max_completion_length=16)
     contexts = [
         tokenize(tok, "<|im_start|>user\nsearch the answer<|im_end|>\n<|im_start|>assistant\n"),
         tokenize(tok, "visit"),

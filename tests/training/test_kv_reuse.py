@@ -24,29 +24,9 @@ def peaked_tiny(eos_bias=0.05, scale=20.0):
 
 
 def make_trainer(model, tok, tmp_path, **generation):
-    from datasets import Dataset
+    from training.grpo.tiny import generation_trainer
 
-    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
-
-    args = AgentGRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=64,
-        temperature=0.7,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        generation_kwargs=generation or None,
-    )
-    return AgentGRPOTrainer(
-        model=model,
-        processing_class=tok,
-        reward_funcs=[R.env_reward],
-        args=args,
-        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
-        rollout_func=lambda p, t: {},
-    )
+    return generation_trainer(model, tok, tmp_path, generation_kwargs=generation or None)
 
 
 def play_turns(trainer, tok, reuse, turns=4, batch_size=16, group=False):

@@ -1,4 +1,5 @@
-"""A tiny randomly initialised Llama with a byte-level BPE and ChatML tokens: for CPU smoke runs and tests (no downloads)."""
+"""A tiny randomly initialised Llama with a byte-level BPE and ChatML tokens: for CPU smoke runs and tests (no downloads);
+and the trainer that only drives :func:`training.grpo.rollout.generate` (tests and the rollout benchmark)."""
 
 from __future__ import annotations
 
@@ -100,3 +101,38 @@ def load_tiny(path: str) -> Any:
         model.lm_head = torch.nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=True)
     model.load_state_dict({k: v.float() for k, v in weights.items()}, strict=True)
     return model.eval()
+
+
+def generation_trainer(model: Any, tok: Any, output_dir: Any, **args: Any) -> Any:
+    """An ``AgentGRPOTrainer`` set up only to drive :func:`training.grpo.rollout.generate`: a one-prompt dataset, an
+    empty rollout function, the env reward, CPU and float32 arithmetic.
+
+    Args:
+        model: The policy model.
+        tok: Its tokenizer.
+        output_dir: The trainer's output folder (nothing is trained or saved there).
+        **args: ``AgentGRPOConfig`` fields over the defaults (batch 2, group 2, 64 completion tokens, temperature 0.7).
+    """
+    from datasets import Dataset
+
+    from training.grpo.rollout import env_reward
+    from training.grpo.trainer import AgentGRPOConfig, AgentGRPOTrainer
+
+    config = {
+        "per_device_train_batch_size": 2,
+        "num_generations": 2,
+        "max_completion_length": 64,
+        "temperature": 0.7,
+        "report_to": "none",
+        "use_cpu": True,
+        "bf16": False,
+        **args,
+    }
+    return AgentGRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[env_reward],
+        args=AgentGRPOConfig(output_dir=str(output_dir), **config),
+        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "q"}]}]),
+        rollout_func=lambda p, t: {},
+    )
