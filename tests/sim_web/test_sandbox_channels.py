@@ -61,12 +61,13 @@ def _lines(out: str) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in out.removeprefix("stdout:\n").splitlines() if ": " in line)
 
 
-def _in_sandboxes() -> tuple[dict[str, str], dict[str, str]]:
+def _in_sandboxes(first: str = HOLD, second: str = TEST) -> tuple[dict[str, str], dict[str, str]]:
+    """Run two programs in two concurrent sandboxes; the key: value lines each printed."""
     config = PythonConfig(timeout_s=30)
     with ThreadPoolExecutor(2) as pool:
-        held = pool.submit(run_python, HOLD, config)
-        seen = pool.submit(run_python, TEST, config)
-        return _lines(held.result()), _lines(seen.result())
+        a = pool.submit(run_python, first, config)
+        b = pool.submit(run_python, second, config)
+        return _lines(a.result()), _lines(b.result())
 
 
 def test_flock_on_a_shared_file_passes_a_bit_between_plain_processes():
@@ -132,14 +133,6 @@ if woke == 0:  # nothing passed: show what an untimed shared wait gets (it would
 )
 
 
-def _futex_in_sandboxes() -> tuple[dict[str, str], dict[str, str]]:
-    config = PythonConfig(timeout_s=30)
-    with ThreadPoolExecutor(2) as pool:
-        waited = pool.submit(run_python, FUTEX_WAIT, config)
-        woke = pool.submit(run_python, FUTEX_WAKE, config)
-        return _lines(waited.result()), _lines(woke.result())
-
-
 @pytest.mark.parametrize("mapping", ["MAP_SHARED", "MAP_PRIVATE"])
 def test_a_shared_futex_on_a_shared_file_passes_a_bit_between_plain_processes(mapping):
     """The control: two ordinary processes; a private read-only mapping is keyed by the file too."""
@@ -156,11 +149,11 @@ def test_a_shared_futex_on_a_shared_file_passes_a_bit_between_plain_processes(ma
 
 
 def test_a_shared_futex_is_no_channel_between_sandboxes(monkeypatch):
-    waited, woke = _futex_in_sandboxes()
+    waited, woke = _in_sandboxes(FUTEX_WAIT, FUTEX_WAKE)
     assert waited["wait"] == "ETIMEDOUT" and woke["woke"] == "0"  # nobody slept, nobody was woken
     assert woke["untimed"] == "EAGAIN" and woke["private"] == "EAGAIN"  # returned at once; private reaches the kernel
     monkeypatch.setattr(_seccomp, "filter_program", lambda machine=None: ALLOW_ALL)
-    waited, woke = _futex_in_sandboxes()  # control: without the filter, one sandbox wakes the other
+    waited, woke = _in_sandboxes(FUTEX_WAIT, FUTEX_WAKE)  # control: without the filter, one sandbox wakes the other
     assert waited["wait"] == "woken" and woke["woke"] == "1"
 
 
