@@ -17,6 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests.integrations.venvs import stamped_venv
+
 ROOT = Path(__file__).resolve().parents[2]
 ART = "openpipe-art==0.5.23"
 #: What ``import art`` reads at the top level (its other dependencies are for training), at versions that work.
@@ -48,19 +50,15 @@ def python312() -> str | None:
 def ensure_venv() -> Path | None:
     """The ART venv's interpreter, made first when missing or its pins changed; ``None`` without a Python >= 3.12."""
     venv = Path(os.environ.get("SIM_WEB_ART_VENV") or ROOT / ".venv" / "art")
-    python, stamp = venv / "bin" / "python", venv / ".sim-web-art-installed"
-    want = "\n".join((ART, *IMPORT_DEPS))
-    if stamp.is_file() and stamp.read_text() == want and python.exists():
-        return python
     base = python312()
     if base is None:
         return None
-    subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--no-deps", ART], check=True)
-    subprocess.run([*pip, *IMPORT_DEPS], check=True)
-    stamp.write_text(want)
-    return python
+
+    def install(python: Path, pip: list[str]) -> None:
+        subprocess.run([*pip, "--no-deps", ART], check=True)
+        subprocess.run([*pip, *IMPORT_DEPS], check=True)
+
+    return stamped_venv(venv, base, "\n".join((ART, *IMPORT_DEPS)), install)
 
 
 if __name__ == "__main__":

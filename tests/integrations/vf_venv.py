@@ -17,30 +17,27 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from tests.integrations.venvs import stamped_venv
+
 ROOT = Path(__file__).resolve().parents[2]
 PINS = ("verifiers==0.4.0", "uv==0.13.8")
 
 
 def ensure_venv() -> Path:
     """The verifiers venv's interpreter, made first when it is missing or its stamp differs."""
-    venv = Path(os.environ.get("SIM_WEB_VERIFIERS_VENV") or ROOT / ".venv" / "verifiers")
-    stamp = venv / ".sim-web-tasks-installed"
-    want = "\n".join((*PINS, sysconfig.get_paths()["purelib"]))
-    python = venv / "bin" / "python"
-    if stamp.is_file() and stamp.read_text() == want and python.exists():
-        return python
-    subprocess.run([sys._base_executable, "-m", "venv", "--clear", str(venv)], check=True)  # type: ignore[attr-defined]
-    site = Path(
-        subprocess.check_output(
+    purelib = sysconfig.get_paths()["purelib"]
+
+    def install(python: Path, pip: list[str]) -> None:
+        site = subprocess.check_output(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
         ).strip()
-    )
-    (site / "zz_sim_web.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, *PINS], check=True)
-    subprocess.run([*pip, "--no-deps", "-e", str(ROOT / "integrations" / "verifiers")], check=True)
-    stamp.write_text(want)
-    return python
+        (Path(site) / "zz_sim_web.pth").write_text(f"import site; site.addsitedir({purelib!r})\n")
+        subprocess.run([*pip, *PINS], check=True)
+        subprocess.run([*pip, "--no-deps", "-e", str(ROOT / "integrations" / "verifiers")], check=True)
+
+    venv = Path(os.environ.get("SIM_WEB_VERIFIERS_VENV") or ROOT / ".venv" / "verifiers")
+    base = sys._base_executable  # type: ignore[attr-defined]
+    return stamped_venv(venv, base, "\n".join((*PINS, purelib)), install)
 
 
 if __name__ == "__main__":
