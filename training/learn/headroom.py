@@ -157,16 +157,16 @@ def render(tables: dict[str, list[dict[str, Any]]], k: int) -> list[str]:
     return out
 
 
-def _sample_ids(task_file: Path, split: str, n: int, seed: int) -> list[str]:
-    """``n`` ids of ``split`` drawn with ``seed`` over the whole split (all of them when it holds fewer)."""
+def _sample_lines(task_file: Path, split: str, n: int, seed: int) -> list[str]:
+    """The lines of ``n`` tasks of ``split`` drawn with ``seed`` over the whole split (all of them when it holds
+    fewer), in file order."""
     import random
 
-    ids = [
-        r["id"]
-        for line in task_file.read_text(encoding="utf-8").splitlines()
-        if line.strip() and (r := json.loads(line)).get("split") == split
-    ]
-    return sorted(random.Random(f"headroom|{seed}").sample(ids, min(n, len(ids))))
+    lines = [x for x in task_file.read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = [json.loads(x) for x in lines]
+    ids = [r["id"] for r in rows if r.get("split") == split]
+    keep = set(random.Random(f"headroom|{seed}").sample(ids, min(n, len(ids))))
+    return [x for x, r in zip(lines, rows) if r["id"] in keep]
 
 
 def stage_headroom(cfg: Any, recipe: Any, model: Path, settings: dict[str, Any]) -> Path:
@@ -185,11 +185,7 @@ def stage_headroom(cfg: Any, recipe: Any, model: Path, settings: dict[str, Any])
     source = Path(recipe.tasks)
     subset = out / "train.jsonl"
     if not subset.is_file():
-        keep = set(_sample_ids(source, "train", h.n_train, cfg.seed))
-        lines = [
-            x for x in source.read_text(encoding="utf-8").splitlines() if x.strip() and json.loads(x)["id"] in keep
-        ]
-        subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        subset.write_text("\n".join(_sample_lines(source, "train", h.n_train, cfg.seed)) + "\n", encoding="utf-8")
     policy = f"hf:{model}"
     runs = [
         (recipe.eval_config(policy, out.parent / "headroom-greedy-train", split="train", **settings), str(subset)),
