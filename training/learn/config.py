@@ -149,7 +149,9 @@ class LearnConfig:
     model: str = help_field("smollm2", "Base model: 'smollm2' (the bundled SmolLM2-135M-Instruct) or a model folder.")
     seed: int = help_field(0, "Seed of the task synthesis, SFT and GRPO.")
     tiers: tuple[str, ...] = help_field(
-        ("lookup", "bridge"), "Curriculum tiers of the task set (training/synth/tiers.py)."
+        ("lookup", "bridge", "intersection"),
+        "Curriculum tiers of the task set (training/synth/tiers.py and tier_intersection.py); ('lookup', 'bridge') "
+        "writes the two-tier sets of the runs before cpu-learn-v6.",
     )
     lookup_test_fraction: float = help_field(0.5, "Held-out share of the lookup tier.")
     bridge_test_fraction: float = help_field(0.5, "Held-out share of the bridge tier.")
