@@ -67,6 +67,19 @@ def _words_between(text: str) -> int:
     return len(text.split())
 
 
+_VERB = re.compile(r"^(?:is|was|are|were|has|had|have|lies|covers|spans|comprises|contains|includes|ranks|forms)$")
+
+
+def _subject_words(opens: str) -> list[str]:
+    """The words of a sentence's subject noun phrase (up to its verb, at most six)."""
+    out = []
+    for w in opens.lower().split()[:7]:
+        if _VERB.match(w.strip(",")):
+            break
+        out.append(w.strip(","))
+    return out[:6]
+
+
 def locate(ent: Entity, text: str, sentences: list[str]) -> tuple[str, str, int]:
     """``(field, sentence, index)``: the infobox key, ``"description"`` or ``"lead"`` holding ``text`` (index of the
     lead sentence; -1 otherwise); ``("", "", -1)`` when nowhere."""
@@ -140,6 +153,7 @@ def check_number(ent: Entity, n: NumberFact, page: PageView) -> tuple[str, Evide
     opens = opening(sent)
     if re.match(r"^(?:its|his|her|their|the\s+\w+['’]s)\s", opens, re.IGNORECASE):
         scope += opens.lower().split()[:6]  # "The city's wider metropolitan area ... 6.55 million"
+    scope += _subject_words(opens)  # "The Shenyang metropolitan area is ..., with a population of over 23 million"
     attr = n.attr.lower()
     if unit in ("%", "percent", "per cent") and attr not in ("area", *_MEASURES):
         return "number_noun", ev
