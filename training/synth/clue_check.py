@@ -20,7 +20,11 @@ and drops what the sentence does not say, counted per reason:
   lengths, founding, birth and death dates are read from fields);
 * ``no_evidence``: the fact's text is found in none of the page's fields;
 * ``relation_cut``: the relation's complement goes on past the link ("forms part of the Río de la Plata basin": the
-  link names only "Río de la Plata"), or the link is a possessive ("Brazil's ...");
+  link names only "Río de la Plata"), the link is a possessive ("Brazil's ..."), a modifier before it changes what it
+  names ("ancient Greece"), or it is one half of a pair the relation needs ("the interwoven civilizations of ancient
+  Greece and Rome", "the intersection of Eastern Europe and West Asia");
+* ``relation_qualified``: a superlative restricted by a clause after the link ("the largest city in Germany that is
+  not a state of its own");
 * ``relation_preposition``: a location verb joined to its complement by "with" ("is situated with the Gulf of Guinea
   ... to the south");
 * ``relation_field``: an infobox date field that links a page ("death_date = 322 BC ... Greece" read as "whose death
@@ -58,6 +62,22 @@ _FOLLOW = frozenset(
     "and or but nor to in on at by with from of for as is was are were has had have which that who whom whose where "
     "when while since until after before during via through into onto over under between among along across near "
     "around about than then its their his her the a an both also each itself some following including".split()
+)
+#: A clause after the linked name that restricts the relation: "the largest city in Germany that is not a state of its
+#: own" is no "the largest city in Germany".
+_QUALIFIER = re.compile(
+    r"^\s*,?\s*(?:(?:that|which|who)\s+(?:is|are|was|were|has|have|had|does|do|did)\s+(?:not|never)\b"
+    r"|(?:outside|excluding|except|apart from|other than|not counting)\b)"
+)
+_SUPERLATIVE = re.compile(r"\b(?:\w+est|most|least|first|second|third|only)\b")
+#: A modifier before the linked name that changes what it names: "ancient Greece" is not the country Greece.
+_REFERENT_MODIFIERS = frozenset(
+    "ancient former old classical medieval colonial imperial historical historic prehistoric pre-colonial".split()
+)
+#: Nouns of a relation whose complement is a pair: "the interwoven civilizations of ancient Greece and Rome", "the
+#: intersection of Eastern Europe and West Asia": one member alone does not complete it.
+_PAIR_NOUN = re.compile(
+    r"\b(?:\w+s|intersection|confluence|junction|crossroads|union|mixture|combination|merger)\s+of\s+\{"
 )
 _LOCATION_WITH = re.compile(r"\b(?:situated|located|lies|lying|set|placed|positioned|sits)\s+with\s+\{")
 _REPEAT = re.compile(r"\b(?:the|an?) ([a-z]{3,}) of (?:an?|the) (?:[a-z]+ )?\1\b")
@@ -189,6 +209,14 @@ class ClueChecker:
                     return "relation_cut"
                 m = re.match(r"^\s+([a-z][a-z-]*)\b", rest)
                 if m and m.group(1) not in _FOLLOW and not m.group(1).endswith(("ly", "ing", "ed")):
+                    return "relation_cut"
+                if _SUPERLATIVE.search(rel) and _QUALIFIER.match(rest):
+                    return "relation_qualified"
+                before = sent[:at].split()
+                if before and before[-1].lower() in _REFERENT_MODIFIERS:
+                    return "relation_cut"
+                pair_end = bool(before) and before[-1] in ("and", "or")  # "... of ancient Greece and Rome" for Rome
+                if _PAIR_NOUN.search(rel) and (pair_end or re.match(r"^\s+(?:and|or)\s+[A-Z]", rest)):
                     return "relation_cut"
                 break
         own_first = rel.startswith("{src}") == (page == src)  # the page's subject opens the template
