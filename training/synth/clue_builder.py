@@ -214,8 +214,8 @@ class ClueBuilder:
         page = data.get("source_page")
         item = node if page == other else other if page == node else None
         total = listed_count(data, str(item), self.entity(page).infobox) if item is not None else 0
-        if total < 2:
-            return rel
+        if total < 2 or self._named_links(page, data) > total:
+            return rel  # "one of 3" of a sentence that names seven linked places counts wrong: no count
         self.used.add(U.COUNTING)
         return Clue(
             f"{rel.text} {listed_phrase(total)}",
@@ -224,6 +224,13 @@ class ClueBuilder:
             (*rel.record, ("listed", str(total))),
             rel.parts,
         )
+
+    def _named_links(self, page: Hashable, data: Mapping) -> int:
+        """How many of ``page``'s knowledge-graph neighbours its edge's evidence sentence names (0: no graph)."""
+        sentence = str(data.get("evidence") or "") if data.get("kind") != "infobox" else ""
+        if self.kg is None or page not in self.kg or not sentence:
+            return 0
+        return sum(1 for n in self.kg.adj[page] if any(len(v) > 2 and v in sentence for v in name_variants(str(n))))
 
     def _not_bare(self, node: Hashable, base: Clue) -> Clue:
         """``base``, or the entity's name when ``base`` is a bare noun and nothing else ("a country"): a relation to

@@ -20,7 +20,11 @@ and drops what the sentence does not say, counted per reason:
   lengths, founding, birth and death dates are read from fields);
 * ``no_evidence``: the fact's text is found in none of the page's fields;
 * ``relation_cut``: the relation's complement goes on past the link ("forms part of the Río de la Plata basin": the
-  link names only "Río de la Plata"), or the link is a possessive ("Brazil's ...");
+  link names only "Río de la Plata"), the link is a possessive ("Brazil's ..."), a modifier before it changes what it
+  names ("ancient Greece"), or it is one half of a pair the relation needs ("the interwoven civilizations of ancient
+  Greece and Rome", "the intersection of Eastern Europe and West Asia");
+* ``relation_qualified``: a superlative restricted by a clause after the link ("the largest city in Germany that is
+  not a state of its own");
 * ``relation_preposition``: a location verb joined to its complement by "with" ("is situated with the Gulf of Guinea
   ... to the south");
 * ``relation_field``: an infobox date field that links a page ("death_date = 322 BC ... Greece" read as "whose death
@@ -37,46 +41,43 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from training.synth.facts import _DATE_CUES, _DATE_KEY, MEASURE_UNITS, DateFact, NumberFact
+from training.synth.fact_check import Evidence, PageView, check_date, check_number
+from training.synth.facts import _DATE_KEY, DateFact, NumberFact
 from training.synth.kg import Entity
 from training.synth.naming import head_noun, name_variants
 from training.synth.quantities import fuzz_number, number_phrase
-from training.synth.relations import _BRACKETS, _INTRO, is_text_relation
+from training.synth.relations import is_text_relation
+from training.synth.subjects import PRONOUN, about_page, opening, opening_subject
 from training.synth.uncertainty import date_phrase
 
-__all__ = ["ClueChecker", "Evidence", "opening_subject", "type_noun_ok"]
+__all__ = ["ClueChecker", "Evidence", "about_page", "opening_subject", "type_noun_ok"]
 
-_PRONOUN = re.compile(r"^(?:it|he|she|they|its|his|her|their)\b", re.IGNORECASE)
-_OWN_NOUN = re.compile(r"^(?:the|this|these)\s+[a-z0-9][\w,-]*", re.IGNORECASE)
-#: "The population was 71,293": a noun naming an attribute of the page's subject opens a sentence about it.
-_ATTRIBUTE_NOUNS = frozenset("population area capital economy climate name territory total".split())
-#: A participle or preposition opening a sentence whose subject comes after the first comma naming the page.
-_LEADING = re.compile(r"^(?:[A-Z][a-z]+(?:ing|ed)|With|At|According|As|In|On|By|From|Despite|Among|Along)\b")
-_MORE_INTRO = re.compile(
-    r"^(?:[A-Z](?:[^,]|,(?=\s?\d)){0,120},\s+(?=(?:it|he|she|they|its|his|her|their|the\s[a-z]+|this\s[a-z]+)\b)"
-    r"|(?:As|With|Like|Unlike|Although|While|Following|Along|Under|Through|Among|Despite|Within|Jurisdictionally"
-    r"|Geographically|Politically|Economically|Culturally|Administratively)\b[^,]{0,60},\s+"
-    r"|[A-Z][a-z]+(?:ed|en)\b[^,]{0,80},\s+)"
-)
-_PREP_BEFORE_CUE = re.compile(r"\b(?:at|upon|after|before|following|until|since|by|from|of|during)\s+(?:the\s+)?$")
-_PEOPLE = ("people", "inhabitants", "residents")
-_AREA_UNITS = ("km2", "km²", "sq mi", "sqmi", "square kilometres", "square kilometers", "square miles")
-_LENGTH_UNITS = ("km", "kilometres", "kilometers", "miles", "mi", "metres", "meters", "m", "cm", "mm", "ft", "feet")
-_MEASURES = ("length", "height", "elevation", "depth", "width", "distance", "diameter")
-_QUALIFIERS = re.compile(
-    r"\b(?:metropolitan|metropolis|metro|urban|built-up|greater|agglomeration|conurbation|combined|wider|regional|region|county"
-    r"|district|province|provincial)\b"
-)
-_FIELD_OK = re.compile(r"population|area|elevation|height|length|depth|founded|established|formation|birth|death")
-_FIELD_BAD = re.compile(r"metro|urban|density|rank|water|percent|blank|footnote|demonym|note|ref")
+_MODAL = r"(?:can|could|will|would|may|might|must|shall|should|to|cannot|not|do|does|did)"
+
 #: Words that may follow a linked name without continuing its noun phrase.
 _FOLLOW = frozenset(
     "and or but nor to in on at by with from of for as is was are were has had have which that who whom whose where "
     "when while since until after before during via through into onto over under between among along across near "
     "around about than then its their his her the a an both also each itself some following including".split()
+)
+#: A clause after the linked name that restricts the relation: "the largest city in Germany that is not a state of its
+#: own" is no "the largest city in Germany".
+_QUALIFIER = re.compile(
+    r"^\s*,?\s*(?:(?:that|which|who)\s+(?:is|are|was|were|has|have|had|does|do|did)\s+(?:not|never)\b"
+    r"|(?:outside|excluding|except|apart from|other than|not counting)\b)"
+)
+_SUPERLATIVE = re.compile(r"\b(?:\w+est|most|least|first|second|third|only)\b")
+#: A modifier before the linked name that changes what it names: "ancient Greece" is not the country Greece.
+_REFERENT_MODIFIERS = frozenset(
+    "ancient former old classical medieval colonial imperial historical historic prehistoric pre-colonial".split()
+)
+#: Nouns of a relation whose complement is a pair: "the interwoven civilizations of ancient Greece and Rome", "the
+#: intersection of Eastern Europe and West Asia": one member alone does not complete it.
+_PAIR_NOUN = re.compile(
+    r"\b(?:\w+s|intersection|confluence|junction|crossroads|union|mixture|combination|merger)\s+of\s+\{"
 )
 _LOCATION_WITH = re.compile(r"\b(?:situated|located|lies|lying|set|placed|positioned|sits)\s+with\s+\{")
 _REPEAT = re.compile(r"\b(?:the|an?) ([a-z]{3,}) of (?:an?|the) (?:[a-z]+ )?\1\b")
@@ -85,80 +86,6 @@ _NOT_NOUNS = frozenset(
     "see be have do make use get know hear feel find give take include become seem see watch eat live read write "
     "it them this that these those which who what one other others".split()
 )
-#: Plural nouns a number can stand before that are no count of the entity's parts ("92 times greater").
-_NOT_COUNTS = frozenset("times others ones cases kinds types ways means parts units words years days hours".split())
-#: A count of the entity's parts follows a verb of having: "comprises 700 islands", "composed of 26 states".
-_HAS = re.compile(
-    r"\b(?:has|have|had|comprises?|comprising|contains?|containing|includes?|including|of|into|spans?|covers?"
-    r"|consists?|numbers?|totals?)\s+(?:(?:over|about|approximately|some|around|nearly|almost|roughly|more than"
-    r"|fewer than|less than|an estimated|estimated|at least|up to|just)\s+)*$",
-    re.IGNORECASE,
-)
-_MODAL = r"(?:can|could|will|would|may|might|must|shall|should|to|cannot|not|do|does|did)"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """Where a fact or relation can be checked: the page, the field (an infobox key, ``"description"`` or
-    ``"lead"``) and the sentence (or the field's text)."""
-
-    page: str
-    field: str
-    sentence: str
-
-    def as_dict(self) -> dict[str, str]:
-        """The record's per-clue ``evidence`` value."""
-        return {"page": self.page, "field": self.field, "sentence": self.sentence[:400]}
-
-
-def _opening(sentence: str) -> str:
-    """The sentence from its subject on: brackets and introductory phrases ("In 1905, ", "Founded in 1907 as ...,
-    ") removed."""
-    s = " ".join(_BRACKETS.sub("", sentence).split())
-    for _ in range(3):
-        t = _MORE_INTRO.sub("", _INTRO.sub("", s))
-        if t == s:
-            break
-        s = t
-    return s
-
-
-def opening_subject(sentence: str, names: list[str], head: str = "") -> str:
-    """What a sentence's subject is: ``"own"`` (one of ``names``, or "The city ..." with the page's type noun
-    ``head`` in its first two words), ``"pronoun"`` or ``"other"`` (another name or noun phrase)."""
-    s = _opening(sentence)
-    low = s.lower()
-    for n in names:
-        if n and (low.startswith(n.lower()) or low.startswith("the " + n.lower())):
-            return "own"
-        if n and _LEADING.match(s) and re.search(rf",\s+(?:the\s+)?{re.escape(n)}\s+[a-z]", s[:300]):
-            return (
-                "own"  # "At an elevation of 2,300 metres, Sanaa is ...", "According to the 2024 census, Chile had ..."
-            )
-    if _PRONOUN.match(s):
-        return "pronoun"
-    if re.match(r"^there\s+(?:is|are|was|were)\b", s, re.IGNORECASE):
-        return "own"
-    if not _OWN_NOUN.match(s) or re.match(r"^(?:[Tt]he|[Tt]his|[Tt]hese)\s+[A-Z]", s):
-        return "other"
-    words = [w.strip("'’s,").lower() for w in s.split()[1:3]]
-    own_words = {*head.split(), *(w.lower() for n in names for w in n.split()), *_ATTRIBUTE_NOUNS} - {""}
-    return "own" if own_words & set(words) or head.split()[:1] in ([], ["entity"]) else "other"
-
-
-def about_page(sentences: list[str], i: int, names: list[str], head: str = "") -> bool:
-    """Whether sentence ``i`` of a page is about the page's subject: its subject is the page's, or a pronoun whose
-    antecedent (the subject of the nearest sentence before it that opens with a noun phrase) is."""
-    for j in range(i, -1, -1):
-        if j == 0:
-            return True  # a lead's first sentence names its page's subject, whatever the spelling
-        kind = opening_subject(sentences[j], names, head)
-        plural = re.match(r"^(?:they|their)\b", _opening(sentences[j]), re.IGNORECASE)
-        if kind == "pronoun" and plural and not any(n.endswith("s") for n in names):
-            return False  # "They are imported from ..." on Afghanistan's page: the cars, not the country
-        if kind != "pronoun":
-            return kind == "own"
-    return True
 
 
 def type_noun_ok(head: str, phrase: str) -> bool:
@@ -169,10 +96,6 @@ def type_noun_ok(head: str, phrase: str) -> bool:
     if head in _NOT_NOUNS or not head.isalpha():
         return False
     return not re.search(rf"\b{_MODAL}\s+(?:\w+\s+)?{re.escape(head)}\b", phrase.lower())
-
-
-def _words_between(text: str) -> int:
-    return len(text.split())
 
 
 class ClueChecker:
@@ -222,101 +145,18 @@ class ClueChecker:
 
     # --- facts --------------------------------------------------------------------------------------
 
-    def _locate(self, ent: Entity, text: str) -> tuple[str, str, int]:
-        """``(field, sentence, index)``: the infobox key, ``"description"`` or ``"lead"`` holding ``text`` (index of the
-        lead sentence; -1 otherwise); ``("", "", -1)`` when nowhere."""
-        pat = re.compile(r"(?<![\w.,])" + re.escape(text) + r"(?![\w]|[.,]\d)")
-        for key, value in ent.infobox.items():
-            if pat.search(value.replace("\xa0", " ")):
-                return key, f"{key} = {value[:200]}", -1
-        if pat.search(ent.description.replace("\xa0", " ")):
-            return "description", ent.description, -1
-        for i, s in enumerate(self.sentences(ent.title)):
-            if pat.search(s):
-                return "lead", s, i
-        return "", "", -1
+    def view(self, ent: Entity) -> PageView:
+        """What the date and number checks read of ``ent``'s page."""
+        return PageView(self.sentences(ent.title), self.names(ent), self.head(ent))
 
     def date(self, ent: Entity, d: DateFact) -> tuple[str, Evidence | None]:
-        """``(reason, evidence)``: ``reason`` is ``""`` when the date is what the sentence or field says."""
-        fld, sent, i = self._locate(ent, d.text)
-        if not fld:
-            return "no_evidence", None
-        ev = Evidence(ent.title, fld, sent)
-        if fld not in ("description", "lead"):
-            return ("" if _FIELD_OK.search(fld.lower()) or _DATE_KEY.search(fld.lower()) else "infobox_field"), ev
-        if d.attr in ("birth", "death", "start", "end", "reign_start", "reign_end") and re.search(
-            r"\(\s*[^()]*" + re.escape(d.text), sent
-        ):  # a bracketed lifespan or range after the subject's name
-            return "", ev
-        if fld == "lead" and not about_page(self.sentences(ent.title), i, self.names(ent), self.head(ent)):
-            return "subject", ev
-        words = dict(_DATE_CUES).get(d.attr)
-        if not words:
-            return "date_cue", ev
-        at = sent.find(d.text)
-        before = sent[:at]
-        best = max(((before.lower().rfind(w), w) for w in words), default=(-1, ""))
-        pos, word = best
-        if pos < 0 or word == "since":
-            return "date_cue", ev
-        gap = before[pos + len(word) :]
-        if _words_between(gap) > 6 or re.search(r"[,;:()]", gap) or _PREP_BEFORE_CUE.search(before[:pos].lower()):
-            return "date_cue", ev
-        return "", ev
+        """``(reason, evidence)``: ``reason`` is ``""`` when the date is what the sentence or field says
+        (:func:`~training.synth.fact_check.check_date`)."""
+        return check_date(ent, d, self.view(ent))
 
     def number(self, ent: Entity, n: NumberFact) -> tuple[str, Evidence | None]:
-        """``(reason, evidence)`` for a quantity (see :meth:`date`)."""
-        fld, sent, _ = self._locate(ent, n.text)
-        if not fld:
-            return "no_evidence", None
-        ev = Evidence(ent.title, fld, sent)
-        unit = n.unit.lower()
-        if fld not in ("description", "lead"):
-            key = fld.lower()
-            if not _FIELD_OK.search(key) or _FIELD_BAD.search(key):
-                return "infobox_field", ev
-            return self._unit_reason(n.attr.lower(), unit), ev
-        if fld == "lead":
-            i = self.sentences(ent.title).index(sent)
-            if not about_page(self.sentences(ent.title), i, self.names(ent), self.head(ent)):
-                return "subject", ev
-        at = sent.find(n.text)
-        before, after = sent[:at], sent[at + len(n.text) :]
-        near = before.lower().split()[-5:]
-        clause = re.split(r"[;:]|,\s(?:and|while|but|whereas)\s", before)[-1]  # the clause holding the number
-        scope = [
-            *clause.lower().split()[-12:],
-            "|",
-            *re.split(r"[,;.(]|\s(?:and|while|but|or)\s", after)[0].split()[:8],
-        ]
-        opening = _opening(sent)
-        if re.match(r"^(?:its|his|her|their|the\s+\w+['’]s)\s", opening, re.IGNORECASE):
-            scope += opening.lower().split()[:6]  # "The city's wider metropolitan area ... 6.55 million"
-        attr = n.attr.lower()
-        if unit in ("%", "percent", "per cent") and attr not in ("area", *_MEASURES):
-            return "number_noun", ev
-        if _QUALIFIERS.search(" ".join(scope)) and attr in ("population", "area"):
-            return "number_qualified", ev  # "a metropolitan population of", "people living in the metropolitan area"
-        if attr == "population":
-            if unit in _PEOPLE or (not unit and "population" in near[-4:]):
-                return "", ev
-            return "number_noun", ev
-        if attr in ("quantity", "") and not _HAS.search(before):
-            return "number_noun", ev  # "diplomatic relations with 158 countries" is no "with about 160 countries"
-        return self._unit_reason(attr, unit), ev
-
-    @staticmethod
-    def _unit_reason(attr: str, unit: str) -> str:
-        if attr.startswith("area") or attr == "area":
-            return "" if unit in _AREA_UNITS else "number_unit"
-        if any(attr.startswith(m) for m in _MEASURES):
-            return "" if unit in _LENGTH_UNITS else "number_unit"
-        if attr.startswith("population"):
-            return "" if unit in ("", *_PEOPLE) else "number_noun"
-        if attr in ("quantity", "", "share"):
-            plural = re.fullmatch(r"[a-z]+s", unit) is not None and unit not in MEASURE_UNITS
-            return "" if plural and unit not in _NOT_COUNTS else "number_noun"
-        return "" if unit else "number_noun"
+        """``(reason, evidence)`` for a quantity (:func:`~training.synth.fact_check.check_number`)."""
+        return check_number(ent, n, self.view(ent))
 
     def entity(self, ent: Entity) -> Entity:
         """``ent`` with only the dates and numbers its page states as such (the others counted and dropped)."""
@@ -370,9 +210,17 @@ class ClueChecker:
                 m = re.match(r"^\s+([a-z][a-z-]*)\b", rest)
                 if m and m.group(1) not in _FOLLOW and not m.group(1).endswith(("ly", "ing", "ed")):
                     return "relation_cut"
+                if _SUPERLATIVE.search(rel) and _QUALIFIER.match(rest):
+                    return "relation_qualified"
+                before = sent[:at].split()
+                if before and before[-1].lower() in _REFERENT_MODIFIERS:
+                    return "relation_cut"
+                pair_end = bool(before) and before[-1] in ("and", "or")  # "... of ancient Greece and Rome" for Rome
+                if _PAIR_NOUN.search(rel) and (pair_end or re.match(r"^\s+(?:and|or)\s+[A-Z]", rest)):
+                    return "relation_cut"
                 break
         own_first = rel.startswith("{src}") == (page == src)  # the page's subject opens the template
-        ctx = self.context(page, sent) if own_first and _PRONOUN.match(_opening(sent)) else None
+        ctx = self.context(page, sent) if own_first and PRONOUN.match(opening(sent)) else None
         if ctx is not None:
             ent = self.src.entity(page)
             names = self.names(ent) if ent is not None else [page]

@@ -13,6 +13,12 @@ Belarus's page, for a country bordering Belarus), and asks whether some clue abo
   gives none is *not* ruled out: the fact is unknown, not false);
 * a partial name, a negation naming it, the type noun: decided from its title and its lead.
 
+A region is a case of its own: regions overlap (East Asia and Northeast Asia, East Africa and the African Great Lakes,
+Southeast Asia and Maritime Southeast Asia), so clues that only name its members ("China is a country in this
+subregion") fit every region that contains them, whether or not the sample has its page. A region answer needs a
+clue of another kind (a fact, a hint at its name, a relation of the region itself); without one, the regions its page
+links stand as its look-alikes (:func:`overlapping_regions`).
+
 A question with a look-alike that no clue rules out is dropped (:func:`unruled`). What it cannot see: entities of the
 answer's type that no page of the question names in those sentences (a reader searching further would meet more), and
 relations a look-alike's page states without a link; what it guarantees: every listed sibling of the answer on the
@@ -21,6 +27,7 @@ question's own pages is excluded by a clue the reader can check.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,13 +35,46 @@ from training.synth.clues import UncertaintyType
 from training.synth.constraints import NodeSpec
 from training.synth.kg import Entity
 from training.synth.naming import name_variants
+from training.synth.relations import DST, SRC, is_text_relation
 from training.synth.uncertainty import date_phrase, relation_label
 from training.synth.verify import Verifier, _head_fits, name_fits
 
-__all__ = ["siblings", "unruled"]
+__all__ = ["is_region", "overlapping_regions", "siblings", "unruled"]
 
 U = UncertaintyType
 _MAX_POOL = 200
+_REGION = re.compile(r"\b(?:sub-?)?regions?\b", re.IGNORECASE)
+#: The answer is the container of a membership relation: "{src} is a landlocked country in {dst}".
+_CONTAINER = r"\b(?:in|within|of|across|throughout)\s+(?:the\s+)?"
+
+
+def is_region(ent: Entity | None, head: str) -> bool:
+    """Whether the answer is a region: its type noun or its description says so ("Subregion of the Asian continent")."""
+    return _REGION.fullmatch(head or "") is not None or (ent is not None and bool(_REGION.match(ent.description)))
+
+
+def _membership(relation: str, direction: str) -> bool:
+    """Whether a relation of the answer only places another entity inside it (or is an infobox field whose value the
+    answer is, "whose region is ...")."""
+    me = DST if direction == "from_anchor" else SRC
+    if not is_text_relation(relation):
+        return direction == "from_anchor"
+    return re.search(_CONTAINER + re.escape(me) + r"\W*$", relation) is not None
+
+
+def overlapping_regions(src: Any, root: NodeSpec, head: str) -> list[str]:
+    """For a region answer whose clues only name its members: the regions its page links or is linked from (or, when
+    the sample has none, a placeholder naming the overlap); empty for any other answer."""
+    ent = src.entity(root.entity)
+    if not is_region(ent, head) or root.facts or not root.relations:
+        return []
+    if not all(_membership(rel, d) for rel, d, _ in root.relations):
+        return []
+    pid = src.resolve(root.entity)
+    linked = {*src.out_ids(pid), *src.in_ids(pid)} if pid is not None else set()
+    members = {c.entity for _, _, c in root.relations}
+    out = sorted(t for q in linked if (t := src.title(q)) not in members and is_region(src.entity(t), ""))
+    return out or [f"a region overlapping {root.entity}"]
 
 
 def siblings(src: Any, page: str, sentence: str, exclude: Iterable[str]) -> list[str]:
@@ -98,9 +138,13 @@ def unruled(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any)
         graph: The question's subgraph (its edges carry the evidence sentences).
 
     Returns:
-        Titles of pages of the answer's type, named beside it on the question's own pages, that fit every clue.
+        Titles of pages of the answer's type, named beside it on the question's own pages, that fit every clue (for a
+        region answer pinned only by its members, the regions that overlap it: :func:`overlapping_regions`).
     """
     answer = root.entity
+    regions = overlapping_regions(src, root, head)
+    if regions:
+        return regions
     own = {str(n) for n in graph}
     pool: list[str] = []
     for _, _, child in root.relations:

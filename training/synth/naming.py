@@ -333,9 +333,20 @@ _NOT_NOUNS = {
 _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}
 
 
+#: Nouns that name a share or a collection of something else ("a range of Indian religious traditions", "the body of
+#: myths", "the northeastern part of the Indian Ocean", "an umbrella term for ..."): "Which range is this?" names no
+#: kind.
+_PARTITIVE = frozenset(
+    "range body part portion section segment piece fraction share bulk majority minority set collection variety "
+    "array number handful term".split()
+)
+
+
 def _singular(word: str) -> str:
     if word in _INVARIANT:
         return word
+    if word.endswith("sses"):
+        return word[:-2]  # "landmasses" -> "landmass"
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
     if word.endswith("s") and not word.endswith(("ss", "us", "is", "ics")) and len(word) > 3:
@@ -358,7 +369,10 @@ def _raw_head(phrase: str) -> str:
 
 
 def _head_of(phrase: str) -> str:
-    return _singular(_raw_head(phrase))
+    raw = _raw_head(phrase)
+    if raw in _PARTITIVE and re.search(rf"\b{raw}\s+(?:of|for)\b", phrase.lower()):
+        return ""  # a partitive names no kind: the next phrase (or "entity") gives the type noun
+    return _singular(raw)
 
 
 def head_noun(entity: Entity, *, forbidden: Iterable[str] = ()) -> str:

@@ -16,10 +16,12 @@ from training.synth.facts import MEASURE_UNITS, NumberFact
 from training.synth.naming import with_article
 from training.synth.uncertainty import relation_label
 
-__all__ = ["ABOUT_TOLERANCE", "format_quantity", "fuzz_number", "number_phrase"]
+__all__ = ["ABOUT_MAX_ERROR", "ABOUT_TOLERANCE", "format_quantity", "fuzz_number", "number_phrase"]
 
 #: The values "about R" admits: ``[0.7 R, 1.4 R]`` (wider than rounding, so a verifier errs towards ambiguity).
 ABOUT_TOLERANCE = (0.7, 1.4)
+#: The largest error of the rounding "about R" says (a reader rounds 241.5 million to 240 million, not 200 million).
+ABOUT_MAX_ERROR = 0.1
 _SCALE = [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")]
 _MAGNITUDE = {
     0: "in the single digits",
@@ -81,6 +83,8 @@ def fuzz_number(number: NumberFact, *, mode: str | None = None, rng: random.Rand
     sig = 2 if f"{v:e}".startswith("1") else 1
     if mode == "about":
         r = _round_sig(v, sig)
+        if v > 0 and abs(r - v) / v > ABOUT_MAX_ERROR:
+            r = _round_sig(v, sig + 1)  # 241.5 million is "about 240 million", not "about 200 million"
         text = "about " + _with_unit(format_quantity(r), number.unit)
         rec = ("rounded", str(r))
         lo, hi = r * ABOUT_TOLERANCE[0], r * ABOUT_TOLERANCE[1]  # what "about" admits, for verification

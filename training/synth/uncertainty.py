@@ -120,6 +120,18 @@ def _allowed_granularities(precision: str) -> list[DateGranularity]:
     return list(G)
 
 
+def _decade(y: int, era: str, part: bool) -> tuple[str, int, int]:
+    """``(text, lo, hi)`` of a year's decade (``part``: its early, mid or late third) in unsigned years.
+
+    A century's first decade is said as its years: "the late 1700s" reads as the late 18th century, not 1707-1709."""
+    start = y - y % 10
+    third = 0 if y % 10 < 4 else 1 if y % 10 < 7 else 2
+    lo, hi = (start + (0, 4, 7)[third], start + (3, 6, 9)[third]) if part else (start, start + 9)
+    if start % 100 == 0:
+        return (f"between {lo} and {hi}" if not era else f"between {hi}{era} and {lo}{era}"), lo, hi
+    return (f"in the {('early', 'mid', 'late')[third]} {start}s{era}" if part else f"in the {start}s{era}"), lo, hi
+
+
 def fuzz_date(
     date: DateFact, *, granularity: DateGranularity | str | None = None, rng: random.Random | None = None
 ) -> Clue:
@@ -148,15 +160,9 @@ def fuzz_date(
     y, bc = abs(date.year), date.year < 0
     era = " BC" if bc else ""
     part = lambda r: "early" if r < 0.34 else "mid" if r < 0.67 else "late"  # noqa: E731
-    thirds = ((0, 3), (4, 6), (7, 9))  # early / mid / late of a decade
     century = (y - 1) // 100 + 1 if not bc else (y + 99) // 100
-    if g is DateGranularity.PART_OF_DECADE:
-        third = 0 if y % 10 < 4 else 1 if y % 10 < 7 else 2
-        text = f"in the {('early', 'mid', 'late')[third]} {y - y % 10}s{era}"
-        lo, hi = y - y % 10 + thirds[third][0], y - y % 10 + thirds[third][1]
-    elif g is DateGranularity.DECADE:
-        text = f"in the {y - y % 10}s{era}"
-        lo, hi = y - y % 10, y - y % 10 + 9
+    if g in (DateGranularity.PART_OF_DECADE, DateGranularity.DECADE):
+        text, lo, hi = _decade(y, era, g is DateGranularity.PART_OF_DECADE)
     elif g is DateGranularity.YEAR_WINDOW:
         width = rng.randint(4, 10)
         lo = y - rng.randint(1, width - 1)
@@ -283,5 +289,10 @@ def counting_clue(total: int, scope: Clue) -> Clue:
 
 
 def negation_clue(excluded: Clue) -> Clue:
-    """``"that is not <a near-miss candidate>"``: rule out a candidate that fits the other clues."""
+    """``"that is not <a near-miss candidate>"``: rule out a candidate that fits the other clues.
+
+    The candidate is named by its title (``excluded.original``), not by its description: "It is not a Greek
+    philosopher" (Socrates's description) is false of Plato, "It is not Socrates" is true of any other answer."""
+    if dict(excluded.record).get("source") != "title" and excluded.original:
+        excluded = Clue(excluded.original, UncertaintyType.OBFUSCATED_ENTITY, excluded.original, (("source", "title"),))
     return Clue(f"that is not {excluded.text}", UncertaintyType.NEGATION, excluded.original, (), (excluded,))
