@@ -11,7 +11,7 @@ The hard query set (see :func:`load_hard_queries`), each query with one known an
 * ``lead``: 50 hand-written paraphrases of sample pages' lead sentences that share no title word with their page
   (``benchmarks/data/lead_paraphrases.jsonl``).
 
-The sets carry the synthesis pipeline's selection biases (``training/synth/gates.py``): a clue query was kept
+The sets carry the synthesis pipeline's selection biases (``training/synth/verify/gates.py``): a clue query was kept
 because the simulator's search (bm25 by default) found its entity in the top results, which favours bm25 on
 ``clue``; a question was dropped when, searched as is, it put the answer page first (the default
 ``shortcut_policy="drop"``; all 300 sample tasks have ``shortcut: false``), which works against bm25 on

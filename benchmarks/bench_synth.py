@@ -45,7 +45,7 @@ def _median(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
 
 
 def _synthetic_source(g: nx.Graph):  # noqa: ANN202
-    from training.synth.kg import Entity
+    from training.synth.graph.kg import Entity
 
     attrs = {"kind": "link", "relation": "link"}
     return (lambda t: [(str(u), attrs) for u in g.adj[int(t)]]), (lambda t: Entity(title=t))
@@ -53,8 +53,8 @@ def _synthetic_source(g: nx.Graph):  # noqa: ANN202
 
 def _leads_table(quick: bool, repeats: int) -> None:
     from training.synth import build_dense_kg, generate_question, pick_targets, sample_subgraphs
-    from training.synth.clue_builder import AnswerLeakError
-    from training.synth.leads import LeadsSource
+    from training.synth.compose.clue_builder import AnswerLeakError
+    from training.synth.graph.leads import LeadsSource
 
     t_load, src = _median(LeadsSource.from_json, 1)
     seeds = random.Random(0).sample(src.titles, 20)
@@ -127,8 +127,8 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
     from benchmarks.common import ensure_sample_index
     from training.synth import build_dense_kg, sample_subgraphs
     from training.synth.config import SynthConfig
+    from training.synth.graph.store_source import StoreSource
     from training.synth.pipeline import generate_with_report
-    from training.synth.store_source import StoreSource
     from wiki_index.search.index import WikiIndex
 
     path = ensure_sample_index(index_dir)
@@ -202,7 +202,7 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
         f"gate pass rates: unique {rep.rate('unique', 'checked_unique'):.1%}, shortcut "
         f"{rep.rate('shortcut', 'checked_shortcut'):.1%}, answerable {rep.rate('answerable', 'checked_answerable'):.1%}"
     )
-    from training.synth.quality import quality
+    from training.synth.verify.quality import quality
 
     q = quality(records)
     print(
@@ -212,7 +212,7 @@ def _store_table(index_dir: str | None, quick: bool, repeats: int) -> None:
     )
     levels = Counter(r["difficulty"]["level"] for r in records)
     print(f"measured difficulty levels: {dict(sorted(levels.items()))}")
-    from training.synth.coverage import transfer_summary, type_floors
+    from training.synth.compose.coverage import transfer_summary, type_floors
 
     floors = type_floors(records, rep.kg.get("support"))
     print(
@@ -270,7 +270,7 @@ class _NaiveRegistry:
 
 
 def _sampling_scaling(g: nx.Graph, counts: list[int], repeats: int) -> None:
-    from training.synth.sampling import StructureRegistry, sample_subgraphs_with_report
+    from training.synth.graph.sampling import StructureRegistry, sample_subgraphs_with_report
 
     rows, base, wl_rows, wl_base = [], None, [], None
     subs = sample_subgraphs_with_report(g, 20, rng=random.Random(0))[0]  # warm-up: imports, first-call caches

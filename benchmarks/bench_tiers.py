@@ -17,7 +17,7 @@ from typing import Any
 
 def _overlap(records: list[dict[str, Any]], split: str, fraction: float, seed: int) -> dict[str, int]:
     from sim_web.env.tasks import split_of
-    from training.synth.tier_split import answer_disjoint_split, answer_overlap
+    from training.synth.tiers.split import answer_disjoint_split, answer_overlap
 
     recs = [dict(r) for r in records]
     if split == "id":
@@ -37,7 +37,7 @@ def _clause(p: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Print the tiers' table and the fact sample."""
-    from training.synth.tiers import TierConfig, generate_tier, tier_card
+    from training.synth.tiers.generate import TierConfig, generate_tier, tier_card
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_tiers")
     ap.add_argument("--k", type=int, default=5, help="results per search (cpu-learn: 5)")

@@ -44,7 +44,7 @@ def test_the_prior_answers_the_most_frequent_train_answer_of_the_form():
 
 def test_both_baselines_run_through_the_eval_harness(sample_index, tmp_path):
     from agents.harness import EvalConfig, run_eval
-    from training.synth.tiers import TierConfig, generate_tier
+    from training.synth.tiers.generate import TierConfig, generate_tier
 
     records, _ = generate_tier(sample_index, TierConfig(tier="lookup", n=12, test_fraction=0.5))
     path = tmp_path / "t.jsonl"

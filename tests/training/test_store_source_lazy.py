@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from training.synth.store_source import StoreSource
-from training.synth.verify import Verifier
+from training.synth.graph.store_source import StoreSource
+from training.synth.verify.uniqueness import Verifier
 from wiki_index.store.store import Store
 
 

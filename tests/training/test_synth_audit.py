@@ -1,4 +1,4 @@
-"""The reader's audit of SailorFog-QA (training.synth.audit) and its committed data.
+"""The reader's audit of SailorFog-QA (training.synth.outputs.audit) and its committed data.
 
 The committed audit (tests/data/audit/sailorfog-<commit>.jsonl) must follow the protocol's schema, quote every
 supporting sentence as its page in the sample store has it, and give the figures docs/evaluation.md reports; the
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from training.synth.audit import (
+from training.synth.outputs.audit import (
     VERDICTS,
     draft,
     main,
@@ -30,7 +30,7 @@ from training.synth.audit import (
 ROOT = Path(__file__).resolve().parents[2]
 AUDIT_DIR = ROOT / "tests" / "data" / "audit"
 AUDIT = AUDIT_DIR / "sailorfog-9bbf685.jsonl"  # before clue verification
-AFTER = AUDIT_DIR / "sailorfog-1265443.jsonl"  # after clue verification (training/synth/clue_check.py)
+AFTER = AUDIT_DIR / "sailorfog-1265443.jsonl"  # after clue verification (training/synth/verify/clue_check.py)
 AUDITS = pytest.mark.parametrize("audit", [AUDIT, AFTER], ids=["before-9bbf685", "after-1265443"])
 DOCS = ROOT / "docs" / "evaluation.md"
 

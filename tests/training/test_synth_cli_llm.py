@@ -9,12 +9,12 @@ import sys
 import networkx as nx
 import pytest
 
+from training.synth.compose.constraints import parse_clues
+from training.synth.compose.llm import LLMConfig, LLMGenerator, parse_reply
+from training.synth.compose.templates import generate_question
 from training.synth.config import SynthConfig
-from training.synth.constraints import parse_clues
-from training.synth.llm import LLMConfig, LLMGenerator, parse_reply
+from training.synth.graph.store_source import StoreSource
 from training.synth.pipeline import generate_with_report
-from training.synth.store_source import StoreSource
-from training.synth.templates import generate_question
 
 SMALL = dict(max_nodes=400, n_seeds=10, oversample=3.0)
 

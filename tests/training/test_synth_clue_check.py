@@ -1,4 +1,4 @@
-"""The verification stage (:mod:`training.synth.clue_check`) and the look-alike check, on real sample pages: one test per
+"""The verification stage (:mod:`training.synth.verify.clue_check`) and the look-alike check, on real sample pages: one test per
 failure kind of the issue-56 audit, each with a true fact of the same page that must stay."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from training.synth.clue_check import ClueChecker, opening_subject, type_noun_ok
-from training.synth.clues import Clue, UncertaintyType
-from training.synth.constraints import NodeSpec
-from training.synth.facts import DateFact
-from training.synth.lookalikes import overlapping_regions, unruled
-from training.synth.store_source import StoreSource
-from training.synth.verify import Verifier
+from training.synth.compose.clues import Clue, UncertaintyType
+from training.synth.compose.constraints import NodeSpec
+from training.synth.extract.facts import DateFact
+from training.synth.graph.store_source import StoreSource
+from training.synth.verify.clue_check import ClueChecker, opening_subject, type_noun_ok
+from training.synth.verify.lookalikes import overlapping_regions, unruled
+from training.synth.verify.uniqueness import Verifier
 from wiki_index.parse.text import split_sentences
 from wiki_index.search.index import WikiIndex
 
@@ -181,7 +181,7 @@ def test_a_metro_area_as_the_sentence_subject_qualifies_its_population(src, chec
 
 
 def test_about_keeps_a_digit_when_one_digit_would_exclude_the_value(src):
-    from training.synth.quantities import fuzz_number
+    from training.synth.compose.quantities import fuzz_number
 
     pop = next(n for n in src.entity("Pakistan").numbers if n.text == "241.5 million")
     clue = fuzz_number(pop, mode="about")
@@ -195,7 +195,7 @@ def test_a_count_smaller_than_the_linked_names_of_its_sentence_is_not_stated(src
     # seven places, counted as "one of 3"; a count the sentence's own links contradict is left out
     import random
 
-    from training.synth.clue_builder import ClueBuilder
+    from training.synth.compose.clue_builder import ClueBuilder
 
     sent = next(s for s in ClueChecker(src).sentences("Tonga") if s.startswith("It is surrounded by Fiji"))
     rel = "{src} is surrounded by {dst}"
@@ -235,7 +235,7 @@ def test_one_half_of_a_pair_and_an_ancient_name_are_relations_cut(src, checker):
 def test_a_negation_names_its_near_miss_by_title(src):
     # "It is not a Greek philosopher" (Socrates's description) is false of Plato; "not a country in East Africa"
     # (Somalia's) of Djibouti: the near miss is named, so the negation is true of any other answer
-    from training.synth.uncertainty import describe_entity, negation_clue
+    from training.synth.compose.uncertainty import describe_entity, negation_clue
 
     for miss, answer in (("Socrates", "Plato"), ("Somalia", "Djibouti")):
         phrase = describe_entity(src.entity(miss))
@@ -245,7 +245,7 @@ def test_a_negation_names_its_near_miss_by_title(src):
 
 
 def test_a_century_first_decade_is_said_as_its_years(src):
-    from training.synth.uncertainty import fuzz_date
+    from training.synth.compose.uncertainty import fuzz_date
 
     founded = next(d for d in src.entity("Afghanistan").dates if d.text == "April 1709")
     part = fuzz_date(founded, granularity="part_of_decade")
@@ -258,7 +258,7 @@ def test_a_century_first_decade_is_said_as_its_years(src):
 
 
 def test_partitive_and_mangled_type_nouns_are_not_kinds(src):
-    from training.synth.naming import head_noun
+    from training.synth.compose.naming import head_noun
 
     for title, bad in (("Hinduism", "range"), ("Roman mythology", "body"), ("Bay of Bengal", "part")):
         assert head_noun(src.entity(title)) != bad, title

@@ -24,12 +24,10 @@ from training.synth import (
     sample_subgraphs_with_report,
     wl_colour_classes,
 )
-from training.synth.clue_builder import AnswerLeakError
-from training.synth.facts import DateFact
-from training.synth.leads import LeadsSource
-from training.synth.quantities import fuzz_number
-from training.synth.templates import extend
-from training.synth.uncertainty import (
+from training.synth.compose.clue_builder import AnswerLeakError
+from training.synth.compose.quantities import fuzz_number
+from training.synth.compose.templates import extend
+from training.synth.compose.uncertainty import (
     DateGranularity,
     UncertaintyType,
     counting_clue,
@@ -43,6 +41,8 @@ from training.synth.uncertainty import (
     relational_clue,
     temporal_order_clue,
 )
+from training.synth.extract.facts import DateFact
+from training.synth.graph.leads import LeadsSource
 
 U = UncertaintyType
 

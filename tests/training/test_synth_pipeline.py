@@ -7,16 +7,16 @@ import random
 
 import pytest
 
-from training.synth.clues import Clue
-from training.synth.constraints import NodeSpec
-from training.synth.gates import Deduper, SearchGates, sim_search, sim_visit
-from training.synth.kg_build import build_dense_kg
-from training.synth.naming import leaks
-from training.synth.quantities import fuzz_number
-from training.synth.store_source import StoreSource
-from training.synth.uncertainty import UncertaintyType as U
-from training.synth.uncertainty import fuzz_date, partial_name_clue
-from training.synth.verify import Verifier, name_fits
+from training.synth.compose.clues import Clue
+from training.synth.compose.constraints import NodeSpec
+from training.synth.compose.naming import leaks
+from training.synth.compose.quantities import fuzz_number
+from training.synth.compose.uncertainty import UncertaintyType as U
+from training.synth.compose.uncertainty import fuzz_date, partial_name_clue
+from training.synth.graph.kg_build import build_dense_kg
+from training.synth.graph.store_source import StoreSource
+from training.synth.verify.gates import Deduper, SearchGates, sim_search, sim_visit
+from training.synth.verify.uniqueness import Verifier, name_fits
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +240,7 @@ def test_outputs_load_in_the_env_hf_and_duckdb(run, sample_index, tmp_path):
 
     from sim_web.env import EnvConfig
     from sim_web.env.tasks import load_tasks
-    from training.synth.outputs import write_outputs
+    from training.synth.outputs.write import write_outputs
 
     records, rep = run
     paths = write_outputs(records, rep, tmp_path / "qa.jsonl")
@@ -273,8 +273,8 @@ def test_flattened_clues_cover_the_draft(run):
 
 
 def test_records_carry_typed_relations_with_their_sentence_and_measured_difficulty(run, src):
-    from training.synth.quality import nesting
-    from training.synth.relations import is_text_relation
+    from training.synth.extract.relations import is_text_relation
+    from training.synth.verify.quality import nesting
 
     records, rep = run
     assert rep.kg["typed_relations"] > 0

@@ -8,16 +8,16 @@ import re
 import networkx as nx
 import pytest
 
-from training.synth.clue_builder import AnswerLeakError
-from training.synth.constraints import parse_clues
-from training.synth.kg import Entity, KnowledgeGraph, edge_rank
-from training.synth.prose import render
-from training.synth.quality import nesting, quality, relation_kind, words
-from training.synth.relations import extract_relation, fill, infobox_template, is_text_relation, relation_words
-from training.synth.structures import Structure, classify_structure
-from training.synth.templates import extend, generate_question
-from training.synth.uncertainty import UncertaintyType as U
-from training.synth.uncertainty import relational_clue
+from training.synth.compose.clue_builder import AnswerLeakError
+from training.synth.compose.constraints import parse_clues
+from training.synth.compose.prose import render
+from training.synth.compose.templates import extend, generate_question
+from training.synth.compose.uncertainty import UncertaintyType as U
+from training.synth.compose.uncertainty import relational_clue
+from training.synth.extract.relations import extract_relation, fill, infobox_template, is_text_relation, relation_words
+from training.synth.graph.kg import Entity, KnowledgeGraph, edge_rank
+from training.synth.graph.structures import Structure, classify_structure
+from training.synth.verify.quality import nesting, quality, relation_kind, words
 
 # --- reading a relation from a sentence ------------------------------------------------------------------
 

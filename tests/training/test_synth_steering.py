@@ -8,18 +8,18 @@ import random
 import networkx as nx
 import pytest
 
-from training.synth.clue_builder import ClueBuilder
-from training.synth.clues import Clue
-from training.synth.clues import UncertaintyType as U
-from training.synth.constraints import parse_clues
-from training.synth.coverage import FLOORS
-from training.synth.kg import Entity
-from training.synth.orbits import own_share, targets_at_depth
-from training.synth.prose import render
-from training.synth.relations import extract_relation
-from training.synth.sampling import Subgraph, without_branch
-from training.synth.steering import MAX_BRANCH_DROPS, rewrites, short_types
-from training.synth.structures import Structure, classify_structure
+from training.synth.compose.clue_builder import ClueBuilder
+from training.synth.compose.clues import Clue
+from training.synth.compose.clues import UncertaintyType as U
+from training.synth.compose.constraints import parse_clues
+from training.synth.compose.coverage import FLOORS
+from training.synth.compose.prose import render
+from training.synth.compose.steering import MAX_BRANCH_DROPS, rewrites, short_types
+from training.synth.extract.relations import extract_relation
+from training.synth.graph.kg import Entity
+from training.synth.graph.orbits import own_share, targets_at_depth
+from training.synth.graph.sampling import Subgraph, without_branch
+from training.synth.graph.structures import Structure, classify_structure
 
 
 def _edge(g: nx.Graph, src: str, dst: str, relation: str, **kw: str) -> None:
@@ -124,7 +124,7 @@ def test_a_count_may_come_from_the_list_on_either_page():
 
 
 def test_the_other_country_and_this_country_again_after_another_entitys_sentences():
-    from training.synth.uncertainty import relational_clue
+    from training.synth.compose.uncertainty import relational_clue
 
     anchor = Clue("a country in East Africa", U.OBFUSCATED_ENTITY, "Ethiopia", (("source", "description"),))
     capital = Clue("Addis Ababa", U.OBFUSCATED_ENTITY, "Addis Ababa", (("source", "title"),))
@@ -152,7 +152,7 @@ def test_the_relation_reader_rejects_another_subject_and_clauses_run_together(se
 
 
 def test_a_look_alike_the_check_leaves_is_named_in_a_negation():
-    from training.synth.templates import excluding, generate_question
+    from training.synth.compose.templates import excluding, generate_question
 
     g = nx.Graph()
     _edge(g, "Togo", "Benin", "{src} is bordered by {dst}")
@@ -166,7 +166,7 @@ def test_a_look_alike_the_check_leaves_is_named_in_a_negation():
 
 
 def test_he_stands_for_a_page_only_when_its_lead_is_a_biography(sample_index):
-    from training.synth.store_source import StoreSource
+    from training.synth.graph.store_source import StoreSource
     from wiki_index.search.index import WikiIndex
 
     src = StoreSource(WikiIndex.from_dir(sample_index).store)

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from training.synth.tier_facts import Fact, lists_others, qualified, reverse_relation
-from training.synth.tier_split import answer_names, answer_overlap
-from training.synth.tiers import TierConfig, ask, generate_tier, tier_card
+from training.synth.tiers.facts import Fact, lists_others, qualified, reverse_relation
+from training.synth.tiers.generate import TierConfig, ask, generate_tier, tier_card
+from training.synth.tiers.split import answer_names, answer_overlap
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_lookup_is_deterministic(sample_index, lookup):
 
 def test_bridge_records_hide_the_answer_from_the_first_search(bridge, sample_index):
     from sim_web.backends.sim import SimBackend
-    from training.synth.tiers import ResultView
+    from training.synth.tiers.generate import ResultView
     from wiki_index.search.index import WikiIndex
 
     records, report = bridge
@@ -154,7 +154,7 @@ def test_bridge_records_hide_the_answer_from_the_first_search(bridge, sample_ind
 
 def test_result_view_reads_names_in_snippets_as_whole_words(sample_index):
     from sim_web.backends.sim import SimBackend
-    from training.synth.tiers import ResultView
+    from training.synth.tiers.generate import ResultView
     from wiki_index.search.index import WikiIndex
 
     view = ResultView(SimBackend(WikiIndex.from_dir(sample_index)), 5)
@@ -165,9 +165,9 @@ def test_result_view_reads_names_in_snippets_as_whole_words(sample_index):
 
 
 def test_reverse_facts_read_a_definite_relation_from_its_object(sample_index):
-    from training.synth.store_source import StoreSource
-    from training.synth.tier_facts import definite_reverse_facts
-    from training.synth.tiers import TierReport
+    from training.synth.graph.store_source import StoreSource
+    from training.synth.tiers.facts import definite_reverse_facts
+    from training.synth.tiers.generate import TierReport
     from wiki_index.search.index import WikiIndex
 
     assert reverse_relation("{src} is the capital of {dst}", True) == ("{dst} is the capital of {src}", True)
@@ -187,7 +187,7 @@ def test_the_split_keeps_every_answer_name_on_one_side(bridge, lookup):
     for tier_records in (bridge[0], lookup[0]):  # each tier's own split, drawn by answer
         assert answer_overlap(tier_records)["test_answer_in_train"] == 0
         assert {r["split"] for r in tier_records} == {"train", "test"}
-    from training.synth.tier_split import answer_disjoint_split
+    from training.synth.tiers.split import answer_disjoint_split
 
     answer_disjoint_split(records, {"lookup": 0.3, "bridge": 0.5}, seed=3)  # across tiers, as sim-web learn draws it
     assert answer_overlap(records)["test_answer_in_train"] == 0
@@ -196,7 +196,7 @@ def test_the_split_keeps_every_answer_name_on_one_side(bridge, lookup):
 
 
 def test_answer_names_join_aliases_and_the_disjoint_split_honours_them():
-    from training.synth.tier_split import answer_disjoint_split
+    from training.synth.tiers.split import answer_disjoint_split
 
     recs = [
         {"id": "a", "answer": "United Kingdom", "aliases": ["UK"], "tier": "lookup"},

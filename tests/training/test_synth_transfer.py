@@ -8,12 +8,12 @@ import re
 import networkx as nx
 import pytest
 
-from training.synth.clues import Clue
-from training.synth.clues import UncertaintyType as U
-from training.synth.kg import KnowledgeGraph
-from training.synth.records import Difficulty
-from training.synth.structural import NAME_HINTS, closing_text
-from training.synth.transfer import link_dependent, list_size, listed_count, typed_view
+from training.synth.compose.clues import Clue
+from training.synth.compose.clues import UncertaintyType as U
+from training.synth.compose.structural import NAME_HINTS, closing_text
+from training.synth.compose.transfer import link_dependent, list_size, listed_count, typed_view
+from training.synth.graph.kg import KnowledgeGraph
+from training.synth.outputs.records import Difficulty
 
 _LINK_WORDS = ("article mentions", "mentioned in the article", "entities linked with", "are also linked")
 _HINT = re.compile(r'whose name begins with "[A-Z0-9]"|whose name is a single word|whose name is \d+ words long')
@@ -99,8 +99,8 @@ def test_no_mentions_no_category_fallbacks_and_whole_word_name_hints(synth_run):
 
 
 def test_card_reports_floors_per_type_and_the_transfer_check(synth_run):
-    from training.synth.coverage import FLOORS
-    from training.synth.outputs import build_card, render_card
+    from training.synth.compose.coverage import FLOORS
+    from training.synth.outputs.write import build_card, render_card
 
     records, rep = synth_run
     card = build_card(records, rep)
@@ -135,7 +135,7 @@ def test_min_hops_is_respected_and_checked(sample_index, small_config):
 
 
 def test_same_seed_gives_the_same_bytes(synth_run, sample_index, small_config, tmp_path):
-    from training.synth.outputs import write_jsonl
+    from training.synth.outputs.write import write_jsonl
     from training.synth.pipeline import generate
 
     records, _ = synth_run
@@ -145,8 +145,8 @@ def test_same_seed_gives_the_same_bytes(synth_run, sample_index, small_config, t
 
 
 def test_counting_clue_round_trips_through_the_tree():
-    from training.synth.constraints import flatten, parse_clues
-    from training.synth.prose import render
+    from training.synth.compose.constraints import flatten, parse_clues
+    from training.synth.compose.prose import render
 
     anchor = Clue("a country in West Africa", U.OBFUSCATED_ENTITY, "Togo", (("source", "description"),))
     rel = Clue(

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from training.synth.tier_facts import Fact
-from training.synth.tier_forms import (
+from training.synth.tiers.facts import Fact
+from training.synth.tiers.forms import (
     FORMS,
     bridge_forms,
     lookup_forms,
@@ -18,7 +18,7 @@ from training.synth.tier_forms import (
     reword,
     settle_forms,
 )
-from training.synth.tiers import TierConfig, ask, generate_tier
+from training.synth.tiers.generate import TierConfig, ask, generate_tier
 
 
 def _ask(fact):

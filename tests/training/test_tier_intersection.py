@@ -7,15 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from training.synth.tier_intersection import MIN_MEMBERS, clue_query, question_text
-from training.synth.tiers import TierConfig, tier_card
+from training.synth.tiers.generate import TierConfig, tier_card
+from training.synth.tiers.intersection import MIN_MEMBERS, clue_query, question_text
 
 
 @pytest.fixture(scope="module")
 def mem(sample_index):
     """The membership of every clue over the sample's countries (built once: it reads every country's page)."""
-    from training.synth.store_source import StoreSource
-    from training.synth.tier_intersection import Membership
+    from training.synth.graph.store_source import StoreSource
+    from training.synth.tiers.intersection import Membership
     from wiki_index.search.index import WikiIndex
 
     src = StoreSource(WikiIndex.from_dir(sample_index).store)
@@ -25,9 +25,9 @@ def mem(sample_index):
 @pytest.fixture(scope="module")
 def inter(sample_index, mem):
     from sim_web.backends.sim import SimBackend, SimConfig
-    from training.synth.tier_intersection import intersection_questions
-    from training.synth.tier_view import ResultView
-    from training.synth.tiers import TierReport
+    from training.synth.tiers.generate import TierReport
+    from training.synth.tiers.intersection import intersection_questions
+    from training.synth.tiers.view import ResultView
     from wiki_index.search.index import WikiIndex
 
     cfg = TierConfig(tier="intersection", n=12, k=5, snippet_chars=160, test_fraction=0.5)
@@ -45,8 +45,8 @@ def test_question_text_groups_clues_of_a_family():
 
 def test_every_question_is_unique_by_its_clues_and_no_clue_answers_it_alone(inter, sample_index):
     from sim_web.backends.sim import SimBackend, SimConfig
-    from training.synth.naming import leaks
-    from training.synth.tiers import ResultView
+    from training.synth.compose.naming import leaks
+    from training.synth.tiers.generate import ResultView
     from wiki_index.search.index import WikiIndex
 
     records, rep = inter

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = {
     "wiki_index/store/store.py": "the page store: every query on an index's store.duckdb",
     "wiki_index/store/writer.py": "the page store's writer: the schema and the layout finalize() gives store.duckdb",
-    "training/synth/outputs.py": "writes the synthesized task set's own DuckDB file (tasks, clues, evidence, edges)",
+    "training/synth/outputs/write.py": "writes the synthesized task set's own DuckDB file (tasks, clues, evidence, edges)",
     "tests/training/test_synth_pipeline.py": "reads that task-set DuckDB file back",
     "sim_web/executor/cache.py": "the executor's own SQLite result cache (its own file and table), not an index store",
     "tests/wiki_index/test_no_sql_outside_store.py": "this test's own examples",

@@ -20,7 +20,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
-from training.synth.tier_forms import FORMS
+from training.synth.tiers.forms import FORMS
 
 PRECISIONS = ("auto", "bf16", "float32")
 
@@ -150,7 +150,7 @@ class LearnConfig:
     seed: int = help_field(0, "Seed of the task synthesis, SFT and GRPO.")
     tiers: tuple[str, ...] = help_field(
         ("lookup", "bridge", "intersection"),
-        "Curriculum tiers of the task set (training/synth/tiers.py and tier_intersection.py); ('lookup', 'bridge') "
+        "Curriculum tiers of the task set (training/synth/tiers/generate.py and tiers/intersection.py); ('lookup', 'bridge') "
         "writes the two-tier sets of the runs before cpu-learn-v6.",
     )
     lookup_test_fraction: float = help_field(0.5, "Held-out share of the lookup tier.")
@@ -158,12 +158,12 @@ class LearnConfig:
     intersection_test_fraction: float = help_field(0.5, "Held-out share of the intersection tier (when in tiers).")
     forms: tuple[str, ...] = help_field(
         FORMS,
-        "Question forms of the lookup and bridge tiers (training/synth/tier_forms.py); ('template',) with "
+        "Question forms of the lookup and bridge tiers (training/synth/tiers/forms.py); ('template',) with "
         "unseen_forms=() writes the single-template sets of the runs before the forms.",
     )
     unseen_forms: tuple[str, ...] = help_field(
         ("relative", "reworded"),
-        "Question forms never drawn for a train task (training/synth/tier_forms.py); the report gives every policy "
+        "Question forms never drawn for a train task (training/synth/tiers/forms.py); the report gives every policy "
         "per form family, seen and unseen. () for none.",
     )
     split: str = help_field(

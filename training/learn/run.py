@@ -2,7 +2,7 @@
 
 One script, top to bottom (cleanrl style), each stage resumable from the run folder:
 
-1. ``tasks``: the ``lookup`` and ``bridge`` tiers (:mod:`training.synth.tiers`) gated at the recipe's results per
+1. ``tasks``: the ``lookup`` and ``bridge`` tiers (:mod:`training.synth.tiers.generate`) gated at the recipe's results per
    search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's ``tasks``), each with its own split;
 2. ``base``, ``rule``, ``script``, ``prior``, ``oracle``: the base model, the zero-parameter baselines (the one-search
    rule, the strongest per-tier script :mod:`agents.policies.scripts`, the answer prior) and the search-only oracle
@@ -76,11 +76,11 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
     """
     import hashlib
 
-    from training.synth.outputs import sibling, write_jsonl
-    from training.synth.tier_facts import FACTS_VERSION
-    from training.synth.tier_forms import FORMS, FORMS_VERSION, form_card, settle_forms
-    from training.synth.tier_split import answer_disjoint_split, answer_overlap
-    from training.synth.tiers import TierConfig, generate_tier, tier_card
+    from training.synth.outputs.write import sibling, write_jsonl
+    from training.synth.tiers.facts import FACTS_VERSION
+    from training.synth.tiers.forms import FORMS, FORMS_VERSION, form_card, settle_forms
+    from training.synth.tiers.generate import TierConfig, generate_tier, tier_card
+    from training.synth.tiers.split import answer_disjoint_split, answer_overlap
 
     path = task_path(cfg, index_path)
     wanted = {

@@ -219,7 +219,7 @@ class SynthSource:
                 sizes=target.sizes if target else SIZES,
             )
             return (self.generate or generate_with_report)(self.index_dir, config=cfg)[0]
-        from training.synth.tiers import TierConfig, generate_tier
+        from training.synth.tiers.generate import TierConfig, generate_tier
 
         return generate_tier(self.index_dir, TierConfig(tier=tier, n=n, seed=seed, k=self.k, test_fraction=0.0))[0]
 

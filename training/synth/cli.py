@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The synth options (shared by ``sim-web synth`` and ``python -m training.synth``)."""
     from simweb_core.cli import add_config_flags
     from training.synth.config import SynthConfig
-    from training.synth.tiers import TIERS, TierConfig
+    from training.synth.tiers.generate import TIERS, TierConfig
 
     d = SynthConfig()
     p.add_argument("--index", default=None, help="index directory (default: the sample index under $SIM_WEB_HOME)")
@@ -93,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
     from sim_web.env.tasks import default_task_path
     from simweb_core.cli import given_flags
     from simweb_core.data import from_data
+    from training.synth.compose.llm import LLMConfig
     from training.synth.config import SynthConfig
-    from training.synth.llm import LLMConfig
-    from training.synth.outputs import build_card, render_card, write_outputs
+    from training.synth.outputs.write import build_card, render_card, write_outputs
     from training.synth.pipeline import generate_with_report
     from wiki_index.search.index import WikiIndex
 
@@ -146,8 +146,8 @@ def run_tier(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from simweb_core.cli import given_flags
-    from training.synth.outputs import sibling, write_jsonl
-    from training.synth.tiers import TierConfig, generate_tier, render_tier_card, tier_card
+    from training.synth.outputs.write import sibling, write_jsonl
+    from training.synth.tiers.generate import TierConfig, generate_tier, render_tier_card, tier_card
     from wiki_index.search.index import WikiIndex
 
     d = TierConfig()

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.synth.llm import LLMConfig
+from training.synth.compose.llm import LLMConfig
 
 GENERATORS = ("template", "llm")
 SHORTCUT_POLICIES = ("drop", "downweight", "keep")
@@ -43,7 +43,7 @@ class SynthConfig:
         skip_shortcut_targets: A target that one search answered in an earlier subgraph is not asked about again
             (counted as ``shortcut_target_skipped``).
         steer_types: Steer the optional clues towards the uncertainty types below their floor
-            (:data:`~training.synth.coverage.FLOORS`, plus ``steer_margin``) in the questions accepted so far.
+            (:data:`~training.synth.compose.coverage.FLOORS`, plus ``steer_margin``) in the questions accepted so far.
         steer_margin: How far above its floor a type is steered to (a share, e.g. 0.02 for 8% -> 10%).
         test_fraction: Share of ids in the held-out ``test`` split.
         k: Search results an agent sees (answerability counts a page found within the top ``k``).

@@ -3,18 +3,18 @@
 :func:`generate` is deterministic for a seed: every random choice flows from
 ``random.Random(seed)`` (the graph, the samples, the targets) or from a per-item generator
 seeded by ``(seed, subgraph index, target)``. An item depends on earlier ones only through what the set has
-accepted so far (the uncertainty types it is short of, :func:`~training.synth.steering.short_types`) and the targets
+accepted so far (the uncertainty types it is short of, :func:`~training.synth.compose.steering.short_types`) and the targets
 one search already answered (not asked again). Subgraphs are visited round-robin over their (structure, size)
 buckets, so the accepted set stays balanced over structures when it stops at ``n``; within a subgraph, targets whose
-relations other pages state come first (:func:`~training.synth.steering.target_key`).
+relations other pages state come first (:func:`~training.synth.compose.steering.target_key`).
 
-Questions are sampled from the typed view of the graph (:func:`~training.synth.transfer.typed_view`): every clue is
+Questions are sampled from the typed view of the graph (:func:`~training.synth.compose.transfer.typed_view`): every clue is
 a relation or a fact a page states. Gates, in order (each counted in :class:`~training.synth.config.SynthReport`): the answer never appears in the text
 (generator), the clue tree parses, not a duplicate, the clues single out the answer in the whole
-corpus (:class:`~training.synth.verify.Verifier`; one or two look-alikes it leaves are named in a negation and the
+corpus (:class:`~training.synth.verify.uniqueness.Verifier`; one or two look-alikes it leaves are named in a negation and the
 check runs again), BM25 top-1 on the question is not already the
 answer (``shortcut_policy``), and every evidence page and the answer are reachable with the
-simulator's own search (:class:`~training.synth.gates.SearchGates`).
+simulator's own search (:class:`~training.synth.verify.gates.SearchGates`).
 """
 
 from __future__ import annotations
@@ -28,23 +28,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.synth.clue_builder import AnswerLeakError
-from training.synth.clue_check import ClueChecker
+from training.synth.compose.clue_builder import AnswerLeakError
+from training.synth.compose.constraints import ParseError, flatten, parse_clues
+from training.synth.compose.coverage import type_support
+from training.synth.compose.llm import LLMGenerator
+from training.synth.compose.steering import rewrites, short_types, target_key
+from training.synth.compose.templates import excluding, extend, generate_question
+from training.synth.compose.transfer import transfer_check, typed_view
 from training.synth.config import SynthConfig, SynthReport
-from training.synth.constraints import ParseError, flatten, parse_clues
-from training.synth.coverage import type_support
-from training.synth.gates import Deduper, SearchGates, sim_search, sim_visit
-from training.synth.kg_build import build_dense_kg
-from training.synth.llm import LLMGenerator
-from training.synth.lookalikes import unruled
-from training.synth.orbits import interleave, targets_at_depth
-from training.synth.records import build_record
-from training.synth.sampling import sample_subgraphs_with_report
-from training.synth.steering import rewrites, short_types, target_key
-from training.synth.store_source import StoreSource
-from training.synth.templates import excluding, extend, generate_question
-from training.synth.transfer import transfer_check, typed_view
-from training.synth.verify import Verifier
+from training.synth.graph.kg_build import build_dense_kg
+from training.synth.graph.orbits import interleave, targets_at_depth
+from training.synth.graph.sampling import sample_subgraphs_with_report
+from training.synth.graph.store_source import StoreSource
+from training.synth.outputs.records import build_record
+from training.synth.verify.clue_check import ClueChecker
+from training.synth.verify.gates import Deduper, SearchGates, sim_search, sim_visit
+from training.synth.verify.lookalikes import unruled
+from training.synth.verify.uniqueness import Verifier
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
 def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
     """A verified draft for one target, whether a single search answers it, and the subgraph it was written from.
 
-    A draft that one search answers is written again (:func:`~training.synth.steering.rewrites`; counted as
+    A draft that one search answers is written again (:func:`~training.synth.compose.steering.rewrites`; counted as
     ``shortcut_reworded``, and as ``shortcut_branch_dropped`` when a branch had to go) until a version is not; the
     shortcut gate counts the final version, and every version passes the uniqueness check on its own."""
     got = _draft(ctx, i, sub, target, 0.25, "")

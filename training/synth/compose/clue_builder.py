@@ -1,8 +1,8 @@
 """The clue builder behind template questions: noun phrases, relations, blurred facts and counts for one question.
 
-:class:`ClueBuilder` holds the state of one :func:`~training.synth.templates.generate_question` call (the target,
+:class:`ClueBuilder` holds the state of one :func:`~training.synth.compose.templates.generate_question` call (the target,
 the names the question must not show, the uncertainty types allowed and used, the phrase given to each entity) and
-makes every clue of it; :mod:`training.synth.templates` walks the subgraph and renders the question. Kept apart so
+makes every clue of it; :mod:`training.synth.compose.templates` walks the subgraph and renders the question. Kept apart so
 the template module holds the walk and the rendering only. :class:`AnswerLeakError` lives here because the builder
 is the first to raise it.
 """
@@ -14,13 +14,12 @@ from collections.abc import Collection, Hashable, Mapping
 
 import networkx as nx
 
-from training.synth.clues import listed_phrase
-from training.synth.constraints import strip_article
-from training.synth.kg import Entity, edge_rank
-from training.synth.naming import with_article
-from training.synth.quantities import fuzz_number, number_phrase
-from training.synth.transfer import listed_count
-from training.synth.uncertainty import (
+from training.synth.compose.clues import listed_phrase
+from training.synth.compose.constraints import strip_article
+from training.synth.compose.naming import with_article
+from training.synth.compose.quantities import fuzz_number, number_phrase
+from training.synth.compose.transfer import listed_count
+from training.synth.compose.uncertainty import (
     Clue,
     UncertaintyType,
     date_phrase,
@@ -31,6 +30,7 @@ from training.synth.uncertainty import (
     name_variants,
     relational_clue,
 )
+from training.synth.graph.kg import Entity, edge_rank
 
 U = UncertaintyType
 
@@ -49,8 +49,8 @@ DEEP_NAMED_PROB = 0.75
 
 class ClueBuilder:
     """The clues of one question as it is built: each entity's noun phrase, its relations, blurred facts and counts,
-    with the uncertainty types used and the number of atomic clues (:func:`~training.synth.templates.generate_question`
-    runs it; :mod:`training.synth.structural` adds the structure's own clues through it)."""
+    with the uncertainty types used and the number of atomic clues (:func:`~training.synth.compose.templates.generate_question`
+    runs it; :mod:`training.synth.compose.structural` adds the structure's own clues through it)."""
 
     def __init__(
         self,

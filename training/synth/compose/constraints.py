@@ -3,7 +3,7 @@
 The template generator renders a question from a breadth-first tree rooted at the answer: every
 other node is a noun phrase (its *identity*: a description or its name), chained to its parent
 by a relation, with optional blurred facts. :func:`parse_draft` recovers that tree from the
-:class:`~training.synth.templates.QuestionDraft`'s clues (each clue keeps the entity it came from
+:class:`~training.synth.compose.templates.QuestionDraft`'s clues (each clue keeps the entity it came from
 in ``original`` and what was done in ``record``), so that the verifier can evaluate it against
 the whole corpus without trusting the generator, and so that each record can list its clues per
 entity. :func:`flatten` gives the per-entity clue list of the record schema.
@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from training.synth.clues import Clue, UncertaintyType, listed_phrase
-from training.synth.naming import with_article
-from training.synth.uncertainty import relational_clue
+from training.synth.compose.clues import Clue, UncertaintyType, listed_phrase
+from training.synth.compose.naming import with_article
+from training.synth.compose.uncertainty import relational_clue
 
 U = UncertaintyType
 

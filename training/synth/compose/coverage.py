@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from training.synth.kg import Entity, KnowledgeGraph
-from training.synth.transfer import listed_count
-from training.synth.uncertainty import date_phrase
+from training.synth.compose.transfer import listed_count
+from training.synth.compose.uncertainty import date_phrase
+from training.synth.graph.kg import Entity, KnowledgeGraph
 
 #: Share of questions each uncertainty type should reach, where the knowledge graph supports it.
 FLOORS = {

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simweb_core.secret import Secret, as_secret, reveal
-from training.synth.constraints import NodeSpec, walk
-from training.synth.naming import leaks, name_variants
-from training.synth.templates import QuestionDraft
+from training.synth.compose.constraints import NodeSpec, walk
+from training.synth.compose.naming import leaks, name_variants
+from training.synth.compose.templates import QuestionDraft
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from training.synth.clues import Clue, UncertaintyType
+from training.synth.compose.clues import Clue, UncertaintyType
 
 if TYPE_CHECKING:
-    from training.synth.kg import Entity
+    from training.synth.graph.kg import Entity
 
 # --- names and leaks ---------------------------------------------------------------------
 

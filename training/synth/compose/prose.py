@@ -2,14 +2,14 @@
 
 The template generator used to write one noun phrase with every clue nested inside it ("the
 state ... mentioned in the article on a philosopher ... whose article mentions ..."). Here each
-relation and each fact of the tree (:class:`~training.synth.constraints.NodeSpec`) is one
+relation and each fact of the tree (:class:`~training.synth.compose.constraints.NodeSpec`) is one
 sentence, subject first, and an entity introduced as the object of one sentence is the subject
 of the sentences about its own relations, by a short reference ("the physicist")::
 
     This theory was developed by a German-born theoretical physicist. It was first published in
     the 1910s. The physicist was born in a city in southern Germany. Which theory is this?
 
-Relations read from a sentence (:mod:`training.synth.relations`) are written with their own verb
+Relations read from a sentence (:mod:`training.synth.extract.relations`) are written with their own verb
 phrase; an infobox field as "Its capital is ..." / "It is the capital of ..."; a bare link as
 "Its article mentions ...". :func:`render` is deterministic: ``form`` picks the closing question.
 """
@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 
-from training.synth.clues import UncertaintyType, listed_phrase
-from training.synth.constraints import NodeSpec, strip_article, walk
-from training.synth.naming import _head_of
-from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation
-from training.synth.uncertainty import date_phrase, relation_label
+from training.synth.compose.clues import UncertaintyType, listed_phrase
+from training.synth.compose.constraints import NodeSpec, strip_article, walk
+from training.synth.compose.naming import _head_of
+from training.synth.compose.uncertainty import date_phrase, relation_label
+from training.synth.extract.relations import DST, SRC, fill, infobox_template, is_text_relation
 
 U = UncertaintyType
 FORMS = ("which", "what", "name")

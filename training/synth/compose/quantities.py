@@ -1,6 +1,6 @@
 """Blurred quantities: a number fact as a rounded value, a range or an order of magnitude (SailorFog-QA-V2, step 4).
 
-The number transform of :mod:`training.synth.uncertainty`, with the formatting it needs
+The number transform of :mod:`training.synth.compose.uncertainty`, with the formatting it needs
 (:func:`format_quantity`) and the phrase that attaches the blurred value to its attribute
 (:func:`number_phrase`); kept apart from the date and relation transforms, which share none of it.
 """
@@ -11,10 +11,10 @@ import math
 import random
 import re
 
-from training.synth.clues import Clue, UncertaintyType
-from training.synth.facts import MEASURE_UNITS, NumberFact
-from training.synth.naming import with_article
-from training.synth.uncertainty import relation_label
+from training.synth.compose.clues import Clue, UncertaintyType
+from training.synth.compose.naming import with_article
+from training.synth.compose.uncertainty import relation_label
+from training.synth.extract.facts import MEASURE_UNITS, NumberFact
 
 __all__ = ["ABOUT_MAX_ERROR", "ABOUT_TOLERANCE", "format_quantity", "fuzz_number", "number_phrase"]
 

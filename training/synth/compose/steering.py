@@ -3,8 +3,8 @@ short of, and how a draft that one search answers is written again.
 
 * :func:`target_key` orders a subgraph's targets: while the set is short of dates, targets with a date first (a
   temporal order needs the answer's date); then those whose relations the pages around them state rather than their
-  own page (:func:`~training.synth.orbits.own_share`), so a question reads facts off other pages.
-* :func:`short_types` lists the uncertainty types below their floor (:data:`~training.synth.coverage.FLOORS` plus a
+  own page (:func:`~training.synth.graph.orbits.own_share`), so a question reads facts off other pages.
+* :func:`short_types` lists the uncertainty types below their floor (:data:`~training.synth.compose.coverage.FLOORS` plus a
   margin) in the questions accepted so far; the generator then uses their optional clues whenever the facts allow.
 * :func:`rewrites` lists the versions a shortcut draft is written again in, ending with versions that leave out one
   branch of the answer's tree (the named neighbour first: its name is what the search matched).
@@ -16,11 +16,11 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
-from training.synth.clues import UncertaintyType
-from training.synth.coverage import FLOORS, dated
-from training.synth.naming import name_variants
-from training.synth.orbits import own_share
-from training.synth.sampling import Subgraph, without_branch
+from training.synth.compose.clues import UncertaintyType
+from training.synth.compose.coverage import FLOORS, dated
+from training.synth.compose.naming import name_variants
+from training.synth.graph.orbits import own_share
+from training.synth.graph.sampling import Subgraph, without_branch
 
 U = UncertaintyType
 #: Branches of the answer's tree a shortcut draft is written again without, at most.

@@ -1,10 +1,10 @@
 """Clues about the answer beyond its chain of relations: a cycle's closing relation, a near-miss exclusion, and the
 optional facts (a blurred date or number, a whole-word name hint, a temporal order), some stated up front.
 
-The first two are read off typed relations only (:func:`~training.synth.transfer.typed_view`): the edge that closes
+The first two are read off typed relations only (:func:`~training.synth.compose.transfer.typed_view`): the edge that closes
 a cycle is stated with its own relation ("where the physicist was born in the city"), and a negation names an entity
 that the same page relates the same way as the answer ("that is not <near miss>"), so a reader can check each on a
-page. ``b`` is the template generator's builder (:class:`training.synth.clue_builder.ClueBuilder`).
+page. ``b`` is the template generator's builder (:class:`training.synth.compose.clue_builder.ClueBuilder`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from training.synth.clues import Clue, UncertaintyType
-from training.synth.relations import fill, infobox_template, is_text_relation
-from training.synth.uncertainty import (
+from training.synth.compose.clues import Clue, UncertaintyType
+from training.synth.compose.uncertainty import (
     date_phrase,
     describe_entity,
     head_noun,
@@ -27,9 +26,10 @@ from training.synth.uncertainty import (
     relation_label,
     temporal_order_clue,
 )
+from training.synth.extract.relations import fill, infobox_template, is_text_relation
 
 if TYPE_CHECKING:
-    from training.synth.kg import Entity
+    from training.synth.graph.kg import Entity
 
 U = UncertaintyType
 #: How often a question that has a near miss excludes it.

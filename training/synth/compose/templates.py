@@ -10,7 +10,7 @@ date or number, a whole-word hint at its name, a temporal order), some of them s
 every uncertainty type appears, and the structure adds the rest: the edge that closes a cycle may
 be stated with its relation, a relation the page states as one item of a list becomes a counting
 clue ("one of 5 named together on that page"), a near miss from the whole graph a negation.
-:mod:`training.synth.prose` writes the clue tree as several short sentences. The answer (the
+:mod:`training.synth.compose.prose` writes the clue tree as several short sentences. The answer (the
 target's title) never appears: descriptions avoid it, clues that would contain it are dropped,
 and a question form that contains it is not used.
 """
@@ -23,13 +23,11 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from training.synth.clue_builder import COUNTING_PROB, AnswerLeakError, ClueBuilder
-from training.synth.constraints import parse_clues
-from training.synth.kg import Entity, KnowledgeGraph, edge_rank
-from training.synth.prose import FORMS, render
-from training.synth.sampling import Structure, Subgraph, classify_structure
-from training.synth.structural import feature, structural_clues, target_facts
-from training.synth.uncertainty import (
+from training.synth.compose.clue_builder import COUNTING_PROB, AnswerLeakError, ClueBuilder
+from training.synth.compose.constraints import parse_clues
+from training.synth.compose.prose import FORMS, render
+from training.synth.compose.structural import feature, structural_clues, target_facts
+from training.synth.compose.uncertainty import (
     Clue,
     UncertaintyType,
     head_noun,
@@ -37,6 +35,8 @@ from training.synth.uncertainty import (
     name_variants,
     negation_clue,
 )
+from training.synth.graph.kg import Entity, KnowledgeGraph, edge_rank
+from training.synth.graph.sampling import Structure, Subgraph, classify_structure
 
 U = UncertaintyType
 
@@ -83,7 +83,7 @@ class QuestionDraft:
 
 def _bfs_children(g: nx.Graph, root: Hashable) -> tuple[dict[Hashable, list], dict[Hashable, int]]:
     """A breadth-first spanning tree from ``root`` whose edges are, among those of equal depth, the most specific
-    relations (:func:`~training.synth.kg.edge_rank`: an infobox field or a sentence's relation before a bare link)."""
+    relations (:func:`~training.synth.graph.kg.edge_rank`: an infobox field or a sentence's relation before a bare link)."""
     children: dict[Hashable, list] = {}
     depth = {root: 0}
     frontier = [root]
@@ -252,7 +252,7 @@ def excluding(draft: QuestionDraft, k: int, titles: Collection[str]) -> Question
 def _render(
     forbidden: list[str], answer: str, head: str, clues: list[Clue], persons: tuple[str, ...], rng: random.Random
 ) -> tuple[str, str]:
-    """The question as short sentences (:func:`~training.synth.prose.render`), closed by a question form picked at
+    """The question as short sentences (:func:`~training.synth.compose.prose.render`), closed by a question form picked at
     random among those that do not show the answer."""
     root = parse_clues(answer, clues)
     forms = list(FORMS)

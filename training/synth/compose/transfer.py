@@ -20,11 +20,11 @@ from typing import Any
 
 import networkx as nx
 
-from training.synth.constraints import NodeSpec, strip_article, walk
-from training.synth.kg import KnowledgeGraph, edge_rank
-from training.synth.naming import name_variants
-from training.synth.relations import is_text_relation
-from training.synth.uncertainty import relational_clue
+from training.synth.compose.constraints import NodeSpec, strip_article, walk
+from training.synth.compose.naming import name_variants
+from training.synth.compose.uncertainty import relational_clue
+from training.synth.extract.relations import is_text_relation
+from training.synth.graph.kg import KnowledgeGraph, edge_rank
 
 #: Relations that are facts of the link graph only (a wikilink, a title mention): no page states them.
 LINK_RELATIONS = ("link", "mention", "links to", "")

@@ -9,7 +9,7 @@ e.g. ``"born in the late 1870s"``) plus a record of what was done, tagged with a
 
 No transform ever writes an entity's own name: :func:`describe_entity` takes the names to
 avoid and falls back to vaguer text when every description leaks one (:func:`leaks`).
-Numbers are blurred in :mod:`training.synth.quantities`.
+Numbers are blurred in :mod:`training.synth.compose.quantities`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import re
 from collections.abc import Sequence
 from enum import Enum
 
-from training.synth.clues import Clue, UncertaintyType
-from training.synth.facts import DateFact
-from training.synth.naming import describe_entity, head_noun, leaks, name_variants, partial_name_clue
-from training.synth.relations import DST, SRC, fill, infobox_template, is_text_relation
+from training.synth.compose.clues import Clue, UncertaintyType
+from training.synth.compose.naming import describe_entity, head_noun, leaks, name_variants, partial_name_clue
+from training.synth.extract.facts import DateFact
+from training.synth.extract.relations import DST, SRC, fill, infobox_template, is_text_relation
 
 __all__ = [
     "Clue",
@@ -214,7 +214,7 @@ def relational_clue(anchor: Clue, relation: str, *, anchor_is_source: bool) -> C
     Returns:
         A ``RELATIONAL`` clue: ``"mentioned in the article on <anchor>"``, ``"whose article
         mentions <anchor>"``, ``"that is the birth place of <anchor>"``, ``"whose birth place is
-        <anchor>"``, or for a sentence template (:mod:`training.synth.relations`) ``"was born in
+        <anchor>"``, or for a sentence template (:mod:`training.synth.extract.relations`) ``"was born in
         <anchor>"`` / ``"such that <anchor> was born in it"``.
     """
     rel = relation_label(relation)

@@ -1,6 +1,6 @@
 """Which infobox fields of a page are facts, which are relations, and how a field's value is split into names.
 
-The rules :class:`~training.synth.store_source.StoreSource` reads a page's infobox with: keys that are layout or
+The rules :class:`~training.synth.graph.store_source.StoreSource` reads a page's infobox with: keys that are layout or
 media (never relations), keys that hold a date or a quantity worth a clue, keys whose page-valued fields are
 layout rather than relations, and the separators between several values of one field. Plain data, kept apart
 from the store reader so its class stays the module's whole body.

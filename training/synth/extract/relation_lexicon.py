@@ -1,4 +1,4 @@
-"""The word lists the relation patterns of :mod:`training.synth.relations` read sentences with.
+"""The word lists the relation patterns of :mod:`training.synth.extract.relations` read sentences with.
 
 Plain data, kept apart from the patterns so the extraction logic stays short: the verbs that
 start a predicate (``AUX``), the prepositions that end one (``PREPS``), the words a predicate

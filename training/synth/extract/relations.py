@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from training.synth.relation_lexicon import AUX, PARTICIPLES, PREPS, SINGULAR, TRAILING
+from training.synth.extract.relation_lexicon import AUX, PARTICIPLES, PREPS, SINGULAR, TRAILING
 
 SRC, DST = "{src}", "{dst}"
 _BOUNDARY = re.compile(

@@ -2,7 +2,7 @@
 
 WebSailor-V2 starts from a graph whose nodes are pages and whose edges are the relations
 between them, and insists on a *dense* one: a crawl's breadth-first tree has no cycles, so
-every question sampled from it is a chain or a star. :func:`~training.synth.kg_build.build_dense_kg`
+every question sampled from it is a chain or a star. :func:`~training.synth.graph.kg_build.build_dense_kg`
 therefore runs in two phases: an expansion phase that discovers up to ``max_nodes`` entities breadth-first (each
 new entity is attached by the edge that discovered it, giving a BFS forest), then a
 densification phase that adds *every* known relation between two discovered entities
@@ -30,7 +30,7 @@ from typing import Any
 
 import networkx as nx
 
-from training.synth.facts import DateFact, NumberFact, facts_from_fields
+from training.synth.extract.facts import DateFact, NumberFact, facts_from_fields
 
 EDGE_KINDS = ("infobox", "link", "mention")  # in order of preference when a pair has several
 _PERSON_KEYS = ("birth_date", "born", "birth_place", "death_date")
@@ -38,7 +38,7 @@ _PERSON_KEYS = ("birth_date", "born", "birth_place", "death_date")
 
 def edge_rank(attrs: Mapping[str, Any]) -> int:
     """Preference of an edge's attributes when a pair has several (lower wins): an infobox field, then a typed
-    relation read from a sentence (:mod:`training.synth.relations`), then a wikilink, then a title mention."""
+    relation read from a sentence (:mod:`training.synth.extract.relations`), then a wikilink, then a title mention."""
     kind = attrs.get("kind", "link")
     if kind == "infobox":
         return 0
@@ -172,7 +172,7 @@ def graph_stats(g: nx.Graph, *, clustering_sample: int = 2000) -> GraphStats:
 
 @dataclass
 class BuildReport:
-    """What :func:`~training.synth.kg_build.build_dense_kg` did: counts of everything added and skipped, shape before/after densification."""
+    """What :func:`~training.synth.graph.kg_build.build_dense_kg` did: counts of everything added and skipped, shape before/after densification."""
 
     seeds: int = 0
     seeds_missing: int = 0

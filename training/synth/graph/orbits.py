@@ -29,7 +29,7 @@ from networkx.algorithms.isomorphism import GraphMatcher
 from networkx.utils import UnionFind
 
 if TYPE_CHECKING:
-    from training.synth.sampling import Subgraph
+    from training.synth.graph.sampling import Subgraph
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def pick_targets(subgraph: Subgraph | nx.Graph, n: int, rng: random.Random | int
     any orbit is used twice.
 
     Args:
-        subgraph: A sampled :class:`~training.synth.sampling.Subgraph` or a plain graph.
+        subgraph: A sampled :class:`~training.synth.graph.sampling.Subgraph` or a plain graph.
         n: How many targets.
         rng: Random generator or seed.
 

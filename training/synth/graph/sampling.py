@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 from networkx.utils import UnionFind
 
-from training.synth.kg import KnowledgeGraph, edge_rank
-from training.synth.structures import (
+from training.synth.graph.kg import KnowledgeGraph, edge_rank
+from training.synth.graph.structures import (
     Structure,
     StructureRegistry,
     classify_structure,
@@ -208,7 +208,7 @@ def sample_subgraphs_with_report(
         patience: Stop trying after this many tries in a row without a sample under quota, and
             fill the remaining slots from the reserve (default ``max(300, n // 4)``).
         typed_prob: Probability that a walk step follows a typed relation (an infobox field or a
-            sentence's relation, :func:`~training.synth.kg.edge_rank`) when the node has one, and
+            sentence's relation, :func:`~training.synth.graph.kg.edge_rank`) when the node has one, and
             spanning trees take typed relations first when it is positive; bare links are then
             used where nothing better exists.
 

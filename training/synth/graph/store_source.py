@@ -1,7 +1,7 @@
 """Entities and relations read from an index's DuckDB page store (the KG builder's data source).
 
-:class:`StoreSource` gives :func:`training.synth.kg_build.build_dense_kg` its two callables over a
-built ``wiki_index`` store, and the verifier (:mod:`training.synth.verify`) the corpus-wide
+:class:`StoreSource` gives :func:`training.synth.graph.kg_build.build_dense_kg` its two callables over a
+built ``wiki_index`` store, and the verifier (:mod:`training.synth.verify.uniqueness`) the corpus-wide
 adjacency it needs to check that a question's clues single out one entity:
 
 * ``neighbours(title)``: the page's outgoing relations, redirect-resolved (the store resolved
@@ -12,7 +12,7 @@ adjacency it needs to check that a question's clues single out one entity:
   ``page`` (the source page), ``passage`` (the docid of the first passage of the source page
   that names the target, when one does), ``ordinal`` (position of the link on the page) and
   ``anchor`` (the link target as written).
-* ``entity(title)``: the :class:`~training.synth.kg.Entity` with its statistics (description,
+* ``entity(title)``: the :class:`~training.synth.graph.kg.Entity` with its statistics (description,
   lead, infobox, categories, page length, dates, numbers).
 * ``out_ids / in_ids / box_out / box_in / degree``: corpus adjacency by page id.
 
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from training.synth.infobox_keys import FACT_KEY, NO_FACT_KEY, NO_RELATION_KEY, SKIP_INFOBOX_KEYS, SPLIT_VALUE
-from training.synth.kg import Entity, make_entity, reads_as_biography
-from training.synth.relations import Names, extract_relation
+from training.synth.extract.infobox_keys import FACT_KEY, NO_FACT_KEY, NO_RELATION_KEY, SKIP_INFOBOX_KEYS, SPLIT_VALUE
+from training.synth.extract.relations import Names, extract_relation
+from training.synth.graph.kg import Entity, make_entity, reads_as_biography
 from wiki_index.types import normalize_title, title_to_url
 
 log = logging.getLogger(__name__)
@@ -283,7 +283,7 @@ class StoreSource:
     ) -> tuple[str, str, str] | None:
         """``(template, docid, sentence)`` of the first of ``sentences`` (sentences of page ``pid`` naming the target by
         one of ``names``) that states a typed relation between the page and the target
-        (:func:`~training.synth.relations.extract_relation`), else ``None``."""
+        (:func:`~training.synth.extract.relations.extract_relation`), else ``None``."""
         src = self._rows[pid].title
         own = [src, _QUALIFIER.sub("", src)]
         ent = self.entity(src)

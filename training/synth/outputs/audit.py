@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.synth.audit_summary import (
+from training.synth.outputs.audit_summary import (
     _LEVEL_ORDER,
     VERDICTS,
     Figures,
@@ -273,8 +273,8 @@ def support_problems(audit_file: str | Path, index_dir: str | Path) -> list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m training.synth.audit {worksheet,summary,check}``: see ``--help``."""
-    ap = argparse.ArgumentParser(prog="python -m training.synth.audit", description=__doc__.split("\n")[0])
+    """``python -m training.synth.outputs.audit {worksheet,summary,check}``: see ``--help``."""
+    ap = argparse.ArgumentParser(prog="python -m training.synth.outputs.audit", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worksheet", help="draw a sample; write <out>/worksheet.md and <out>/draft.jsonl")
     w.add_argument("tasks", help="task .jsonl")

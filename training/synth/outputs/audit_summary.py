@@ -1,6 +1,6 @@
 """The figures of a reader's audit: the record schema (:func:`validate`) and the rates per level (:func:`summarise`).
 
-Split from :mod:`training.synth.audit` (which draws the worksheet and checks quoted supports, and re-exports these):
+Split from :mod:`training.synth.outputs.audit` (which draws the worksheet and checks quoted supports, and re-exports these):
 an audit file is read (:func:`load_tasks`), each record checked against the protocol of ``docs/evaluation.md``
 ("Auditing synthesised questions"), and turned into clue precision, false, garbled and unverifiable shares and the
 rates of questions with every clue true, unique for a reader and fair, each with its count and 95% Wilson interval.

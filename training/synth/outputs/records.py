@@ -14,15 +14,15 @@ from typing import Any
 
 import networkx as nx
 
-from training.synth.clue_evidence import clue_evidence
-from training.synth.constraints import NodeSpec, flatten, walk
-from training.synth.gates import Retrieval
-from training.synth.naming import name_variants
-from training.synth.orbits import node_orbits
-from training.synth.sampling import Subgraph
-from training.synth.store_source import StoreSource
-from training.synth.templates import QuestionDraft
-from training.synth.transfer import link_dependent
+from training.synth.compose.constraints import NodeSpec, flatten, walk
+from training.synth.compose.naming import name_variants
+from training.synth.compose.templates import QuestionDraft
+from training.synth.compose.transfer import link_dependent
+from training.synth.graph.orbits import node_orbits
+from training.synth.graph.sampling import Subgraph
+from training.synth.graph.store_source import StoreSource
+from training.synth.verify.clue_evidence import clue_evidence
+from training.synth.verify.gates import Retrieval
 from wiki_index.types import title_to_url
 
 LEVELS = ("easy", "medium", "hard")
@@ -49,7 +49,7 @@ class Difficulty:
 
     Measured per question: ``oracle_searches`` (the searches a provenance-following oracle needs to
     reach the answer page: the answerability solver's winning query for the answer and,
-    recursively, those of the entities that query needed, :meth:`~training.synth.gates.Retrieval.searches_needed`),
+    recursively, those of the entities that query needed, :meth:`~training.synth.verify.gates.Retrieval.searches_needed`),
     ``search_tries`` (every query that solver tried, failures included), and whether the answer
     page is in the sim's top 10 for the question itself (``top10_question``) or for any single
     clue about the answer (``top10_clue``). The level follows the measurements: ``easy`` when one
@@ -191,10 +191,10 @@ def build_record(
         weight: Sampling weight (below 1 for down-weighted shortcut questions).
         candidates: Size of the uniqueness check's final candidate set.
         reach: Where the answer page ranks for the question and its single clues
-            (:meth:`~training.synth.gates.SearchGates.reach`), for the measured difficulty.
-        transfer: :func:`~training.synth.transfer.transfer_check`'s counts (relations and facts whose evidence page
+            (:meth:`~training.synth.verify.gates.SearchGates.reach`), for the measured difficulty.
+        transfer: :func:`~training.synth.compose.transfer.transfer_check`'s counts (relations and facts whose evidence page
             the sim's search finds for the clue's own words).
-        checker: The run's :class:`~training.synth.clue_check.ClueChecker` (the facts' evidence sentences), if any.
+        checker: The run's :class:`~training.synth.verify.clue_check.ClueChecker` (the facts' evidence sentences), if any.
 
     Returns:
         The record: ``id, question, answer, aliases, split, answer_url, evidence, clues,

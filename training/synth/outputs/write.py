@@ -21,11 +21,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from training.synth.clue_evidence import render_checks
+from training.synth.compose.coverage import render_coverage, transfer_summary, type_floors
 from training.synth.config import SynthReport
-from training.synth.coverage import render_coverage, transfer_summary, type_floors
-from training.synth.quality import quality, render_quality
-from training.synth.records import HARD_HOPS, HARD_SEARCHES, LEVELS
+from training.synth.outputs.records import HARD_HOPS, HARD_SEARCHES, LEVELS
+from training.synth.verify.clue_evidence import render_checks
+from training.synth.verify.quality import quality, render_quality
 
 
 def sibling(out: Path, suffix: str) -> Path:
@@ -177,7 +177,7 @@ def build_card(
     records: list[dict[str, Any]], report: SynthReport, before: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """The dataset card as data: counts per split / structure / uncertainty type / difficulty, the gate rates, the
-    question-quality measures (:mod:`training.synth.quality`; of an earlier set too when ``before`` is given)."""
+    question-quality measures (:mod:`training.synth.verify.quality`; of an earlier set too when ``before`` is given)."""
     f = report.funnel
     count = lambda key: dict(sorted(Counter(key(r) for r in records).items()))  # noqa: E731
     return {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from training.synth.relations import relation_words
-from training.synth.tier_forms import form_card
+from training.synth.extract.relations import relation_words
+from training.synth.tiers.forms import form_card
 
 
 def tier_card(records: list[dict[str, Any]], report: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The typed, functional facts the ``lookup`` and ``bridge`` tiers ask about, read off the knowledge graph.
 
-A fact is one typed relation of the graph (:meth:`~training.synth.store_source.StoreSource.neighbours`: an infobox
+A fact is one typed relation of the graph (:meth:`~training.synth.graph.store_source.StoreSource.neighbours`: an infobox
 field or a relation phrase read from a sentence) that holds for one object only, so the question it makes has one
 answer. Two readings of the same edges:
 
@@ -27,9 +27,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from training.synth.kg import edge_rank
-from training.synth.relations import DST, SRC, fill, is_text_relation
-from training.synth.uncertainty import relation_label
+from training.synth.compose.uncertainty import relation_label
+from training.synth.extract.relations import DST, SRC, fill, is_text_relation
+from training.synth.graph.kg import edge_rank
 from wiki_index.types import bare_title
 
 #: Version of the fact reading: a task set written from the same index by another version holds other tasks (2: a

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from training.synth.naming import leaks
+from training.synth.compose.naming import leaks
 
 FORMS = ("template", "clue_order", "relative", "described", "reworded")
 #: the families held out of training by default: one structure, one wording

@@ -2,8 +2,8 @@
 
 Search-R1 and ZeroSearch start small models on one- and two-hop questions (NQ, HotpotQA) and raise the difficulty
 from there; a 135M model cannot chain the six hops of a SailorFog-QA question. Both tiers are read off every page's
-relations as the SailorFog-QA knowledge graph sees them (:meth:`~training.synth.store_source.StoreSource.neighbours`),
-*typed* relations only: an infobox field or a relation phrase read from a sentence (:mod:`training.synth.relations`),
+relations as the SailorFog-QA knowledge graph sees them (:meth:`~training.synth.graph.store_source.StoreSource.neighbours`),
+*typed* relations only: an infobox field or a relation phrase read from a sentence (:mod:`training.synth.extract.relations`),
 each backed by the sentence or field that states it (the record's ``provenance``):
 
 * ``lookup``: "Bucharest is the capital of which country?" One fact of page S about O; S is named and O is asked.
@@ -13,19 +13,19 @@ each backed by the sentence or field that states it (the record's ``provenance``
   this tier: the oracle needs one search): the question itself, else the subject's name with the relation's words
   ("Bucharest capital").
 * ``bridge``: "Bucharest is the capital of a country. What is the currency of that country?" Two facts A -> B -> C,
-  each functional (forward or reverse, :mod:`training.synth.tier_facts`); A is named, B and C are not. Gates: the
+  each functional (forward or reverse, :mod:`training.synth.tiers.facts`); A is named, B and C are not. Gates: the
   question's own search does *not* show C's page (a defect for this tier: the first search must not answer it), the
   question's first sentence (else A's name with the relation's words) shows B, and its second sentence with B named
   (else B's name with the relation's words) shows C (the oracle needs two searches). A search *shows* an entity when
   its page is among the top ``k`` results or its name is in a result's snippet, as the agent reads them.
 
-The held-out split is answer-disjoint by default (:mod:`training.synth.tier_split`): no held-out answer is a train
+The held-out split is answer-disjoint by default (:mod:`training.synth.tiers.split`): no held-out answer is a train
 answer, so a model cannot score by recalling frequent train answers.
 
-Each lookup and bridge question is written in every surface form that applies (:mod:`training.synth.tier_forms`: the
+Each lookup and bridge question is written in every surface form that applies (:mod:`training.synth.tiers.forms`: the
 clue sentence after the question, a relative clause, a description, other words) and one form is drawn per question;
 some forms are never drawn for a train record (the form-disjoint held-out families). The ``intersection`` tier (two
-or three clues about one country, :mod:`training.synth.tier_intersection`) is generated through the same entry point.
+or three clues about one country, :mod:`training.synth.tiers.intersection`) is generated through the same entry point.
 
 Records carry the fields the env, the oracle (``clues[].query`` / ``clues[].entity``, ``evidence``, ``answer_url``)
 and the feedback loop (``difficulty.score`` / ``oracle_searches``: lookup 1, bridge 2, below every SailorFog-QA
@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from simweb_core.fields import help_field
-from training.synth.naming import head_noun, leaks
-from training.synth.relations import SRC, fill, infobox_template, is_text_relation, relation_words
-from training.synth.tier_card import render_tier_card, tier_card
-from training.synth.tier_facts import Fact, all_facts
-from training.synth.tier_forms import FORMS, UNSEEN_FORMS, bridge_forms, lookup_forms, settle_forms, short_description
-from training.synth.tier_view import ResultView, aliases
-from training.synth.uncertainty import relation_label
+from training.synth.compose.naming import head_noun, leaks
+from training.synth.compose.uncertainty import relation_label
+from training.synth.extract.relations import SRC, fill, infobox_template, is_text_relation, relation_words
+from training.synth.tiers.card import render_tier_card, tier_card
+from training.synth.tiers.facts import Fact, all_facts
+from training.synth.tiers.forms import FORMS, UNSEEN_FORMS, bridge_forms, lookup_forms, settle_forms, short_description
+from training.synth.tiers.view import ResultView, aliases
 from wiki_index.types import bare_title, title_to_url
 
 TIERS = ("lookup", "bridge", "intersection", "sailorfog")
@@ -71,7 +71,7 @@ class TierConfig:
         "answer", "'answer': no held-out answer (or alias) is a train answer; 'id': hashed ids (older sets)."
     )
     forms: tuple[str, ...] = help_field(
-        FORMS, "Question forms drawn per question (training/synth/tier_forms.py); ('template',): the older sets."
+        FORMS, "Question forms drawn per question (training/synth/tiers/forms.py); ('template',): the older sets."
     )
     unseen_forms: tuple[str, ...] = help_field(
         UNSEEN_FORMS, "Forms never drawn for a train record (the form-disjoint held-out families); () for none."
@@ -342,14 +342,14 @@ def generate_tier(
         ``(records, report)``; fewer than ``config.n`` records when the graph has no more facts that pass the gates.
     """
     from sim_web.backends.sim import SimBackend, SimConfig
-    from training.synth.store_source import StoreSource
-    from training.synth.tier_split import answer_disjoint_split
+    from training.synth.graph.store_source import StoreSource
+    from training.synth.tiers.split import answer_disjoint_split
     from wiki_index.search.index import WikiIndex
 
     cfg = config or TierConfig()
     rep = TierReport(config=asdict(cfg))
     if cfg.tier == "intersection":
-        from training.synth.tier_intersection import generate_intersection
+        from training.synth.tiers.intersection import generate_intersection
 
         return generate_intersection(index_dir, cfg, rep)
     index = WikiIndex.from_dir(index_dir)

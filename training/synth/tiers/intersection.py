@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from training.synth.naming import head_noun, leaks
+from training.synth.compose.naming import head_noun, leaks
 from wiki_index.types import bare_title, title_to_url
 
 _BORDER = re.compile(r"\b(?:border|borders|bordered|bordering|neighbo\w*|adjacent|shares? (?:a )?(?:land )?border)")
@@ -81,7 +81,7 @@ class Membership:
     """Which countries each clue holds for, read from the pages' sentences (see the module docstring).
 
     Args:
-        src: A :class:`~training.synth.store_source.StoreSource`.
+        src: A :class:`~training.synth.graph.store_source.StoreSource`.
         titles: Every page title of the index.
     """
 
@@ -222,7 +222,7 @@ def _combos(clues: list[tuple[str, str]], rng: random.Random) -> list[tuple[tupl
 
 def _record(country: str, clues: tuple[tuple[str, str], ...], mem: Membership, view: Any, cfg: Any) -> dict[str, Any]:
     from sim_web.env.tasks import split_of
-    from training.synth.tier_view import aliases
+    from training.synth.tiers.view import aliases
 
     question = question_text(list(clues))
     rid = "intersection-" + hashlib.sha1(f"{cfg.seed}|{question}".encode()).hexdigest()[:12]
@@ -306,11 +306,11 @@ def intersection_questions(mem: Membership, view: Any, cfg: Any, rep: Any, per_a
 
 
 def generate_intersection(index_dir: str | Path | None, cfg: Any, rep: Any) -> tuple[list[dict[str, Any]], Any]:
-    """Synthesise the ``intersection`` tier (called by :func:`training.synth.tiers.generate_tier`)."""
+    """Synthesise the ``intersection`` tier (called by :func:`training.synth.tiers.generate.generate_tier`)."""
     from sim_web.backends.sim import SimBackend, SimConfig
-    from training.synth.store_source import StoreSource
-    from training.synth.tier_split import answer_disjoint_split
-    from training.synth.tier_view import ResultView
+    from training.synth.graph.store_source import StoreSource
+    from training.synth.tiers.split import answer_disjoint_split
+    from training.synth.tiers.view import ResultView
     from wiki_index.search.index import WikiIndex
 
     index = WikiIndex.from_dir(index_dir)

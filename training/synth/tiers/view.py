@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.synth.naming import name_variants
-from training.synth.relations import Names
+from training.synth.compose.naming import name_variants
+from training.synth.extract.relations import Names
 from wiki_index.types import bare_title
 
 

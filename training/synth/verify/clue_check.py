@@ -1,7 +1,7 @@
 """The verification stage: every fact and relation a clue is made from is re-read in its evidence, and kept only if
 the claim is there.
 
-The extractors (:mod:`training.synth.facts`, :mod:`training.synth.relations`) read patterns; a reader checks the
+The extractors (:mod:`training.synth.extract.facts`, :mod:`training.synth.extract.relations`) read patterns; a reader checks the
 sentence. :class:`ClueChecker` re-reads each date, number and typed relation of the knowledge graph in the one place
 it came from (an infobox field, the short description, or one sentence of the lead) before any question is composed,
 and drops what the sentence does not say, counted per reason:
@@ -44,14 +44,14 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from training.synth.fact_check import Evidence, PageView, check_date, check_number
-from training.synth.facts import _DATE_KEY, DateFact, NumberFact
-from training.synth.kg import Entity
-from training.synth.naming import head_noun, name_variants
-from training.synth.quantities import fuzz_number, number_phrase
-from training.synth.relations import is_text_relation
-from training.synth.subjects import PRONOUN, about_page, opening, opening_subject
-from training.synth.uncertainty import date_phrase
+from training.synth.compose.naming import head_noun, name_variants
+from training.synth.compose.quantities import fuzz_number, number_phrase
+from training.synth.compose.uncertainty import date_phrase
+from training.synth.extract.facts import _DATE_KEY, DateFact, NumberFact
+from training.synth.extract.relations import is_text_relation
+from training.synth.graph.kg import Entity
+from training.synth.verify.fact_check import Evidence, PageView, check_date, check_number
+from training.synth.verify.subjects import PRONOUN, about_page, opening, opening_subject
 
 __all__ = ["ClueChecker", "Evidence", "about_page", "opening_subject", "type_noun_ok"]
 
@@ -102,7 +102,7 @@ class ClueChecker:
     """Re-reads the facts and relations clues are made from (see the module docstring); counts in :attr:`counts`.
 
     Args:
-        source: A :class:`~training.synth.store_source.StoreSource` (for page leads).
+        source: A :class:`~training.synth.graph.store_source.StoreSource` (for page leads).
     """
 
     def __init__(self, source: Any) -> None:
@@ -151,11 +151,11 @@ class ClueChecker:
 
     def date(self, ent: Entity, d: DateFact) -> tuple[str, Evidence | None]:
         """``(reason, evidence)``: ``reason`` is ``""`` when the date is what the sentence or field says
-        (:func:`~training.synth.fact_check.check_date`)."""
+        (:func:`~training.synth.verify.fact_check.check_date`)."""
         return check_date(ent, d, self.view(ent))
 
     def number(self, ent: Entity, n: NumberFact) -> tuple[str, Evidence | None]:
-        """``(reason, evidence)`` for a quantity (:func:`~training.synth.fact_check.check_number`)."""
+        """``(reason, evidence)`` for a quantity (:func:`~training.synth.verify.fact_check.check_number`)."""
         return check_number(ent, n, self.view(ent))
 
     def entity(self, ent: Entity) -> Entity:

@@ -1,7 +1,7 @@
 """Per-clue evidence for a record and the card's clue-verification table.
 
 :func:`clue_evidence` tells a reader where to check each clue of a record (the relation's sentence or infobox field,
-the fact's sentence or field kept by :class:`~training.synth.clue_check.ClueChecker`, the description behind a
+the fact's sentence or field kept by :class:`~training.synth.verify.clue_check.ClueChecker`, the description behind a
 description, the title behind a name); :func:`render_checks` renders the checker's counts for the dataset card.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.synth.clue_check import Evidence
+from training.synth.verify.clue_check import Evidence
 
 __all__ = ["clue_evidence", "render_checks"]
 
@@ -29,8 +29,8 @@ def clue_evidence(clue: dict[str, str], specs: dict[str, Any], graph: Any, src: 
     for a name or a partial name); empty strings when not known.
 
     Args:
-        clue: One item of :func:`~training.synth.constraints.flatten`.
-        specs: Entity title -> its :class:`~training.synth.constraints.NodeSpec`.
+        clue: One item of :func:`~training.synth.compose.constraints.flatten`.
+        specs: Entity title -> its :class:`~training.synth.compose.constraints.NodeSpec`.
         graph: The question's subgraph.
         src: The store.
         checker: The run's :class:`ClueChecker` (``None``: facts get their page only).

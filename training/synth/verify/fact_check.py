@@ -1,7 +1,7 @@
 """The date and number checks of the verification stage: a date or number is kept only when its page states it as
 that kind of fact of the page's subject.
 
-:mod:`training.synth.clue_check` runs these on every fact of the knowledge graph (its docstring lists the reasons:
+:mod:`training.synth.verify.clue_check` runs these on every fact of the knowledge graph (its docstring lists the reasons:
 ``subject``, ``date_cue``, ``number_noun``, ``number_unit``, ``number_qualified``, ``infobox_field``,
 ``no_evidence``); kept apart from the relation and question checks, which share none of the number and date rules.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from training.synth.facts import _DATE_CUES, _DATE_KEY, MEASURE_UNITS, DateFact, NumberFact
-from training.synth.kg import Entity
-from training.synth.subjects import about_page, opening
+from training.synth.extract.facts import _DATE_CUES, _DATE_KEY, MEASURE_UNITS, DateFact, NumberFact
+from training.synth.graph.kg import Entity
+from training.synth.verify.subjects import about_page, opening
 
 __all__ = ["Evidence", "PageView", "check_date", "check_number", "locate", "unit_reason"]
 
@@ -97,7 +97,7 @@ def locate(ent: Entity, text: str, sentences: list[str]) -> tuple[str, str, int]
 
 def check_date(ent: Entity, d: DateFact, page: PageView) -> tuple[str, Evidence | None]:
     """``(reason, evidence)``: ``reason`` is ``""`` when the date is what the sentence or field says (the reasons are
-    those of :mod:`training.synth.clue_check`)."""
+    those of :mod:`training.synth.verify.clue_check`)."""
     fld, sent, i = locate(ent, d.text, page.sentences)
     if not fld:
         return "no_evidence", None

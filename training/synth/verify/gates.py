@@ -23,9 +23,9 @@ from typing import Any
 
 import networkx as nx
 
-from training.synth.constraints import NodeSpec, strip_article, walk
-from training.synth.naming import name_variants
-from training.synth.relations import relation_words
+from training.synth.compose.constraints import NodeSpec, strip_article, walk
+from training.synth.compose.naming import name_variants
+from training.synth.extract.relations import relation_words
 
 
 @dataclass

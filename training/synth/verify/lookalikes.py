@@ -1,6 +1,6 @@
 """Uniqueness beyond the sample: the look-alikes a reader of the question's own pages would find.
 
-:class:`~training.synth.verify.Verifier` counts a page as a candidate only when the corpus *states* every clue of it
+:class:`~training.synth.verify.uniqueness.Verifier` counts a page as a candidate only when the corpus *states* every clue of it
 extractably, so a page whose population the lead does not give never fits "a population in the millions": on a 10k-page
 sample, a clue set can be unique only because the look-alikes' pages are short. A reader has no such luck. This check
 takes the entities a reader meets on the way, every page of the answer's type that a page of the question links in the
@@ -31,13 +31,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from training.synth.clues import UncertaintyType
-from training.synth.constraints import NodeSpec
-from training.synth.kg import Entity
-from training.synth.naming import name_variants
-from training.synth.relations import DST, SRC, is_text_relation
-from training.synth.uncertainty import date_phrase, relation_label
-from training.synth.verify import Verifier, _head_fits, name_fits
+from training.synth.compose.clues import UncertaintyType
+from training.synth.compose.constraints import NodeSpec
+from training.synth.compose.naming import name_variants
+from training.synth.compose.uncertainty import date_phrase, relation_label
+from training.synth.extract.relations import DST, SRC, is_text_relation
+from training.synth.graph.kg import Entity
+from training.synth.verify.uniqueness import Verifier, _head_fits, name_fits
 
 __all__ = ["is_region", "overlapping_regions", "siblings", "unruled"]
 

@@ -1,6 +1,6 @@
 """Whose sentence it is: the subject of a lead sentence, pronouns resolved to the subject of the sentence before.
 
-The verification stage (:mod:`training.synth.clue_check`, :mod:`training.synth.fact_check`) keeps a fact or a
+The verification stage (:mod:`training.synth.verify.clue_check`, :mod:`training.synth.verify.fact_check`) keeps a fact or a
 relation only when its sentence is about the page's subject: "Both provinces have had regional autonomy since 2002"
 on Lima is about the provinces, "It also faced an attack from Romania" after "..., Bulgaria fought ..." is about
 Bulgaria. :func:`opening_subject` classifies one sentence's subject, :func:`about_page` follows the pronouns back.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from training.synth.relations import _BRACKETS, _INTRO
+from training.synth.extract.relations import _BRACKETS, _INTRO
 
 __all__ = ["PRONOUN", "about_page", "opening", "opening_subject"]
 

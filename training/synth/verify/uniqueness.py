@@ -1,7 +1,7 @@
 """The uniqueness gate: do a question's clues single out its answer among *all* pages of the corpus?
 
 The generator is not trusted: :class:`Verifier` evaluates the constraint tree
-(:mod:`training.synth.constraints`) bottom-up over the store, computing for every node the set
+(:mod:`training.synth.compose.constraints`) bottom-up over the store, computing for every node the set
 of corpus pages that fit what the question says about it, then for the answer the pages that
 fit every clue. The question passes when that set is exactly ``{answer}``.
 
@@ -37,13 +37,13 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from training.synth.clues import Clue, UncertaintyType
-from training.synth.constraints import NodeSpec, strip_article
-from training.synth.kg import Entity
-from training.synth.naming import describe_entity, head_noun, name_variants
-from training.synth.relations import is_text_relation
-from training.synth.store_source import StoreSource
-from training.synth.uncertainty import date_phrase, relation_label
+from training.synth.compose.clues import Clue, UncertaintyType
+from training.synth.compose.constraints import NodeSpec, strip_article
+from training.synth.compose.naming import describe_entity, head_noun, name_variants
+from training.synth.compose.uncertainty import date_phrase, relation_label
+from training.synth.extract.relations import is_text_relation
+from training.synth.graph.kg import Entity
+from training.synth.graph.store_source import StoreSource
 
 log = logging.getLogger(__name__)
 U = UncertaintyType
@@ -244,7 +244,7 @@ class Verifier:
         """Whether the tree rooted at the answer singles it out in the corpus.
 
         Args:
-            root: The answer's :class:`NodeSpec` (from :func:`~training.synth.constraints.parse_clues`).
+            root: The answer's :class:`NodeSpec` (from :func:`~training.synth.compose.constraints.parse_clues`).
             head: The answer's type noun in the question.
         """
         return self.check_extending(root, head)[0]
