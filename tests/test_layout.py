@@ -1,5 +1,6 @@
 """The package layout: imports run one way (simweb_core -> wiki_index -> sim_web -> agents -> training) and, inside sim_web,
-bottom-up through its layers (protocol <- backends, executor <- tools <- env <- serve <- cli / demo). Imports
+bottom-up through its layers (protocol <- backends, executor <- tools <- env <- serve <- cli / demo), inside
+training.synth through its stages (extract <- graph <- compose <- verify, tiers <- outputs <- pipeline / cli). Imports
 spelled as strings (``importlib.import_module("training.grpo.cli")``, a table of module paths, ``python -c`` code)
 count too: a package names no module of a package above it in any form."""
 
@@ -175,6 +176,56 @@ def test_sim_web_layers_import_bottom_up() -> None:
     assert not bad, (
         "sim_web imports must run protocol <- backends, executor <- tools <- env <- serve <- cli:\n" + "\n".join(bad)
     )
+
+
+#: training.synth's stages, bottom-up: a page read, the knowledge graph, clues and questions made, clues checked and
+#: questions gated (verify) beside the curriculum tiers, what a run writes. verify and tiers are siblings: neither
+#: imports the other. The top level (pipeline, config, cli, __init__, __main__) is above all.
+SYNTH_STAGES = {"extract": 0, "graph": 1, "compose": 2, "verify": 3, "tiers": 3, "outputs": 4}
+SYNTH_TOP = {"__init__", "__main__", "cli", "config", "pipeline"}
+
+
+def _in_synth(module: str) -> bool:
+    return module == "training.synth" or module.startswith("training.synth.")
+
+
+def _synth_stage(module: str) -> int:
+    parts = module.split(".")
+    return SYNTH_STAGES.get(parts[2], TOP) if len(parts) > 2 else TOP
+
+
+def test_synth_stages_import_bottom_up() -> None:
+    """A stage imports only stages below it (an import or a module path in a string), never a sibling or the top."""
+    edges = [(src, dst, line, where) for src, dst, line, where in _edges() if _in_synth(src) and _in_synth(dst)]
+    for path in sorted((ROOT / "training" / "synth").rglob("*.py")):
+        src, where = _module_name(path), path.relative_to(ROOT).as_posix()
+        edges += [(src, m, line, where) for m, line in string_imports(path.read_text(encoding="utf-8")) if _in_synth(m)]
+    bad = []
+    for src, dst, line, where in edges:
+        ls, ld = _synth_stage(src), _synth_stage(dst)
+        sibling = ls == ld and ls != TOP and src.split(".")[2] != dst.split(".")[2]  # verify <-> tiers
+        if ld > ls or sibling:
+            bad.append(f"{where}:{line}: {src} (stage {ls}) imports {dst} (stage {ld})")
+    assert not bad, (
+        "training.synth imports must run extract <- graph <- compose <- verify, tiers <- outputs <- pipeline / cli:\n"
+        + "\n".join(bad)
+    )
+
+
+def test_synth_modules_sit_in_a_stage_whose_init_only_says_what_it_does() -> None:
+    """Every module of training.synth is in a stage's subpackage or one of the top level's; a stage's
+    ``__init__.py`` is its docstring only (what the stage does, where a clue is made, checked or dropped)."""
+    synth = ROOT / "training" / "synth"
+    top = {p.stem for p in synth.glob("*.py")}
+    assert top == SYNTH_TOP, (
+        f"modules at training/synth/'s top level beside {sorted(SYNTH_TOP)}: {sorted(top - SYNTH_TOP)}"
+    )
+    stages = {p.name for p in synth.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert stages == set(SYNTH_STAGES), f"training/synth/ holds {sorted(stages)}, the stages are {sorted(SYNTH_STAGES)}"
+    for stage in sorted(stages):
+        tree = ast.parse((synth / stage / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"{stage}/__init__.py says nothing"
+        assert len(tree.body) == 1, f"{stage}/__init__.py holds more than its docstring (import from the module itself)"
 
 
 def test_no_import_cycles_between_modules() -> None:

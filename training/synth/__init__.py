@@ -13,7 +13,7 @@ through the simulator's own search) -> records (:mod:`~training.synth.outputs.re
 
 from training.synth.compose.templates import QuestionDraft, generate_question
 from training.synth.compose.uncertainty import Clue, DateGranularity, UncertaintyType
-from training.synth.config import SynthConfig, SynthReport
+from training.synth.config import SynthConfig
 from training.synth.extract.facts import DateFact, NumberFact, extract_dates, extract_numbers, facts_from_fields
 from training.synth.graph.kg import BuildReport, Entity, GraphStats, KnowledgeGraph, graph_stats, make_entity
 from training.synth.graph.kg_build import build_dense_kg
@@ -28,6 +28,7 @@ from training.synth.graph.sampling import (
     sample_subgraphs_with_report,
 )
 from training.synth.graph.store_source import StoreSource
+from training.synth.outputs.report import SynthReport
 from training.synth.pipeline import generate, generate_with_report
 
 __all__ = [

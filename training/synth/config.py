@@ -1,15 +1,13 @@
-"""The settings of one synthesis run and its report: :class:`SynthConfig` (validated on construction) and
-:class:`SynthReport` (the funnel through every gate, the graph, the timings).
+"""The settings of one synthesis run: :class:`SynthConfig` (validated on construction).
 
-Kept apart from :mod:`training.synth.pipeline`, which runs them: the CLI, the outputs and the training loop
-import the settings and the report from here.
+Kept apart from :mod:`training.synth.pipeline`, which runs them: the CLI and the training loop import the settings
+from here. The run's report, :class:`~training.synth.outputs.report.SynthReport`, lives with the outputs that write
+it (a stage never imports the top level).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from training.synth.compose.llm import LLMConfig
 
@@ -116,22 +114,3 @@ class SynthConfig:
             raise bad("steer_margin must be in [0, 1)", self.steer_margin, "e.g. 0.02")
         if not 0 < self.shortcut_weight <= 1:
             raise bad("shortcut_weight must be in (0, 1]", self.shortcut_weight, "e.g. 0.25")
-
-
-@dataclass
-class SynthReport:
-    """What a run did: the funnel through every gate, the graph, the timings."""
-
-    config: dict[str, Any] = field(default_factory=dict)
-    index: str = ""
-    kg: dict[str, Any] = field(default_factory=dict)
-    sampling: dict[str, Any] = field(default_factory=dict)
-    funnel: Counter = field(default_factory=Counter)
-    uniqueness: Counter = field(default_factory=Counter)
-    timings: dict[str, float] = field(default_factory=dict)
-    llm: dict[str, Any] = field(default_factory=dict)
-    clue_checks: dict[str, int] = field(default_factory=dict)  # the verification stage's counts per reason
-
-    def rate(self, num: str, den: str) -> float:
-        """``funnel[num] / funnel[den]`` (0 when nothing reached the gate)."""
-        return self.funnel[num] / self.funnel[den] if self.funnel[den] else 0.0

@@ -9,7 +9,7 @@ buckets, so the accepted set stays balanced over structures when it stops at ``n
 relations other pages state come first (:func:`~training.synth.compose.steering.target_key`).
 
 Questions are sampled from the typed view of the graph (:func:`~training.synth.compose.transfer.typed_view`): every clue is
-a relation or a fact a page states. Gates, in order (each counted in :class:`~training.synth.config.SynthReport`): the answer never appears in the text
+a relation or a fact a page states. Gates, in order (each counted in :class:`~training.synth.outputs.report.SynthReport`): the answer never appears in the text
 (generator), the clue tree parses, not a duplicate, the clues single out the answer in the whole
 corpus (:class:`~training.synth.verify.uniqueness.Verifier`; one or two look-alikes it leaves are named in a negation and the
 check runs again), BM25 top-1 on the question is not already the
@@ -35,12 +35,13 @@ from training.synth.compose.llm import LLMGenerator
 from training.synth.compose.steering import rewrites, short_types, target_key
 from training.synth.compose.templates import excluding, extend, generate_question
 from training.synth.compose.transfer import transfer_check, typed_view
-from training.synth.config import SynthConfig, SynthReport
+from training.synth.config import SynthConfig
 from training.synth.graph.kg_build import build_dense_kg
 from training.synth.graph.orbits import interleave, targets_at_depth
 from training.synth.graph.sampling import sample_subgraphs_with_report
 from training.synth.graph.store_source import StoreSource
 from training.synth.outputs.records import build_record
+from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_check import ClueChecker
 from training.synth.verify.gates import Deduper, SearchGates, sim_search, sim_visit
 from training.synth.verify.lookalikes import unruled

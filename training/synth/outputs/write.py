@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from training.synth.compose.coverage import render_coverage, transfer_summary, type_floors
-from training.synth.config import SynthReport
 from training.synth.outputs.records import HARD_HOPS, HARD_SEARCHES, LEVELS
+from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_evidence import render_checks
 from training.synth.verify.quality import quality, render_quality
 
