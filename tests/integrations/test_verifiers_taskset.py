@@ -107,20 +107,27 @@ def test_vf_eval_runs_the_taskset_against_a_token_protected_server(vf_python, ta
             )
         finally:
             model.close()
+        # both URLs in one interpreter (importing verifiers costs seconds of CPU): the tools, then the refusal
         probe = (
-            "import asyncio, sys\n"
+            "import asyncio, sys, traceback\n"
             "from verifiers.v1.harnesses.utils.mcp import mcp_client\n"
-            "async def main():\n"
-            "    async with mcp_client({'url': sys.argv[1], 'timeout': 60}) as c:\n"
-            "        print(sorted(t.name for t in (await c.list_tools()).tools))\n"
-            "asyncio.run(main())\n"
+            "async def tools(url):\n"
+            "    async with mcp_client({'url': url, 'timeout': 60}) as c:\n"
+            "        return sorted(t.name for t in (await c.list_tools()).tools)\n"
+            "print(asyncio.run(tools(sys.argv[1])), flush=True)\n"
+            "print('--- the wrong token', file=sys.stderr, flush=True)\n"
+            "try:\n"
+            "    asyncio.run(tools(sys.argv[2]))\n"
+            "except BaseException:\n"
+            "    traceback.print_exc()\n"
+            "    print('REFUSED')\n"
         )
-        ok = subprocess.run([str(vf_python), "-c", probe, mcp], capture_output=True, text=True, timeout=120)
-        assert ok.returncode == 0 and "'search'" in ok.stdout, ok.stderr[-2000:]
         wrong = mcp.replace(TOKEN, "n0t-the-secret")
-        refused = subprocess.run([str(vf_python), "-c", probe, wrong], capture_output=True, text=True, timeout=120)
+        run = subprocess.run([str(vf_python), "-c", probe, mcp, wrong], capture_output=True, text=True, timeout=240)
+        assert run.returncode == 0 and "'search'" in run.stdout, run.stderr[-2000:]
         # mcp reports the 401 as "Server returned an error response"
-        assert refused.returncode != 0 and "MCPError" in refused.stderr and TOKEN not in refused.stderr
+        refused = run.stderr.split("--- the wrong token")[-1]
+        assert "REFUSED" in run.stdout and "MCPError" in refused and TOKEN not in refused, refused[-2000:]
 
 
 def test_verifiers_openenv_taskset_takes_a_raw_tongyi_turn_as_the_action(vf_python, sample_index):
