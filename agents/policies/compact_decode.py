@@ -139,7 +139,12 @@ def decode(
     stats = stats if stats is not None else DecodeStats()
     for step in range(max_new):
         out = model(
-            input_ids=step_in, attention_mask=mask, position_ids=step_pos, use_cache=True, logits_to_keep=1, **{name: cache}
+            input_ids=step_in,
+            attention_mask=mask,
+            position_ids=step_pos,
+            use_cache=True,
+            logits_to_keep=1,
+            **{name: cache},
         )
         logits = out.logits[:, -1].float()
         stats.row_steps += len(slots)

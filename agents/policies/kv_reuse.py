@@ -275,7 +275,9 @@ class PrefixKV:
         slots = slots.to(kv[0][0].device)
         key = key if key is not None else self._new_key()
         self.entries.pop(key, None)
-        self.entries[key] = Entry(context + list(tail[: end - batch.width]), [(k[:, slots], v[:, slots]) for k, v in kv])
+        self.entries[key] = Entry(
+            context + list(tail[: end - batch.width]), [(k[:, slots], v[:, slots]) for k, v in kv]
+        )
 
     def evict(self) -> None:
         """Drop the oldest entries until the store fits ``max_bytes``."""
