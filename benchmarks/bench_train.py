@@ -127,12 +127,34 @@ def main(argv: list[str] | None = None) -> int:
         help="only the rollout path: the decode bound, and one rollout of --prompts x --group per rollout setting "
         "(before / fast decode / bf16 engine), --kv-repeats times in rotating order (benchmarks.rollout_speed)",
     )
+    ap.add_argument(
+        "--rollout-settings",
+        default=None,
+        help="with --rollout-speed: comma-separated indices of benchmarks.rollout_speed.SETTINGS to play (default all)",
+    )
+    ap.add_argument(
+        "--rollout-paired",
+        action="store_true",
+        help="with --rollout-speed: every generation call of --kv-repeats bf16-engine rollouts run by both decoders "
+        "(generate, then compact decode, order alternating): before/after under the same load",
+    )
     args = ap.parse_args(argv)
     index = str(ensure_sample_index(args.index))
     if args.rollout_speed:
         from benchmarks.rollout_speed import run
 
-        print(run(index, args.prompts, args.group, args.kv_repeats, args.threads))
+        chosen = None if args.rollout_settings is None else [int(i) for i in args.rollout_settings.split(",")]
+        print(
+            run(
+                index,
+                args.prompts,
+                args.group,
+                args.kv_repeats,
+                args.threads,
+                settings=chosen,
+                paired=args.rollout_paired,
+            )
+        )
         return 0
     recipe = load_recipe(
         "cpu-smoke",

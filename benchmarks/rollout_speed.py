@@ -12,15 +12,95 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from statistics import median
 from typing import Any
 
-SETTINGS = {  # name: (fast_decode, engine, one generate call for the whole batch)
-    "before (recipe: generate, DynamicCache, sdpa, 16 a call)": (False, "trainer", False),
-    "fast decode, trainer fp32, 16 a call": (True, "trainer", False),
-    "fast decode, trainer fp32, 32 a call": (True, "trainer", True),
-    "fast decode, bf16 engine, 32 a call": (True, "bf16", True),
+SETTINGS = {  # name: (fast_decode, engine, one generate call for the whole batch, finished rows dropped)
+    "before (recipe: generate, DynamicCache, sdpa, 16 a call)": (False, "trainer", False, False),
+    "fast decode, trainer fp32, 32 a call": (True, "trainer", True, False),
+    "fast decode, bf16 engine, 32 a call (generate)": (True, "bf16", True, False),
+    "compact decode, bf16 engine, 32 a call": (True, "bf16", True, True),
 }
+"""The settings; the last two are the previous fast path (``generate``: every row decodes until the longest ends)
+and :mod:`agents.policies.compact_decode` (finished rows leave the batch, cheaper per-step sampling)."""
+
+
+@contextmanager
+def compaction(on: bool) -> Iterator[None]:
+    """Within the block the fast path uses :func:`agents.policies.compact_decode.decode` (on) or ``generate`` (off)."""
+    from agents.policies import compact_decode
+
+    old = compact_decode.supported
+    if not on:
+        compact_decode.supported = lambda config: False  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        compact_decode.supported = old  # type: ignore[assignment]
+
+
+def paired_calls(records: list[dict[str, Any]]) -> Any:
+    """A stand-in for :func:`training.grpo.generation._hf` that runs every generation call twice on the same inputs,
+    through ``generate`` and through :mod:`agents.policies.compact_decode` (the order alternating between calls, the
+    key/value store reset in between so both start from the same entries), appends each side's seconds and useful
+    tokens (up to the end token) to ``records`` and continues the episodes with the compact side's turn. Paired
+    calls seconds apart see the same machine load, which plays minutes apart on a shared machine do not."""
+    from training.grpo import generation
+
+    original = generation._hf
+
+    def both(trainer: Any, contexts: Any, max_new: int, seed: int, kv: Any = None, *rest: Any) -> Any:
+        eos = set(trainer.eos_token_ids)
+        saved = None if kv is None else (dict(kv.entries), kv.reused_tokens, kv.prefilled_tokens)
+        order = (False, True) if len(records) % 4 == 0 else (True, False)
+        outs = {}
+        for compact in order:
+            if kv is not None:
+                kv.entries, kv.reused_tokens, kv.prefilled_tokens = dict(saved[0]), saved[1], saved[2]
+            t = time.perf_counter()
+            with compaction(compact):
+                rows = original(trainer, contexts, max_new, seed, kv, *rest)
+            seconds = time.perf_counter() - t
+            useful = sum(
+                next((k + 1 for k, x in enumerate(ids[:max_new]) if x in eos), min(len(ids), max_new))
+                for ids, _ in rows
+            )
+            outs[compact] = (rows, None if kv is None else (dict(kv.entries), kv.reused_tokens, kv.prefilled_tokens))
+            records.append(
+                {
+                    "compact": compact,
+                    "seconds": seconds,
+                    "tokens": useful,
+                    "rows": len(rows),
+                    "load": __import__("os").getloadavg()[0],
+                }
+            )
+        rows, state = outs[True]
+        if kv is not None:
+            kv.entries, kv.reused_tokens, kv.prefilled_tokens = state
+        return rows
+
+    return original, both
+
+
+def paired_report(records: list[dict[str, Any]], bound: float) -> str:
+    """Both sides' tokens/s over all paired calls, the per-call speed-up's median and each side's share of the bound."""
+    side = {c: [r for r in records if r["compact"] is c] for c in (False, True)}
+    rate = {c: sum(r["tokens"] for r in rs) / sum(r["seconds"] for r in rs) for c, rs in side.items()}
+    per_call = [a["seconds"] / b["seconds"] for a, b in zip(side[False], side[True])]
+    loads = [r["load"] for r in records]
+    return "\n".join(
+        [
+            f"paired generation calls ({len(per_call)}, each run by both decoders on the same inputs, order alternating; "
+            f"load 1m median {median(loads):.2f}, range {min(loads):.2f}-{max(loads):.2f}):",
+            f"  before (generate, fast decode, bf16 engine): {rate[False]:.1f} tokens/s = {rate[False] / bound:.2f} of "
+            f"the bound {bound:.0f}",
+            f"  after (compact decode, bf16 engine): {rate[True]:.1f} tokens/s = {rate[True] / bound:.2f} of the bound",
+            f"  speed-up: {rate[True] / rate[False]:.2f}x on the totals, median per call {median(per_call):.2f}x",
+        ]
+    )
 
 
 def linear_shapes(config: Any) -> list[tuple[int, int, int]]:
@@ -95,9 +175,20 @@ def logprob_gap(model: Any, out: dict[str, Any], temperature: float, rows: int =
     }
 
 
-def run(index: str, prompts: int, group: int, repeats: int, threads: int | None, seed: int = 0) -> str:
-    """Bound, then each :data:`SETTINGS` playing the same rollout (``prompts`` x ``group`` episodes) ``repeats``
-    times in rotating order; returns the report."""
+def run(
+    index: str,
+    prompts: int,
+    group: int,
+    repeats: int,
+    threads: int | None,
+    seed: int = 0,
+    settings: list[int] | None = None,
+    paired: bool = False,
+) -> str:
+    """Bound, then each :data:`SETTINGS` (or those at the indices ``settings``) playing the same rollout (``prompts`` x
+    ``group`` episodes) ``repeats`` times in rotating order; returns the report (speed-ups over the first setting).
+    With ``paired``, instead: the bf16 engine's rollout played ``repeats`` times with every generation call run by
+    both decoders (:func:`paired_calls`), then the bound."""
     import os
     import tempfile
     from dataclasses import replace
@@ -133,18 +224,21 @@ def run(index: str, prompts: int, group: int, repeats: int, threads: int | None,
     rows = task_dataset(tasks)
     batch = [rows[i]["prompt"] for i in range(len(tasks)) for _ in range(group)]
     base = recipe.rollout_config()
-    plays: dict[str, list[dict[str, float]]] = {name: [] for name in SETTINGS}
-    names = list(SETTINGS)
+    if paired:
+        return _paired(model.config, env, tasks, base, batch, trainer, repeats, seed)
+    names = [n for i, n in enumerate(SETTINGS) if settings is None or i in settings]
+    plays: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     contexts = []
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            fast, engine, whole = SETTINGS[name]
+            fast, engine, whole, compact = SETTINGS[name]
             size = len(batch) if whole else base.batch_size
             rollout = AgentRollout(
                 env, tasks, replace(base, fast_decode=fast, engine=engine, seed=seed, batch_size=size)
             )
             t = time.perf_counter()
-            out = rollout(batch, trainer)
+            with compaction(compact):
+                out = rollout(batch, trainer)
             wall = time.perf_counter() - t
             timing = out["rollout_timing"]
             tokens = sum(out["generated_tokens"])
@@ -227,3 +321,44 @@ def run(index: str, prompts: int, group: int, repeats: int, threads: int | None,
         after = median(p["tokens"] / p["gen_s"] for p in plays[name])
         lines.append(f"speed-up of '{name}' over '{names[0]}': {after / before:.2f}x")
     return "\n".join(lines)
+
+
+def _paired(
+    config: Any, env: Any, tasks: Any, base: Any, batch: list[Any], trainer: Any, repeats: int, seed: int
+) -> str:
+    """:func:`run`'s paired mode: rollouts whose every generation call both decoders run, then the bound."""
+    from dataclasses import replace
+
+    from training.grpo import generation
+    from training.grpo.rollout import AgentRollout
+
+    records: list[dict[str, Any]] = []
+    original, both = paired_calls(records)
+    contexts = []
+    generation._hf = both
+    try:
+        for r in range(repeats):
+            rollout = AgentRollout(
+                env, tasks, replace(base, fast_decode=True, engine="bf16", seed=seed + r, batch_size=len(batch))
+            )
+            out = rollout(batch, trainer)
+            lengths = [len(p) + len(c) for p, c in zip(out["prompt_ids"], out["completion_ids"])]
+            contexts.append(sum(lengths) / len(lengths) / 2)
+            print(f"paired play {r}: {len(records) // 2} calls so far", file=sys.stderr, flush=True)
+    finally:
+        generation._hf = original
+    bound = bounds(config, len(batch), int(median(contexts)))
+    best = max(a for a, _ in bound.values())
+    from benchmarks.common import table
+
+    return "\n".join(
+        [
+            f"decode bound, batch {len(batch)} (tokens/s of the linear products; 'with attention' at the rollouts' "
+            f"median mean context {int(median(contexts))}):",
+            table(
+                ["dtype", "threads", "linear only", "with attention"],
+                [[d, t, f"{a:.0f}", f"{b:.0f}"] for (d, t), (a, b) in bound.items()],
+            ),
+            paired_report(records, best),
+        ]
+    )

@@ -240,25 +240,46 @@ class PrefixKV:
             sequences: ``generate``'s output ids (the input columns, then the generated ones).
             keys: The keys given to :meth:`batch` (None: fresh keys; the entries the batch used are dropped).
         """
-        import torch
-
         cache = batch.cache
         end = cache.get_seq_length()  # the last sampled token of a row has no keys yet
         tail = sequences[:, batch.width : end].tolist()
         if keys is None:
-            for k in set(batch.used) - {None}:
-                self.entries.pop(k, None)
-        for i, context in enumerate(batch.contexts):
-            n, m = batch.reused[i], len(context) - batch.reused[i]
-            slots = torch.cat([torch.arange(batch.past - n, batch.past), torch.arange(batch.width - m, end)])
-            slots = slots.to(cache.layers[0].keys.device)
-            kv = [(layer.keys[i][:, slots], layer.values[i][:, slots]) for layer in cache.layers]
-            key = keys[i] if keys is not None else self._new_key()
-            self.entries.pop(key, None)
-            self.entries[key] = Entry(context + tail[i], kv)
-        self._evict()
+            self.drop_used(batch)
+        for i in range(len(batch.contexts)):
+            kv = [(layer.keys[i], layer.values[i]) for layer in cache.layers]
+            self.keep_row(batch, i, kv, tail[i], None if keys is None else keys[i])
+        self.evict()
 
-    def _evict(self) -> None:
+    def drop_used(self, batch: Batch) -> None:
+        """Drop the entries ``batch`` reused (before storing its rows under fresh keys)."""
+        for k in set(batch.used) - {None}:
+            self.entries.pop(k, None)
+
+    def keep_row(self, batch: Batch, i: int, kv: list[tuple[Any, Any]], tail: list[int], key: Hashable | None) -> None:
+        """Store row ``i`` of ``batch`` from its per-layer keys and values after decoding.
+
+        Args:
+            batch: What :meth:`batch` returned.
+            i: The row.
+            kv: Per layer, the row's keys and values ``[kv_heads, length, head_dim]`` in the batch's column layout
+                (``length`` = the batch's width plus the generated tokens that have keys).
+            tail: The generated tokens that have keys (``length - width`` of them).
+            key: The row's key (None: a fresh one).
+        """
+        import torch
+
+        context = batch.contexts[i]
+        end = kv[0][0].shape[-2]
+        n, m = batch.reused[i], len(context) - batch.reused[i]
+        slots = torch.cat([torch.arange(batch.past - n, batch.past), torch.arange(batch.width - m, end)])
+        slots = slots.to(kv[0][0].device)
+        key = key if key is not None else self._new_key()
+        self.entries.pop(key, None)
+        self.entries[key] = Entry(
+            context + list(tail[: end - batch.width]), [(k[:, slots], v[:, slots]) for k, v in kv]
+        )
+
+    def evict(self) -> None:
         """Drop the oldest entries until the store fits ``max_bytes``."""
         if self.max_bytes is None:
             return

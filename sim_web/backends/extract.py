@@ -8,6 +8,7 @@ kept in page order. No model, no randomness: the same page and goal always give 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 from wiki_index.parse.text import split_sentences, tokenize
@@ -64,8 +65,19 @@ def _query_terms(query: str) -> tuple[str, ...]:
     return tuple(set(terms(query)))
 
 
+@dataclass(frozen=True)
+class _Sentences:
+    """A passage's sentences, their :func:`terms`, each one's set of terms and the terms' mean count per sentence (as
+    :func:`_bm25` computes it): a snippet counts a query word only in the sentences whose set has it."""
+
+    sents: tuple[str, ...]
+    toks: tuple[tuple[str, ...], ...]
+    sets: tuple[frozenset[str], ...]
+    avg: float
+
+
 @lru_cache(maxsize=8192)
-def _sentence_terms(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+def _sentence_terms(text: str) -> _Sentences:
     """A passage's sentences and their :func:`terms`, kept for the passages searched most (keyed by the text).
 
     Tokenising the 10 result passages would be most of a search step's cost beyond Lucene, and the same passages
@@ -74,7 +86,29 @@ def _sentence_terms(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], 
     process, shared by its envs); on a big corpus its hits come mostly from repeated passages.
     """
     sents = tuple(split_sentences(text) or [text])
-    return sents, tuple(tuple(terms(s)) for s in sents)
+    toks = tuple(tuple(terms(s)) for s in sents)
+    avg = sum(len(t) for t in toks) / len(toks) or 1.0
+    return _Sentences(sents, toks, tuple(map(frozenset, toks)), avg)
+
+
+def _sentence_scores(query: str, p: _Sentences, k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """:func:`_bm25` of ``query`` over ``p``'s sentences, the same floats (each sentence adds its terms in the
+    query's ``set`` order), counting a term only where the sentence's set has it."""
+    q = _query_terms(query)
+    n = len(p.toks)
+    rows = [[(j, t.count(w)) for j, w in enumerate(q) if w in s] for t, s in zip(p.toks, p.sets)]
+    df = [0] * len(q)
+    for row in rows:
+        for j, _ in row:
+            df[j] += 1
+    idf = [math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df]
+    scores = []
+    for t, row in zip(p.toks, rows):
+        s = 0.0
+        for j, c in row:
+            s += idf[j] * c * (k1 + 1) / (c + k1 * (1 - b + b * len(t) / p.avg))
+        scores.append(s)
+    return scores
 
 
 def top_indices(scores: list[float], n: int) -> list[int]:
@@ -85,8 +119,8 @@ def top_indices(scores: list[float], n: int) -> list[int]:
 
 def snippet(text: str, query: str, max_chars: int = 240) -> str:
     """A search-result snippet: the window of sentences of ``text`` that best matches ``query``."""
-    sents, toks = _sentence_terms(text)
-    scores = _bm25(query, toks)
+    p = _sentence_terms(text)
+    sents, scores = p.sents, _sentence_scores(query, p)
     start = max(range(len(sents)), key=lambda i: (scores[i], -i))
     out = sents[start]
     for s in sents[start + 1 :]:

@@ -26,6 +26,8 @@ Security:
   argument's 422 names the argument and the type it got, not its value: :func:`~sim_web.serve.guards.action_detail`).
   Only malformed HTTP is a 4xx on ``/tools/{name}`` (not JSON, ``arguments`` not an object, an unknown tool):
   an agent mistake inside the arguments is the env's observation text, which may quote what the agent wrote.
+  The routes read their bodies themselves, after the token check: a large one is decoded and validated on the
+  tool threads (:mod:`sim_web.serve.bodies`), with FastAPI's 422s.
 * ``/health`` without the token shows only ``PUBLIC_HEALTH`` (no filesystem path, tools or load); with a token,
   ``/openapi.json``, ``/docs``, ``/metadata`` and ``/schema`` are behind it too (``/redoc`` is not served), since
   they list the served tools.
@@ -54,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 
+from sim_web.serve.bodies import body_doc, read_model
 from sim_web.serve.config import DEFAULT_MAX_BODY, DEFAULT_MAX_IN_PROGRESS, ServeConfig, default_tool_threads
 from sim_web.serve.conn import uvicorn_config
 from sim_web.serve.fast import HotRoutes, tool_text
@@ -184,7 +187,7 @@ def create_app(
     )
     retriever = Retriever.serving(toolbox.executor.backends, index, cfg.sim.mode)
     add_retrieve_route(app, retriever, pool, bearer_guard(token))
-    add_score_route(app, bearer_guard(token))
+    add_score_route(app, bearer_guard(token), pool)
     add_openenv_routes(app, **openenv_serving(cfg, enabled, toolbox, pool, token, openenv_limits))
     if warm:
         warm_index(toolbox.executor.backends, warm_searches)
@@ -230,15 +233,16 @@ def _add_routes(
     def run_tool(name: str, req: ToolRequest) -> ToolReply:  # an agent mistake is the env's text, not an HTTP error
         return ToolReply(result=tool_text(toolbox, name, req.arguments, req.code))
 
-    @app.post("/tools/{name}", response_model=ToolReply, dependencies=guarded)
-    async def call_tool(name: str, req: ToolRequest, request: Request) -> ToolReply:
+    @app.post("/tools/{name}", response_model=ToolReply, dependencies=guarded, openapi_extra=body_doc(ToolRequest))
+    async def call_tool(name: str, request: Request) -> ToolReply:
+        req = await read_model(request, ToolRequest, pool.run)  # checked before the name, as FastAPI did
         if name not in names:
             raise HTTPException(404, f"unknown tool; available: {names}")
         return await pool.run(run_tool, name, req, client=client_key(request.scope))
 
-    @app.post("/backend/search", dependencies=guarded, response_model=None)
-    async def backend_search(req: SearchRequest, request: Request) -> dict[str, Any] | Response:
-        client = client_key(request.scope)
+    @app.post("/backend/search", dependencies=guarded, response_model=None, openapi_extra=body_doc(SearchRequest))
+    async def backend_search(request: Request) -> dict[str, Any] | Response:
+        req, client = await read_model(request, SearchRequest, pool.run), client_key(request.scope)
         if req.queries is not None:  # bulk: one result list per query, the fast route's bytes
             return Response(
                 await pool.run(bulk_search, executor.search, req.queries, req.k, client=client),
@@ -246,13 +250,15 @@ def _add_routes(
             )
         return {"results": [asdict(r) for r in await pool.run(executor.search, req.query, req.k, client=client)]}
 
-    @app.post("/backend/scholar", dependencies=guarded)
-    async def backend_scholar(req: QueryRequest, request: Request) -> dict[str, Any]:
+    @app.post("/backend/scholar", dependencies=guarded, openapi_extra=body_doc(QueryRequest))
+    async def backend_scholar(request: Request) -> dict[str, Any]:
+        req = await read_model(request, QueryRequest, pool.run)
         found = await pool.run(executor.scholar, req.query, req.k, client=client_key(request.scope))
         return {"results": [asdict(r) for r in found]}
 
-    @app.post("/backend/visit", dependencies=guarded)
-    async def backend_visit(req: VisitRequest, request: Request) -> dict[str, Any]:
+    @app.post("/backend/visit", dependencies=guarded, openapi_extra=body_doc(VisitRequest))
+    async def backend_visit(request: Request) -> dict[str, Any]:
+        req = await read_model(request, VisitRequest, pool.run)
         return asdict(await pool.run(executor.visit, req.url, req.goal, client=client_key(request.scope)))
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim_web.serve.guards import GOAL_MAX, K_MAX
+from sim_web.serve.guards import GOAL_MAX, K_MAX, ToolPool
 
 #: Longest prediction, gold answer or alias accepted (characters).
 TEXT_MAX = GOAL_MAX
@@ -40,20 +40,25 @@ class ScoreReply(BaseModel):
     f1: float
 
 
-def add_score_route(app: FastAPI, authorized: Callable[[Request], None]) -> None:
-    """``POST /score`` behind ``authorized`` (the token of the other routes).
+def add_score_route(app: FastAPI, authorized: Callable[[Request], None], pool: ToolPool) -> None:
+    """``POST /score`` behind ``authorized`` (the token of the other routes); a large body decoded on ``pool``.
 
     Args:
         app: The FastAPI app.
         authorized: The token dependency of the other routes.
+        pool: The tool threads (:func:`~sim_web.serve.bodies.read_model`).
     """
     from fastapi import Depends
 
     from sim_web.env import RewardConfig, score_answer
+    from sim_web.serve.bodies import body_doc, read_model
 
-    @app.post("/score", dependencies=[Depends(authorized)], response_model=ScoreReply)
-    async def score(req: ScoreRequest) -> dict[str, Any]:
+    doc = body_doc(ScoreRequest)
+
+    @app.post("/score", dependencies=[Depends(authorized)], response_model=ScoreReply, openapi_extra=doc)
+    async def score(request: Request) -> dict[str, Any]:
         """The env's scores of a final answer: exact match and token F1 after SQuAD normalisation; the reward is
         the one ``kind`` names (the env's answer reward, before its call-cost and format terms)."""
+        req = await read_model(request, ScoreRequest, pool.run)
         config = RewardConfig(kind=req.kind, use_aliases=req.use_aliases)
         return score_answer(req.prediction, req.answer, req.aliases, config=config)

@@ -97,51 +97,73 @@ def test_vf_eval_runs_the_taskset_with_its_own_tool_server(vf_python, tasks, sam
     assert {t["function"]["name"] for t in first["tools"]} == {"web_search", "web_visit"}
 
 
-def test_vf_eval_runs_the_taskset_against_a_token_protected_server(vf_python, tasks, sample_index, tmp_path):
-    model = ScriptedModel(_policy(tasks))
+#: One interpreter for every probe of verifiers' own code (importing verifiers costs seconds of CPU): its
+#: ``parse_action`` of a raw turn, then its MCP client with the right token, then with the wrong one.
+_PROBES = """
+import asyncio, json, sys, traceback
+from verifiers.v1.harnesses.utils.mcp import mcp_client
+from verifiers.v1.tasksets.openenv.taskset import parse_action
+right, wrong, turn, schema = sys.argv[1:5]
+print(json.dumps(parse_action(turn, json.loads(schema))), flush=True)
+async def tools(url):
+    async with mcp_client({"url": url, "timeout": 60}) as c:
+        return sorted(t.name for t in (await c.list_tools()).tools)
+print(json.dumps(asyncio.run(tools(right))), flush=True)
+print("--- the wrong token", file=sys.stderr, flush=True)
+try:
+    asyncio.run(tools(wrong))
+except BaseException:
+    traceback.print_exc()
+    print(json.dumps("REFUSED"))
+"""
+TURN = '<think>look it up</think>\n<tool_call>{"name": "search", "arguments": {"query": ["Danube"]}}</tool_call>'
+
+
+@pytest.fixture(scope="module")
+def token_server(sample_index):
+    """A token-protected ``sim-web serve``'s URL, the token in its user info (HTTP Basic auth)."""
     with running(create_app(str(sample_index), token=TOKEN)) as url:
-        mcp = url.replace("http://", f"http://trainer:{TOKEN}@") + "/mcp"
-        try:
-            _check(
-                _vf_eval(vf_python, model, tmp_path / "out", sample_index, "--env.taskset.tools.url", mcp), tasks, model
-            )
-        finally:
-            model.close()
-        probe = (
-            "import asyncio, sys\n"
-            "from verifiers.v1.harnesses.utils.mcp import mcp_client\n"
-            "async def main():\n"
-            "    async with mcp_client({'url': sys.argv[1], 'timeout': 60}) as c:\n"
-            "        print(sorted(t.name for t in (await c.list_tools()).tools))\n"
-            "asyncio.run(main())\n"
-        )
-        ok = subprocess.run([str(vf_python), "-c", probe, mcp], capture_output=True, text=True, timeout=120)
-        assert ok.returncode == 0 and "'search'" in ok.stdout, ok.stderr[-2000:]
-        wrong = mcp.replace(TOKEN, "n0t-the-secret")
-        refused = subprocess.run([str(vf_python), "-c", probe, wrong], capture_output=True, text=True, timeout=120)
-        # mcp reports the 401 as "Server returned an error response"
-        assert refused.returncode != 0 and "MCPError" in refused.stderr and TOKEN not in refused.stderr
+        yield url.replace("http://", f"http://trainer:{TOKEN}@")
 
 
-def test_verifiers_openenv_taskset_takes_a_raw_tongyi_turn_as_the_action(vf_python, sample_index):
+@pytest.fixture(scope="module")
+def probes(vf_python, token_server):
+    """What :data:`_PROBES` printed (one JSON value a line) and its stderr from the wrong token on."""
+    import httpx
+
+    schema = httpx.get(token_server + "/schema").json()["action"]
+    mcp = token_server + "/mcp"
+    args = [mcp, mcp.replace(TOKEN, "n0t-the-secret"), TURN, json.dumps(schema)]
+    run = subprocess.run([str(vf_python), "-c", _PROBES, *args], capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return [json.loads(line) for line in run.stdout.splitlines() if line.strip()], run.stderr
+
+
+def test_vf_eval_runs_the_taskset_against_a_token_protected_server(
+    vf_python, tasks, sample_index, tmp_path, token_server, probes
+):
+    model = ScriptedModel(_policy(tasks))
+    mcp = token_server + "/mcp"
+    try:
+        _check(_vf_eval(vf_python, model, tmp_path / "out", sample_index, "--env.taskset.tools.url", mcp), tasks, model)
+    finally:
+        model.close()
+    (_action, tools, refusal), stderr = probes
+    assert "search" in tools  # verifiers' own MCP client, the token in the URL
+    refused = stderr.split("--- the wrong token")[-1]  # mcp reports the 401 as "Server returned an error response"
+    assert refusal == "REFUSED" and "MCPError" in refused and TOKEN not in refused, refused[-2000:]
+
+
+def test_verifiers_openenv_taskset_takes_a_raw_tongyi_turn_as_the_action(probes, sample_index):
     """verifiers' built-in ``openenv`` taskset wraps a reply that is not JSON into the action's one required field
     (``parse_action``): sim-web's ``/schema`` marks ``message``, so a raw Tongyi turn becomes a step the env plays.
     The system prompt it would otherwise miss is the first message of the reset's ``metadata["messages"]``
     (docs/verifiers.md: pass it with ``--env.taskset.system-prompt``)."""
     from fastapi.testclient import TestClient
 
+    (action, _tools, _refusal), _stderr = probes
+    assert action == {"message": TURN}
     client = TestClient(create_app(str(sample_index)))
-    schema = client.get("/schema").json()["action"]
-    turn = '<think>look it up</think>\n<tool_call>{"name": "search", "arguments": {"query": ["Danube"]}}</tool_call>'
-    probe = (
-        "import json, sys\n"
-        "from verifiers.v1.tasksets.openenv.taskset import parse_action\n"
-        "print(json.dumps(parse_action(sys.argv[1], json.loads(sys.argv[2]))))\n"
-    )
-    run = subprocess.run([str(vf_python), "-c", probe, turn, json.dumps(schema)], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-2000:]
-    action = json.loads(run.stdout)
-    assert action == {"message": turn}
     with client.websocket_connect("/ws") as ws:
         ws.send_json({"type": "reset", "data": {"seed": 0}})
         reset = ws.receive_json()["data"]

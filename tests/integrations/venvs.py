@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def stamped_venv(venv: Path, base: str, want: str, install: Callable[[Path, list[str]], None]) -> Path:
+def stamped_venv(
+    venv: Path, base: str, want: str, install: Callable[[Path, list[str]], None], legacy_stamp: str | None = None
+) -> Path:
     """The interpreter of ``venv``, made first with ``base`` (``venv --clear``, then ``install(python, pip)``) when
     it is missing or its stamp is not ``want``.
 
@@ -20,8 +22,13 @@ def stamped_venv(venv: Path, base: str, want: str, install: Callable[[Path, list
         base: The interpreter that makes it.
         want: What the stamp must say (the pins, ...).
         install: Called with the venv's interpreter and its quiet ``pip install`` command line.
+        legacy_stamp: The stamp's file name before this helper (same content): a venv it marks is current, not made
+            again (a cached ``.venv`` whose ``make install`` is not rerun kept making it again inside ``make test``).
     """
     python, stamp = venv / "bin" / "python", venv / ".sim-web-installed"
+    old = venv / legacy_stamp if legacy_stamp else None
+    if old is not None and not stamp.is_file() and old.is_file() and old.read_text() == want:
+        stamp.write_text(want)
     if stamp.is_file() and stamp.read_text() == want and python.exists():
         return python
     subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)

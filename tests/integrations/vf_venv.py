@@ -37,7 +37,7 @@ def ensure_venv() -> Path:
 
     venv = Path(os.environ.get("SIM_WEB_VERIFIERS_VENV") or ROOT / ".venv" / "verifiers")
     base = sys._base_executable  # type: ignore[attr-defined]
-    return stamped_venv(venv, base, "\n".join((*PINS, purelib)), install)
+    return stamped_venv(venv, base, "\n".join((*PINS, purelib)), install, legacy_stamp=".sim-web-tasks-installed")
 
 
 if __name__ == "__main__":

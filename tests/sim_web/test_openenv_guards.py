@@ -62,6 +62,7 @@ def test_openenv_clients_authenticate_with_the_token_in_the_url(sample_index):
     import sys
     from pathlib import Path
 
+    from openenv.cli._validation import validate_running_environment
     from openenv.core.mcp_client import MCPToolClient
 
     app = create_app(str(sample_index), token=TOKEN)
@@ -79,13 +80,11 @@ def test_openenv_clients_authenticate_with_the_token_in_the_url(sample_index):
         assert "search" in asyncio.run(tools(right))
         with pytest.raises(Exception, match="401"):
             asyncio.run(tools(wrong))
-        cli = str(Path(sys.executable).parent / "openenv")
-        checks = {
-            u: subprocess.run([cli, "validate", "--url", u, "--json"], capture_output=True, text=True)
-            for u in (right, wrong)
-        }
-        assert checks[right].returncode == 0 and json.loads(checks[right].stdout)["passed"], checks[right].stdout
-        assert checks[wrong].returncode != 0 and not json.loads(checks[wrong].stdout)["passed"]
+        cli = str(Path(sys.executable).parent / "openenv")  # the command itself once (it takes ~6 s of CPU to start)
+        check = subprocess.run([cli, "validate", "--url", right, "--json"], capture_output=True, text=True)
+        assert check.returncode == 0 and json.loads(check.stdout)["passed"], check.stdout
+        # the wrong token through the report the command prints (its exit status is the report's "passed")
+        assert not validate_running_environment(wrong)["passed"] and validate_running_environment(right)["passed"]
     assert app.state.openenv_sessions.live == 0
 
 
@@ -126,11 +125,11 @@ def test_python_is_off_unless_enabled(sample_index):
         assert "PythonInterpreter" not in [t["name"] for t in listed]
 
 
-def test_no_session_leaks_after_1000_sessions(sample_index):
+def test_no_session_leaks_after_300_sessions(sample_index):
     app = create_app(str(sample_index), openenv_limits=OpenEnvLimits(max_sessions=8))
     registry = app.state.openenv_sessions
     client = TestClient(app)  # in-process sockets (no lifespan: the app is served again below)
-    for i in range(1000):  # 1,000 sessions, closed three ways
+    for i in range(300):  # closed three ways, 100 each: a way that leaked would fill the 8 slots 12 times over
         with client.websocket_connect("/ws") as ws:
             ws.send_json({"type": "reset", "data": {"seed": i}})
             assert ws.receive_json()["type"] == "observation"
@@ -141,7 +140,7 @@ def test_no_session_leaks_after_1000_sessions(sample_index):
                 ws.send_json({"type": "step", "data": {"message": "<answer>x</answer>"}})
                 assert ws.receive_json()["data"]["done"] is True
             # else: dropped without a word
-    assert registry.opened == 1000 and registry.live == 0
+    assert registry.opened == 300 and registry.live == 0
     with running(app) as url:  # real sockets cut at the TCP level, mid-episode
         host, port = url.removeprefix("http://").split(":")
         for i in range(20):
@@ -150,4 +149,4 @@ def test_no_session_leaks_after_1000_sessions(sample_index):
                 ws.recv(timeout=60)
                 ws.socket.shutdown(socket.SHUT_RDWR)  # no close frame: the server sees the connection drop
         _wait_for(lambda: registry.live == 0, "freed the envs of the dropped sockets")
-    assert registry.opened == 1020
+    assert registry.opened == 320

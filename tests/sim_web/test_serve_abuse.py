@@ -103,6 +103,39 @@ def test_large_json_bodies_are_decoded_on_the_tool_threads(sample_index, monkeyp
     assert len(large) == 3 and all(name.startswith(THREAD_PREFIX) for name, size in large), large
 
 
+# Finding 1, its last part: a large body the fast routes refuse (a wrong shape), or one they never see (chunked, or a
+# route without a fast path), was parsed by FastAPI on the event loop; every body route now decodes it on the pool.
+def test_large_bodies_of_every_body_route_are_decoded_on_the_tool_threads(sample_index, monkeypatch):
+    from sim_web.serve.pool import INLINE_DECODE_BYTES
+
+    real_loads, decoded = json.loads, []
+
+    def loads(raw, **kw):
+        if len(raw) > INLINE_DECODE_BYTES:
+            decoded.append(threading.current_thread().name)
+        return real_loads(raw, **kw)
+
+    monkeypatch.setattr(json, "loads", loads)  # every caller: starlette's Request.json, the routes, the fast path
+    pad = "x" * (2 * INLINE_DECODE_BYTES)
+    wrong_shapes = {  # each refused for its shape, after a full decode
+        "/tools/search": {"arguments": {"query": ["Danube"]}, "pad": pad},
+        "/backend/search": {"query": "Danube", "pad": pad},
+        "/backend/scholar": {"query": "algebra", "pad": pad},
+        "/backend/visit": {"url": "https://en.wikipedia.org/wiki/Danube", "pad": pad},
+        "/score": {"prediction": "Vienna", "answer": "Vienna", "pad": pad},
+        "/retrieve": {"queries": "not a list", "pad": pad},
+    }
+    with TestClient(create_app(str(sample_index))) as c:
+        for path, body in wrong_shapes.items():
+            r = c.post(path, json=body)
+            assert r.status_code == 422 and pad not in r.text, (path, r.text[:200])
+        chunked = json.dumps({"arguments": {"query": ["Danube"]}, "code": pad}).encode()
+        r = c.post("/tools/search", content=iter([chunked]), headers={"content-type": "application/json"})
+        assert r.status_code == 200 and "Danube" in r.json()["result"]  # no Content-Length: straight to FastAPI
+    assert len(decoded) >= len(wrong_shapes) + 1
+    assert all(name.startswith(THREAD_PREFIX) for name in decoded), decoded
+
+
 # Finding 2: a session closed over /mcp while a socket held it freed its slot; the socket kept stepping.
 def test_a_session_closed_over_mcp_keeps_its_slot_until_its_socket_lets_go(sample_index):
     app = create_app(str(sample_index), openenv_limits=OpenEnvLimits(max_sessions=2))

@@ -87,27 +87,55 @@ def test_decode_attention_matches_sdpa_with_holes_in_the_mask():
     assert torch.allclose(whole, ref, atol=1e-5)  # the spare buffer columns are masked out
 
 
-def test_rollout_turns_with_fast_decode_and_kv_reuse_equal_the_plain_path(tmp_path):
+def play_turns(trainer, tok, fast, turns=4):
+    """Four multi-turn rounds of three episodes with KV reuse; returns each round's ``generate`` output."""
+    rng = random.Random(0)
+    vocab = [i for i in range(len(tok)) if i not in (tok.eos_token_id, tok.pad_token_id)]
+    contexts = [[rng.choice(vocab) for _ in range(n)] for n in (5, 23, 11)]
+    tools = [[rng.choice(vocab) for _ in range(rng.randrange(1, 12))] for _ in range(3 * turns)]
+    kv, history = PrefixKV(), []
+    for turn in range(turns):
+        outs = R.generate(trainer, contexts, [4, 9, 7], seed=turn, kv=kv, keys=[0, 1, 2], fast=fast)
+        history.append(outs)
+        contexts = [c + ids + tools[3 * turn + i] for i, (c, (ids, _, _)) in enumerate(zip(contexts, outs))]
+    return history
+
+
+@pytest.fixture(scope="module")
+def short_turns(tmp_path_factory):
     from training.grpo.tiny import generation_trainer
 
     model, tok = tiny_model(["search the answer <tool_call> visit"], eos_bias=0.05)
     with torch.no_grad():
         model.lm_head.weight.mul_(4.0)
-    trainer = generation_trainer(model.eval(), tok, tmp_path)
-    assert F.supported(model)  # sdpa: the fast path really runs
-    rng = random.Random(0)
-    vocab = [i for i in range(len(tok)) if i not in (tok.eos_token_id, tok.pad_token_id)]
-    start = [[rng.choice(vocab) for _ in range(n)] for n in (5, 23, 11)]
-    tools = [[rng.choice(vocab) for _ in range(rng.randrange(1, 12))] for _ in range(12)]
-    turns = {}
-    for fast in (False, True):
-        contexts, kv, history = [list(c) for c in start], PrefixKV(), []
-        for turn in range(4):
-            outs = R.generate(trainer, contexts, [4, 9, 7], seed=turn, kv=kv, keys=[0, 1, 2], fast=fast)
-            history.append(outs)
-            contexts = [c + ids + tools[3 * turn + i] for i, (c, (ids, _, _)) in enumerate(zip(contexts, outs))]
-        turns[fast] = history
+    return generation_trainer(model.eval(), tok, tmp_path_factory.mktemp("fast")), tok
+
+
+def test_rollout_turns_with_fast_decode_and_kv_reuse_equal_the_plain_path(short_turns):
+    trainer, tok = short_turns
+    assert F.supported(trainer.model)  # sdpa: the fast path really runs
+    trainer.generation_config.do_sample = False  # greedy: the compacting decode's tokens are generate's own
+    try:
+        turns = {fast: play_turns(trainer, tok, fast) for fast in (False, True)}
+    finally:
+        trainer.generation_config.do_sample = True
     assert [[ids for ids, _, _ in t] for t in turns[True]] == [[ids for ids, _, _ in t] for t in turns[False]]
+    assert {len(ids) for t in turns[True] for ids, _, _ in t} != {4, 9, 7}  # some turns end early (rows dropped)
     for a, b in zip(turns[False], turns[True]):
         for (_, lp_a, _), (_, lp_b, _) in zip(a, b):
             assert lp_b == pytest.approx(lp_a, abs=1e-4)
+
+
+def test_sampled_rollout_turns_are_the_same_with_and_without_dropping_finished_rows(short_turns, monkeypatch):
+    import functools
+
+    from agents.policies import compact_decode as C
+
+    trainer, tok = short_turns
+    dropped = play_turns(trainer, tok, True)
+    monkeypatch.setattr(C, "decode", functools.partial(C.decode, compact=False))
+    kept = play_turns(trainer, tok, True)
+    assert [[ids for ids, _, _ in t] for t in dropped] == [[ids for ids, _, _ in t] for t in kept]
+    for a, b in zip(dropped, kept):
+        for (_, lp_a, _), (_, lp_b, _) in zip(a, b):
+            assert lp_b == pytest.approx(lp_a, abs=1e-5)

@@ -132,7 +132,7 @@ def test_prefix_store_without_keys_matches_the_longest_prefix_and_evicts_the_old
     assert again.reused == [len(a), 2] and again.past == len(a)
     assert [len(e.tokens) for e in store.entries.values()] == [len(b) + 2, 6, 3]  # the used entry was replaced
     store.max_bytes = min(e.nbytes for e in store.entries.values())
-    store._evict()
+    store.evict()
     assert [len(e.tokens) for e in store.entries.values()] == [3]  # the oldest (first row) went first
 
 

@@ -285,3 +285,61 @@ def test_a_region_pinned_only_by_its_members_is_ambiguous(src):
         root.facts.append(Clue(f'whose name begins with "{answer[0]}"', UncertaintyType.PARTIAL_NAME, answer))
         assert overlapping_regions(src, root, "region") == [], answer
     assert overlapping_regions(src, _members("Ghana", ("Togo",)), "country") == []  # no region: the usual check
+
+
+# --- the third reading (audit at 67b89ee), classes 1-3 ---------------------------------------------------------------
+
+
+def test_an_ordinal_cut_before_its_qualifier_is_dropped(src, checker):
+    # "He was the first monarch of France from the House of Bourbon": not the first monarch of France
+    henry = next(s for s in checker.sentences("Henry IV of France") if "first monarch of France" in s)
+    rel = "{src} was the first monarch of {dst}"
+    assert _edge(checker, "Henry IV of France", "France", rel, henry) == "relation_qualified"
+    assert _edge(checker, "Henry IV of France", "France", rel, "He was the first monarch of France.") == ""
+
+
+def test_a_ranking_cut_at_the_first_member_of_its_list_is_dropped(src, checker):
+    passages = [t for _, t in src.passages(src.resolve("Alberta"))]
+    alberta = next(s for t in passages for s in split_sentences(t) if "fourth largest province" in s)
+    assert "Quebec, Ontario, and British Columbia" in alberta
+    rel = "{src} is the fourth largest province after {dst}"
+    assert _edge(checker, "Alberta", "Quebec", rel, alberta) == "relation_qualified"
+    lima = next(s for s in checker.sentences("Lima") if "largest city of Peru" in s)
+    assert _edge(checker, "Lima", "Peru", "{src} is the capital and largest city of {dst}", lima) == ""
+    munich = next(s for s in checker.sentences("Munich") if "third-largest city in Germany" in s)
+    assert "after Berlin and Hamburg" in munich  # the ones ranked above it are not a qualifier
+    assert _edge(checker, "Munich", "Germany", "{src} is the third-largest city in {dst}", munich) == ""
+
+
+def test_a_superlative_keeps_its_head_noun(checker):
+    from training.synth.relations import extract_relation
+
+    luzon = next(s for s in checker.sentences("Luzon") if "most populous island" in s)
+    rel = extract_relation(luzon, ["Luzon"], ["Philippines"])
+    assert rel is None or "largest in" not in rel
+    assert rel is None or "island" in rel
+    assert extract_relation("Paris is the capital and largest city of France.", ["Paris"], ["France"]) == (
+        "{src} is the capital of {dst}"
+    )
+    assert _edge(checker, "Luzon", "Philippines", "{src} is the largest in {dst}", luzon) == "relation_cut"
+
+
+@pytest.mark.parametrize(
+    ("title", "bad", "good"),
+    [
+        ("Equator", "halfway", "line"),  # an adverb: "Imaginary line halfway between ..."
+        ("Greater Antilles", "group", "entity"),  # a partitive: "Group of Caribbean islands"
+        ("Gravel", "mix", "entity"),  # "Mix of crumbled stones"
+        ("Archery", "bow", "sport"),  # a verb form opens the description: "Using a bow to shoot arrows"
+        ("European Union", "political", "union"),  # an adjective: "Supranational political and economic union"
+        ("Lake Superior", "largest", "lake"),  # a superlative: "Largest of the Great Lakes"
+    ],
+)
+def test_a_type_noun_is_the_head_of_the_first_noun_phrase(src, title, bad, good):
+    from training.synth.naming import describe_entity, head_noun
+
+    ent = src.entity(title)
+    assert bad in ent.description.lower()
+    assert head_noun(ent) == good
+    if title == "Archery":
+        assert dict(describe_entity(ent).record).get("source") != "description"

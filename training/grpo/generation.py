@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.policies import compact_decode
 from agents.policies.fast_decode import fast_decode, grow_cache
 from agents.policies.kv_reuse import PrefixKV, cache_kwarg
 
@@ -114,7 +115,9 @@ def _hf(
         inputs, batch = _inputs(model, contexts, trainer.processing_class.pad_token_id, device, kv, keys, fast)
         # the trainer's model samples under its autocast (bf16 mixed precision on a CPU: as the loss computes)
         precision = trainer.accelerator.autocast() if engine is None else contextlib.nullcontext()
-        with precision, fast_decode(model, fast):
+        with precision, fast_decode(model, fast) as on:
+            if on and compact_decode.supported(config):
+                return _compact(trainer, model, inputs, batch, config, seed, kv, keys)
             res = model.generate(**inputs, generation_config=config)
     if batch is not None:
         kv.keep(batch, res.sequences, keys)  # type: ignore[union-attr]
@@ -122,6 +125,44 @@ def _hf(
     logits = torch.stack(res.logits, dim=1).float().cpu() / max(trainer.temperature, 1e-6)
     lps = torch.log_softmax(logits, dim=-1).gather(2, new.unsqueeze(2)).squeeze(2)
     return [(row.tolist(), lp.tolist()) for row, lp in zip(new, lps)]
+
+
+def _compact(
+    trainer: Any,
+    model: Any,
+    inputs: dict[str, Any],
+    batch: Any,
+    config: Any,
+    seed: int,
+    kv: PrefixKV | None,
+    keys: list[int] | None,
+) -> list[tuple[list[int], list[float]]]:
+    """The fast path's decode (:func:`agents.policies.compact_decode.decode`: finished rows leave the batch), each
+    row's keys and values stored in ``kv`` as the row finishes."""
+    on_done = None
+    if batch is not None:
+        assert kv is not None
+        if keys is None:
+            kv.drop_used(batch)
+
+        def on_done(row: int, rkv: list[tuple[Any, Any]], toks: list[int]) -> None:
+            kv.keep_row(batch, row, rkv, toks, None if keys is None else keys[row])
+
+    cache = inputs[cache_kwarg(model)]
+    rows = compact_decode.decode(
+        model,
+        inputs["input_ids"],
+        inputs["attention_mask"],
+        cache,
+        config,
+        trainer.eos_token_ids,
+        trainer.temperature,
+        seed,
+        on_done,
+    )
+    if kv is not None:
+        kv.evict()
+    return rows
 
 
 def _inputs(

@@ -173,7 +173,10 @@ _FUNCTION_WORDS = {
     "be",
     "into",
 }
-_NOT_A_NOUN_PHRASE = re.compile(r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used|Refers?|See)\b")
+_NOT_A_NOUN_PHRASE = re.compile(
+    r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used|Refers?|See)\b"
+    r"|^[A-Za-z]+ing\s+(?:a|an|the|their|his|her|its|one's|them|it|up|out)\b"  # "Using a bow to shoot arrows"
+)
 
 
 _CLAUSE = re.compile(
@@ -330,6 +333,20 @@ _NOT_NOUNS = {
     "kind",
     "form",
 }
+#: Words a head-noun cut can leave last that are no noun: adverbs ("Imaginary line halfway between ...") and
+#: superlatives ("Largest of the Great Lakes").
+_NOT_HEADS = re.compile(
+    r"^(?:halfway|midway|partway|apart|away|abroad|together|alone|ago|nearby|inland|offshore|worldwide|upstream"
+    r"|downstream|most|least|(?:larg|high|long|old|bigg|small|great|tall|deep|low|short|young|new|near|far|earli|lat"
+    r"|bright|heavi|wealthi|rich|poor|busi|dens|hott|cold|wid|fast|strong|hard|clos|fin)est)$"
+)
+#: A description that opens with a verb form and its object ("Using a bow to shoot arrows") is no noun phrase.
+_GERUND_OPENING = re.compile(r"^[A-Za-z]+ing\s+(?:a|an|the|their|his|her|its|one's|them|it|up|out)\b")
+#: Coordinated modifiers before the head ("Supranational political and economic union"): the head follows them.
+_ADJ_PAIR_INNER = re.compile(
+    r"^(?:[\w-]+\s+){1,3}?[\w-]+(?:al|ic|ive|ous|ary|ese|ish)\s+(?:and|or)\s+(?=[\w-]+(?:al|ic|ive|ous|ary)\s+\w)",
+    re.IGNORECASE,
+)
 _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}
 
 
@@ -338,7 +355,7 @@ _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "g
 #: kind.
 _PARTITIVE = frozenset(
     "range body part portion section segment piece fraction share bulk majority minority set collection variety "
-    "array number handful term".split()
+    "array number handful term group grouping mix mixture aggregation assortment cluster kind sort type".split()
 )
 
 
@@ -358,17 +375,23 @@ def _raw_head(phrase: str) -> str:
     """The head word of a noun phrase as written (``"basic elements of language"`` -> ``"elements"``)."""
     phrase = _ADJ_LIST.sub("", _BRACKET_TAIL.sub("", phrase))  # "Artistic, literary, and intellectual movement"
     phrase = _ADJ_PAIR.sub("", phrase)  # "Architectural and visual arts style" -> "visual arts style"
+    phrase = _ADJ_PAIR_INNER.sub("", phrase)  # "Supranational political and economic union" -> "economic union"
     chunk = _HEAD_CUT.split(phrase, maxsplit=1)[0]
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", chunk)]
     words = [
         w
         for w in words
-        if not w.endswith(("ly", "ed", "-born")) and w not in _NOT_NOUNS and w not in ("a", "an", "the")
+        if not w.endswith(("ly", "ed", "-born"))
+        and w not in _NOT_NOUNS
+        and w not in ("a", "an", "the")
+        and not _NOT_HEADS.match(w)
     ]
     return words[-1] if words else ""
 
 
 def _head_of(phrase: str) -> str:
+    if _GERUND_OPENING.match(phrase):
+        return ""  # "Using a bow to shoot arrows" describes an activity, it names no kind: the next phrase gives one
     raw = _raw_head(phrase)
     if raw in _PARTITIVE and re.search(rf"\b{raw}\s+(?:of|for)\b", phrase.lower()):
         return ""  # a partitive names no kind: the next phrase (or "entity") gives the type noun

@@ -85,11 +85,20 @@ _COPULA_REL = re.compile(r"^(?:is|was|are|were)\s+(?:a|an|the|one of the)\s+[^,;
 _AND_VERB = re.compile(r"^.*\band\s+(?=(\w+)\b)")
 _CAPS = r"[A-Z][\w'’.-]*(?:\s+(?:of\s+|the\s+|de\s+)*[A-Z][\w'’.-]*)*"
 _LIST_TAIL = re.compile(r"\b(?:both\s+)?(?:" + _CAPS + r",\s+)*" + _CAPS + r",?\s+and\s+$")  # "by Ecuador and "
-#: "the capital and largest city of" -> "the capital of": a second, superlative title of the same thing
+#: "the capital and largest city of" -> "the capital of": a second, superlative title of the same thing; a superlative
+#: first keeps its head noun: "the largest and most populous island in" -> "the largest island in".
 _COORD = re.compile(
     r"\b(\w+) and (?:the )?(?:largest|most populous|biggest|main|principal|chief|most important"
-    r"|second-largest|oldest)(?: \w+)?(?= (?:of|in)\b| $)"
+    r"|second-largest|oldest)(?: (\w+))?(?= (?:of|in)\b| $)"
 )
+
+
+def _coord(m: re.Match) -> str:
+    first, noun = m.group(1), m.group(2)
+    superlative = first.endswith("est") or first in ("main", "principal", "chief")
+    return f"{first} {noun}" if superlative and noun else first
+
+
 _DEMONYM = re.compile(r"^[A-Z][a-z]+(?:an|ian|ean|ese|ish|ic|i)$")
 MAX_WORDS = 6
 
@@ -160,7 +169,7 @@ def clean_predicate(text: str) -> str | None:
     True
     """
     p = _LIST_TAIL.sub("", " ".join(_ADVERBS.sub("", _DATE.sub(" ", text)).split()) + " ").strip()
-    p = _COORD.sub(r"\1", p + " ").strip()
+    p = _COORD.sub(_coord, p + " ").strip()
     m = _COPULA_REL.match(p)
     if m:
         p = m.group(1)
@@ -290,7 +299,7 @@ def _POSSESSIVE_TEMPLATE(s: str, dst_re: Names) -> str | None:  # noqa: N802 - a
     m = _POSSESSIVE.match(s[: obj[0]])
     if m is None:
         return None
-    noun = _COORD.sub(r"\1", m.group(1) + " ").strip()
+    noun = _COORD.sub(_coord, m.group(1) + " ").strip()
     if _BOUNDARY.search(noun):
         return None
     verb = "is" if m.group(2) in ("is", "are") else "was"

@@ -22,9 +22,11 @@ and drops what the sentence does not say, counted per reason:
 * ``relation_cut``: the relation's complement goes on past the link ("forms part of the Río de la Plata basin": the
   link names only "Río de la Plata"), the link is a possessive ("Brazil's ..."), a modifier before it changes what it
   names ("ancient Greece"), or it is one half of a pair the relation needs ("the interwoven civilizations of ancient
-  Greece and Rome", "the intersection of Eastern Europe and West Asia");
+  Greece and Rome", "the intersection of Eastern Europe and West Asia"), or a superlative lost its head noun ("the
+  largest in the Philippines");
 * ``relation_qualified``: a superlative restricted by a clause after the link ("the largest city in Germany that is
-  not a state of its own");
+  not a state of its own"), an ordinal by any phrase after it ("the first monarch of France from the House of
+  Bourbon"), a ranking whose list goes on past the link ("the fourth largest province after Quebec, Ontario, ...");
 * ``relation_preposition``: a location verb joined to its complement by "with" ("is situated with the Gulf of Guinea
   ... to the south");
 * ``relation_field``: an infobox date field that links a page ("death_date = 322 BC ... Greece" read as "whose death
@@ -70,6 +72,19 @@ _QUALIFIER = re.compile(
     r"|(?:outside|excluding|except|apart from|other than|not counting)\b)"
 )
 _SUPERLATIVE = re.compile(r"\b(?:\w+est|most|least|first|second|third|only)\b")
+#: An ordinal or "last"/"only" in a relation: "the first monarch of France" is true only with the phrase after the link
+#: ("... from the House of Bourbon"), "the last king of France" only "before the fall of the monarchy".
+_ORDINAL = re.compile(
+    r"\b(?:first|last|only|sole|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th)"
+    r"|(?:second|third|fourth|fifth)-\w+)\b"
+)
+_ORDINAL_QUALIFIER = re.compile(
+    r"^\s*(?:from|before|since|until|till|under|during|among|to|in|of|with|without|outside"
+    r"|that|which|who)\b"
+)
+#: A list going on after the linked name: "the fourth largest province after Quebec, Ontario, and British Columbia"
+#: is not "the fourth largest province after Quebec".
+_LIST_GOES_ON = re.compile(r"^\s*(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)(?:the\s+)?[A-Z]")
 #: A modifier before the linked name that changes what it names: "ancient Greece" is not the country Greece.
 _REFERENT_MODIFIERS = frozenset(
     "ancient former old classical medieval colonial imperial historical historic prehistoric pre-colonial".split()
@@ -79,6 +94,9 @@ _REFERENT_MODIFIERS = frozenset(
 _PAIR_NOUN = re.compile(
     r"\b(?:\w+s|intersection|confluence|junction|crossroads|union|mixture|combination|merger)\s+of\s+\{"
 )
+#: A superlative with no head noun before the link: "Luzon is the largest in {dst}" (the page: "the largest and most
+#: populous island in the Philippines") names no kind it is the largest of.
+_HEADLESS = re.compile(r"\bthe (?:\w+est|most \w+|least \w+)\s+(?:in|of|on|among|within)\s+\{")
 _LOCATION_WITH = re.compile(r"\b(?:situated|located|lies|lying|set|placed|positioned|sits)\s+with\s+\{")
 _REPEAT = re.compile(r"\b(?:the|an?) ([a-z]{3,}) of (?:an?|the) (?:[a-z]+ )?\1\b")
 #: Verbs and function words a head-noun extractor can take for a noun at the end of a description.
@@ -198,6 +216,8 @@ class ClueChecker:
         page = str(data.get("page") or data.get("source_page") or "")
         if _LOCATION_WITH.search(rel):
             return "relation_preposition"
+        if _HEADLESS.search(rel):
+            return "relation_cut"
         src, dst = str(data.get("source_page", "")), str(data.get("target_page", ""))
         other = dst if page == src else src
         names = sorted({str(data.get("anchor") or ""), other, *name_variants(other)} - {""}, key=len, reverse=True)
@@ -211,6 +231,9 @@ class ClueChecker:
                 if m and m.group(1) not in _FOLLOW and not m.group(1).endswith(("ly", "ing", "ed")):
                     return "relation_cut"
                 if _SUPERLATIVE.search(rel) and _QUALIFIER.match(rest):
+                    return "relation_qualified"
+                ranked = bool(_SUPERLATIVE.search(rel) or _ORDINAL.search(rel))
+                if (_ORDINAL.search(rel) and _ORDINAL_QUALIFIER.match(rest)) or (ranked and _LIST_GOES_ON.match(rest)):
                     return "relation_qualified"
                 before = sent[:at].split()
                 if before and before[-1].lower() in _REFERENT_MODIFIERS:
