@@ -312,7 +312,7 @@ def test_a_ranking_cut_at_the_first_member_of_its_list_is_dropped(src, checker):
 
 
 def test_a_superlative_keeps_its_head_noun(checker):
-    from training.synth.relations import extract_relation
+    from training.synth.extract.relations import extract_relation
 
     luzon = next(s for s in checker.sentences("Luzon") if "most populous island" in s)
     rel = extract_relation(luzon, ["Luzon"], ["Philippines"])
@@ -336,7 +336,7 @@ def test_a_superlative_keeps_its_head_noun(checker):
     ],
 )
 def test_a_type_noun_is_the_head_of_the_first_noun_phrase(src, title, bad, good):
-    from training.synth.naming import describe_entity, head_noun
+    from training.synth.compose.naming import describe_entity, head_noun
 
     ent = src.entity(title)
     assert bad in ent.description.lower()
