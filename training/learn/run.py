@@ -2,8 +2,9 @@
 
 One script, top to bottom (cleanrl style), each stage resumable from the run folder:
 
-1. ``tasks``: the ``lookup`` and ``bridge`` tiers (:mod:`training.synth.tiers.generate`) gated at the recipe's results per
-   search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's ``tasks``), each with its own split;
+1. ``tasks``: the ``lookup``, ``bridge`` and ``intersection`` tiers (:mod:`training.synth.tiers`) in their question
+   forms, gated at the recipe's results per search, written to ``<index>/tasks/<recipe>.jsonl`` (the GRPO recipe's
+   ``tasks``), split answer-disjoint across the tiers;
 2. ``base``, ``rule``, ``script``, ``prior``, ``oracle``: the base model, the zero-parameter baselines (the one-search
    rule, the strongest per-tier script :mod:`agents.policies.scripts`, the answer prior) and the search-only oracle
    (the ceiling) on the held-out tasks (greedy), through the eval harness;
