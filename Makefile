@@ -47,7 +47,7 @@ train-smoke: install
 	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
 	$(BIN)/sim-web grpo --recipe cpu-smoke --set trainer.max_steps=6 --no-resume
 
-# the cpu-learn recipe: SmolLM2-135M on the lookup + bridge tiers, base -> SFT -> GRPO, each on the same held-out tasks;
+# the cpu-learn recipe: SmolLM2-135M on the lookup, bridge and intersection tiers, base -> SFT -> GRPO, each on the same held-out tasks;
 # resumable (rerun to continue); report in $SIM_WEB_HOME/runs/learn/cpu-learn/{report.md,learning.png}
 learn: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
