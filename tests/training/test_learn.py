@@ -271,7 +271,9 @@ def test_task_stage_writes_both_tiers_once_and_refuses_other_settings(sample_ind
     from training.learn.run import stage_tasks
 
     assert LearnConfig().tiers == ("lookup", "bridge", "intersection")  # the default set has the middle rung
-    cfg = LearnConfig(out=str(tmp_path), index_dir=str(sample_index), recipe="cpu-learn-test", tiers=("lookup", "bridge"))
+    cfg = LearnConfig(
+        out=str(tmp_path), index_dir=str(sample_index), recipe="cpu-learn-test", tiers=("lookup", "bridge")
+    )
     path = stage_tasks(cfg, sample_index, k=5, snippet_chars=160)
     recs = [json.loads(x) for x in path.read_text().splitlines()]
     tiers = {r["tier"] for r in recs}
