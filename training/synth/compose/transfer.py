@@ -99,8 +99,18 @@ def list_size(text: str, name: str) -> int:
         else:
             break
         whole = True
+    if _resumes(parts, hi):
+        return 0  # "the European Bank for Reconstruction and Development, the Islamic ...": the list's end is unclear
     n = hi - lo + 1
     return n if n >= 3 else 0
+
+
+def _resumes(parts: list[str], hi: int) -> bool:
+    """Whether the list whose last counted item is ``parts[hi]`` goes on past a cut name: that item is a name read
+    only up to a preposition ("the European Bank for Reconstruction", read up to "Bank") and the part after it is a
+    name again ("Development"), so a name holding "for ... and ..." split the list and its size is unknown."""
+    cut = not _ITEM.match(parts[hi]) and re.search(r"\s(?:for|on|in|at|to)\s+[A-Z]", parts[hi]) is not None
+    return cut and hi + 1 < len(parts) and _ITEM.match(parts[hi + 1]) is not None
 
 
 def listed_count(attrs: Mapping[str, Any], listed: str, source_infobox: Mapping[str, str]) -> int:
