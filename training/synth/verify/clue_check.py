@@ -22,11 +22,13 @@ and drops what the sentence does not say, counted per reason:
 * ``relation_cut``: the relation's complement goes on past the link ("forms part of the Río de la Plata basin": the
   link names only "Río de la Plata"), the link is a possessive ("Brazil's ..."), a modifier before it changes what it
   names ("ancient Greece"), or it is one half of a pair the relation needs ("the interwoven civilizations of ancient
-  Greece and Rome", "the intersection of Eastern Europe and West Asia"), or a superlative lost its head noun ("the
-  largest in the Philippines");
+  Greece and Rome", "the intersection of Eastern Europe and West Asia", "the confluence of the Volga and the Kazanka"),
+  or a superlative lost its head noun ("the largest in the Philippines");
 * ``relation_qualified``: a superlative restricted by a clause after the link ("the largest city in Germany that is
   not a state of its own"), an ordinal by any phrase after it ("the first monarch of France from the House of
   Bourbon"), a ranking whose list goes on past the link ("the fourth largest province after Quebec, Ontario, ...");
+* ``relation_referent``: a city made the capital of a landform ("Dublin is the capital of Ireland" with "Ireland"
+  resolved to the island): a capital is a polity's, so the link names another thing than the sentence;
 * ``relation_preposition``: a location verb joined to its complement by "with" ("is situated with the Gulf of Guinea
   ... to the south");
 * ``relation_field``: an infobox date field that links a page ("death_date = 322 BC ... Greece" read as "whose death
@@ -98,6 +100,10 @@ _PAIR_NOUN = re.compile(
 #: populous island in the Philippines") names no kind it is the largest of.
 _HEADLESS = re.compile(r"\bthe (?:\w+est|most \w+|least \w+)\s+(?:in|of|on|among|within)\s+\{")
 _LOCATION_WITH = re.compile(r"\b(?:situated|located|lies|lying|set|placed|positioned|sits)\s+with\s+\{")
+#: "{src} is the capital of {dst}": the placeholder of the polity the capital belongs to.
+_CAPITAL_OF = re.compile(r"\bcapital\b[^{}]*\bof\s+(\{src\}|\{dst\})")
+#: Kinds that have no capital of their own: a capital "of" one names a state that shares its name.
+_LANDFORMS = frozenset("island archipelago peninsula continent ocean sea river lake mountain valley desert".split())
 _REPEAT = re.compile(r"\b(?:the|an?) ([a-z]{3,}) of (?:an?|the) (?:[a-z]+ )?\1\b")
 #: Verbs and function words a head-noun extractor can take for a noun at the end of a description.
 _NOT_NOUNS = frozenset(
@@ -218,6 +224,8 @@ class ClueChecker:
             return "relation_preposition"
         if _HEADLESS.search(rel):
             return "relation_cut"
+        if self.capital_of_landform(rel, data):
+            return "relation_referent"
         src, dst = str(data.get("source_page", "")), str(data.get("target_page", ""))
         other = dst if page == src else src
         names = sorted({str(data.get("anchor") or ""), other, *name_variants(other)} - {""}, key=len, reverse=True)
@@ -239,7 +247,7 @@ class ClueChecker:
                 if before and before[-1].lower() in _REFERENT_MODIFIERS:
                     return "relation_cut"
                 pair_end = bool(before) and before[-1] in ("and", "or")  # "... of ancient Greece and Rome" for Rome
-                if _PAIR_NOUN.search(rel) and (pair_end or re.match(r"^\s+(?:and|or)\s+[A-Z]", rest)):
+                if _PAIR_NOUN.search(rel) and (pair_end or re.match(r"^\s+(?:and|or)\s+(?:the\s+)?[A-Z]", rest)):
                     return "relation_cut"
                 break
         own_first = rel.startswith("{src}") == (page == src)  # the page's subject opens the template
@@ -250,6 +258,17 @@ class ClueChecker:
             if not about_page(*ctx, names, self.head(ent) if ent is not None else ""):
                 return "subject"
         return ""
+
+    def capital_of_landform(self, relation: str, data: dict[str, Any]) -> bool:
+        """Whether ``relation`` makes a city the capital of a landform: a capital is a polity's, so a name that
+        resolved to the island, not the state of the same name ("Dublin is the capital of Ireland" linked to the
+        island), states something false of the page it points to."""
+        m = _CAPITAL_OF.search(relation)
+        if m is None:
+            return False
+        polity = str(data.get("source_page" if m.group(1) == "{src}" else "target_page", ""))
+        ent = self.src.entity(polity) if polity else None
+        return ent is not None and head_noun(ent) in _LANDFORMS
 
     def context(self, page: str, sentence: str) -> tuple[list[str], int] | None:
         """The sentences of the passage of ``page`` holding ``sentence`` and its index there (``None``: not found)."""
