@@ -334,11 +334,11 @@ _NOT_NOUNS = {
     "form",
 }
 #: Words a head-noun cut can leave last that are no noun: adverbs ("Imaginary line halfway between ...") and
-#: superlatives ("Largest of the Great Lakes").
+#: superlatives ("Largest of the Great Lakes", "the third-largest of the world's oceanic divisions").
 _NOT_HEADS = re.compile(
     r"^(?:halfway|midway|partway|apart|away|abroad|together|alone|ago|nearby|inland|offshore|worldwide|upstream"
     r"|downstream|most|least|(?:larg|high|long|old|bigg|small|great|tall|deep|low|short|young|new|near|far|earli|lat"
-    r"|bright|heavi|wealthi|rich|poor|busi|dens|hott|cold|wid|fast|strong|hard|clos|fin)est)$"
+    r"|bright|heavi|wealthi|rich|poor|busi|dens|hott|cold|wid|fast|strong|hard|clos|fin)est|[a-z]+-(?:\w+est|most))$"
 )
 #: A description that opens with a verb form and its object ("Using a bow to shoot arrows") is no noun phrase.
 _GERUND_OPENING = re.compile(r"^[A-Za-z]+ing\s+(?:a|an|the|their|his|her|its|one's|them|it|up|out)\b")
@@ -357,6 +357,11 @@ _PARTITIVE = frozenset(
     "range body part portion section segment piece fraction share bulk majority minority set collection variety "
     "array number handful term group grouping mix mixture aggregation assortment cluster kind sort type".split()
 )
+
+
+#: Nouns that name no kind by themselves, only with their modifier ("Oceanic division", "an umbrella term",
+#: "administrative division"): "Which division is this?" could be an army's or a country's.
+_VAGUE = frozenset("division term concept notion designation label".split())
 
 
 def _singular(word: str) -> str:
@@ -395,7 +400,8 @@ def _head_of(phrase: str) -> str:
     raw = _raw_head(phrase)
     if raw in _PARTITIVE and re.search(rf"\b{raw}\s+(?:of|for)\b", phrase.lower()):
         return ""  # a partitive names no kind: the next phrase (or "entity") gives the type noun
-    return _singular(raw)
+    head = _singular(raw)
+    return "" if head in _VAGUE else head  # "Oceanic division": the next phrase ("a republic of Russia") or "entity"
 
 
 def head_noun(entity: Entity, *, forbidden: Iterable[str] = ()) -> str:
