@@ -137,8 +137,9 @@ def target_facts(b: Any, g: nx.Graph, ent: Entity) -> list[Clue]:
         mine = [d for d in ent.dates if (p := date_phrase(d.attr)) and p[1]]
         others = sorted((n for n in g if n != b.target), key=str)
         b.rng.shuffle(others)
+        kinds = person_kinds([b.entity(n) for n in g])
         for n in others:
-            theirs = [d for d in b.entity(n).dates if (p := date_phrase(d.attr)) and p[1]]
+            theirs = [d for d in dated(b.entity(n), kinds) if (p := date_phrase(d.attr)) and p[1]]
             clue = (
                 temporal_order_clue(mine[0], theirs[0], b.noun_phrase(n, with_fact=False)) if mine and theirs else None
             )
@@ -148,6 +149,19 @@ def target_facts(b: Any, g: nx.Graph, ent: Entity) -> list[Clue]:
     b.rng.shuffle(out)  # blurred facts before slivers of the name: a question asks for a name last
     out = sorted(out + more, key=lambda c: c.type is U.PARTIAL_NAME)
     return [c for c in out if not leaks(c.text, b.forbidden)]
+
+
+def person_kinds(entities: list[Entity]) -> set[str]:
+    """The type nouns of the biographies among ``entities`` ("philosopher" where Aristotle's page reads as one)."""
+    return {head_noun(e) for e in entities if e.is_person} - {"entity"}
+
+
+def dated(ent: Entity, kinds: set[str]) -> list[Any]:
+    """``ent``'s dates, without the ends of a bracketed range ("start"/"end") when its kind is one of ``kinds``:
+    "(c. 428-347 BC)" on Plato, whose lead has no "He", is a lifetime, and "before Plato ended" says nothing."""
+    if ent.is_person or head_noun(ent) not in kinds:
+        return list(ent.dates)
+    return [d for d in ent.dates if d.attr not in ("start", "end")]
 
 
 def feature(b: Any, clues: list[Clue], extras: list[Clue]) -> tuple[list[Clue], list[Clue]]:
