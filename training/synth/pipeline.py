@@ -44,7 +44,7 @@ from training.synth.outputs.records import build_record
 from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_check import ClueChecker
 from training.synth.verify.gates import Deduper, SearchGates, sim_search, sim_visit
-from training.synth.verify.lookalikes import unruled
+from training.synth.verify.lookalikes import thin_lookalikes, unruled
 from training.synth.verify.uniqueness import Verifier
 
 log = logging.getLogger(__name__)
@@ -265,6 +265,10 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
     if ctx.checker is not None and unruled(ctx.src, ctx.verifier, root, draft.head, sub.graph):
         f["look_alike_dropped"] += 1  # a sibling the question's own pages name fits every clue
         ctx.checker.counts["dropped_look_alike"] += 1
+        return None
+    if ctx.checker is not None and thin_lookalikes(ctx.src, ctx.verifier, root, draft.head, sub.graph):
+        f["thin_answer_dropped"] += 1  # pinned by one relation whose sentence lists a name that fits as well
+        ctx.checker.counts["dropped_thin_answer"] += 1
         return None
     f["unique"] += 1
     f[f"facts_added_{added}"] += 1

@@ -19,6 +19,15 @@ subregion") fit every region that contains them, whether or not the sample has i
 clue of another kind (a fact, a hint at its name, a relation of the region itself); without one, the regions its page
 links stand as its look-alikes (:func:`overlapping_regions`).
 
+An answer pinned thinly is a case of its own too (:func:`thin_lookalikes`, counted apart as ``thin_answer``):
+
+* pinned by one relation only: the names its evidence sentence lists together with it ("Argentina claims sovereignty
+  over the Falkland Islands, South Georgia and the South Sandwich Islands, ..."; "the confluence of the Volga and the
+  Kazanka rivers") fit that relation as well as it does; a named page is weighed as above, a name the sample has no
+  page for can be ruled out only by a hint at the name or a negation naming it (its kind and facts are unknown);
+* pinned only by members placed inside it ("Burundi is located in this trench") and nothing of its own: every
+  container that holds them fits (the Great Rift Valley, the East African Rift), as overlapping regions do.
+
 A question with a look-alike that no clue rules out is dropped (:func:`unruled`). What it cannot see: entities of the
 answer's type that no page of the question names in those sentences (a reader searching further would meet more), and
 relations a look-alike's page states without a link; what it guarantees: every listed sibling of the answer on the
@@ -34,18 +43,29 @@ from typing import Any
 from training.synth.compose.clues import UncertaintyType
 from training.synth.compose.constraints import NodeSpec
 from training.synth.compose.naming import name_variants
+from training.synth.compose.transfer import _HEAD_ITEM, _ITEM, _SPLIT, _TAIL_ITEM
 from training.synth.compose.uncertainty import date_phrase, relation_label
 from training.synth.extract.relations import DST, SRC, is_text_relation
 from training.synth.graph.kg import Entity
 from training.synth.verify.uniqueness import Verifier, _head_fits, name_fits
 
-__all__ = ["is_region", "overlapping_regions", "siblings", "unruled"]
+__all__ = [
+    "co_named",
+    "is_region",
+    "overlapping_containers",
+    "overlapping_regions",
+    "siblings",
+    "thin_lookalikes",
+    "unruled",
+]
 
 U = UncertaintyType
 _MAX_POOL = 200
 _REGION = re.compile(r"\b(?:sub-?)?regions?\b", re.IGNORECASE)
 #: The answer is the container of a membership relation: "{src} is a landlocked country in {dst}".
 _CONTAINER = r"\b(?:in|within|of|across|throughout)\s+(?:the\s+)?"
+#: A member located inside the answer: "{src} is located in {dst}", "{src} lies within {dst}".
+_LOCATED_IN = r"\b(?:located|situated|lies|lying|sits|set|found)\s+(?:in|within)\s+(?:the\s+)?"
 
 
 def is_region(ent: Entity | None, head: str) -> bool:
@@ -156,3 +176,74 @@ def unruled(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any)
             if t not in pool:
                 pool.append(t)
     return [t for t in pool[:_MAX_POOL] if not ruled_out(src, verifier, root, head, t)]
+
+
+def overlapping_containers(root: NodeSpec, head: str) -> list[str]:
+    """For an answer pinned only by members located inside it ("Burundi is located in this trench"), with no fact of
+    its own: a placeholder naming the overlap (every container holding those members fits); empty otherwise."""
+    if root.facts or not root.relations:
+        return []
+    for rel, direction, _ in root.relations:
+        me = DST if direction == "from_anchor" else SRC
+        if not is_text_relation(rel) or not re.search(_LOCATED_IN + re.escape(me) + r"\W*$", rel):
+            return []
+    return [f"another {head} containing {root.relations[0][2].entity}"]
+
+
+def co_named(sentence: str, names: Iterable[str]) -> list[str]:
+    """The names ``sentence`` lists together with the first of ``names`` it holds: the items of its list or
+    coordination ("the Falkland Islands, South Georgia and the South Sandwich Islands" -> the last two), "the" dropped.
+    """
+    text = " ".join(re.sub(r"\([^()]*\)", "", sentence).split()).rstrip(". ")
+    parts = _SPLIT.split(text)
+    k = next((i for i, p in enumerate(parts) if any(len(n) > 2 and n in p for n in names)), None)
+    if k is None:
+        return []
+    out = []
+    for p in parts[k + 1 :]:  # "the Volga and the Kazanka rivers": the items after it, up to one that goes on
+        m = _TAIL_ITEM.match(p)
+        if m is None:
+            break
+        out.append(m.group(1))
+        if not _ITEM.match(p):
+            break
+    starts = any(re.match(rf"^(?:the\s+)?{re.escape(n)}\b", parts[k]) for n in names if n)
+    for p in reversed(parts[:k] if starts else []):  # "bordered by Ghana, Benin": the items before it
+        m = _HEAD_ITEM.search(p)
+        if m is None:
+            break
+        out.append(m.group(1).strip())
+        if not _ITEM.match(p):
+            break
+    return [re.sub(r"^the\s+", "", n) for n in out]
+
+
+def _unpaged_fits(root: NodeSpec, name: str) -> bool:
+    """Whether a name with no page survives the clues decidable from the name alone (hints at it, negations)."""
+    hints = [f for f in root.facts if f.type is U.PARTIAL_NAME]
+    return all(name_fits(f, name) for f in hints) and not any(n.entity == name for n in root.negations)
+
+
+def thin_lookalikes(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any) -> list[str]:
+    """The look-alikes of an answer pinned thinly (see the module docstring): the overlapping containers of one
+    pinned only by members inside it, else, for one pinned by a single relation, the names its evidence sentence
+    lists with it that no clue rules out."""
+    containers = overlapping_containers(root, head)
+    if containers or len(root.relations) != 1:
+        return containers
+    child = root.relations[0][2]
+    if not graph.has_edge(root.entity, child.entity):
+        return []
+    data = graph.edges[root.entity, child.entity]
+    own = {str(n) for n in graph} | {v for n in graph for v in name_variants(str(n))}
+    mine = [*name_variants(root.entity), *([str(data.get("anchor"))] if data.get("target_page") == root.entity else [])]
+    out = []
+    for name in co_named(str(data.get("evidence") or ""), [m for m in mine if m]):
+        if name in own:
+            continue
+        title = src.title(pid) if (pid := src.resolve(name)) is not None else None
+        if title is None and _unpaged_fits(root, name):
+            out.append(name)
+        elif title is not None and title not in own and not ruled_out(src, verifier, root, head, title):
+            out.append(title)
+    return out
