@@ -8,8 +8,10 @@ kept in page order. No model, no randomness: the same page and goal always give 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from collections import _count_elements  # type: ignore[attr-defined]  # Counter's C counting loop, into a plain dict
 from functools import lru_cache
+from typing import NamedTuple
 
 from wiki_index.parse.text import split_sentences, tokenize
 
@@ -65,49 +67,95 @@ def _query_terms(query: str) -> tuple[str, ...]:
     return tuple(set(terms(query)))
 
 
-@dataclass(frozen=True)
-class _Sentences:
-    """A passage's sentences, their :func:`terms`, each one's set of terms and the terms' mean count per sentence (as
-    :func:`_bm25` computes it): a snippet counts a query word only in the sentences whose set has it."""
+class _Sentences(NamedTuple):
+    """A passage's sentences, each one's word counts and number of :func:`terms`, their mean (as :func:`_bm25`
+    counts them), and the passage's vocabulary.
+
+    The words are :func:`~wiki_index.parse.text.tokenize`'s, stopwords kept: a query's terms are never stopwords,
+    so a word's count is its count among the sentence's terms, and a query word outside ``vocab`` scores nothing.
+    Only tuples, strings, numbers and flat dicts: the garbage collector stops tracking a cached entry.
+    """
 
     sents: tuple[str, ...]
-    toks: tuple[tuple[str, ...], ...]
-    sets: tuple[frozenset[str], ...]
+    counts: tuple[dict[str, int], ...]
+    lens: tuple[int, ...]
     avg: float
+    vocab: dict[str, int]
+
+
+#: UTF-8 bytes to what :func:`~wiki_index.parse.text.tokenize` reads: ASCII word characters lower-cased, other ASCII
+#: a space, the bytes of non-ASCII characters as they are.
+_WORD_BYTES = bytes(ord(chr(c).lower()) if chr(c).isalnum() or c == 95 else 32 for c in range(128)) + bytes(
+    range(128, 256)
+)
+_NON_ASCII_NON_WORD = re.compile(r"[^\x00-\x7f\w]")
+
+
+def _word_text(text: str) -> str | None:
+    """``text`` lower-cased with every non-word character a space, character for character (so a sentence's words
+    are its slice, split), or ``None`` where lower-casing changes the length (a dotted capital I, say).
+
+    ASCII goes through one byte table; only the non-ASCII characters are left to a regex.
+    """
+    if text.isascii():
+        return text.encode("ascii").translate(_WORD_BYTES).decode("ascii")
+    low = text.lower()
+    if len(low) != len(text):
+        return None
+    mapped = low.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).decode("utf-8", "surrogatepass")
+    return _NON_ASCII_NON_WORD.sub(" ", mapped)
+
+
+def _sentence_words(text: str, sents: list[str]) -> list[list[str]]:
+    """Each sentence's :func:`~wiki_index.parse.text.tokenize` words, from one pass over the whole passage.
+
+    The sentences are consecutive pieces of ``text`` with only whitespace between them, so each is found after
+    the one before and its words are its slice of :func:`_word_text` (lower-casing has no context across
+    whitespace); a passage that lower-casing lengthens is tokenised sentence by sentence.
+    """
+    flat = _word_text(text)
+    if flat is None:
+        return [tokenize(s) for s in sents]
+    out, end = [], 0
+    for s in sents:
+        start = text.find(s, end)
+        end = start + len(s)
+        out.append(flat[start:end].split())
+    return out
 
 
 @lru_cache(maxsize=8192)
 def _sentence_terms(text: str) -> _Sentences:
-    """A passage's sentences and their :func:`terms`, kept for the passages searched most (keyed by the text).
+    """A passage's sentences and their word counts, kept for the passages searched most (keyed by the text).
 
     Tokenising the 10 result passages would be most of a search step's cost beyond Lucene, and the same passages
     come back across a rollout group's queries and across rollouts, so many lookups hit (the search step against
-    a raw pyserini search: ``benchmarks/bench_env.py``). Full, the cache holds some tens of MiB (one per
-    process, shared by its envs); on a big corpus its hits come mostly from repeated passages.
+    a raw pyserini search: ``benchmarks/bench_env.py``). Full, the cache holds some tens of MiB (one per process,
+    shared by its envs); on a big corpus its hits come mostly from repeated passages.
     """
-    sents = tuple(split_sentences(text) or [text])
-    toks = tuple(tuple(terms(s)) for s in sents)
-    avg = sum(len(t) for t in toks) / len(toks) or 1.0
-    return _Sentences(sents, toks, tuple(map(frozenset, toks)), avg)
+    sents = split_sentences(text) or [text]
+    counts, lens, vocab = [], [], {}
+    for words in _sentence_words(text, sents):
+        count: dict[str, int] = {}
+        _count_elements(count, words)
+        counts.append(count)
+        lens.append(len(words) - sum(map(STOPWORDS.__contains__, words)))
+        vocab.update(count)
+    return _Sentences(tuple(sents), tuple(counts), tuple(lens), sum(lens) / len(lens) or 1.0, vocab)
 
 
 def _sentence_scores(query: str, p: _Sentences, k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """:func:`_bm25` of ``query`` over ``p``'s sentences, the same floats (each sentence adds its terms in the
-    query's ``set`` order), counting a term only where the sentence's set has it."""
-    q = _query_terms(query)
-    n = len(p.toks)
-    rows = [[(j, t.count(w)) for j, w in enumerate(q) if w in s] for t, s in zip(p.toks, p.sets)]
-    df = [0] * len(q)
-    for row in rows:
-        for j, _ in row:
-            df[j] += 1
-    idf = [math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df]
-    scores = []
-    for t, row in zip(p.toks, rows):
-        s = 0.0
-        for j, c in row:
-            s += idf[j] * c * (k1 + 1) / (c + k1 * (1 - b + b * len(t) / p.avg))
-        scores.append(s)
+    """:func:`_bm25` of ``query`` over ``p``'s sentences, the same floats: each sentence adds its terms in the
+    query's ``set`` order, and a query word that is not in the passage adds nothing."""
+    _, counts, lens, avg, vocab = p
+    n = len(counts)
+    scores = [0.0] * n
+    for w in _query_terms(query):
+        if w in vocab:
+            hits = [(i, count[w]) for i, count in enumerate(counts) if w in count]
+            idf = math.log(1 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
+            for i, c in hits:
+                scores[i] += idf * c * (k1 + 1) / (c + k1 * (1 - b + b * lens[i] / avg))
     return scores
 
 
