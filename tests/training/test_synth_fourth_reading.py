@@ -68,6 +68,7 @@ def test_a_capital_of_the_island_is_no_capital(src, checker):
         ("Indian Ocean", "division", "entity"),  # and "the third-largest of the world's five oceanic divisions"
         ("Hinduism", "term", "entity"),  # "an umbrella term for a range of ..."
         ("Tatarstan", "division", "republic"),  # "First-level administrative division": the lead's "a republic"
+        ("International System of Units", "modern", "system"),  # "Modern form of the metric system"
     ],
 )
 def test_a_type_noun_that_needs_its_modifier_is_no_kind(src, title, bad, good):
@@ -130,3 +131,11 @@ def test_a_container_pinned_only_by_a_member_inside_it_is_ambiguous(src):
     assert thin_lookalikes(src, verifier, root, "trench", g)
     root.facts.append(Clue('whose name begins with "G"', U.PARTIAL_NAME, "Great Rift Valley"))
     assert thin_lookalikes(src, verifier, root, "trench", g) == []
+
+
+def test_one_ocean_of_a_convergence_is_a_relation_cut(checker):
+    # Svalbard "lies at the convergence of the Arctic Ocean with the Atlantic Ocean": not "at the convergence of" one
+    svalbard = next(s for s in checker.sentences("Svalbard") if "convergence" in s)
+    rel = "{src} lies at the convergence of {dst}"
+    assert _edge(checker, "Svalbard", "Arctic Ocean", rel, svalbard) == "relation_cut"
+    assert _edge(checker, "Svalbard", "Arctic Ocean", rel, "It lies at the convergence of the Arctic Ocean.") == ""

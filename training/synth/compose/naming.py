@@ -347,6 +347,8 @@ _ADJ_PAIR_INNER = re.compile(
     r"^(?:[\w-]+\s+){1,3}?[\w-]+(?:al|ic|ive|ous|ary|ese|ish)\s+(?:and|or)\s+(?=[\w-]+(?:al|ic|ive|ous|ary)\s+\w)",
     re.IGNORECASE,
 )
+#: Nouns whose "of" names the kind itself: "the modern form of the metric system" is a system, "a type of rock" a rock.
+_KIND_OF = frozenset("form type kind sort".split())
 _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}
 
 
@@ -383,6 +385,9 @@ def _raw_head(phrase: str) -> str:
     phrase = _ADJ_PAIR_INNER.sub("", phrase)  # "Supranational political and economic union" -> "economic union"
     chunk = _HEAD_CUT.split(phrase, maxsplit=1)[0]
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", chunk)]
+    if words and words[-1] in _NOT_NOUNS:  # the word before it is a modifier ("the modern form"), never the head
+        rest = re.search(rf"(?i)\b{words[-1]}\s+of\s+(.+)", phrase) if words[-1] in _KIND_OF else None
+        return _raw_head(rest.group(1)) if rest else ""  # "form of the metric system": a system
     words = [
         w
         for w in words

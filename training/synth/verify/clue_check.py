@@ -94,7 +94,7 @@ _REFERENT_MODIFIERS = frozenset(
 #: Nouns of a relation whose complement is a pair: "the interwoven civilizations of ancient Greece and Rome", "the
 #: intersection of Eastern Europe and West Asia": one member alone does not complete it.
 _PAIR_NOUN = re.compile(
-    r"\b(?:\w+s|intersection|confluence|junction|crossroads|union|mixture|combination|merger)\s+of\s+\{"
+    r"\b(?:\w+s|intersection|confluence|convergence|junction|crossroads|union|mixture|combination|merger)\s+of\s+\{"
 )
 #: A superlative with no head noun before the link: "Luzon is the largest in {dst}" (the page: "the largest and most
 #: populous island in the Philippines") names no kind it is the largest of.
@@ -247,7 +247,7 @@ class ClueChecker:
                 if before and before[-1].lower() in _REFERENT_MODIFIERS:
                     return "relation_cut"
                 pair_end = bool(before) and before[-1] in ("and", "or")  # "... of ancient Greece and Rome" for Rome
-                if _PAIR_NOUN.search(rel) and (pair_end or re.match(r"^\s+(?:and|or)\s+(?:the\s+)?[A-Z]", rest)):
+                if _PAIR_NOUN.search(rel) and (pair_end or re.match(r"^\s+(?:and|or|with)\s+(?:the\s+)?[A-Z]", rest)):
                     return "relation_cut"
                 break
         own_first = rel.startswith("{src}") == (page == src)  # the page's subject opens the template
