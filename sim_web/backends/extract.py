@@ -119,6 +119,9 @@ def _sentence_words(text: str, sents: list[str]) -> list[list[str]]:
     out, end = [], 0
     for s in sents:
         start = text.find(s, end)
+        if start < 0:  # a splitter that rewrote a sentence: its words from the sentence itself
+            out.append(tokenize(s))
+            continue
         end = start + len(s)
         out.append(flat[start:end].split())
     return out

@@ -73,3 +73,10 @@ def test_word_text_keeps_positions_or_declines() -> None:
     assert extract._word_text("Hello, World_2!") == "hello  world_2 "
     assert extract._word_text("Café – Ünïcode’s") == "café   ünïcode s"
     assert extract._word_text("İzmir") is None  # "İ".lower() is two characters
+
+
+def test_a_sentence_not_found_verbatim_is_tokenised_on_its_own():
+    from sim_web.backends.extract import _sentence_words
+
+    text = "Alpha beta.  Gamma delta."
+    assert _sentence_words(text, ["Alpha beta.", "Gamma  DELTA."]) == [["alpha", "beta"], ["gamma", "delta"]]
