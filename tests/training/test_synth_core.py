@@ -364,7 +364,11 @@ def test_questions_never_contain_the_answer(kg, samples):
     # counting needs a relation its page states as one item of a list; this small graph of leads has none
     assert used >= {t.value for t in UncertaintyType} - {"counting"}
     assert {d.structure for d in drafts} == {s.value for s in Structure}
-    assert {d.template for d in drafts} == {"prose:which", "prose:what", "prose:name"}
+    forms = {"prose:which", "prose:what", "prose:name"}
+    assert {d.template for d in drafts} == forms | {f"{f}:first" for f in forms}
+    for d in drafts:  # a question put first is the opening sentence; the clues that follow are the same sentences
+        opening_sentence = re.split(r"(?<=[?.]) ", d.question, maxsplit=1)[0]
+        assert ("described here" in opening_sentence) == d.template.endswith(":first"), d.question
 
 
 def test_question_fields_determinism_and_type_restriction(kg, samples):
@@ -384,7 +388,9 @@ def test_question_fields_determinism_and_type_restriction(kg, samples):
     assert d.answer == end and d.hops == 4 and d.constraints >= 4 and d.question.endswith(("?", "."))
     assert generate_question(s, end, kg.entities, random.Random(3), kg=kg) == d
     only = relational_only(end)
-    assert only.uncertainty_types == ("relational",) and only.question.endswith(("What is it?", "Name it."))
+    assert only.uncertainty_types == ("relational",) and only.question.endswith(
+        ("What is it?", "Name it.")
+    ) != only.question.startswith(("What is described here?", "Name what is described here."))
     assert only.extras == () and only.question.count(". ") >= 3  # one sentence per relation of the 5-node path
     with pytest.raises(KeyError):
         generate_question(s, "Not in the subgraph", kg.entities)

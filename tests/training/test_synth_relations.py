@@ -246,6 +246,13 @@ def test_prose_refers_back_to_entities_and_uses_the_relation_verbs():
         "the physicist. Which city is this?"
     )
     assert render(root, d.head, form="name").endswith("Name this city.")
+    assert render(root, d.head, form="which", order="first", persons=("Albert Einstein",)) == (
+        "Which city is described here? A German-born theoretical physicist was born in this city. A theory of "
+        "gravitation was developed by the physicist."
+    )
+    assert render(root, d.head, form="name", order="first").startswith("Name the city described here. ")
+    with pytest.raises(ValueError, match="order one of"):
+        render(root, d.head, order="middle")
 
 
 # --- quality measures --------------------------------------------------------------------------------------

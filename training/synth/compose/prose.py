@@ -27,6 +27,9 @@ from training.synth.extract.relations import DST, SRC, fill, infobox_template, i
 
 U = UncertaintyType
 FORMS = ("which", "what", "name")
+#: Where the question stands: after the clues ("... Which city is this?") or before them ("Which city is described
+#: here? This city ..."), so that a reader cannot take the last sentence for the question by its position.
+ORDERS = ("last", "first")
 _GENERIC = ("", "entity")
 
 
@@ -164,11 +167,26 @@ def closing(head: str, form: str, person: bool = False) -> str:
     return {"which": f"Which {head} is this?", "what": f"What is this {head}?", "name": f"Name this {head}."}[form]
 
 
+def opening(head: str, form: str, person: bool = False) -> str:
+    """The question put before its clues: ``"Which city is described here?"``, ``"What is the city described
+    here?"`` or ``"Name the city described here."``."""
+    if head in _GENERIC:
+        return "Name what is described here." if form == "name" else "What is described here?"
+    if head == "person" or (person and form != "name"):
+        return f"Who is the {head} described here?"
+    return {
+        "which": f"Which {head} is described here?",
+        "what": f"What is the {head} described here?",
+        "name": f"Name the {head} described here.",
+    }[form]
+
+
 def render(
     root: NodeSpec,
     head: str,
     *,
     form: str = "which",
+    order: str = "last",
     short: Mapping[str, str] | None = None,
     persons: Collection[str] = (),
 ) -> str:
@@ -177,17 +195,19 @@ def render(
     Args:
         root: The answer's constraint tree.
         head: The answer's type noun ("city"; ``"entity"`` or ``""`` when none).
-        form: The closing question, one of :data:`FORMS`.
+        form: The kind of question, one of :data:`FORMS`.
+        order: Where the question stands, one of :data:`ORDERS`.
         short: Entity title -> a short reference for an entity introduced earlier ("the physicist").
         persons: Titles of the entities that are people ("this physicist", not "it").
 
     Returns:
         The question text.
     """
-    if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    if form not in FORMS or order not in ORDERS:
+        raise ValueError(f"form must be one of {FORMS} and order one of {ORDERS}, got {form!r} and {order!r}")
     person = root.entity in persons
     body = _sentences(root, _answer_voice(head, person), short_refs(root, head) if short is None else short)
-    return (
-        " ".join(cap(s.strip()) + "." for s in body if s.strip()) + (" " if body else "") + closing(head, form, person)
-    )
+    text = " ".join(cap(s.strip()) + "." for s in body if s.strip())
+    if order == "first":
+        return f"{opening(head, form, person)} {text}".strip()
+    return text + (" " if text else "") + closing(head, form, person)

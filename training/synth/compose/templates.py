@@ -18,6 +18,7 @@ and a question form that contains it is not used.
 from __future__ import annotations
 
 import random
+import zlib
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
 
@@ -228,8 +229,8 @@ def extend(draft: QuestionDraft, k: int) -> QuestionDraft:
     types = set(draft.uncertainty_types) | {t.value for c in add for t in c.types() if t is not U.OBFUSCATED_ENTITY}
     types |= {U.OBFUSCATED_ENTITY.value for c in add for p in c.parts if dict(p.record).get("source") != "title"}
     types.add(U.INTERSECTION.value)
-    form = draft.template.split(":", 1)[-1]
-    question = render(parse_clues(draft.answer, clues), draft.head, form=form, persons=draft.persons)
+    form, order = template_form(draft.template)
+    question = render(parse_clues(draft.answer, clues), draft.head, form=form, order=order, persons=draft.persons)
     if leaks(question, name_variants(draft.answer)):
         raise AnswerLeakError(f"the extended question shows the answer {draft.answer!r}")
     return replace(
@@ -249,6 +250,18 @@ def excluding(draft: QuestionDraft, k: int, titles: Collection[str]) -> Question
     return extend(replace(draft, extras=(*draft.extras[:k], *negs, *draft.extras[k:])), k + len(negs))
 
 
+def question_first(question: str) -> bool:
+    """Whether a question is written with its question sentence first: one in three, chosen by a hash of its text
+    (not the generator's random stream, so the questions drawn and their clues are the same either way)."""
+    return zlib.crc32(question.encode("utf-8")) % 3 == 0
+
+
+def template_form(template: str) -> tuple[str, str]:
+    """``(form, order)`` of a record's template: ``"prose:what:first"`` -> ``("what", "first")``."""
+    _, form, *order = template.split(":")
+    return form, order[0] if order else "last"
+
+
 def _render(
     forbidden: list[str], answer: str, head: str, clues: list[Clue], persons: tuple[str, ...], rng: random.Random
 ) -> tuple[str, str]:
@@ -260,6 +273,10 @@ def _render(
     for form in forms:
         q = render(root, head, form=form, persons=persons)
         if not leaks(q, forbidden):
+            if question_first(q):  # the same words, the question put before the clues
+                first = render(root, head, form=form, order="first", persons=persons)
+                if not leaks(first, forbidden):
+                    return first, f"prose:{form}:first"
             return q, f"prose:{form}"
     raise AnswerLeakError(
         f"the answer {forbidden[0]!r} is a word of every question form (e.g. {q!r}); skip this target"
