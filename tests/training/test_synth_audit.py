@@ -32,11 +32,12 @@ AUDIT_DIR = ROOT / "tests" / "data" / "audit"
 AUDIT = AUDIT_DIR / "sailorfog-9bbf685.jsonl"  # before clue verification
 AFTER = AUDIT_DIR / "sailorfog-1265443.jsonl"  # after clue verification (training/synth/verify/clue_check.py)
 THIRD = AUDIT_DIR / "sailorfog-67b89ee.jsonl"  # after the fixes of the second reading's failures
-FOURTH = AUDIT_DIR / "sailorfog-527d63d.jsonl"  # after the fixes of the third reading's: today's default set
+FOURTH = AUDIT_DIR / "sailorfog-527d63d.jsonl"  # after the fixes of the third reading's
+FIFTH = AUDIT_DIR / "sailorfog-c77c071.jsonl"  # after the fixes of the fourth reading's
 AUDITS = pytest.mark.parametrize(
     "audit",
-    [AUDIT, AFTER, THIRD, FOURTH],
-    ids=["before-9bbf685", "after-1265443", "third-67b89ee", "fourth-527d63d"],
+    [AUDIT, AFTER, THIRD, FOURTH, FIFTH],
+    ids=["before-9bbf685", "after-1265443", "third-67b89ee", "fourth-527d63d", "fifth-c77c071"],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
