@@ -45,6 +45,7 @@ from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_check import ClueChecker
 from training.synth.verify.gates import Deduper, SearchGates, sim_search, sim_visit
 from training.synth.verify.lookalikes import thin_lookalikes, unruled
+from training.synth.verify.pinning import pin
 from training.synth.verify.uniqueness import Verifier
 
 log = logging.getLogger(__name__)
@@ -261,6 +262,12 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
     except AnswerLeakError:
         f["answer_leak"] += 1
         return None
+    if ctx.checker is not None:  # a region, an answer of no kind, or one with too few clues of its own
+        draft, why = pin(draft, ctx.kg.graph.nodes[target].get("entity"))
+        if why:
+            f[f"{why}_dropped"] += 1
+            ctx.checker.counts[f"dropped_{why}"] += 1
+            return None
     root = parse_clues(draft.answer, draft.clues)
     if ctx.checker is not None and unruled(ctx.src, ctx.verifier, root, draft.head, sub.graph):
         f["look_alike_dropped"] += 1  # a sibling the question's own pages name fits every clue
