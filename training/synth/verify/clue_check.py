@@ -25,8 +25,9 @@ and drops what the sentence does not say, counted per reason:
   Greece and Rome", "the intersection of Eastern Europe and West Asia", "the confluence of the Volga and the Kazanka"),
   or a superlative lost its head noun ("the largest in the Philippines");
 * ``relation_qualified``: a superlative restricted by a clause after the link ("the largest city in Germany that is
-  not a state of its own"), an ordinal by any phrase after it ("the first monarch of France from the House of
-  Bourbon"), a ranking whose list goes on past the link ("the fourth largest province after Quebec, Ontario, ...");
+  not a state of its own") or ranked within a set named after it ("the highest position in Islam among all women"),
+  an ordinal by any phrase after it ("the first monarch of France from the House of Bourbon"), a ranking whose list
+  goes on past the link ("the fourth largest province after Quebec, Ontario, ...");
 * ``relation_referent``: a city made the capital of a landform ("Dublin is the capital of Ireland" with "Ireland"
   resolved to the island): a capital is a polity's, so the link names another thing than the sentence;
 * ``relation_preposition``: a location verb joined to its complement by "with" ("is situated with the Gulf of Guinea
@@ -36,7 +37,7 @@ and drops what the sentence does not say, counted per reason:
 
 Question-level checks (:meth:`ClueChecker.draft`) drop a composed question whose templates combine into nonsense:
 ``type_noun`` (the answer's type noun is no noun: "Which see is this?" from "radiation humans can see") and
-``template_repeat`` ("on the island of an island ...").
+``template_repeat`` ("on the island of an island ...", "on the island of this island").
 
 Every kept fact keeps its :class:`Evidence` (page, field, sentence) so a record can show, per clue, where to check it.
 """
@@ -74,6 +75,12 @@ _QUALIFIER = re.compile(
     r"|(?:outside|excluding|except|apart from|other than|not counting)\b)"
 )
 _SUPERLATIVE = re.compile(r"\b(?:\w+est|most|least|first|second|third|only)\b")
+#: A phrase after the linked name that names the set a superlative ranks within: "the highest position in Islam among
+#: all women" is no "the highest position in Islam", "the tallest building in Asia of its time" none in Asia's history.
+_SUPERLATIVE_SCOPE = re.compile(
+    r"^\s*,?\s*(?:among|amongst|of all|of any|of its (?:kind|time|day|era)|in (?:the )?(?:world|history)|on earth"
+    r"|ever|at the time|by some)\b"
+)
 #: An ordinal or "last"/"only" in a relation: "the first monarch of France" is true only with the phrase after the link
 #: ("... from the House of Bourbon"), "the last king of France" only "before the fall of the monarchy".
 _ORDINAL = re.compile(
@@ -104,7 +111,9 @@ _LOCATION_WITH = re.compile(r"\b(?:situated|located|lies|lying|set|placed|positi
 _CAPITAL_OF = re.compile(r"\bcapital\b[^{}]*\bof\s+(\{src\}|\{dst\})")
 #: Kinds that have no capital of their own: a capital "of" one names a state that shares its name.
 _LANDFORMS = frozenset("island archipelago peninsula continent ocean sea river lake mountain valley desert".split())
-_REPEAT = re.compile(r"\b(?:the|an?) ([a-z]{3,}) of (?:an?|the) (?:[a-z]+ )?\1\b")
+#: A noun whose complement is the same noun: "on the island of an island", "on the island of this island" (the answer's
+#: type noun, with any determiner a template puts before it).
+_REPEAT = re.compile(r"\b(?:the|an?) ([a-z]{3,}) of (?:an?|the|this|that|these|its|one) (?:[a-z]+ )?\1\b")
 #: Verbs and function words a head-noun extractor can take for a noun at the end of a description.
 _NOT_NOUNS = frozenset(
     "see be have do make use get know hear feel find give take include become seem see watch eat live read write "
@@ -238,7 +247,7 @@ class ClueChecker:
                 m = re.match(r"^\s+([a-z][a-z-]*)\b", rest)
                 if m and m.group(1) not in _FOLLOW and not m.group(1).endswith(("ly", "ing", "ed")):
                     return "relation_cut"
-                if _SUPERLATIVE.search(rel) and _QUALIFIER.match(rest):
+                if _SUPERLATIVE.search(rel) and (_QUALIFIER.match(rest) or _SUPERLATIVE_SCOPE.match(rest)):
                     return "relation_qualified"
                 ranked = bool(_SUPERLATIVE.search(rel) or _ORDINAL.search(rel))
                 if (_ORDINAL.search(rel) and _ORDINAL_QUALIFIER.match(rest)) or (ranked and _LIST_GOES_ON.match(rest)):

@@ -1,0 +1,53 @@
+"""The failures of the fifth reading (tests/data/audit/sailorfog-c77c071.jsonl), one test per kind, on real sample
+pages: each checks the bad clue, count, field, type noun, number or question is dropped and a true one of the same
+kind stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.synth.graph.store_source import StoreSource
+from training.synth.verify.clue_check import ClueChecker
+from wiki_index.parse.text import split_sentences
+from wiki_index.search.index import WikiIndex
+
+
+@pytest.fixture(scope="module")
+def src(sample_index) -> StoreSource:
+    return StoreSource(WikiIndex.from_dir(sample_index).store)
+
+
+@pytest.fixture(scope="module")
+def checker(src) -> ClueChecker:
+    return ClueChecker(src)
+
+
+def _sentence(src, title, words):
+    return next(s for _, t in src.passages(src.resolve(title)) for s in split_sentences(t) if words in s)
+
+
+def _edge(checker, page, other, relation, sentence):
+    data = {"relation": relation, "kind": "mention", "evidence": sentence, "page": page, "source_page": page}
+    return checker.relation({**data, "target_page": other, "anchor": other})
+
+
+def _number(src, checker, title, text):
+    ent = src.entity(title)
+    n = next(n for n in ent.numbers if n.text == text)
+    return checker.number(ent, n)[0]
+
+
+def test_a_superlative_ranked_among_a_set_after_the_link_is_qualified(src, checker):
+    # Mary "has the highest position in Islam among all women": not the highest position in Islam
+    mary = "Mary, mother of Jesus"
+    sent = _sentence(src, mary, "highest position in Islam")
+    rel = "{src} has the highest position in {dst}"
+    assert _edge(checker, mary, "Islam", rel, sent) == "relation_qualified"
+    assert _edge(checker, mary, "Islam", rel, "She has the highest position in Islam.") == ""
+
+
+def test_a_noun_whose_complement_is_this_noun_is_a_repeat(checker):
+    # "A country ... is located on the island of this island" (England's "on the island of Great Britain")
+    bad = "A country with a population of between 40 and 80 million is located on the island of this island."
+    assert checker.draft(bad, "island", None) == "template_repeat"
+    assert checker.draft("A country is located on the island of Ireland. Name this island.", "island", None) == ""
