@@ -46,6 +46,22 @@ def test_a_superlative_ranked_among_a_set_after_the_link_is_qualified(src, check
     assert _edge(checker, mary, "Islam", rel, "She has the highest position in Islam.") == ""
 
 
+def test_a_list_going_on_past_an_items_phrase_is_not_counted(src):
+    # Tonga "is surrounded by Fiji and Wallis and Futuna (France) to the northwest, Samoa to the northeast, ...": seven
+    # places; Albania "is a member of the United Nations, NATO, the Organization for Security and Co-operation in
+    # Europe, ...": six; both were counted 3, the count stopping at the first item with words after its name
+    from training.synth.compose.transfer import list_size
+
+    tonga = _sentence(src, "Tonga", "surrounded by Fiji")
+    assert list_size(tonga, "Fiji") == 0
+    albania = _sentence(src, "Albania", "member of the United Nations")
+    assert list_size(albania, "United Nations") == 0
+    black_sea = _sentence(src, "Black Sea", "bordered by Bulgaria")
+    assert list_size(black_sea, "Bulgaria") == 6  # a plain list is still counted
+    uae = _sentence(src, "United Arab Emirates", "maritime borders with Saudi Arabia")
+    assert list_size(uae, "Saudi Arabia") == 3  # "... and Iran in the Persian Gulf, and with Oman ...": the list ends
+
+
 def test_a_noun_whose_complement_is_this_noun_is_a_repeat(checker):
     # "A country ... is located on the island of this island" (England's "on the island of Great Britain")
     bad = "A country with a population of between 40 and 80 million is located on the island of this island."

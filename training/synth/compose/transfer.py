@@ -100,17 +100,19 @@ def list_size(text: str, name: str) -> int:
             break
         whole = True
     if _resumes(parts, hi):
-        return 0  # "the European Bank for Reconstruction and Development, the Islamic ...": the list's end is unclear
+        return 0  # "the European Bank for Reconstruction and Development, ..." or "Futuna to the northwest, Samoa ..."
     n = hi - lo + 1
     return n if n >= 3 else 0
 
 
 def _resumes(parts: list[str], hi: int) -> bool:
-    """Whether the list whose last counted item is ``parts[hi]`` goes on past a cut name: that item is a name read
-    only up to a preposition ("the European Bank for Reconstruction", read up to "Bank") and the part after it is a
-    name again ("Development"), so a name holding "for ... and ..." split the list and its size is unknown."""
-    cut = not _ITEM.match(parts[hi]) and re.search(r"\s(?:for|on|in|at|to)\s+[A-Z]", parts[hi]) is not None
-    return cut and hi + 1 < len(parts) and _ITEM.match(parts[hi + 1]) is not None
+    """Whether the list whose last counted item is ``parts[hi]`` goes on past it: that item is a name with words after
+    it (a name read only up to a preposition, "the Organization for Security", or an item with its own phrase,
+    "Futuna to the northwest") and the part after it opens with a name again ("Co-operation in Europe", "Samoa to the
+    northeast"). The words split the list where the counting stopped, so its size is unknown."""
+    cut = not _ITEM.match(parts[hi])
+    nxt = parts[hi + 1] if hi + 1 < len(parts) else ""
+    return cut and bool(_ITEM.match(nxt) or _TAIL_ITEM.match(nxt))
 
 
 def listed_count(attrs: Mapping[str, Any], listed: str, source_infobox: Mapping[str, str]) -> int:
