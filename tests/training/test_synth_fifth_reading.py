@@ -62,6 +62,15 @@ def test_a_list_going_on_past_an_items_phrase_is_not_counted(src):
     assert list_size(uae, "Saudi Arabia") == 3  # "... and Iran in the Persian Gulf, and with Oman ...": the list ends
 
 
+def test_an_infobox_key_that_is_a_number_is_no_field(src):
+    # the Academy Awards' infobox "1 = name" made "whose 1 is one or more words"
+    pid = src.resolve("Academy Awards")
+    keys = {key for _, key in src.box_out(pid)}
+    assert "1" not in keys
+    assert "country" in keys  # "country = United States" is still a relation
+    assert all(a["relation"] != "1" for _, a in src.neighbours("Academy Awards"))
+
+
 def test_a_noun_whose_complement_is_this_noun_is_a_repeat(checker):
     # "A country ... is located on the island of this island" (England's "on the island of Great Britain")
     bad = "A country with a population of between 40 and 80 million is located on the island of this island."

@@ -56,3 +56,11 @@ FACT_KEY = re.compile(
 #: Infobox keys whose page-valued fields are layout, not relations ("flaglink", "seal_type").
 NO_RELATION_KEY = re.compile(r"flag|seal|link|logo|coat|anthem|motto|symbol|image|map|caption|blank|_type$|footnote")
 SPLIT_VALUE = re.compile(r"\s*(?:[,;\n]|\band\b)\s*")
+#: Keys that name no field: a template's positional parameter ("1 = name" of an award's infobox) or an empty key; its
+#: value is a template argument, so "whose 1 is ..." states nothing.
+NO_FIELD_KEY = re.compile(r"^[\s\d]*$")
+
+
+def is_field(key: str) -> bool:
+    """Whether an infobox ``key`` names a field (not a positional parameter or an empty key)."""
+    return NO_FIELD_KEY.match(key) is None

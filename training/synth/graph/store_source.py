@@ -31,7 +31,14 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from training.synth.extract.infobox_keys import FACT_KEY, NO_FACT_KEY, NO_RELATION_KEY, SKIP_INFOBOX_KEYS, SPLIT_VALUE
+from training.synth.extract.infobox_keys import (
+    FACT_KEY,
+    NO_FACT_KEY,
+    NO_RELATION_KEY,
+    SKIP_INFOBOX_KEYS,
+    SPLIT_VALUE,
+    is_field,
+)
 from training.synth.extract.relations import Names, extract_relation
 from training.synth.graph.kg import Entity, make_entity, reads_as_biography
 from wiki_index.types import normalize_title, title_to_url
@@ -108,7 +115,8 @@ class StoreSource:
         self._in = {pid: sorted(inc.get(pid, [])) for pid in self._rows}
         box: dict[int, dict[str, str]] = defaultdict(dict)
         for pid, key, value in store.infobox_rows():
-            box[int(pid)].setdefault(key, value)
+            if is_field(key):
+                box[int(pid)].setdefault(key, value)
         cats: dict[int, list[str]] = defaultdict(list)
         for pid, cat in store.category_rows():
             cats[int(pid)].append(cat)
@@ -145,7 +153,7 @@ class StoreSource:
             return False
         self._add_row(info)
         self._out[pid] = [(int(d), int(o), a) for d, o, a in store.links_from(pid)]
-        self._box[pid] = store.infobox_facts(pid)
+        self._box[pid] = {k: v for k, v in store.infobox_facts(pid).items() if is_field(k)}
         self._cats[pid] = tuple(store.categories(pid))
         self._passages[pid] = [(p.docid, p.text) for p in store.passages(pid)]
         return True
