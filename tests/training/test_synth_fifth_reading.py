@@ -71,6 +71,19 @@ def test_an_infobox_key_that_is_a_number_is_no_field(src):
     assert all(a["relation"] != "1" for _, a in src.neighbours("Academy Awards"))
 
 
+def test_a_partitive_arm_and_a_proper_word_are_no_kind(src):
+    # "Arm of the Indian Ocean" made "Which arm is this?", "Mediterranean between Greece and Turkey" "Which
+    # mediterranean is this?"; the next phrase (the lead's predicate) or "entity" gives the type noun
+    from training.synth.compose.naming import head_noun
+
+    heads = {t: head_noun(src.entity(t)) for t in ("Red Sea", "English Channel", "Aegean Sea")}
+    assert heads == {"Red Sea": "inlet", "English Channel": "entity", "Aegean Sea": "embayment"}
+    # a capitalised title before its complement, or a kind the lead writes inside a name, is still a kind
+    assert head_noun(src.entity("Edward I")) == "king"  # "King of England from 1272 to 1307"
+    assert head_noun(src.entity("Abraham Lincoln")) == "president"  # "the 16th President of the United States"
+    assert head_noun(src.entity("Kraków")) == "city"  # "City in Poland" ("the Royal Capital City of Kraków")
+
+
 def test_a_noun_whose_complement_is_this_noun_is_a_repeat(checker):
     # "A country ... is located on the island of this island" (England's "on the island of Great Britain")
     bad = "A country with a population of between 40 and 80 million is located on the island of this island."

@@ -357,7 +357,7 @@ _INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "g
 #: kind.
 _PARTITIVE = frozenset(
     "range body part portion section segment piece fraction share bulk majority minority set collection variety "
-    "array number handful term group grouping mix mixture aggregation assortment cluster kind sort type".split()
+    "array number handful term group grouping mix mixture aggregation assortment cluster kind sort type arm".split()
 )
 
 
@@ -399,22 +399,52 @@ def _raw_head(phrase: str) -> str:
     return words[-1] if words else ""
 
 
-def _head_of(phrase: str) -> str:
+def _head_of(phrase: str, context: str = "") -> str:
+    """The type noun of a noun phrase (``""``: it names no kind); ``context`` is the page's first sentence, which
+    tells whether a capitalised first word is a proper one."""
     if _GERUND_OPENING.match(phrase):
         return ""  # "Using a bow to shoot arrows" describes an activity, it names no kind: the next phrase gives one
     raw = _raw_head(phrase)
     if raw in _PARTITIVE and re.search(rf"\b{raw}\s+(?:of|for)\b", phrase.lower()):
-        return ""  # a partitive names no kind: the next phrase (or "entity") gives the type noun
+        return ""  # a partitive names no kind ("Arm of the Indian Ocean"): the next phrase (or "entity") gives one
+    if raw and _proper(raw, phrase, context):
+        return ""  # "Mediterranean between Greece and Turkey": a name cut short, not a kind
     head = _singular(raw)
     return "" if head in _VAGUE else head  # "Oceanic division": the next phrase ("a republic of Russia") or "entity"
+
+
+def _proper(word: str, phrase: str, context: str) -> bool:
+    """Whether ``word`` (a head read from ``phrase``) is a proper word, not a kind: capitalised in ``phrase``, and in
+    ``context`` (the page's first sentence) capitalised and a modifier wherever it stands ("the Mediterranean Sea
+    between ..."). A title before its complement ("King of France") or a name's last word ("La Plata River in") is a
+    kind; an acronym ("NGO") is left alone."""
+    m = re.search(rf"(?i)(?<![\w-]){re.escape(word)}(?![\w-])", phrase)
+    if m is None or not m.group(0)[:1].isupper() or m.group(0).isupper():
+        return False
+    if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", context):
+        return False  # written in lower case on the page: a common noun
+    after = re.findall(rf"(?<![\w-]){re.escape(m.group(0))}(?![\w-])(\s+[A-Za-z][\w-]*|)", context)
+    return bool(after) and all(_modifies(w.strip()) for w in after)
+
+
+def _modifies(nxt: str) -> bool:
+    """Whether ``nxt``, the word after a capitalised word, shows that word to be a modifier: a name going on ("Sea")
+    or a word of the noun phrase ("tennis"), not a preposition, a participle or the phrase's end."""
+    if not nxt:
+        return False
+    low = nxt.lower()
+    return nxt[0].isupper() or not (low in _FUNCTION_WORDS or low in _CUT_BEFORE or low.endswith(("ed", "ing")))
 
 
 def head_noun(entity: Entity, *, forbidden: Iterable[str] = ()) -> str:
     """A one-word type for the entity: the head of its description (``"1968 film by ..."`` ->
     ``"film"``), else of its first sentence's predicate, else ``"person"``/``"entity"``."""
     names = [entity.title, *forbidden]
+    context = entity.first_sentence
+    for name in name_variants(entity.title):
+        context = context.replace(name, " ")  # "Resurrection Symphony" tells, "The Symphony No. 2" does not
     for phrase in (entity.description, _predicate(entity.first_sentence)):
-        noun = _head_of(phrase) if phrase else ""
+        noun = _head_of(phrase, context) if phrase else ""
         if len(noun) >= 3 and not leaks(noun, names):
             return noun
     return "person" if entity.is_person else "entity"

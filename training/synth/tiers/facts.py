@@ -36,8 +36,9 @@ from wiki_index.types import bare_title
 #: definite fact whose sentence narrows its entity, and the last item of a list, are no longer facts; 3: the relation
 #: readings and type nouns fixed after the SailorFog-QA audits, a superlative keeping its head noun among them, word
 #: and select some tier tasks otherwise; 4: the fourth audit's type nouns: vague heads ("division", "term") and a
-#: modifier before "form"/"type" ("the modern form of ...") name no kind)
-FACTS_VERSION = 4
+#: modifier before "form"/"type" ("the modern form of ...") name no kind; 5: the fifth audit's readings: "arm of" a
+#: partitive and a proper word ("Mediterranean between ...") no type noun, an infobox key that is a number no field)
+FACTS_VERSION = 5
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
 _LIST_BEFORE = re.compile(r"(?:,|\band|\bor|/)\s*(?:the\s+)?$")
