@@ -84,6 +84,13 @@ def test_a_partitive_arm_and_a_proper_word_are_no_kind(src):
     assert head_noun(src.entity("Kraków")) == "city"  # "City in Poland" ("the Royal Capital City of Kraków")
 
 
+def test_a_claimed_area_is_not_the_entitys_area(src, checker):
+    # Chile "claims about 1,250,000 square kilometers (480,000 sq mi) of Antarctica": its area is 756,102 km2
+    assert _number(src, checker, "Chile", "1,250,000 square kilometers") == "number_qualified"
+    assert _number(src, checker, "Chile", "480,000 sq mi") == "number_qualified"
+    assert _number(src, checker, "Chile", "756,102 square kilometers") == ""
+
+
 def test_a_noun_whose_complement_is_this_noun_is_a_repeat(checker):
     # "A country ... is located on the island of this island" (England's "on the island of Great Britain")
     bad = "A country with a population of between 40 and 80 million is located on the island of this island."

@@ -15,7 +15,8 @@ and drops what the sentence does not say, counted per reason:
 * ``number_noun``: the number quantifies another noun ("26 states" read as a population), is a percentage with no
   whole ("a salinity of 1.2%" read as a share), or has no noun at all;
 * ``number_unit``: a measure without a unit of its kind ("an area of 10.4 per cent");
-* ``number_qualified``: the noun is qualified away from the entity ("a metropolitan population of 1,488,307");
+* ``number_qualified``: the noun is qualified away from the entity ("a metropolitan population of 1,488,307"), or
+  an area is a claim or another place's ("claims about 1,250,000 square kilometers ... of Antarctica");
 * ``infobox_field``: an infobox field of no known meaning for the attribute (only population, area, heights and
   lengths, founding, birth and death dates are read from fields);
 * ``no_evidence``: the fact's text is found in none of the page's fields;

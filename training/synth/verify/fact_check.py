@@ -26,6 +26,12 @@ _QUALIFIERS = re.compile(
     r"\b(?:metropolitan|metropolis|metro|urban|built-up|greater|agglomeration|conurbation|combined|wider|regional|region|county"
     r"|district|province|provincial)\b"
 )
+#: An area the entity claims is no area of its own: "claims about 1,250,000 square kilometers ... of Antarctica", "its
+#: claimed territory", an infobox value "(including the Antarctic claim)".
+_CLAIM = re.compile(r"\bclaim(?:s|ed|ing)?\b", re.IGNORECASE)
+#: A measure "of" another named place, after the number and its bracketed conversion ("... (480,000 sq mi) of
+#: Antarctica", "32,000 square kilometres of southeastern Algeria"): the place's, not the entity's.
+_OF_PLACE = re.compile(r"^\s*(?:\([^()]*\)\s*)?of\s+(?:the\s+)?(?:[a-z]+ern\s+)?[A-Z]")
 _FIELD_OK = re.compile(r"population|area|elevation|height|length|depth|founded|established|formation|birth|death")
 _FIELD_BAD = re.compile(r"metro|urban|density|rank|water|percent|blank|footnote|demonym|note|ref")
 #: Plural nouns a number can stand before that are no count of the entity's parts ("92 times greater").
@@ -136,6 +142,8 @@ def check_number(ent: Entity, n: NumberFact, page: PageView) -> tuple[str, Evide
         key = fld.lower()
         if not _FIELD_OK.search(key) or _FIELD_BAD.search(key):
             return "infobox_field", ev
+        if n.attr.lower().startswith("area") and _CLAIM.search(sent):
+            return "number_qualified", ev
         return unit_reason(n.attr.lower(), unit), ev
     if fld == "lead":
         i = page.sentences.index(sent)
@@ -159,6 +167,12 @@ def check_number(ent: Entity, n: NumberFact, page: PageView) -> tuple[str, Evide
         return "number_noun", ev
     if _QUALIFIERS.search(" ".join(scope)) and attr in ("population", "area"):
         return "number_qualified", ev  # "a metropolitan population of", "people living in the metropolitan area"
+    if (
+        attr == "area"
+        and unit in _AREA_UNITS
+        and (_CLAIM.search(clause) or _CLAIM.search(" ".join(scope)) or _OF_PLACE.match(after))
+    ):
+        return "number_qualified", ev  # a claimed territory, or the area of another place
     if attr == "population":
         if unit in _PEOPLE or (not unit and "population" in near[-4:]):
             return "", ev
