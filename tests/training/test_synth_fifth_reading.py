@@ -96,3 +96,20 @@ def test_a_noun_whose_complement_is_this_noun_is_a_repeat(checker):
     bad = "A country with a population of between 40 and 80 million is located on the island of this island."
     assert checker.draft(bad, "island", None) == "template_repeat"
     assert checker.draft("A country is located on the island of Ireland. Name this island.", "island", None) == ""
+
+
+@pytest.mark.parametrize(
+    ("title", "kind"),
+    [
+        ("Michael Schumacher", "driver"),  # "German racing driver": was "former", from the lead
+        ("Egyptian hieroglyphs", "system"),  # "Ancient Egyptian writing system": was "formal"
+        ("Acupuncture", "treatment"),  # "Pseudoscientific needling treatment"
+        ("Measles", "disease"),  # "Viral disease affecting humans": a verb with its object stays a clause
+        ("Aerial warfare", "combat"),  # "Military combat involving aircraft"
+        ("Executive (government)", "branch"),  # "Branch overseeing administration of the state"
+    ],
+)
+def test_an_ing_word_before_the_last_noun_modifies_it_and_a_verb_starts_a_clause(src, title, kind):
+    from training.synth.compose.naming import head_noun
+
+    assert head_noun(src.entity(title)) == kind

@@ -307,8 +307,26 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
     return Clue(text, UncertaintyType.OBFUSCATED_ENTITY, entity.title, (("source", "fallback"),))
 
 
+#: An "-ing" word that modifies the one noun after it, which ends the phrase ("racing driver", "writing system of
+#: Egypt"): no clause starts there, so the phrase is not cut at it. Verbs that take an object ("disease affecting
+#: humans") always start a clause.
+_ING_VERBS = (
+    r"(?:involv|contain|us|affect|includ|hav|requir|produc|provid|cover|oppos|study|encounter|creat|express|link"
+    r"|remov|shar|reject|explain|combin|prov|hid|oversee|regulat|conferr|tak|form|occupy|exceed|connect|separat|border"
+    r"|ly|flow|span|stretch|extend|runn|fac|divid|join|mean|denot|referr|concern|featur|govern|regard|deal|focus"
+    r"|surround|compris|consist|serv|mak|allow|enabl|describ|represent|carry|hold|lead|follow|mark|caus|resembl)ing"
+)
+_ING_MODIFIER = (
+    r"(?! (?!(?:the|an?|its|their|from|to|into|in|on|at|of|by|with|across|through|along|over|up|down|out|away"
+    r"|halfway|midway|apart|abroad|together|alone|nearby|inland|offshore|worldwide|upstream|downstream)\b"
+    r"|(?:north|south|east|west)\w*)[a-z]+(?:$| (?:of|in|for|by|from)\b))"
+)
 _HEAD_CUT = re.compile(
-    r",|;| [a-z]+ing\b| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
+    r",|;| "
+    + _ING_VERBS
+    + r"\b| [a-z]+ing\b"
+    + _ING_MODIFIER
+    + r"| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
     r"|over|into|as|used|known|located|based|consisting|made|found|named|grown|built|written|given|spoken"
     r"|drawn|shown|worn|born|off|near|across|along|around|(?:north|south)?(?:east|west)(?:ern)?|north(?:ern)?|south(?:ern)?)\b"
 )

@@ -37,7 +37,8 @@ from wiki_index.types import bare_title
 #: readings and type nouns fixed after the SailorFog-QA audits, a superlative keeping its head noun among them, word
 #: and select some tier tasks otherwise; 4: the fourth audit's type nouns: vague heads ("division", "term") and a
 #: modifier before "form"/"type" ("the modern form of ...") name no kind; 5: the fifth audit's readings: "arm of" a
-#: partitive and a proper word ("Mediterranean between ...") no type noun, an infobox key that is a number no field)
+#: partitive and a proper word ("Mediterranean between ...") no type noun, an infobox key that is a number no field, an
+#: "-ing" word before the phrase's last noun its modifier: "German racing driver" is a driver, not a "former")
 FACTS_VERSION = 5
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
