@@ -1,4 +1,5 @@
-"""Names without names: entity descriptions, head nouns, partial names, and the leak check.
+"""Names without names: entity descriptions, head nouns (read by :mod:`training.synth.compose.heads`), partial
+names, and the leak check.
 
 An entity is obfuscated by its short description (``"a German-born theoretical physicist"``)
 or, failing that, the predicate of its first sentence; the English around it (articles,
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from training.synth.compose.clues import Clue, UncertaintyType
+from training.synth.compose.heads import BRACKET_TAIL, CUT_BEFORE, FUNCTION_WORDS, head_of, raw_head, singular
 
 if TYPE_CHECKING:
     from training.synth.graph.kg import Entity
@@ -57,7 +59,6 @@ def leaks(text: str, names: Iterable[str]) -> bool:
 
 # --- obfuscated entities -----------------------------------------------------------------
 
-_BRACKET_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
 _PREDICATE = re.compile(r"\b(?:is|was|are|were)\s+((?:an?|the|one of the)\s+.+)$")
 _THE_WORDS = {
     "first",
@@ -143,36 +144,6 @@ def _recase(description: str, context: str, title: str = "") -> str:
     return first[:1].lower() + description[1:]
 
 
-_FUNCTION_WORDS = {
-    "a",
-    "an",
-    "the",
-    "of",
-    "in",
-    "on",
-    "by",
-    "for",
-    "to",
-    "with",
-    "and",
-    "or",
-    "as",
-    "at",
-    "from",
-    "that",
-    "which",
-    "who",
-    "its",
-    "their",
-    "his",
-    "her",
-    "is",
-    "was",
-    "are",
-    "were",
-    "be",
-    "into",
-}
 _NOT_A_NOUN_PHRASE = re.compile(
     r"^\w+ed (?:to|by|for|in|as|from)\b|^(?:Any|Used|Refers?|See)\b"
     r"|^[A-Za-z]+ing\s+(?:a|an|the|their|his|her|its|one's|them|it|up|out)\b"  # "Using a bow to shoot arrows"
@@ -209,8 +180,8 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     for i in range(max_words, 1, -1):
         nxt, last = words[i].lower(), words[i - 1]
         if (
-            (nxt in _CUT_BEFORE or nxt.endswith("ed"))
-            and last.lower() not in _FUNCTION_WORDS
+            (nxt in CUT_BEFORE or nxt.endswith("ed"))
+            and last.lower() not in FUNCTION_WORDS
             and not last.endswith((",", "ed", "ing"))
             and not (last[:1].isupper() and words[i - 2][:1].isupper())
         ):
@@ -226,7 +197,7 @@ def _without_dangling(words: list[str]) -> str:
     return " ".join(words)
 
 
-_DANGLING = _FUNCTION_WORDS | {
+_DANGLING = FUNCTION_WORDS | {
     "primarily",
     "mainly",
     "largely",
@@ -241,28 +212,6 @@ _DANGLING = _FUNCTION_WORDS | {
     "originally",
     "officially",
     "especially",
-}
-_CUT_BEFORE = {
-    "in",
-    "by",
-    "from",
-    "for",
-    "on",
-    "at",
-    "with",
-    "to",
-    "during",
-    "between",
-    "near",
-    "founded",
-    "located",
-    "based",
-    "known",
-    "used",
-    "made",
-    "built",
-    "written",
-    "born",
 }
 
 
@@ -291,10 +240,10 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
     candidates: list[tuple[str, str]] = []
     if named:
         candidates.append(("title", entity.title))
-    desc = shorten(_BRACKET_TAIL.sub("", entity.description.split(";")[0]).strip())
+    desc = shorten(BRACKET_TAIL.sub("", entity.description.split(";")[0]).strip())
     if desc and not _NOT_A_NOUN_PHRASE.search(desc):  # "Used to count, measure, and label" is no noun phrase
-        raw = _raw_head(desc)
-        plural = bool(raw) and _singular(raw) != raw
+        raw = raw_head(desc)
+        plural = bool(raw) and singular(raw) != raw
         candidates.append(("description", with_article(_recase(desc, entity.first_sentence, entity.title), plural)))
     pred = _predicate(entity.first_sentence)
     if pred:
@@ -307,153 +256,6 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
     return Clue(text, UncertaintyType.OBFUSCATED_ENTITY, entity.title, (("source", "fallback"),))
 
 
-#: An "-ing" word that modifies the one noun after it, which ends the phrase ("racing driver", "writing system of
-#: Egypt"): no clause starts there, so the phrase is not cut at it. Verbs that take an object ("disease affecting
-#: humans") always start a clause.
-_ING_VERBS = (
-    r"(?:involv|contain|us|affect|includ|hav|requir|produc|provid|cover|oppos|study|encounter|creat|express|link"
-    r"|remov|shar|reject|explain|combin|prov|hid|oversee|regulat|conferr|tak|form|occupy|exceed|connect|separat|border"
-    r"|ly|flow|span|stretch|extend|runn|fac|divid|join|mean|denot|referr|concern|featur|govern|regard|deal|focus"
-    r"|surround|compris|consist|serv|mak|allow|enabl|describ|represent|carry|hold|lead|follow|mark|caus|resembl)ing"
-)
-_ING_MODIFIER = (
-    r"(?! (?!(?:the|an?|its|their|from|to|into|in|on|at|of|by|with|across|through|along|over|up|down|out|away"
-    r"|halfway|midway|apart|abroad|together|alone|nearby|inland|offshore|worldwide|upstream|downstream)\b"
-    r"|(?:north|south|east|west)\w*)[a-z]+(?:$| (?:of|in|for|by|from)\b))"
-)
-_HEAD_CUT = re.compile(
-    r",|;| "
-    + _ING_VERBS
-    + r"\b| [a-z]+ing\b"
-    + _ING_MODIFIER
-    + r"| (?:of|in|by|from|for|on|at|with|and|or|that|who|which|to|without|between|within|under"
-    r"|over|into|as|used|known|located|based|consisting|made|found|named|grown|built|written|given|spoken"
-    r"|drawn|shown|worn|born|off|near|across|along|around|(?:north|south)?(?:east|west)(?:ern)?|north(?:ern)?|south(?:ern)?)\b"
-)
-_ADJ_LIST = re.compile(r"^(?:[\w-]+,\s+)+(?:(?:and|or)\s+)?(?=[\w-]+\s+\w)")
-_ADJ_PAIR = re.compile(r"^[\w-]+(?:al|ic|ive|ous|ary|an|ese|ish)\s+(?:and|or)\s+(?=[\w-]+\s+\w)", re.IGNORECASE)
-_NOT_NOUNS = {
-    "one",
-    "two",
-    "three",
-    "first",
-    "second",
-    "third",
-    "any",
-    "some",
-    "other",
-    "many",
-    "various",
-    "several",
-    "something",
-    "someone",
-    "type",
-    "kind",
-    "form",
-}
-#: Words a head-noun cut can leave last that are no noun: adverbs ("Imaginary line halfway between ...") and
-#: superlatives ("Largest of the Great Lakes", "the third-largest of the world's oceanic divisions").
-_NOT_HEADS = re.compile(
-    r"^(?:halfway|midway|partway|apart|away|abroad|together|alone|ago|nearby|inland|offshore|worldwide|upstream"
-    r"|downstream|most|least|(?:larg|high|long|old|bigg|small|great|tall|deep|low|short|young|new|near|far|earli|lat"
-    r"|bright|heavi|wealthi|rich|poor|busi|dens|hott|cold|wid|fast|strong|hard|clos|fin)est|[a-z]+-(?:\w+est|most))$"
-)
-#: A description that opens with a verb form and its object ("Using a bow to shoot arrows") is no noun phrase.
-_GERUND_OPENING = re.compile(r"^[A-Za-z]+ing\s+(?:a|an|the|their|his|her|its|one's|them|it|up|out)\b")
-#: Coordinated modifiers before the head ("Supranational political and economic union"): the head follows them.
-_ADJ_PAIR_INNER = re.compile(
-    r"^(?:[\w-]+\s+){1,3}?[\w-]+(?:al|ic|ive|ous|ary|ese|ish)\s+(?:and|or)\s+(?=[\w-]+(?:al|ic|ive|ous|ary)\s+\w)",
-    re.IGNORECASE,
-)
-#: Nouns whose "of" names the kind itself: "the modern form of the metric system" is a system, "a type of rock" a rock.
-_KIND_OF = frozenset("form type kind sort".split())
-_INVARIANT = {"series", "species", "news", "means", "physics", "mathematics", "gas", "bus", "lens", "chaos", "aircraft"}
-
-
-#: Nouns that name a share or a collection of something else ("a range of Indian religious traditions", "the body of
-#: myths", "the northeastern part of the Indian Ocean", "an umbrella term for ..."): "Which range is this?" names no
-#: kind.
-_PARTITIVE = frozenset(
-    "range body part portion section segment piece fraction share bulk majority minority set collection variety "
-    "array number handful term group grouping mix mixture aggregation assortment cluster kind sort type arm".split()
-)
-
-
-#: Nouns that name no kind by themselves, only with their modifier ("Oceanic division", "an umbrella term",
-#: "administrative division"): "Which division is this?" could be an army's or a country's.
-_VAGUE = frozenset("division term concept notion designation label".split())
-
-
-def _singular(word: str) -> str:
-    if word in _INVARIANT:
-        return word
-    if word.endswith("sses"):
-        return word[:-2]  # "landmasses" -> "landmass"
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith(("ss", "us", "is", "ics")) and len(word) > 3:
-        return word[:-1]
-    return word
-
-
-def _raw_head(phrase: str) -> str:
-    """The head word of a noun phrase as written (``"basic elements of language"`` -> ``"elements"``)."""
-    phrase = _ADJ_LIST.sub("", _BRACKET_TAIL.sub("", phrase))  # "Artistic, literary, and intellectual movement"
-    phrase = _ADJ_PAIR.sub("", phrase)  # "Architectural and visual arts style" -> "visual arts style"
-    phrase = _ADJ_PAIR_INNER.sub("", phrase)  # "Supranational political and economic union" -> "economic union"
-    chunk = _HEAD_CUT.split(phrase, maxsplit=1)[0]
-    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", chunk)]
-    if words and words[-1] in _NOT_NOUNS:  # the word before it is a modifier ("the modern form"), never the head
-        rest = re.search(rf"(?i)\b{words[-1]}\s+of\s+(.+)", phrase) if words[-1] in _KIND_OF else None
-        return _raw_head(rest.group(1)) if rest else ""  # "form of the metric system": a system
-    words = [
-        w
-        for w in words
-        if not w.endswith(("ly", "ed", "-born"))
-        and w not in _NOT_NOUNS
-        and w not in ("a", "an", "the")
-        and not _NOT_HEADS.match(w)
-    ]
-    return words[-1] if words else ""
-
-
-def _head_of(phrase: str, context: str = "") -> str:
-    """The type noun of a noun phrase (``""``: it names no kind); ``context`` is the page's first sentence, which
-    tells whether a capitalised first word is a proper one."""
-    if _GERUND_OPENING.match(phrase):
-        return ""  # "Using a bow to shoot arrows" describes an activity, it names no kind: the next phrase gives one
-    raw = _raw_head(phrase)
-    if raw in _PARTITIVE and re.search(rf"\b{raw}\s+(?:of|for)\b", phrase.lower()):
-        return ""  # a partitive names no kind ("Arm of the Indian Ocean"): the next phrase (or "entity") gives one
-    if raw and _proper(raw, phrase, context):
-        return ""  # "Mediterranean between Greece and Turkey": a name cut short, not a kind
-    head = _singular(raw)
-    return "" if head in _VAGUE else head  # "Oceanic division": the next phrase ("a republic of Russia") or "entity"
-
-
-def _proper(word: str, phrase: str, context: str) -> bool:
-    """Whether ``word`` (a head read from ``phrase``) is a proper word, not a kind: capitalised in ``phrase``, and in
-    ``context`` (the page's first sentence) capitalised and a modifier wherever it stands ("the Mediterranean Sea
-    between ..."). A title before its complement ("King of France") or a name's last word ("La Plata River in") is a
-    kind; an acronym ("NGO") is left alone."""
-    m = re.search(rf"(?i)(?<![\w-]){re.escape(word)}(?![\w-])", phrase)
-    if m is None or not m.group(0)[:1].isupper() or m.group(0).isupper():
-        return False
-    if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", context):
-        return False  # written in lower case on the page: a common noun
-    after = re.findall(rf"(?<![\w-]){re.escape(m.group(0))}(?![\w-])(\s+[A-Za-z][\w-]*|)", context)
-    return bool(after) and all(_modifies(w.strip()) for w in after)
-
-
-def _modifies(nxt: str) -> bool:
-    """Whether ``nxt``, the word after a capitalised word, shows that word to be a modifier: a name going on ("Sea")
-    or a word of the noun phrase ("tennis"), not a preposition, a participle or the phrase's end."""
-    if not nxt:
-        return False
-    low = nxt.lower()
-    return nxt[0].isupper() or not (low in _FUNCTION_WORDS or low in _CUT_BEFORE or low.endswith(("ed", "ing")))
-
-
 def head_noun(entity: Entity, *, forbidden: Iterable[str] = ()) -> str:
     """A one-word type for the entity: the head of its description (``"1968 film by ..."`` ->
     ``"film"``), else of its first sentence's predicate, else ``"person"``/``"entity"``."""
@@ -462,7 +264,7 @@ def head_noun(entity: Entity, *, forbidden: Iterable[str] = ()) -> str:
     for name in name_variants(entity.title):
         context = context.replace(name, " ")  # "Resurrection Symphony" tells, "The Symphony No. 2" does not
     for phrase in (entity.description, _predicate(entity.first_sentence)):
-        noun = _head_of(phrase, context) if phrase else ""
+        noun = head_of(phrase, context) if phrase else ""
         if len(noun) >= 3 and not leaks(noun, names):
             return noun
     return "person" if entity.is_person else "entity"

@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 
 from training.synth.compose.clues import UncertaintyType, listed_phrase
 from training.synth.compose.constraints import NodeSpec, strip_article, walk
-from training.synth.compose.naming import _head_of
+from training.synth.compose.heads import head_of
 from training.synth.compose.uncertainty import date_phrase, relation_label
 from training.synth.extract.relations import DST, SRC, fill, infobox_template, is_text_relation
 
@@ -146,7 +146,7 @@ def short_refs(root: NodeSpec, head: str) -> dict[str, str]:
     ``"the other country"`` for the one described entity that shares its head word with the answer's ("this
     country")."""
     heads = {
-        n.entity: _head_of(n.identity.text)
+        n.entity: head_of(n.identity.text)
         for n in walk(root)
         if n is not root and n.identity is not None and n.source != "title"
     }
