@@ -15,6 +15,7 @@ import pytest
 
 from training.synth.outputs.audit import (
     VERDICTS,
+    agreement,
     draft,
     main,
     render_summary,
@@ -34,10 +35,12 @@ AFTER = AUDIT_DIR / "sailorfog-1265443.jsonl"  # after clue verification (traini
 THIRD = AUDIT_DIR / "sailorfog-67b89ee.jsonl"  # after the fixes of the second reading's failures
 FOURTH = AUDIT_DIR / "sailorfog-527d63d.jsonl"  # after the fixes of the third reading's
 FIFTH = AUDIT_DIR / "sailorfog-c77c071.jsonl"  # after the fixes of the fourth reading's
+SIXTH = AUDIT_DIR / "sailorfog-4241428.jsonl"  # after the fifth reading's fixes and the answers no reader can pin
+SECOND = AUDIT_DIR / "agreement" / "sailorfog-4241428-second-reader.jsonl"  # 18 of SIXTH's questions read again
 AUDITS = pytest.mark.parametrize(
     "audit",
-    [AUDIT, AFTER, THIRD, FOURTH, FIFTH],
-    ids=["before-9bbf685", "after-1265443", "third-67b89ee", "fourth-527d63d", "fifth-c77c071"],
+    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH],
+    ids=["before-9bbf685", "after-1265443", "third-67b89ee", "fourth-527d63d", "fifth-c77c071", "sixth-4241428"],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
@@ -101,6 +104,32 @@ def test_summary_figures_recomputed_by_hand(audit):
 @AUDITS
 def test_docs_report_the_committed_audit(audit):
     assert render_summary(summarise(audit)) in DOCS.read_text(encoding="utf-8")
+
+
+def test_a_second_reader_follows_the_schema_quotes_the_pages_and_the_docs_print_the_agreement(sample_index, capsys):
+    recs = _records(SECOND)
+    assert len(recs) == 18 and [p for r in recs for p in validate(r)] == []
+    assert support_problems(SECOND, sample_index) == []
+    rates = agreement(_records(SIXTH), recs)
+    assert rates["clue true"].n == sum(c["verdict"] != "no_claim" for r in recs for c in r["clues"])
+    assert main(["agreement", str(SIXTH), str(SECOND)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == "; ".join(f"{k}: {v}" for k, v in rates.items()) and printed in DOCS.read_text(encoding="utf-8")
+
+
+def test_agreement_counts_what_the_readers_share_and_refuses_other_worksheets():
+    first = _records(FIFTH)[:3]
+    second = [json.loads(json.dumps(r)) for r in first]
+    second[0]["unique"] = not second[0]["unique"]
+    claim = next(c for c in second[1]["clues"] if c["verdict"] == "true")
+    claim["verdict"] = "garbled"
+    rates = agreement(first, second)
+    assert (rates["unique"].k, rates["unique"].n) == (2, 3)
+    claims = sum(c["verdict"] != "no_claim" for r in first for c in r["clues"])
+    assert (rates["clue true"].k, rates["clue true"].n) == (claims - 1, claims)
+    second[2]["clues"] = second[2]["clues"][1:]
+    with pytest.raises(ValueError, match="same worksheet"):
+        agreement(first, second)
 
 
 def test_after_audit_draws_the_same_sample_as_the_before_audit():

@@ -42,6 +42,7 @@ from training.synth.outputs.audit_summary import (
     VERDICTS,
     Figures,
     Rate,
+    agreement,
     load_tasks,
     render_summary,
     summarise,
@@ -54,6 +55,7 @@ __all__ = [
     "Rate",
     "Figures",
     "Sheet",
+    "agreement",
     "draft",
     "load_tasks",
     "main",
@@ -273,7 +275,7 @@ def support_problems(audit_file: str | Path, index_dir: str | Path) -> list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m training.synth.outputs.audit {worksheet,summary,check}``: see ``--help``."""
+    """``python -m training.synth.outputs.audit {worksheet,summary,agreement,check}``: see ``--help``."""
     ap = argparse.ArgumentParser(prog="python -m training.synth.outputs.audit", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worksheet", help="draw a sample; write <out>/worksheet.md and <out>/draft.jsonl")
@@ -285,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--max-chars", type=int, default=None, help="cut each page's text in the worksheet here")
     s = sub.add_parser("summary", help="print the audit's figures as a Markdown table")
     s.add_argument("audit", help="audit .jsonl")
+    g = sub.add_parser("agreement", help="how often a second reader agrees with the first on the questions both read")
+    g.add_argument("audit", help="the first reader's audit .jsonl")
+    g.add_argument("second", help="the second reader's records of some of the same questions")
     c = sub.add_parser("check", help="check every quoted support against the page store")
     c.add_argument("audit", help="audit .jsonl")
     c.add_argument("--index", required=True, help="index directory")
@@ -301,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "summary":
         print(render_summary(summarise(args.audit)), end="")
+        return 0
+    if args.cmd == "agreement":
+        rates = agreement(load_tasks(args.audit), load_tasks(args.second))
+        print("; ".join(f"{name}: {rate}" for name, rate in rates.items()))
         return 0
     bad = support_problems(args.audit, args.index)
     print("\n".join(bad) if bad else "every quoted support is on its page")

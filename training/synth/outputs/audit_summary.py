@@ -21,6 +21,7 @@ __all__ = [
     "VERDICTS",
     "Figures",
     "Rate",
+    "agreement",
     "load_tasks",
     "render_summary",
     "summarise",
@@ -172,3 +173,31 @@ def render_summary(figs: dict[str, Figures]) -> str:
     out = ["| measure | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
     out += [f"| {name} | " + " | ".join(get(figs[c]) for c in cols) + " |" for name, get in rows]
     return "\n".join(out) + "\n"
+
+
+def agreement(first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]) -> dict[str, Rate]:
+    """How often a second reader agrees with the first on the questions both read (matched by id): per clue with a
+    claim, whether it is true; per question, every clue true, unique and fair. Raises ``ValueError`` when a question
+    of ``second`` is not in ``first`` or its clues differ (the two readers must have read the same worksheet)."""
+    by_id = {r["id"]: r for r in first}
+    same: Counter = Counter()
+    total: Counter = Counter()
+    for r in second:
+        if r["id"] not in by_id or [c["text"] for c in r["clues"]] != [c["text"] for c in by_id[r["id"]]["clues"]]:
+            raise ValueError(
+                f"{r['id']}: not read by the first reader, or with other clues; expected the same worksheet"
+            )
+        a = by_id[r["id"]]
+        for ca, cb in zip(a["clues"], r["clues"]):
+            if ca["verdict"] in _CLAIM_VERDICTS:
+                total["clue true"] += 1
+                same["clue true"] += (ca["verdict"] == "true") == (cb["verdict"] == "true")
+        every = [all(c["verdict"] in ("true", "no_claim") for c in x["clues"]) for x in (a, r)]
+        for key, (va, vb) in (
+            ("every clue true", every),
+            ("unique", (a["unique"], r["unique"])),
+            ("fair", (a["fair"], r["fair"])),
+        ):
+            total[key] += 1
+            same[key] += va == vb
+    return {k: Rate(same[k], total[k]) for k in ("clue true", "every clue true", "unique", "fair")}
