@@ -297,13 +297,19 @@ def extract_numbers(text: str, attr: str | None = None) -> list[NumberFact]:
         value = _value(num, frac, mult)
         if not unit and not mult and value < 10:
             continue  # small bare counts ("one of 3") are too vague to make a clue from
-        name = attr or _number_attr(text, m.start(), unit)
+        name = attr or _number_attr(text, m.start(), unit, text[m.end() :])
         out.append(NumberFact(name, m.group(0).strip(), value, unit.strip()))
     return out
 
 
-def _number_attr(text: str, start: int, unit: str) -> str:
+#: A quantity per unit of area after a number: "578 people per square kilometre" is a density, not a head count.
+_PER_AREA = re.compile(r"^\s*(?:per|a|/)\s*(?:square|sq\b|km2|km²|mi2|hectare|acre)", re.IGNORECASE)
+
+
+def _number_attr(text: str, start: int, unit: str, after: str = "") -> str:
     u = unit.lower()
+    if _PER_AREA.match(after):
+        return "density"
     if u in ("km2", "km²", "sq mi", "sqmi", "square kilometres", "square kilometers", "square miles"):
         return "area"
     if u == "%":

@@ -32,6 +32,18 @@ _CLAIM = re.compile(r"\bclaim(?:s|ed|ing)?\b", re.IGNORECASE)
 #: A measure "of" another named place, after the number and its bracketed conversion ("... (480,000 sq mi) of
 #: Antarctica", "32,000 square kilometres of southeastern Algeria"): the place's, not the entity's.
 _OF_PLACE = re.compile(r"^\s*(?:\([^()]*\)\s*)?of\s+(?:the\s+)?(?:[a-z]+ern\s+)?[A-Z]")
+#: A projection or forecast in the number's clause: "Africa's population will exceed 3.8 billion people by 2100" (based
+#: on projections) is no current value of the entity.
+_PROJECTION = re.compile(
+    r"\b(?:project(?:s|ed|ion|ions)|forecasts?|forecasted|predict(?:s|ed|ion|ions)?|expected|anticipated|will|would"
+    r"|estimated to (?:reach|rise|grow|exceed|increase|fall|decline)|set to|by (?:the year )?(?:20[3-9]\d|2[1-9]\d\d))\b",
+    re.IGNORECASE,
+)
+#: The end of a range before a date: "constructed between 1113 and 1150 CE" says when the building ended, not when it
+#: was built.
+_RANGE_END = re.compile(
+    r"\b(?:between|from)\s+(?:c\.\s*|circa\s+|about\s+)?\d{1,4}(?:\s*(?:BCE?|CE|AD))?\s*(?:and|to|until|till|through|[–—-])\s*$"
+)
 _FIELD_OK = re.compile(r"population|area|elevation|height|length|depth|founded|established|formation|birth|death")
 _FIELD_BAD = re.compile(r"metro|urban|density|rank|water|percent|blank|footnote|demonym|note|ref")
 #: Plural nouns a number can stand before that are no count of the entity's parts ("92 times greater").
@@ -121,6 +133,8 @@ def check_date(ent: Entity, d: DateFact, page: PageView) -> tuple[str, Evidence 
         return "date_cue", ev
     at = sent.find(d.text)
     before = sent[:at]
+    if _RANGE_END.search(before):
+        return "date_cue", ev  # the end of a range is not the date its cue names
     best = max(((before.lower().rfind(w), w) for w in words), default=(-1, ""))
     pos, word = best
     if pos < 0 or word == "since":
@@ -158,6 +172,7 @@ def check_number(ent: Entity, n: NumberFact, page: PageView) -> tuple[str, Evide
         "|",
         *re.split(r"[,;.(]|\s(?:and|while|but|or)\s", after)[0].split()[:8],
     ]
+    around = " ".join(scope)  # the number's own clause, before the sentence's subject joins it
     opens = opening(sent)
     if re.match(r"^(?:its|his|her|their|the\s+\w+['’]s)\s", opens, re.IGNORECASE):
         scope += opens.lower().split()[:6]  # "The city's wider metropolitan area ... 6.55 million"
@@ -165,6 +180,10 @@ def check_number(ent: Entity, n: NumberFact, page: PageView) -> tuple[str, Evide
     attr = n.attr.lower()
     if unit in ("%", "percent", "per cent") and attr not in ("area", *_MEASURES):
         return "number_noun", ev
+    if attr == "density":
+        return "number_noun", ev  # "578 people per square kilometre": people per area, no count of the entity's
+    if _PROJECTION.search(around):
+        return "number_qualified", ev  # a projection's figure, not the entity's value
     if _QUALIFIERS.search(" ".join(scope)) and attr in ("population", "area"):
         return "number_qualified", ev  # "a metropolitan population of", "people living in the metropolitan area"
     if (
