@@ -99,6 +99,32 @@ _LIST_GOES_ON = re.compile(r"^\s*(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)(?:th
 _REFERENT_MODIFIERS = frozenset(
     "ancient former old classical medieval colonial imperial historical historic prehistoric pre-colonial".split()
 )
+#: A compass or part modifier before the linked name names a part of it: "most of northern Eurasia" is not most of
+#: Eurasia. What holds of a part holds of the whole only for containment ("a city in northern Italy" is in Italy), so
+#: these cut only a relation that quantifies, ranks or spans over the link (:data:`_OVER_WHOLE`).
+_PART_MODIFIERS = re.compile(
+    r"^(?:(?:north|south)(?:-?(?:east|west))?(?:ern)?|east(?:ern)?|west(?:ern)?|central|upper|lower|inner|outer"
+    r"|coastal|interior|mainland)$"
+)
+_OVER_WHOLE = re.compile(
+    r"\b(?:\w+est|most|much|all|whole|entire|majority|bulk|half|span\w*|cover\w*|dominat\w*|capital)\b"
+)
+#: A linked name whose head shares a complement with the name after it: "the City and County of Cardiff" with the link
+#: on "City" names only part of the name.
+_NAME_GOES_ON = re.compile(r"^\s+(?:and|&)\s+[A-Z][a-z]+\s+of\s+(?:the\s+)?[A-Z]")
+#: A sentence opening with a possessive noun phrase ("His oracular cult was introduced from Anatolia"): its subject is
+#: the possessed thing, not the page's subject.
+_POSSESSED = re.compile(r"^(?:its|his|her|their)\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+(?:is|was|are|were|has|had)\b", re.I)
+#: A sentence opening with a definite noun phrase and its verb ("The inspiration oracular-cult was probably introduced
+#: from Anatolia"): about the page only when a word of the phrase is one its lead calls it ("The sovereign state ...").
+_DEFINITE_SUBJECT = re.compile(
+    r"^(?:the|this|these)\s+((?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:(?:also|probably|originally|first|then|now)\s+)?"
+    r"(?:is|was|are|were|has|had|have)\b",
+    re.IGNORECASE,
+)
+#: Words of a definite subject that name the page's subject whatever its lead calls it ("The country" of a
+#: "microstate", "The city" of a "metropolis").
+_ATTRIBUTE_OWN = frozenset("name word term country state nation city town region territory".split())
 #: Nouns of a relation whose complement is a pair: "the interwoven civilizations of ancient Greece and Rome", "the
 #: intersection of Eastern Europe and West Asia": one member alone does not complete it.
 _PAIR_NOUN = re.compile(
@@ -248,6 +274,8 @@ class ClueChecker:
                 m = re.match(r"^\s+([a-z][a-z-]*)\b", rest)
                 if m and m.group(1) not in _FOLLOW and not m.group(1).endswith(("ly", "ing", "ed")):
                     return "relation_cut"
+                if _NAME_GOES_ON.match(rest):
+                    return "relation_cut"
                 if _SUPERLATIVE.search(rel) and (_QUALIFIER.match(rest) or _SUPERLATIVE_SCOPE.match(rest)):
                     return "relation_qualified"
                 ranked = bool(_SUPERLATIVE.search(rel) or _ORDINAL.search(rel))
@@ -256,11 +284,15 @@ class ClueChecker:
                 before = sent[:at].split()
                 if before and before[-1].lower() in _REFERENT_MODIFIERS:
                     return "relation_cut"
+                if before and _PART_MODIFIERS.match(before[-1].lower()) and _OVER_WHOLE.search(rel):
+                    return "relation_cut"
                 pair_end = bool(before) and before[-1] in ("and", "or")  # "... of ancient Greece and Rome" for Rome
                 if _PAIR_NOUN.search(rel) and (pair_end or re.match(r"^\s+(?:and|or|with)\s+(?:the\s+)?[A-Z]", rest)):
                     return "relation_cut"
                 break
         own_first = rel.startswith("{src}") == (page == src)  # the page's subject opens the template
+        if own_first and self.other_subject(page, rel, sent):
+            return "subject"
         ctx = self.context(page, sent) if own_first and PRONOUN.match(opening(sent)) else None
         if ctx is not None:
             ent = self.src.entity(page)
@@ -268,6 +300,22 @@ class ClueChecker:
             if not about_page(*ctx, names, self.head(ent) if ent is not None else ""):
                 return "subject"
         return ""
+
+    def other_subject(self, page: str, relation: str, sentence: str) -> bool:
+        """Whether the sentence's subject is another thing than ``page``'s subject, which the relation's template
+        opens with: a possessive noun phrase whose noun the template does not say ("His oracular cult was introduced
+        from Anatolia" is no "Apollo was introduced from Anatolia"), or a noun phrase naming neither the page nor its
+        kind ("The inspiration oracular cult was ...")."""
+        opens = sentence.strip()  # the sentence's own opening: opening() takes "..., the sixth child of" for one
+        m = _POSSESSED.match(opens)
+        if m:
+            return not any(w.lower() in relation.lower() for w in m.group(1).split())
+        ent = self.src.entity(page)
+        np = _DEFINITE_SUBJECT.match(opens)
+        if ent is None or np is None:
+            return False
+        kinds = set(re.findall(r"[a-z]+", f"{self.head(ent)} {ent.first_sentence}".lower())) | _ATTRIBUTE_OWN
+        return not kinds & set(re.findall(r"[a-z]+", np.group(1).lower()))
 
     def capital_of_landform(self, relation: str, data: dict[str, Any]) -> bool:
         """Whether ``relation`` makes a city the capital of a landform: a capital is a polity's, so a name that
