@@ -155,6 +155,14 @@ _CLAUSE = re.compile(
     r"|[a-z]+ing (?:with|on|of|in|to|from|at|for)) "
 )
 MAX_PHRASE_WORDS = 6
+#: A superlative adjective ("holiest", "largest", "most"), not a noun ending in "-est" ("forest", "west").
+_SUPERLATIVE_WORD = re.compile(
+    r"(?!(?:\w*west|\w*forest|interest|contest|protest|request|harvest|crest|guest|nest|test|rest|chest|quest|honest"
+    r"|modest|manifest|conquest|tempest|priest|inquest|behest|bequest|digest|arrest|suggest|invest|unrest)$)"
+    r"(?:[a-z]{2,}est|most|least)"
+)
+#: Prepositions that open a superlative's domain: "the holiest city in Islam", "the largest of the islands".
+_RESTRICTION = frozenset("in of on among within".split())
 
 
 def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
@@ -179,6 +187,8 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
         return _without_dangling(words)
     for i in range(max_words, 1, -1):
         nxt, last = words[i].lower(), words[i - 1]
+        if nxt in _RESTRICTION and any(_SUPERLATIVE_WORD.fullmatch(w.lower()) for w in words[:i]):
+            continue  # "Holiest city in Islam": a superlative cut from its domain ranks over everything
         if (
             (nxt in CUT_BEFORE or nxt.endswith("ed"))
             and last.lower() not in FUNCTION_WORDS
