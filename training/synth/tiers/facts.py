@@ -38,8 +38,10 @@ from wiki_index.types import bare_title
 #: and select some tier tasks otherwise; 4: the fourth audit's type nouns: vague heads ("division", "term") and a
 #: modifier before "form"/"type" ("the modern form of ...") name no kind; 5: the fifth audit's readings: "arm of" a
 #: partitive and a proper word ("Mediterranean between ...") no type noun, an infobox key that is a number no field, an
-#: "-ing" word before the phrase's last noun its modifier: "German racing driver" is a driver, not a "former")
-FACTS_VERSION = 5
+#: "-ing" word before the phrase's last noun its modifier: "German racing driver" is a driver, not a "former"; 6: the
+#: sixth audit's readings: a density, a projection's figure and a range's end year no fact of the entity, a compass
+#: modifier or a name going on past the link a cut relation, a subject other than the page's no relation of it)
+FACTS_VERSION = 6
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
 _LIST_BEFORE = re.compile(r"(?:,|\band|\bor|/)\s*(?:the\s+)?$")
