@@ -93,3 +93,11 @@ def test_a_superlative_description_keeps_its_domain(src):
         "Holiest city in Islam"
     )
     assert shorten("Tropical rainforest in the Amazon basin of South America today") == "Tropical rainforest"
+
+
+def test_a_plural_coordinated_with_a_singular_phrase_names_the_singular_kind(src):
+    from training.synth.compose.naming import head_noun
+
+    # "Islands and coastal region surrounded by the Caribbean Sea": a region (then dropped as one), not "an island"
+    assert head_noun(src.entity("Caribbean")) == "region"
+    assert head_noun(src.entity("Infrastructure")) == "facility"  # "Facilities and systems ...": both plural, as before

@@ -157,8 +157,17 @@ def singular(word: str) -> str:
     return word
 
 
+#: "Islands and coastal region ...": a plural noun coordinated with a singular phrase, which is what the entity is.
+_PLURAL_AND = re.compile(r"^([A-Za-z]+)\s+and\s+(.+)$")
+
+
 def raw_head(phrase: str) -> str:
     """The head word of a noun phrase as written (``"basic elements of language"`` -> ``"elements"``)."""
+    both = _PLURAL_AND.match(BRACKET_TAIL.sub("", phrase))
+    if both and singular(both.group(1).lower()) != both.group(1).lower():
+        second = raw_head(both.group(2))  # "Islands and coastal region": the Caribbean is a region of islands
+        if second and singular(second) == second:
+            return second
     phrase = _ADJ_LIST.sub("", BRACKET_TAIL.sub("", phrase))  # "Artistic, literary, and intellectual movement"
     phrase = _ADJ_PAIR.sub("", phrase)  # "Architectural and visual arts style" -> "visual arts style"
     phrase = _ADJ_PAIR_INNER.sub("", phrase)  # "Supranational political and economic union" -> "economic union"

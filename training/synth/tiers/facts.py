@@ -40,7 +40,8 @@ from wiki_index.types import bare_title
 #: partitive and a proper word ("Mediterranean between ...") no type noun, an infobox key that is a number no field, an
 #: "-ing" word before the phrase's last noun its modifier: "German racing driver" is a driver, not a "former"; 6: the
 #: sixth audit's readings: a density, a projection's figure and a range's end year no fact of the entity, a compass
-#: modifier or a name going on past the link a cut relation, a subject other than the page's no relation of it)
+#: modifier or a name going on past the link a cut relation, a subject other than the page's no relation of it, a plural
+#: coordinated with a singular phrase its kind: "Islands and coastal region" is a region)
 FACTS_VERSION = 6
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
