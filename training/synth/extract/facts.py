@@ -321,6 +321,8 @@ def _number_attr(text: str, start: int, unit: str, after: str = "") -> str:
             if re.search(r"kill|die|death|casualt|victim|fatalit", before)
             else "people affected"
             if re.search(r"affect|suffer|infect", before)
+            else "employees"
+            if re.search(r"employ|workforce|staff|hired", before)  # "employed nearly 130,000 people": no population
             else "population"
         )
     if u in ("speakers", "species", "members", "employees"):
