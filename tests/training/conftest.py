@@ -23,6 +23,16 @@ def synth_run(sample_index, small_config):
     return generate_with_report(sample_index, n=12, seed=0, config=small_config)
 
 
+@pytest.fixture(scope="session")
+def src(sample_index):
+    """The sample's page store as the synthesiser's knowledge source, built once per worker for the clue-check and
+    audit-reading tests (a module that needs another defines its own ``src``)."""
+    from training.synth.graph.store_source import StoreSource
+    from wiki_index.search.index import WikiIndex
+
+    return StoreSource(WikiIndex.from_dir(sample_index).store)
+
+
 @pytest.fixture
 def autocasts(monkeypatch):
     """The dtypes of the enabled ``torch.autocast`` contexts opened while the test runs (accelerate's and ours)."""

@@ -9,17 +9,10 @@ import pytest
 from training.synth.compose.clues import Clue, UncertaintyType
 from training.synth.compose.constraints import NodeSpec
 from training.synth.extract.facts import DateFact
-from training.synth.graph.store_source import StoreSource
 from training.synth.verify.clue_check import ClueChecker, opening_subject, type_noun_ok
 from training.synth.verify.lookalikes import overlapping_regions, unruled
 from training.synth.verify.uniqueness import Verifier
 from wiki_index.parse.text import split_sentences
-from wiki_index.search.index import WikiIndex
-
-
-@pytest.fixture(scope="module")
-def src(sample_index) -> StoreSource:
-    return StoreSource(WikiIndex.from_dir(sample_index).store)
 
 
 @pytest.fixture(scope="module")

@@ -8,18 +8,11 @@ import pytest
 
 from training.synth.compose.clues import Clue, UncertaintyType
 from training.synth.compose.constraints import NodeSpec
-from training.synth.graph.store_source import StoreSource
 from training.synth.verify.clue_check import ClueChecker
 from training.synth.verify.uniqueness import Verifier
 from wiki_index.parse.text import split_sentences
-from wiki_index.search.index import WikiIndex
 
 U = UncertaintyType
-
-
-@pytest.fixture(scope="module")
-def src(sample_index) -> StoreSource:
-    return StoreSource(WikiIndex.from_dir(sample_index).store)
 
 
 @pytest.fixture(scope="module")

@@ -8,21 +8,13 @@ import dataclasses
 import random
 
 import networkx as nx
-import pytest
 
 from training.synth.compose.clues import Clue
 from training.synth.compose.constraints import NodeSpec, parse_clues
 from training.synth.compose.templates import generate_question
 from training.synth.compose.uncertainty import UncertaintyType as U
 from training.synth.graph.kg import Entity
-from training.synth.graph.store_source import StoreSource
 from training.synth.verify.pinning import MIN_OWN_CLUES, loosely_pinned, own_clues, pin
-from wiki_index.search.index import WikiIndex
-
-
-@pytest.fixture(scope="module")
-def src(sample_index) -> StoreSource:
-    return StoreSource(WikiIndex.from_dir(sample_index).store)
 
 
 def _member(title: str) -> tuple[str, str, NodeSpec]:

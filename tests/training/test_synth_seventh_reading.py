@@ -2,16 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-from training.synth.graph.store_source import StoreSource
-from wiki_index.search.index import WikiIndex
-
-
-@pytest.fixture(scope="module")
-def src(sample_index) -> StoreSource:
-    return StoreSource(WikiIndex.from_dir(sample_index).store)
-
 
 def test_people_a_programme_employed_are_no_population(src):
     # the Manhattan Project "employed nearly 130,000 people at its peak": it was asked as "whose population is in the

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from training.synth.graph.store_source import StoreSource
 from training.synth.verify.clue_check import ClueChecker
-from wiki_index.search.index import WikiIndex
-
-
-@pytest.fixture(scope="module")
-def src(sample_index) -> StoreSource:
-    return StoreSource(WikiIndex.from_dir(sample_index).store)
 
 
 @pytest.fixture(scope="module")
