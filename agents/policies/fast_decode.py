@@ -120,7 +120,7 @@ def decode_attention(
     g = h // hk
     dtype = key.dtype if key.dtype == value.dtype else torch.float32
     ks, vs, width = _whole(key), _whole(value), length
-    if ks is None or vs is None or ks.shape[1] != vs.shape[1] or dtype != key.dtype:
+    if ks is None or vs is None or ks.shape[1] != vs.shape[1] or not dtype == key.dtype == value.dtype:
         ks, vs = key.reshape(b * hk, length, d).to(dtype), value.reshape(b * hk, length, d).to(dtype)
     else:
         width = ks.shape[1]

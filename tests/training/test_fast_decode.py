@@ -87,6 +87,26 @@ def test_decode_attention_matches_sdpa_with_holes_in_the_mask():
     assert torch.allclose(whole, ref, atol=1e-5)  # the spare buffer columns are masked out
 
 
+def test_decode_attention_takes_float32_keys_beside_bfloat16_values():
+    # under bf16 autocast with float32 weights (make learn's GRPO prefilter), rotary leaves the keys float32 and the
+    # value projection gives bfloat16: the two products must run in one dtype
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    gen = torch.Generator().manual_seed(1)
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.is_causal = 3, True
+    q = torch.randn(2, 6, 1, 8, generator=gen)
+    kbuf = torch.zeros(2, 2, 16, 8)
+    kbuf[:, :, :11] = torch.randn(2, 2, 11, 8, generator=gen)
+    vbuf = torch.zeros(2, 2, 16, 8, dtype=torch.bfloat16)
+    vbuf[:, :, :11] = torch.randn(2, 2, 11, 8, generator=gen).bfloat16()
+    k, v = kbuf[:, :, :11], vbuf[:, :, :11]
+    with torch.no_grad():
+        got, _ = F.decode_attention(module, q, k, v, None)
+        want, _ = sdpa_attention_forward(module, q, k.contiguous(), v.float().contiguous(), None)
+    assert got.dtype == q.dtype and torch.allclose(got, want, atol=1e-5)
+
+
 def play_turns(trainer, tok, fast, turns=4):
     """Four multi-turn rounds of three episodes with KV reuse; returns each round's ``generate`` output."""
     rng = random.Random(0)
