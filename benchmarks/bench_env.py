@@ -74,17 +74,10 @@ def _old_scores(query: str, p: _OldSentences, k1: float = 1.2, b: float = 0.75) 
 
 def old_snippet(text: str, query: str, max_chars: int = 240) -> str:
     """``extract.snippet`` as it was before one-pass tokenisation (commit 05047ba): the ``old`` side of an A/B."""
+    from sim_web.backends.extract import window
+
     p = _old_sentence_terms(text)
-    sents, scores = p.sents, _old_scores(query, p)
-    start = max(range(len(sents)), key=lambda i: (scores[i], -i))
-    out = sents[start]
-    for s in sents[start + 1 :]:
-        if len(out) + 1 + len(s) > max_chars:
-            break
-        out = f"{out} {s}"
-    if len(out) > max_chars:
-        out = out[:max_chars].rsplit(" ", 1)[0] + " ..."
-    return out
+    return window(p.sents, _old_scores(query, p), max_chars)
 
 
 def snippet_impls(names: str) -> dict[str, Callable[[str, str, int], str]]:

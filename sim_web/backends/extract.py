@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import _count_elements  # type: ignore[attr-defined]  # Counter's C counting loop, into a plain dict
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -171,7 +172,12 @@ def top_indices(scores: list[float], n: int) -> list[int]:
 def snippet(text: str, query: str, max_chars: int = 240) -> str:
     """A search-result snippet: the window of sentences of ``text`` that best matches ``query``."""
     p = _sentence_terms(text)
-    sents, scores = p.sents, _sentence_scores(query, p)
+    return window(p.sents, _sentence_scores(query, p), max_chars)
+
+
+def window(sents: Sequence[str], scores: Sequence[float], max_chars: int) -> str:
+    """The best-scoring sentence (the earlier on ties) and those after it that fit in ``max_chars``, cut at a word
+    with " ..." when the first sentence alone is longer."""
     start = max(range(len(sents)), key=lambda i: (scores[i], -i))
     out = sents[start]
     for s in sents[start + 1 :]:
@@ -179,8 +185,7 @@ def snippet(text: str, query: str, max_chars: int = 240) -> str:
             break
         out = f"{out} {s}"
     if len(out) > max_chars:
-        cut = out[:max_chars].rsplit(" ", 1)[0]
-        out = cut + " ..."
+        out = out[:max_chars].rsplit(" ", 1)[0] + " ..."
     return out
 
 

@@ -11,16 +11,7 @@ from wiki_index.parse.text import split_sentences
 def reference_snippet(text: str, query: str, max_chars: int = 240) -> str:
     """The snippet as the per-sentence algorithm made it: every sentence tokenised on its own, BM25 over them."""
     sents = split_sentences(text) or [text]
-    scores = extract.bm25_rank(query, sents)
-    start = max(range(len(sents)), key=lambda i: (scores[i], -i))
-    out = sents[start]
-    for s in sents[start + 1 :]:
-        if len(out) + 1 + len(s) > max_chars:
-            break
-        out = f"{out} {s}"
-    if len(out) > max_chars:
-        out = out[:max_chars].rsplit(" ", 1)[0] + " ..."
-    return out
+    return extract.window(sents, extract.bm25_rank(query, sents), max_chars)
 
 
 def sample_pairs(sample_index, n: int = 300) -> list[tuple[str, str]]:
