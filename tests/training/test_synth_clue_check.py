@@ -6,6 +6,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
+from tests.training.conftest import date_reason, mention_edge, number_reason
 from training.synth.compose.clues import Clue, UncertaintyType
 from training.synth.compose.constraints import NodeSpec
 from training.synth.extract.facts import DateFact
@@ -15,77 +16,59 @@ from training.synth.verify.uniqueness import Verifier
 from wiki_index.parse.text import split_sentences
 
 
-@pytest.fixture(scope="module")
-def checker(src) -> ClueChecker:
-    return ClueChecker(src)
-
-
-def _date(src, checker, title, text):
-    ent = src.entity(title)
-    d = next(d for d in ent.dates if d.text == text)
-    return checker.date(ent, d)[0]
-
-
-def _number(src, checker, title, text):
-    ent = src.entity(title)
-    n = next(n for n in ent.numbers if n.text == text)
-    return checker.number(ent, n)[0]
-
-
-def _edge(checker, page, other, relation, sentence):
-    data = {"relation": relation, "kind": "mention", "evidence": sentence, "page": page, "source_page": page}
-    return checker.relation({**data, "target_page": other, "anchor": other})
-
-
 def test_a_date_whose_sentence_is_about_another_subject_is_dropped(src, checker):
     # Lima: "Both provinces have had regional autonomy since 2002" is not Lima beginning in the early 2000s
-    assert _date(src, checker, "Lima", "2002") == "subject"
+    assert date_reason(src, checker, "Lima", "2002") == "subject"
 
 
 def test_a_date_whose_cue_belongs_to_another_entity_is_dropped(src, checker):
     # Kigali "became the national capital at independence in 1962": Rwanda's independence; "Founded in 1907" is Kigali's
-    assert _date(src, checker, "Kigali", "1962") == "date_cue"
-    assert _date(src, checker, "Kigali", "1907") == ""
+    assert date_reason(src, checker, "Kigali", "1962") == "date_cue"
+    assert date_reason(src, checker, "Kigali", "1907") == ""
 
 
 def test_a_number_of_another_noun_is_not_a_population(src, checker):
     # Brazil: "26 states" was read as a population ("Its population is in the tens"); "213 million people" is one
-    assert _number(src, checker, "Brazil", "26 states") == "number_noun"
-    assert _number(src, checker, "Brazil", "213 million people") == ""
+    assert number_reason(src, checker, "Brazil", "26 states") == "number_noun"
+    assert number_reason(src, checker, "Brazil", "213 million people") == ""
 
 
 def test_a_metro_population_is_not_the_city_population(src, checker):
-    assert _number(src, checker, "Ottawa", "1,488,307") == "number_qualified"
-    assert _number(src, checker, "Ottawa", "1,017,449") == ""
+    assert number_reason(src, checker, "Ottawa", "1,488,307") == "number_qualified"
+    assert number_reason(src, checker, "Ottawa", "1,017,449") == ""
     # the qualifier after the number: "with 1,428,363 people living in the Kraków metropolitan area"
-    assert _number(src, checker, "Kraków", "1,428,363 people") == "number_qualified"
-    assert _number(src, checker, "Kraków", "816,614") == ""
+    assert number_reason(src, checker, "Kraków", "1,428,363 people") == "number_qualified"
+    assert number_reason(src, checker, "Kraków", "816,614") == ""
 
 
 def test_a_percentage_without_its_whole_and_a_measure_without_its_unit_are_dropped(src, checker):
-    assert _number(src, checker, "Caspian Sea", "1.2%") == "number_noun"  # a salinity read as a "share"
-    assert _number(src, checker, "Caspian Sea", "371,000 km2") == ""
-    assert _number(src, checker, "Rajasthan", "10.4 per cent") == "number_unit"  # "whose area is in the tens of %"
+    assert number_reason(src, checker, "Caspian Sea", "1.2%") == "number_noun"  # a salinity read as a "share"
+    assert number_reason(src, checker, "Caspian Sea", "371,000 km2") == ""
+    assert (
+        number_reason(src, checker, "Rajasthan", "10.4 per cent") == "number_unit"
+    )  # "whose area is in the tens of %"
 
 
 def test_a_relation_cut_at_the_link_is_dropped(src, checker):
     sent = next(s for s in checker.sentences("Gran Chaco") if "Río de la Plata" in s)
     assert "basin" in sent
-    assert _edge(checker, "Gran Chaco", "Río de la Plata", "{src} forms part of {dst}", sent) == "relation_cut"
+    assert mention_edge(checker, "Gran Chaco", "Río de la Plata", "{src} forms part of {dst}", sent) == "relation_cut"
     togo = next(s for s in checker.sentences("Togo") if s.startswith("It is bordered by Ghana"))
-    assert _edge(checker, "Togo", "Ghana", "{src} is bordered by {dst}", togo) == ""
+    assert mention_edge(checker, "Togo", "Ghana", "{src} is bordered by {dst}", togo) == ""
 
 
 def test_a_location_verb_with_with_is_dropped(src, checker):
     sent = next(s for s in checker.sentences("Ghana") if "Gulf of Guinea" in s)
-    assert _edge(checker, "Ghana", "Gulf of Guinea", "{src} is situated with {dst}", sent) == "relation_preposition"
+    assert (
+        mention_edge(checker, "Ghana", "Gulf of Guinea", "{src} is situated with {dst}", sent) == "relation_preposition"
+    )
 
 
 def test_a_pronoun_is_resolved_to_the_previous_sentence_subject(src, checker):
     sents = checker.sentences("Balkan Wars")
     sent = next(s for s in sents if "attack from Romania" in s)
     assert opening_subject(sents[sents.index(sent) - 1], ["Balkan Wars"]) == "other"  # "..., Bulgaria fought ..."
-    assert _edge(checker, "Balkan Wars", "Romania", "{src} faced an attack from {dst}", sent) == "subject"
+    assert mention_edge(checker, "Balkan Wars", "Romania", "{src} faced an attack from {dst}", sent) == "subject"
 
 
 def test_an_infobox_date_field_linking_a_page_is_no_relation(checker):
@@ -151,7 +134,7 @@ def test_they_is_not_a_singular_page(src, checker):
     sents, i = checker.context("Afghanistan", next(s for s in split_sentences(text) if s.startswith("They are imp")))
     sent = sents[i]
     rel = "{src} is imported from {dst}"
-    assert _edge(checker, "Afghanistan", "United Arab Emirates", rel, sent) == "subject"
+    assert mention_edge(checker, "Afghanistan", "United Arab Emirates", rel, sent) == "subject"
 
 
 def test_belarus_neighbours_are_the_look_alikes_of_a_country_bordering_belarus(src):
@@ -169,8 +152,8 @@ def test_belarus_neighbours_are_the_look_alikes_of_a_country_bordering_belarus(s
 
 def test_a_metro_area_as_the_sentence_subject_qualifies_its_population(src, checker):
     # Shenyang: "The Shenyang metropolitan area is ..., with a population of over 23 million" is no city population
-    assert _number(src, checker, "Shenyang", "23 million") == "number_qualified"
-    assert _number(src, checker, "Ottawa", "1,017,449") == ""
+    assert number_reason(src, checker, "Shenyang", "23 million") == "number_qualified"
+    assert number_reason(src, checker, "Ottawa", "1,017,449") == ""
 
 
 def test_about_keeps_a_digit_when_one_digit_would_exclude_the_value(src):
@@ -210,19 +193,21 @@ def test_a_count_smaller_than_the_linked_names_of_its_sentence_is_not_stated(src
 def test_a_superlative_restricted_after_the_link_is_dropped(src, checker):
     sent = next(s for s in checker.sentences("Munich") if "not a state of its own" in s)
     rel = "{src} is the largest city in {dst}"
-    assert _edge(checker, "Munich", "Germany", rel, sent) == "relation_qualified"
+    assert mention_edge(checker, "Munich", "Germany", rel, sent) == "relation_qualified"
     third = next(s for s in checker.sentences("Munich") if "third-largest city in Germany" in s)
-    assert _edge(checker, "Munich", "Germany", "{src} is the third-largest city in {dst}", third) == ""
+    assert mention_edge(checker, "Munich", "Germany", "{src} is the third-largest city in {dst}", third) == ""
 
 
 def test_one_half_of_a_pair_and_an_ancient_name_are_relations_cut(src, checker):
     sent = next(s for s in checker.sentences("Classical antiquity") if "interwoven civilizations" in s)
     rel = "{src} comprises the interwoven civilizations of {dst}"
-    assert _edge(checker, "Classical antiquity", "Greece", rel, sent) == "relation_cut"  # "ancient Greece and Rome"
-    assert _edge(checker, "Classical antiquity", "Rome", rel, sent) == "relation_cut"
+    assert (
+        mention_edge(checker, "Classical antiquity", "Greece", rel, sent) == "relation_cut"
+    )  # "ancient Greece and Rome"
+    assert mention_edge(checker, "Classical antiquity", "Rome", rel, sent) == "relation_cut"
     geo = next(s for s in checker.sentences("Georgia (country)") if "intersection of" in s)
     at = "{src} is located at the intersection of {dst}"
-    assert _edge(checker, "Georgia (country)", "Eastern Europe", at, geo) == "relation_cut"
+    assert mention_edge(checker, "Georgia (country)", "Eastern Europe", at, geo) == "relation_cut"
 
 
 def test_a_negation_names_its_near_miss_by_title(src):
@@ -287,8 +272,8 @@ def test_an_ordinal_cut_before_its_qualifier_is_dropped(src, checker):
     # "He was the first monarch of France from the House of Bourbon": not the first monarch of France
     henry = next(s for s in checker.sentences("Henry IV of France") if "first monarch of France" in s)
     rel = "{src} was the first monarch of {dst}"
-    assert _edge(checker, "Henry IV of France", "France", rel, henry) == "relation_qualified"
-    assert _edge(checker, "Henry IV of France", "France", rel, "He was the first monarch of France.") == ""
+    assert mention_edge(checker, "Henry IV of France", "France", rel, henry) == "relation_qualified"
+    assert mention_edge(checker, "Henry IV of France", "France", rel, "He was the first monarch of France.") == ""
 
 
 def test_a_ranking_cut_at_the_first_member_of_its_list_is_dropped(src, checker):
@@ -296,12 +281,12 @@ def test_a_ranking_cut_at_the_first_member_of_its_list_is_dropped(src, checker):
     alberta = next(s for t in passages for s in split_sentences(t) if "fourth largest province" in s)
     assert "Quebec, Ontario, and British Columbia" in alberta
     rel = "{src} is the fourth largest province after {dst}"
-    assert _edge(checker, "Alberta", "Quebec", rel, alberta) == "relation_qualified"
+    assert mention_edge(checker, "Alberta", "Quebec", rel, alberta) == "relation_qualified"
     lima = next(s for s in checker.sentences("Lima") if "largest city of Peru" in s)
-    assert _edge(checker, "Lima", "Peru", "{src} is the capital and largest city of {dst}", lima) == ""
+    assert mention_edge(checker, "Lima", "Peru", "{src} is the capital and largest city of {dst}", lima) == ""
     munich = next(s for s in checker.sentences("Munich") if "third-largest city in Germany" in s)
     assert "after Berlin and Hamburg" in munich  # the ones ranked above it are not a qualifier
-    assert _edge(checker, "Munich", "Germany", "{src} is the third-largest city in {dst}", munich) == ""
+    assert mention_edge(checker, "Munich", "Germany", "{src} is the third-largest city in {dst}", munich) == ""
 
 
 def test_a_superlative_keeps_its_head_noun(checker):
@@ -314,7 +299,7 @@ def test_a_superlative_keeps_its_head_noun(checker):
     assert extract_relation("Paris is the capital and largest city of France.", ["Paris"], ["France"]) == (
         "{src} is the capital of {dst}"
     )
-    assert _edge(checker, "Luzon", "Philippines", "{src} is the largest in {dst}", luzon) == "relation_cut"
+    assert mention_edge(checker, "Luzon", "Philippines", "{src} is the largest in {dst}", luzon) == "relation_cut"
 
 
 @pytest.mark.parametrize(

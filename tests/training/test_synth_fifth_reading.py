@@ -6,37 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from training.synth.verify.clue_check import ClueChecker
-from wiki_index.parse.text import split_sentences
-
-
-@pytest.fixture(scope="module")
-def checker(src) -> ClueChecker:
-    return ClueChecker(src)
-
-
-def _sentence(src, title, words):
-    return next(s for _, t in src.passages(src.resolve(title)) for s in split_sentences(t) if words in s)
-
-
-def _edge(checker, page, other, relation, sentence):
-    data = {"relation": relation, "kind": "mention", "evidence": sentence, "page": page, "source_page": page}
-    return checker.relation({**data, "target_page": other, "anchor": other})
-
-
-def _number(src, checker, title, text):
-    ent = src.entity(title)
-    n = next(n for n in ent.numbers if n.text == text)
-    return checker.number(ent, n)[0]
+from tests.training.conftest import mention_edge, number_reason, sentence_with
 
 
 def test_a_superlative_ranked_among_a_set_after_the_link_is_qualified(src, checker):
     # Mary "has the highest position in Islam among all women": not the highest position in Islam
     mary = "Mary, mother of Jesus"
-    sent = _sentence(src, mary, "highest position in Islam")
+    sent = sentence_with(src, mary, "highest position in Islam")
     rel = "{src} has the highest position in {dst}"
-    assert _edge(checker, mary, "Islam", rel, sent) == "relation_qualified"
-    assert _edge(checker, mary, "Islam", rel, "She has the highest position in Islam.") == ""
+    assert mention_edge(checker, mary, "Islam", rel, sent) == "relation_qualified"
+    assert mention_edge(checker, mary, "Islam", rel, "She has the highest position in Islam.") == ""
 
 
 def test_a_list_going_on_past_an_items_phrase_is_not_counted(src):
@@ -45,13 +24,13 @@ def test_a_list_going_on_past_an_items_phrase_is_not_counted(src):
     # Europe, ...": six; both were counted 3, the count stopping at the first item with words after its name
     from training.synth.compose.transfer import list_size
 
-    tonga = _sentence(src, "Tonga", "surrounded by Fiji")
+    tonga = sentence_with(src, "Tonga", "surrounded by Fiji")
     assert list_size(tonga, "Fiji") == 0
-    albania = _sentence(src, "Albania", "member of the United Nations")
+    albania = sentence_with(src, "Albania", "member of the United Nations")
     assert list_size(albania, "United Nations") == 0
-    black_sea = _sentence(src, "Black Sea", "bordered by Bulgaria")
+    black_sea = sentence_with(src, "Black Sea", "bordered by Bulgaria")
     assert list_size(black_sea, "Bulgaria") == 6  # a plain list is still counted
-    uae = _sentence(src, "United Arab Emirates", "maritime borders with Saudi Arabia")
+    uae = sentence_with(src, "United Arab Emirates", "maritime borders with Saudi Arabia")
     assert list_size(uae, "Saudi Arabia") == 3  # "... and Iran in the Persian Gulf, and with Oman ...": the list ends
 
 
@@ -79,9 +58,9 @@ def test_a_partitive_arm_and_a_proper_word_are_no_kind(src):
 
 def test_a_claimed_area_is_not_the_entitys_area(src, checker):
     # Chile "claims about 1,250,000 square kilometers (480,000 sq mi) of Antarctica": its area is 756,102 km2
-    assert _number(src, checker, "Chile", "1,250,000 square kilometers") == "number_qualified"
-    assert _number(src, checker, "Chile", "480,000 sq mi") == "number_qualified"
-    assert _number(src, checker, "Chile", "756,102 square kilometers") == ""
+    assert number_reason(src, checker, "Chile", "1,250,000 square kilometers") == "number_qualified"
+    assert number_reason(src, checker, "Chile", "480,000 sq mi") == "number_qualified"
+    assert number_reason(src, checker, "Chile", "756,102 square kilometers") == ""
 
 
 def test_a_noun_whose_complement_is_this_noun_is_a_repeat(checker):

@@ -6,27 +6,12 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
+from tests.training.conftest import mention_edge, sentence_with
 from training.synth.compose.clues import Clue, UncertaintyType
 from training.synth.compose.constraints import NodeSpec
-from training.synth.verify.clue_check import ClueChecker
 from training.synth.verify.uniqueness import Verifier
-from wiki_index.parse.text import split_sentences
 
 U = UncertaintyType
-
-
-@pytest.fixture(scope="module")
-def checker(src) -> ClueChecker:
-    return ClueChecker(src)
-
-
-def _sentence(src, title, words):
-    return next(s for _, t in src.passages(src.resolve(title)) for s in split_sentences(t) if words in s)
-
-
-def _edge(checker, page, other, relation, sentence):
-    data = {"relation": relation, "kind": "mention", "evidence": sentence, "page": page, "source_page": page}
-    return checker.relation({**data, "target_page": other, "anchor": other})
 
 
 def _named(title: str) -> NodeSpec:
@@ -38,9 +23,9 @@ def test_a_list_split_by_a_name_holding_and_is_not_counted(src):
     # Reconstruction and Development, the Islamic Development Bank and the Asian Development Bank": five, counted 3
     from training.synth.compose.transfer import list_size
 
-    sent = _sentence(src, "Azerbaijan", "International Monetary Fund")
+    sent = sentence_with(src, "Azerbaijan", "International Monetary Fund")
     assert list_size(sent, "International Monetary Fund") == 0
-    argentina = _sentence(src, "Argentina", "claims sovereignty over the Falkland Islands")
+    argentina = sentence_with(src, "Argentina", "claims sovereignty over the Falkland Islands")
     assert list_size(argentina, "Falkland Islands") == 4  # a plain list is still counted
 
 
@@ -48,10 +33,10 @@ def test_a_capital_of_the_island_is_no_capital(src, checker):
     # Dublin "is the capital and largest city of Ireland": the mention resolved to the island, which has no capital
     dublin = next(s for s in checker.sentences("Dublin") if "capital" in s)
     rel = "{src} is the capital of {dst}"
-    assert _edge(checker, "Dublin", "Ireland", rel, dublin) == "relation_referent"
-    assert _edge(checker, "Dublin", "Republic of Ireland", rel, dublin) == ""
+    assert mention_edge(checker, "Dublin", "Ireland", rel, dublin) == "relation_referent"
+    assert mention_edge(checker, "Dublin", "Republic of Ireland", rel, dublin) == ""
     lima = next(s for s in checker.sentences("Lima") if "largest city of Peru" in s)
-    assert _edge(checker, "Lima", "Peru", rel, lima) == ""
+    assert mention_edge(checker, "Lima", "Peru", rel, lima) == ""
 
 
 @pytest.mark.parametrize(
@@ -74,8 +59,8 @@ def test_one_river_of_a_confluence_is_a_relation_cut(checker):
     # Kazan "lies at the confluence of the Volga and the Kazanka rivers": not "at the confluence of Volga"
     kazan = next(s for s in checker.sentences("Kazan") if "confluence" in s)
     rel = "{src} lies at the confluence of {dst}"
-    assert _edge(checker, "Kazan", "Volga", rel, kazan) == "relation_cut"
-    assert _edge(checker, "Kazan", "Volga", rel, "The city lies at the confluence of the Volga.") == ""
+    assert mention_edge(checker, "Kazan", "Volga", rel, kazan) == "relation_cut"
+    assert mention_edge(checker, "Kazan", "Volga", rel, "The city lies at the confluence of the Volga.") == ""
 
 
 def test_a_range_of_a_persons_kind_is_no_start_and_end(src):
@@ -98,7 +83,7 @@ def test_names_listed_with_a_thinly_pinned_answer_are_its_look_alikes(src):
     from training.synth.verify.lookalikes import co_named, thin_lookalikes
 
     verifier = Verifier(src)
-    sent = _sentence(src, "Argentina", "claims sovereignty over the Falkland Islands")
+    sent = sentence_with(src, "Argentina", "claims sovereignty over the Falkland Islands")
     assert {"South Georgia", "South Sandwich Islands"} <= set(co_named(sent, ["Falkland Islands"]))
     rel = "{src} claims sovereignty over {dst}"
     g = nx.Graph()
@@ -116,7 +101,7 @@ def test_a_container_pinned_only_by_a_member_inside_it_is_ambiguous(src):
     from training.synth.verify.lookalikes import thin_lookalikes
 
     verifier = Verifier(src)
-    sent = _sentence(src, "Burundi", "located in the Great Rift Valley")
+    sent = sentence_with(src, "Burundi", "located in the Great Rift Valley")
     rel = "{src} is located in {dst}"
     g = nx.Graph()
     g.add_edge("Great Rift Valley", "Burundi", relation=rel, evidence=sent, page="Burundi", source_page="Burundi")
@@ -130,5 +115,7 @@ def test_one_ocean_of_a_convergence_is_a_relation_cut(checker):
     # Svalbard "lies at the convergence of the Arctic Ocean with the Atlantic Ocean": not "at the convergence of" one
     svalbard = next(s for s in checker.sentences("Svalbard") if "convergence" in s)
     rel = "{src} lies at the convergence of {dst}"
-    assert _edge(checker, "Svalbard", "Arctic Ocean", rel, svalbard) == "relation_cut"
-    assert _edge(checker, "Svalbard", "Arctic Ocean", rel, "It lies at the convergence of the Arctic Ocean.") == ""
+    assert mention_edge(checker, "Svalbard", "Arctic Ocean", rel, svalbard) == "relation_cut"
+    assert (
+        mention_edge(checker, "Svalbard", "Arctic Ocean", rel, "It lies at the convergence of the Arctic Ocean.") == ""
+    )

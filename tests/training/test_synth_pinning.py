@@ -5,15 +5,11 @@ about the answer have been added."""
 from __future__ import annotations
 
 import dataclasses
-import random
 
-import networkx as nx
-
+from tests.training.conftest import ulm_draft
 from training.synth.compose.clues import Clue
 from training.synth.compose.constraints import NodeSpec, parse_clues
-from training.synth.compose.templates import generate_question
 from training.synth.compose.uncertainty import UncertaintyType as U
-from training.synth.graph.kg import Entity
 from training.synth.verify.pinning import MIN_OWN_CLUES, loosely_pinned, own_clues, pin
 
 
@@ -42,36 +38,9 @@ def test_an_answer_of_no_kind_and_one_with_a_single_clue_of_its_own_are_loose(sr
     assert loosely_pinned(ent, two, "entity") == "untyped_answer"
 
 
-def _ulm_draft():
-    g = nx.Graph()
-    g.add_edge(
-        "Ulm",
-        "Albert Einstein",
-        source_page="Albert Einstein",
-        target_page="Ulm",
-        kind="link",
-        relation="{src} was born in {dst}",
-    )
-    g.add_edge(
-        "Albert Einstein",
-        "General relativity",
-        source_page="General relativity",
-        target_page="Albert Einstein",
-        kind="mention",
-        relation="{src} was developed by {dst}",
-    )
-    ents = {
-        "Ulm": Entity("Ulm", description="City in Germany"),
-        "Albert Einstein": Entity(
-            "Albert Einstein", description="German-born theoretical physicist", categories=("People",)
-        ),
-        "General relativity": Entity("General relativity", description="Theory of gravitation"),
-    }
-    return generate_question(g, "Ulm", ents, random.Random(0), kg=g, named_prob=0.0), ents["Ulm"]
-
-
 def test_pin_adds_facts_of_the_answer_until_it_is_pinned_and_says_why_when_it_cannot_be():
-    draft, ulm = _ulm_draft()  # "A German-born theoretical physicist was born in this city. ...": one clue of its own
+    draft, ents = ulm_draft()
+    ulm = ents["Ulm"]  # "A German-born theoretical physicist was born in this city. ...": one clue of its own
     assert own_clues(parse_clues(draft.answer, list(draft.clues))) == 1
     assert all(c.type is U.PARTIAL_NAME for c in draft.extras)
     kept, why = pin(draft, ulm)  # its optional facts only hint at the name: still loose

@@ -8,6 +8,7 @@ import re
 import networkx as nx
 import pytest
 
+from tests.training.conftest import ulm_draft
 from training.synth.compose.clue_builder import AnswerLeakError
 from training.synth.compose.constraints import parse_clues
 from training.synth.compose.prose import render
@@ -214,31 +215,7 @@ def test_every_structure_reads_as_short_grammatical_sentences(structure):
 
 
 def test_prose_refers_back_to_entities_and_uses_the_relation_verbs():
-    g = nx.Graph()
-    g.add_edge(
-        "Ulm",
-        "Albert Einstein",
-        source_page="Albert Einstein",
-        target_page="Ulm",
-        kind="link",
-        relation="{src} was born in {dst}",
-    )
-    g.add_edge(
-        "Albert Einstein",
-        "General relativity",
-        source_page="General relativity",
-        target_page="Albert Einstein",
-        kind="mention",
-        relation="{src} was developed by {dst}",
-    )
-    ents = {
-        "Ulm": Entity("Ulm", description="City in Germany"),
-        "Albert Einstein": Entity(
-            "Albert Einstein", description="German-born theoretical physicist", categories=("People",)
-        ),
-        "General relativity": Entity("General relativity", description="Theory of gravitation"),
-    }
-    d = generate_question(g, "Ulm", ents, random.Random(0), kg=g, named_prob=0.0)
+    d, _ = ulm_draft()
     root = parse_clues(d.answer, d.clues)
     q = render(root, d.head, form="which", persons=("Albert Einstein",))
     assert q == (

@@ -3,14 +3,7 @@ pages: each checks the bad number, date, relation or description is dropped and 
 
 from __future__ import annotations
 
-import pytest
-
-from training.synth.verify.clue_check import ClueChecker
-
-
-@pytest.fixture(scope="module")
-def checker(src) -> ClueChecker:
-    return ClueChecker(src)
+from tests.training.conftest import number_reason
 
 
 def _edge(src, checker, page, other):
@@ -19,25 +12,21 @@ def _edge(src, checker, page, other):
     return checker.relation({**data, "source_page": page, "target_page": other})
 
 
-def _number(src, checker, title, text):
-    ent = src.entity(title)
-    n = next(n for n in ent.numbers if n.text == text)
-    return checker.number(ent, n)[0]
-
-
 def test_a_projected_figure_is_not_the_entitys_value(src, checker):
     # Africa "will exceed 3.8 billion people by 2100" (based on projections) made "a population of between 2 and 7
     # billion people"; the page gives nearly 1.4 billion
-    assert _number(src, checker, "Africa", "3.8 billion people") == "number_qualified"
-    assert _number(src, checker, "Rwanda", "14 million people") == ""  # a current population stays
+    assert number_reason(src, checker, "Africa", "3.8 billion people") == "number_qualified"
+    assert number_reason(src, checker, "Rwanda", "14 million people") == ""  # a current population stays
 
 
 def test_a_density_is_never_a_population(src, checker):
     # Rwanda "with an average of about 578 people per square kilometre" made "a population of between 300 and 800"
     n = next(n for n in src.entity("Rwanda").numbers if n.text == "578 people")
     assert n.attr == "density"
-    assert _number(src, checker, "Rwanda", "578 people") == "number_noun"
-    assert _number(src, checker, "Rwanda", "26,338 square kilometres") == ""  # its area, in the same sentence, stays
+    assert number_reason(src, checker, "Rwanda", "578 people") == "number_noun"
+    assert (
+        number_reason(src, checker, "Rwanda", "26,338 square kilometres") == ""
+    )  # its area, in the same sentence, stays
 
 
 def test_the_end_of_a_range_is_not_when_it_was_built(src, checker):
