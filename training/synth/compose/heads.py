@@ -76,10 +76,14 @@ _ING_VERBS = (
     r"|ly|flow|span|stretch|extend|runn|fac|divid|join|mean|denot|referr|concern|featur|govern|regard|deal|focus"
     r"|surround|compris|consist|serv|mak|allow|enabl|describ|represent|carry|hold|lead|follow|mark|caus|resembl)ing"
 )
+#: Adverbs a phrase can end on ("Imaginary line halfway between ...", "Island lying offshore"): no noun.
+_ADVERBS = (
+    "halfway|midway|partway|apart|away|abroad|together|alone|ago|nearby|inland|offshore|worldwide|upstream|downstream"
+)
 _ING_MODIFIER = (
-    r"(?! (?!(?:the|an?|its|their|from|to|into|in|on|at|of|by|with|across|through|along|over|up|down|out|away"
-    r"|halfway|midway|apart|abroad|together|alone|nearby|inland|offshore|worldwide|upstream|downstream)\b"
-    r"|(?:north|south|east|west)\w*)[a-z]+(?:$| (?:of|in|for|by|from)\b))"
+    r"(?! (?!(?:the|an?|its|their|from|to|into|in|on|at|of|by|with|across|through|along|over|up|down|out|"
+    + _ADVERBS
+    + r")\b|(?:north|south|east|west)\w*)[a-z]+(?:$| (?:of|in|for|by|from)\b))"
 )
 _HEAD_CUT = re.compile(
     r",|;| "
@@ -114,8 +118,9 @@ _NOT_NOUNS = {
 #: Words a head-noun cut can leave last that are no noun: adverbs ("Imaginary line halfway between ...") and
 #: superlatives ("Largest of the Great Lakes", "the third-largest of the world's oceanic divisions").
 _NOT_HEADS = re.compile(
-    r"^(?:halfway|midway|partway|apart|away|abroad|together|alone|ago|nearby|inland|offshore|worldwide|upstream"
-    r"|downstream|most|least|(?:larg|high|long|old|bigg|small|great|tall|deep|low|short|young|new|near|far|earli|lat"
+    r"^(?:"
+    + _ADVERBS
+    + r"|most|least|(?:larg|high|long|old|bigg|small|great|tall|deep|low|short|young|new|near|far|earli|lat"
     r"|bright|heavi|wealthi|rich|poor|busi|dens|hott|cold|wid|fast|strong|hard|clos|fin)est|[a-z]+-(?:\w+est|most))$"
 )
 #: A description that opens with a verb form and its object ("Using a bow to shoot arrows") is no noun phrase.
