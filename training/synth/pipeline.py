@@ -44,7 +44,7 @@ from training.synth.outputs.records import build_record
 from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_check import ClueChecker
 from training.synth.verify.gates import Deduper, SearchGates, sim_search, sim_visit
-from training.synth.verify.lookalikes import thin_lookalikes, unruled
+from training.synth.verify.lookalikes import page_lookalikes, thin_lookalikes, unruled
 from training.synth.verify.pinning import pin
 from training.synth.verify.uniqueness import Verifier
 
@@ -272,6 +272,10 @@ def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str
     if ctx.checker is not None and unruled(ctx.src, ctx.verifier, root, draft.head, sub.graph):
         f["look_alike_dropped"] += 1  # a sibling the question's own pages name fits every clue
         ctx.checker.counts["dropped_look_alike"] += 1
+        return None
+    if ctx.checker is not None and page_lookalikes(ctx.src, ctx.verifier, root, draft.head, sub.graph):
+        f["page_look_alike_dropped"] += 1  # a page of the answer's kind that a page of the question links fits too
+        ctx.checker.counts["dropped_page_look_alike"] += 1
         return None
     if ctx.checker is not None and thin_lookalikes(ctx.src, ctx.verifier, root, draft.head, sub.graph):
         f["thin_answer_dropped"] += 1  # pinned by one relation whose sentence lists a name that fits as well

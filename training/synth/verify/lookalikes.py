@@ -28,10 +28,16 @@ An answer pinned thinly is a case of its own too (:func:`thin_lookalikes`, count
 * pinned only by members placed inside it ("Burundi is located in this trench") and nothing of its own: every
   container that holds them fits (the Great Rift Valley, the East African Rift), as overlapping regions do.
 
-A question with a look-alike that no clue rules out is dropped (:func:`unruled`). What it cannot see: entities of the
-answer's type that no page of the question names in those sentences (a reader searching further would meet more), and
-relations a look-alike's page states without a link; what it guarantees: every listed sibling of the answer on the
-question's own pages is excluded by a clue the reader can check.
+Beyond the sentences, a reader meets the answer's kind anywhere near the question: Antigua and Barbuda beside
+Dominica in the Caribbean, the Apollo program beside the Manhattan Project among the United States' programs. So every
+page of the answer's type that a page of the question links, or that links an entity of the question other than the
+answer, is weighed the same way (:func:`page_lookalikes`), counted apart as ``page_look_alike``.
+
+A question with a look-alike that no clue rules out is dropped (:func:`unruled`, :func:`page_lookalikes`). What it
+cannot see: entities of the answer's type that no page of the question links (a reader searching further would meet
+more), names the sample has no page for (their kind and facts are unknown), and relations a look-alike's page states
+without a link; what it guarantees: every linked page of the answer's kind on the question's own pages is excluded by
+a clue the reader can check.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ __all__ = [
     "is_region",
     "overlapping_containers",
     "overlapping_regions",
+    "page_lookalikes",
     "siblings",
     "thin_lookalikes",
     "unruled",
@@ -176,6 +183,47 @@ def unruled(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any)
             if t not in pool:
                 pool.append(t)
     return [t for t in pool[:_MAX_POOL] if not ruled_out(src, verifier, root, head, t)]
+
+
+def _tree(root: NodeSpec) -> list[NodeSpec]:
+    """The nodes of a question's constraint tree, the answer first."""
+    out = [root]
+    for _, _, child in root.relations:
+        out += _tree(child)
+    return out
+
+
+def page_lookalikes(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any) -> list[str]:
+    """The pages of the answer's type that a page of the question links or that link one of its other entities (see
+    the module docstring), other than the question's own entities, that no clue rules out; empty for an answer of no
+    kind.
+
+    Args:
+        src: The store.
+        verifier: The uniqueness verifier (its light entities give the type noun cheaply; its fact semantics rule out).
+        root: The question's constraint tree (the answer's node).
+        head: The answer's type noun in the question.
+        graph: The question's subgraph (its nodes are the question's own entities).
+    """
+    if head in ("", "entity"):
+        return []
+    own = {str(n) for n in graph} | {n.entity for n in _tree(root)}
+    forbidden = tuple(name_variants(root.entity))
+    seen: set[int] = set()
+    out = []
+    for node in _tree(root):
+        pid = src.resolve(node.entity)
+        near = [*src.out_ids(pid), *(src.in_ids(pid) if node is not root else [])] if pid is not None else []
+        for q in near[: _MAX_POOL * 5]:
+            if q in seen:
+                continue
+            seen.add(q)
+            light = verifier._light_entity(q)
+            if light.title in own or not _head_fits(light, head, forbidden):
+                continue
+            if not ruled_out(src, verifier, root, head, light.title):
+                out.append(light.title)
+    return out
 
 
 def overlapping_containers(root: NodeSpec, head: str) -> list[str]:
