@@ -42,3 +42,15 @@ def test_a_page_of_another_kind_is_no_look_alike(src):
     assert "Apollo program" in left
     assert "Hawaii" not in left and "United States" not in left
     assert page_lookalikes(src, verifier, root, "", g) == []  # an answer of no kind is pinning's to drop
+
+
+def test_an_infobox_field_the_look_alike_has_no_infobox_for_does_not_rule_it_out(src):
+    # Aristotle "whose main interests include Ethics" (his infobox): Plato's page has no infobox, so his interests are
+    # unknown, not other; a field Plato's page states against (a single-word name starting "A") rules him out
+    verifier = Verifier(src)
+    root, g = _question("Aristotle", "main_interests", "Ethics")
+    assert "Plato" in page_lookalikes(src, verifier, root, "philosopher", g)
+    text, _ = _question("Aristotle", "{src} studied {dst}", "Ethics")  # a sentence relation needs the link
+    assert "Plato" not in page_lookalikes(src, verifier, text, "philosopher", g)
+    root.facts.append(Clue('whose name begins with "A"', U.PARTIAL_NAME, "Aristotle"))
+    assert "Plato" not in page_lookalikes(src, verifier, root, "philosopher", g)

@@ -8,7 +8,8 @@ sentence stating one of the answer's relations ("bordered by Russia, Ukraine, Po
 Belarus's page, for a country bordering Belarus), and asks whether some clue about the answer rules each one out:
 
 * a relation: the look-alike is not linked with that clue's anchor in either direction (a link is the loosest reading
-  of a relation, so a look-alike the page only mentions still fits), or it is that anchor;
+  of a relation, so a look-alike the page only mentions still fits), or it is that anchor; an infobox field of the
+  answer's ("whose main interests include Ethics") rules out only a look-alike whose infobox has that field;
 * a blurred date or number: the look-alike's page gives a value of that kind outside the clue's interval (a page that
   gives none is *not* ruled out: the fact is unknown, not false);
 * a partial name, a negation naming it, the type noun: decided from its title and its lead.
@@ -134,6 +135,15 @@ def _linked(src: Any, a: int, b: int) -> bool:
     return b in src.out_ids(a) or b in src.in_ids(a)
 
 
+def _unstated_field(src: Any, pid: int, relation: str, direction: str) -> bool:
+    """Whether the relation is an infobox field of the answer's own ("whose main interests include Ethics") that the
+    look-alike's page has no infobox field for: most sample pages have no infobox, so the field's value is unknown,
+    not other (Plato's interests include ethics too)."""
+    if not relation or is_text_relation(relation) or direction != "to_anchor":
+        return False
+    return relation not in src.store.infobox_facts(pid)
+
+
 def ruled_out(src: Any, verifier: Verifier, root: NodeSpec, head: str, title: str) -> bool:
     """Whether some clue about the answer ``root`` is decidably false of page ``title``."""
     pid = src.resolve(title)
@@ -142,7 +152,9 @@ def ruled_out(src: Any, verifier: Verifier, root: NodeSpec, head: str, title: st
         return True
     if not _head_fits(ent, head, tuple(name_variants(root.entity))):
         return True
-    for _, _, child in root.relations:
+    for rel, direction, child in root.relations:
+        if _unstated_field(src, pid, rel, direction):
+            continue
         cpid = src.resolve(child.entity)
         if cpid is None or cpid == pid or not _linked(src, pid, cpid):
             return True
