@@ -36,10 +36,11 @@ THIRD = AUDIT_DIR / "sailorfog-67b89ee.jsonl"  # after the fixes of the second r
 FOURTH = AUDIT_DIR / "sailorfog-527d63d.jsonl"  # after the fixes of the third reading's
 FIFTH = AUDIT_DIR / "sailorfog-c77c071.jsonl"  # after the fixes of the fourth reading's
 SIXTH = AUDIT_DIR / "sailorfog-4241428.jsonl"  # after the fifth reading's fixes and the answers no reader can pin
-SEVENTH = AUDIT_DIR / "sailorfog-ad7e397.jsonl"  # after the sixth reading's fixes: today's default set
+SEVENTH = AUDIT_DIR / "sailorfog-ad7e397.jsonl"  # after the sixth reading's fixes
+EIGHTH = AUDIT_DIR / "sailorfog-410085d.jsonl"  # after the look-alikes on the question's pages
 AUDITS = pytest.mark.parametrize(
     "audit",
-    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH],
+    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH],
     ids=[
         "before-9bbf685",
         "after-1265443",
@@ -48,6 +49,7 @@ AUDITS = pytest.mark.parametrize(
         "fifth-c77c071",
         "sixth-4241428",
         "seventh-ad7e397",
+        "eighth-410085d",
     ],
 )
 #: (first reader's audit, a second reader's records of 18 of its questions)
@@ -56,8 +58,9 @@ SECOND_READERS = pytest.mark.parametrize(
     [
         (SIXTH, AUDIT_DIR / "agreement" / "sailorfog-4241428-second-reader.jsonl"),
         (SEVENTH, AUDIT_DIR / "agreement" / "sailorfog-ad7e397-second-reader.jsonl"),
+        (EIGHTH, AUDIT_DIR / "agreement" / "sailorfog-410085d-second-reader.jsonl"),
     ],
-    ids=["sixth", "seventh"],
+    ids=["sixth", "seventh", "eighth"],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
