@@ -106,13 +106,13 @@ class ClueBuilder:
             # nothing, "an entity related to <category>" says nothing a page states, and "the capital of Turkey is
             # the capital city of Turkey" says nothing twice: name this one, or (a description naming another
             # entity of the question, or a draft written again because one search answered it) give the head noun
-            # of its own lead
+            # of its own lead, unless it is the answer's ("the capital" beside "this capital" reads as the answer's)
             head = head_noun(ent, forbidden=self.forbidden)
             clue = describe_entity(ent, forbidden=self.forbidden, named=True)
             if (
                 (circular or (vague and not self.quote_answer))
                 and node != self.target
-                and head not in ("entity", "person")
+                and head not in ("entity", "person", head_noun(self.entity(self.target), forbidden=self.forbidden))
                 and dict(clue.record).get("source") == "title"
                 and with_article(head) not in self.phrases.values()
             ):

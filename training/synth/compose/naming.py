@@ -163,6 +163,11 @@ _SUPERLATIVE_WORD = re.compile(
 )
 #: Prepositions that open a superlative's domain: "the holiest city in Islam", "the largest of the islands".
 _RESTRICTION = frozenset("in of on among within".split())
+#: Adjectives that need their "to" complement: "native", "ancestral", "endemic" said alone are no claim.
+_TAKES_TO = frozenset(
+    "native ancestral endemic indigenous adjacent similar related close specific unique parallel prior contiguous "
+    "sacred equivalent akin analogous subject".split()
+)
 
 
 def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
@@ -178,6 +183,8 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     'German-born theoretical physicist'
     >>> shorten("a country primarily located in Western Europe")
     'a country'
+    >>> shorten("Genus of hominin ancestral to modern humans")
+    'Genus of hominin ancestral to modern humans'
     """
     m = _CLAUSE.search(phrase)
     if m and len(phrase[: m.start()].split()) >= 2:
@@ -189,6 +196,8 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
         nxt, last = words[i].lower(), words[i - 1]
         if nxt in _RESTRICTION and any(_SUPERLATIVE_WORD.fullmatch(w.lower()) for w in words[:i]):
             continue  # "Holiest city in Islam": a superlative cut from its domain ranks over everything
+        if nxt == "to" and last.lower() in _TAKES_TO:
+            continue  # "Species of canine native to North America": "native" needs its complement
         if (
             (nxt in CUT_BEFORE or nxt.endswith("ed"))
             and last.lower() not in FUNCTION_WORDS
@@ -280,6 +289,10 @@ def head_noun(entity: Entity, *, forbidden: Iterable[str] = ()) -> str:
     return "person" if entity.is_person else "entity"
 
 
+#: Lower-case kind words a title ends with that the entity's everyday name drops ("English language" -> English).
+_KIND_WORDS = frozenset("language languages people peoples river script alphabet dynasty religion".split())
+
+
 def partial_name_clue(title: str, *, mode: str | None = None, rng: random.Random | None = None) -> Clue:
     """Reveal a sliver of the name: its initial, a short prefix, its letter count or word count.
 
@@ -289,11 +302,14 @@ def partial_name_clue(title: str, *, mode: str | None = None, rng: random.Random
         rng: Random generator.
 
     Returns:
-        A ``PARTIAL_NAME`` clue; a prefix is at most a third of the name, so the name never appears whole.
+        A ``PARTIAL_NAME`` clue; a prefix is at most a third of the name, so the name never appears whole. A name
+        ending in a kind word its everyday form drops ("English language") gets its initial instead of a count.
     """
     rng = rng or random.Random(0)
     name = name_variants(title)[-1]
     mode = mode or ("initial", "prefix", "length", "words")[rng.randrange(4)]
+    if mode in ("length", "words") and name.split()[-1] in _KIND_WORDS:
+        mode = "initial"  # "English language" is called "English": its length is no fact a reader can count
     letters = sum(c.isalpha() for c in name)
     if mode == "prefix" and len(name) < 6:
         mode = "initial"

@@ -123,10 +123,18 @@ def _allowed_granularities(precision: str) -> list[DateGranularity]:
 def _decade(y: int, era: str, part: bool) -> tuple[str, int, int]:
     """``(text, lo, hi)`` of a year's decade (``part``: its early, mid or late third) in unsigned years.
 
-    A century's first decade is said as its years: "the late 1700s" reads as the late 18th century, not 1707-1709."""
-    start = y - y % 10
-    third = 0 if y % 10 < 4 else 1 if y % 10 < 7 else 2
-    lo, hi = (start + (0, 4, 7)[third], start + (3, 6, 9)[third]) if part else (start, start + 9)
+    A century's first decade is said as its years: "the late 1700s" reads as the late 18th century, not 1707-1709. A BC
+    decade counts down (the 320s BC run from 329 to 320 BC), so its early third is its biggest years: 322 BC is late.
+
+    >>> _decade(322, " BC", True)
+    ('in the late 320s BC', 320, 323)
+    >>> _decade(1878, "", True)
+    ('in the late 1870s', 1877, 1879)
+    """
+    start, d = y - y % 10, y % 10
+    third = (0 if d < 4 else 1 if d < 7 else 2) if not era else (0 if d >= 7 else 1 if d >= 4 else 2)
+    offsets = ((0, 3), (4, 6), (7, 9)) if not era else ((7, 9), (4, 6), (0, 3))
+    lo, hi = (start + offsets[third][0], start + offsets[third][1]) if part else (start, start + 9)
     if start % 100 == 0:
         return (f"between {lo} and {hi}" if not era else f"between {hi}{era} and {lo}{era}"), lo, hi
     return (f"in the {('early', 'mid', 'late')[third]} {start}s{era}" if part else f"in the {start}s{era}"), lo, hi

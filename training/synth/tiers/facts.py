@@ -41,8 +41,10 @@ from wiki_index.types import bare_title
 #: "-ing" word before the phrase's last noun its modifier: "German racing driver" is a driver, not a "former"; 6: the
 #: sixth audit's readings: a density, a projection's figure and a range's end year no fact of the entity, a compass
 #: modifier or a name going on past the link a cut relation, a subject other than the page's no relation of it, a plural
-#: coordinated with a singular phrase its kind: "Islands and coastal region" is a region)
-FACTS_VERSION = 6
+#: coordinated with a singular phrase its kind: "Islands and coastal region" is a region; 7: the eighth audit's
+#: readings: a relation whose claim follows the link ("suggested to X that ...", "designated by X as ...", "the
+#: provinces of X, Y") cut, a rank with its measure after the link qualified, a range's start year no date of it)
+FACTS_VERSION = 7
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
 _LIST_BEFORE = re.compile(r"(?:,|\band|\bor|/)\s*(?:the\s+)?$")

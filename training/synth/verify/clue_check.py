@@ -24,11 +24,14 @@ and drops what the sentence does not say, counted per reason:
   link names only "Río de la Plata"), the link is a possessive ("Brazil's ..."), a modifier before it changes what it
   names ("ancient Greece"), or it is one half of a pair the relation needs ("the interwoven civilizations of ancient
   Greece and Rome", "the intersection of Eastern Europe and West Asia", "the confluence of the Volga and the Kazanka"),
-  or a superlative lost its head noun ("the largest in the Philippines");
+  or a superlative lost its head noun ("the largest in the Philippines"), or the claim follows the link: an object
+  clause ("suggested to Erwin Schrödinger that ..."), an "as" complement ("designated by the Republic of Moldova as
+  ..."), or the list a plural of the anchor's kind stands for ("shares borders with the provinces of Ontario, ...");
 * ``relation_qualified``: a superlative restricted by a clause after the link ("the largest city in Germany that is
   not a state of its own") or ranked within a set named after it ("the highest position in Islam among all women"),
   an ordinal by any phrase after it ("the first monarch of France from the House of Bourbon"), a ranking whose list
-  goes on past the link ("the fourth largest province after Quebec, Ontario, ...");
+  goes on past the link ("the fourth largest province after Quebec, Ontario, ..."), a rank whose measure comes later
+  ("ranks fourth in South Asia ... in terms of GDP");
 * ``relation_referent``: a city made the capital of a landform ("Dublin is the capital of Ireland" with "Ireland"
   resolved to the island): a capital is a polity's, so the link names another thing than the sentence;
 * ``relation_preposition``: a location verb joined to its complement by "with" ("is situated with the Gulf of Guinea
@@ -112,6 +115,18 @@ _OVER_WHOLE = re.compile(
 #: A linked name whose head shares a complement with the name after it: "the City and County of Cardiff" with the link
 #: on "City" names only part of the name.
 _NAME_GOES_ON = re.compile(r"^\s+(?:and|&)\s+[A-Z][a-z]+\s+of\s+(?:the\s+)?[A-Z]")
+#: A verb whose claim is its object clause: "Einstein suggested to Erwin Schrödinger that ..." says nothing cut there.
+_TELLS_TO = re.compile(
+    r"\b(?:suggest|propos|explain|announc|declar|report|recommend|reveal|indicat|argu|claim|promis|demonstrat|describ"
+    r"|present|wrote|writ|said|sa[iy])\w*\s+to\s+\{(?:src|dst)\}\W*$"
+)
+#: A passive whose claim is its "as" complement: "designated by the Republic of Moldova as the Administrative ...".
+_PASSIVE_BY = re.compile(r"\b\w+ed\s+by\s+[^{}]*\{(?:src|dst)\}\W*$")
+#: A rank whose measure follows later in the sentence: "ranks fourth in South Asia ... in terms of GDP".
+_RANKS = re.compile(r"\brank(?:s|ed)?\b")
+_MEASURE = re.compile(r"\bin terms of\b|\bby (?:GDP|population|area|size|number)\b")
+#: "the provinces of {dst}": a plural of the anchor's own kind names a list the anchor is one of, not its provinces.
+_PLURAL_OF = re.compile(r"\bthe ([a-z]+)s of \{(?:src|dst)\}\W*$")
 #: A sentence opening with a possessive noun phrase ("His oracular cult was introduced from Anatolia"): its subject is
 #: the possessed thing, not the page's subject.
 _POSSESSED = re.compile(r"^(?:its|his|her|their)\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+(?:is|was|are|were|has|had)\b", re.I)
@@ -189,6 +204,22 @@ class ClueChecker:
         if ent.is_person and len(ent.title.split()) > 1:
             out.append(ent.title.split()[-1])
         return sorted(set(out), key=len, reverse=True)
+
+    def complement_lost(self, rel: str, rest: str, other: str) -> str:
+        """``relation_cut`` or ``relation_qualified`` when what follows the linked name ``other`` (``rest``) holds the
+        claim the relation lacks: an object clause, an "as" complement, the measure of a rank, or the list a plural of
+        the anchor's own kind stands for; ``""`` otherwise."""
+        if _TELLS_TO.search(rel) and re.match(r"^\W*(?:that|whether|how)\b", rest):
+            return "relation_cut"
+        if _PASSIVE_BY.search(rel) and re.match(r"^\W*as\b", rest):
+            return "relation_cut"
+        if _RANKS.search(rel) and _MEASURE.search(rest):
+            return "relation_qualified"
+        ent = self.src.entity(other)
+        m = _PLURAL_OF.search(rel)
+        if m and ent is not None and head_noun(ent) == m.group(1):
+            return "relation_cut"
+        return ""
 
     def head(self, ent: Entity) -> str:
         """The page's type noun and the words of its description ("city capital largest ..."): "The city ..." must
@@ -276,6 +307,8 @@ class ClueChecker:
                     return "relation_cut"
                 if _NAME_GOES_ON.match(rest):
                     return "relation_cut"
+                if lost := self.complement_lost(rel, rest, other):
+                    return lost
                 if _SUPERLATIVE.search(rel) and (_QUALIFIER.match(rest) or _SUPERLATIVE_SCOPE.match(rest)):
                     return "relation_qualified"
                 ranked = bool(_SUPERLATIVE.search(rel) or _ORDINAL.search(rel))
