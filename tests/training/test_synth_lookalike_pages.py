@@ -54,3 +54,21 @@ def test_an_infobox_field_the_look_alike_has_no_infobox_for_does_not_rule_it_out
     assert "Plato" not in page_lookalikes(src, verifier, text, "philosopher", g)
     root.facts.append(Clue('whose name begins with "A"', U.PARTIAL_NAME, "Aristotle"))
     assert "Plato" not in page_lookalikes(src, verifier, root, "philosopher", g)
+
+
+def test_a_name_without_a_page_listed_with_the_answer_in_every_sentence_is_a_look_alike(src):
+    # Rajasthan bordered by Gujarat and by Uttar Pradesh: both pages list Madhya Pradesh beside it (the eighth reading)
+    from tests.training.conftest import sentence_with
+
+    verifier = Verifier(src)
+    rel = "{src} is bordered by {dst}"
+    g = nx.Graph()
+    root = NodeSpec("Rajasthan")
+    for anchor in ("Gujarat", "Uttar Pradesh"):
+        sent = sentence_with(src, anchor, "Rajasthan")
+        g.add_edge("Rajasthan", anchor, relation=rel, evidence=sent, page=anchor, source_page=anchor)
+        root.relations.append((rel, "from_anchor", _named(anchor)))
+    assert src.resolve("Madhya Pradesh") is None
+    assert "Madhya Pradesh" in page_lookalikes(src, verifier, root, "state", g)
+    root.facts.append(Clue('whose name begins with "R"', U.PARTIAL_NAME, "Rajasthan"))
+    assert "Madhya Pradesh" not in page_lookalikes(src, verifier, root, "state", g)

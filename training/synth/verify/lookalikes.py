@@ -32,12 +32,14 @@ An answer pinned thinly is a case of its own too (:func:`thin_lookalikes`, count
 Beyond the sentences, a reader meets the answer's kind anywhere near the question: Antigua and Barbuda beside
 Dominica in the Caribbean, the Apollo program beside the Manhattan Project among the United States' programs. So every
 page of the answer's type that a page of the question links, or that links an entity of the question other than the
-answer, is weighed the same way (:func:`page_lookalikes`), counted apart as ``page_look_alike``.
+answer, is weighed the same way (:func:`page_lookalikes`), counted apart as ``page_look_alike``; so is a name the
+sample has no page for that every sentence listing the answer lists with it (Madhya Pradesh beside Rajasthan on
+Gujarat's and Uttar Pradesh's pages), unless a hint at the name rules it out.
 
 A question with a look-alike that no clue rules out is dropped (:func:`unruled`, :func:`page_lookalikes`). What it
 cannot see: entities of the answer's type that no page of the question links (a reader searching further would meet
-more), names the sample has no page for (their kind and facts are unknown), and relations a look-alike's page states
-without a link; what it guarantees: every linked page of the answer's kind on the question's own pages is excluded by
+more), names the sample has no page for outside those lists, and relations a look-alike's page states without a
+link (Portugal is a NATO member, but the sample's pages do not link the two); what it guarantees: every linked page of the answer's kind on the question's own pages is excluded by
 a clue the reader can check.
 """
 
@@ -235,7 +237,21 @@ def page_lookalikes(src: Any, verifier: Verifier, root: NodeSpec, head: str, gra
                 continue
             if not ruled_out(src, verifier, root, head, light.title):
                 out.append(light.title)
-    return out
+    return out + _unpaged_siblings(src, root, graph, own)
+
+
+def _unpaged_siblings(src: Any, root: NodeSpec, graph: Any, own: set[str]) -> list[str]:
+    """Names with no page that every sentence listing the answer lists with it ("bordered by Rajasthan to the north,
+    Madhya Pradesh to the east ..." on Gujarat's and on Uttar Pradesh's page), that no hint at the name rules out:
+    their kind and facts are unknown, so they fit as well as the answer."""
+    mine = name_variants(root.entity)
+    common: set[str] | None = None
+    for _, direction, child in root.relations:
+        if direction != "from_anchor" or not graph.has_edge(root.entity, child.entity):
+            continue  # the answer is the subject of the sentence: it lists the anchor's siblings, not the answer's
+        named = set(co_named(str(graph.edges[root.entity, child.entity].get("evidence") or ""), mine))
+        common = named if common is None else common & named
+    return sorted(n for n in common or () if n not in own and src.resolve(n) is None and _unpaged_fits(root, n))
 
 
 def overlapping_containers(root: NodeSpec, head: str) -> list[str]:
@@ -250,11 +266,16 @@ def overlapping_containers(root: NodeSpec, head: str) -> list[str]:
     return [f"another {head} containing {root.relations[0][2].entity}"]
 
 
+#: A list item's compass tail: "bordered by Rajasthan to the northeast, Maharashtra to the southeast, ...".
+_COMPASS_TAIL = re.compile(r"\s+to the (?:north|south|east|west)[a-z-]*\b")
+
+
 def co_named(sentence: str, names: Iterable[str]) -> list[str]:
     """The names ``sentence`` lists together with the first of ``names`` it holds: the items of its list or
-    coordination ("the Falkland Islands, South Georgia and the South Sandwich Islands" -> the last two), "the" dropped.
+    coordination ("the Falkland Islands, South Georgia and the South Sandwich Islands" -> the last two), "the" and
+    compass tails ("Maharashtra to the southeast") dropped.
     """
-    text = " ".join(re.sub(r"\([^()]*\)", "", sentence).split()).rstrip(". ")
+    text = " ".join(_COMPASS_TAIL.sub("", re.sub(r"\([^()]*\)", "", sentence)).split()).rstrip(". ")
     parts = _SPLIT.split(text)
     k = next((i for i, p in enumerate(parts) if any(len(n) > 2 and n in p for n in names)), None)
     if k is None:
