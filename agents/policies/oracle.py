@@ -238,6 +238,11 @@ class OraclePolicy(Policy):
         legit = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         return {self._key(u) for q, res in st.results.items() if not legit_only or q in legit for _, u in res}
 
+    def _in_every_search(self, st: _State, plan: _Plan, akey: str) -> bool:
+        """Whether two or more clue searches ran and every one listed the answer page: the answer is their overlap."""
+        lists = [st.results.get(q) for q, _, _ in plan.clues]
+        return len(lists) >= 2 and all(res and akey in {self._key(u) for _, u in res} for res in lists)
+
     def _answer_shown(self, st: _State, plan: _Plan, task: Task) -> bool:
         """Whether the results of a clue or question search name the answer (as a result title or in a snippet):
         the answer can then be read off the results."""
@@ -299,6 +304,8 @@ class OraclePolicy(Policy):
         seen = akey in self._seen(st, plan, legit_only=True)
         if (seen and (st.visited.get(akey) or not self.read_pages)) or self._answer_shown(st, plan, task):
             why = f"The page {plan.answer_url} matches every clue" if self.read_pages else "The results show it"
+            if not self.read_pages and self._in_every_search(st, plan, akey):
+                why = f"{task.answer} is in the results of every search"  # an intersection: name the overlap
             return f"<think>{why}, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         guess = next((t for q, res in st.results.items() if q in legit_queries for t, _ in res), "unknown")

@@ -98,5 +98,9 @@ def test_the_oracle_answers_in_at_most_three_searches_and_the_overlap_script_run
         )
         out[policy] = [json.loads(x) for x in (res.out / "trajectories.jsonl").read_text().splitlines()]
     assert all(r["correct"] == 1.0 and r["tool_calls"].get("search", 0) <= 3 for r in out["oracle:search"])
+    # its last thought names the overlap when every clue's search listed the answer (what SFT demonstrations teach)
+    overlap = [r for r in out["oracle:search"] if "is in the results of every search" in r["messages"][-1]["content"]]
+    assert overlap and all(r["gold"] in r["messages"][-1]["content"] for r in overlap)
+    assert all(r["tool_calls"].get("search", 0) >= 2 for r in overlap)
     # the script searches once per clue, then answers
     assert all(r["tool_calls"].get("search", 0) == r["metadata"]["difficulty"]["hops"] for r in out["rule:script"])
