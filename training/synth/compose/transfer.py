@@ -21,6 +21,7 @@ from typing import Any
 import networkx as nx
 
 from training.synth.compose.constraints import NodeSpec, strip_article, walk
+from training.synth.compose.lists import list_size
 from training.synth.compose.naming import name_variants
 from training.synth.compose.uncertainty import relational_clue
 from training.synth.extract.relations import is_text_relation
@@ -30,10 +31,6 @@ from training.synth.graph.kg import KnowledgeGraph, edge_rank
 LINK_RELATIONS = ("link", "mention", "links to", "")
 _LINK_WORDS = re.compile(r"\b(?:entities linked with|are also linked|article mentions|mentioned in the article)\b")
 _NOT_A_LIST = re.compile(r"date|place|born|died|birth|death|location|coordinates", re.IGNORECASE)
-_SPLIT = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+|\s*/\s*")
-_ITEM = re.compile(r"^(?:the\s+)?[A-Z0-9][^\s]*(?:\s+(?:of|de|la|the|and|du|del|von|van)?\s*[A-Z0-9(][^\s]*){0,5}$")
-_HEAD_ITEM = re.compile(r"(?:^|\s)((?:the\s+)?[A-Z0-9][^\s]*(?:\s+(?:of|de|la|the)?\s*[A-Z0-9(][^\s]*){0,5})$")
-_TAIL_ITEM = re.compile(r"^((?:the\s+)?[A-Z0-9][^\s]*(?:\s+(?:of|de|la|the)?\s*[A-Z0-9(][^\s]*){0,5})(?:\s|$)")
 
 
 def is_typed(attrs: Mapping[str, Any]) -> bool:
@@ -55,64 +52,6 @@ def typed_view(kg: KnowledgeGraph) -> KnowledgeGraph:
     view = KnowledgeGraph(g)
     view.report = kg.report
     return view
-
-
-def list_size(text: str, name: str) -> int:
-    """How many items the list that holds ``name`` in ``text`` has ("bordered by A, B, C and D" -> 4); 0 when ``name``
-    is not an item of a list of 3 or more (a list is items joined by commas, "and", "or" or slashes; its first item
-    may close the clause before it and its last may open the one after)."""
-    text = " ".join(re.sub(r"\([^()]*\)", "", text).split()).rstrip(". ")
-    i = text.find(name)
-    if i < 0 or not name:
-        return 0
-    parts = _SPLIT.split(text)
-    spans, pos = [], 0
-    for p in parts:
-        at = text.find(p, pos)
-        spans.append((at, at + len(p)))
-        pos = at + len(p)
-    k = next((j for j, (a, b) in enumerate(spans) if a <= i < b), None)
-    if k is None:
-        return 0
-    whole = bool(_ITEM.match(parts[k]))
-    head = not whole and bool((m := _HEAD_ITEM.search(parts[k])) and name in m.group(1))
-    tail = not whole and bool((m := _TAIL_ITEM.match(parts[k])) and name in m.group(1))
-    if not (whole or head or tail):
-        return 0
-    lo = hi = k
-    while (whole or tail) and lo > 0:
-        if _ITEM.match(parts[lo - 1]):
-            lo -= 1
-        elif _HEAD_ITEM.search(parts[lo - 1]):
-            lo -= 1
-            break
-        else:
-            break
-        whole = True
-    whole = bool(_ITEM.match(parts[k]))
-    while (whole or head) and hi + 1 < len(parts):
-        if _ITEM.match(parts[hi + 1]):
-            hi += 1
-        elif _TAIL_ITEM.match(parts[hi + 1]):
-            hi += 1
-            break
-        else:
-            break
-        whole = True
-    if _resumes(parts, hi):
-        return 0  # "the European Bank for Reconstruction and Development, ..." or "Futuna to the northwest, Samoa ..."
-    n = hi - lo + 1
-    return n if n >= 3 else 0
-
-
-def _resumes(parts: list[str], hi: int) -> bool:
-    """Whether the list whose last counted item is ``parts[hi]`` goes on past it: that item is a name with words after
-    it (a name read only up to a preposition, "the Organization for Security", or an item with its own phrase,
-    "Futuna to the northwest") and the part after it opens with a name again ("Co-operation in Europe", "Samoa to the
-    northeast"). The words split the list where the counting stopped, so its size is unknown."""
-    cut = not _ITEM.match(parts[hi])
-    nxt = parts[hi + 1] if hi + 1 < len(parts) else ""
-    return cut and bool(_ITEM.match(nxt) or _TAIL_ITEM.match(nxt))
 
 
 def listed_count(attrs: Mapping[str, Any], listed: str, source_infobox: Mapping[str, str]) -> int:

@@ -51,8 +51,8 @@ from typing import Any
 
 from training.synth.compose.clues import UncertaintyType
 from training.synth.compose.constraints import NodeSpec
+from training.synth.compose.lists import co_named
 from training.synth.compose.naming import name_variants
-from training.synth.compose.transfer import _HEAD_ITEM, _ITEM, _SPLIT, _TAIL_ITEM
 from training.synth.compose.uncertainty import date_phrase, relation_label
 from training.synth.extract.relations import DST, SRC, is_text_relation
 from training.synth.graph.kg import Entity
@@ -264,39 +264,6 @@ def overlapping_containers(root: NodeSpec, head: str) -> list[str]:
         if not is_text_relation(rel) or not re.search(_LOCATED_IN + re.escape(me) + r"\W*$", rel):
             return []
     return [f"another {head} containing {root.relations[0][2].entity}"]
-
-
-#: A list item's compass tail: "bordered by Rajasthan to the northeast, Maharashtra to the southeast, ...".
-_COMPASS_TAIL = re.compile(r"\s+to the (?:north|south|east|west)[a-z-]*\b")
-
-
-def co_named(sentence: str, names: Iterable[str]) -> list[str]:
-    """The names ``sentence`` lists together with the first of ``names`` it holds: the items of its list or
-    coordination ("the Falkland Islands, South Georgia and the South Sandwich Islands" -> the last two), "the" and
-    compass tails ("Maharashtra to the southeast") dropped.
-    """
-    text = " ".join(_COMPASS_TAIL.sub("", re.sub(r"\([^()]*\)", "", sentence)).split()).rstrip(". ")
-    parts = _SPLIT.split(text)
-    k = next((i for i, p in enumerate(parts) if any(len(n) > 2 and n in p for n in names)), None)
-    if k is None:
-        return []
-    out = []
-    for p in parts[k + 1 :]:  # "the Volga and the Kazanka rivers": the items after it, up to one that goes on
-        m = _TAIL_ITEM.match(p)
-        if m is None:
-            break
-        out.append(m.group(1))
-        if not _ITEM.match(p):
-            break
-    starts = any(re.match(rf"^(?:the\s+)?{re.escape(n)}\b", parts[k]) for n in names if n)
-    for p in reversed(parts[:k] if starts else []):  # "bordered by Ghana, Benin": the items before it
-        m = _HEAD_ITEM.search(p)
-        if m is None:
-            break
-        out.append(m.group(1).strip())
-        if not _ITEM.match(p):
-            break
-    return [re.sub(r"^the\s+", "", n) for n in out]
 
 
 def _unpaged_fits(root: NodeSpec, name: str) -> bool:
