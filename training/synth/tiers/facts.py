@@ -43,7 +43,8 @@ from wiki_index.types import bare_title
 #: modifier or a name going on past the link a cut relation, a subject other than the page's no relation of it, a plural
 #: coordinated with a singular phrase its kind: "Islands and coastal region" is a region; 7: the eighth audit's
 #: readings: a relation whose claim follows the link ("suggested to X that ...", "designated by X as ...", "the
-#: provinces of X, Y") cut, a rank with its measure after the link qualified, a range's start year no date of it)
+#: provinces of X, Y") cut, a rank with its measure after the link qualified, a range's start year no date of it,
+#: "native to ..." kept whole in a description)
 FACTS_VERSION = 7
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
