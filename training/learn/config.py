@@ -63,9 +63,9 @@ class SFTStage:
         320, "Use at most this many demonstrations for SFT (None: every kept one); see even_forms for which."
     )
     even_forms: bool = help_field(
-        True,
+        False,
         "Pick the max_demos demonstrations with each tier's share of the first max_demos and its question forms in "
-        "turn (False: the first max_demos in task-file order, as before 2026-12-05's second session).",
+        "turn (False: the first max_demos in task-file order; docs/training.md gives the measured effect).",
     )
     full: bool = help_field(True, "Full fine-tune (False: LoRA r=16, merged).")
     learning_rate: float = help_field(8e-5, "SFT peak learning rate (cosine schedule).")
