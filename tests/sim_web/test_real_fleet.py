@@ -105,8 +105,10 @@ def test_two_client_processes_share_the_servers_cache_and_qps_budget(server_url,
     seen = upstream_queries(serper)
     assert Counter(q for _, q in seen) == Counter(QUERIES)  # every distinct query reached Serper once, for both clients
     # the combined stream of both processes stays within one token bucket: in any window of the upstream's own arrival
-    # times, at most BURST + QPS * window requests (+1 for the loopback's jitter between grant and arrival)
+    # times, at most BURST + QPS * window requests (+2 for the jitter between grant and arrival: a scheduler stall of
+    # the upstream's thread on a busy 2-core machine lets two requests granted apart arrive together)
     times = [t for t, _ in seen]
     for i in range(len(times)):
         for j in range(i + 1, len(times)):
-            assert j - i + 1 <= BURST + 1 + QPS * (times[j] - times[i]), (i, j, times[j] - times[i])
+            assert j - i + 1 <= BURST + 2 + QPS * (times[j] - times[i]), (i, j, times[j] - times[i])
+    assert len(times) <= BURST + 1 + QPS * (times[-1] - times[0])  # over the whole stream, no jitter allowance
