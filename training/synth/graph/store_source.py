@@ -220,6 +220,10 @@ class StoreSource:
         """Category names of the page."""
         return self._cats.get(pid, ()) if self._ensure(pid) else ()
 
+    def has_field(self, pid: int, key: str) -> bool:
+        """Whether the page's infobox has the field ``key`` (of the fields the source reads: those of its relations)."""
+        return key in self._box.get(pid, {}) if self._ensure(pid) else False
+
     def box_out(self, pid: int) -> list[tuple[int, str]]:
         """``[(dst, key)]``: infobox fields of this page whose value names another page."""
         if pid not in self._box_out:

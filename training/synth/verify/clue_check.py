@@ -215,9 +215,8 @@ class ClueChecker:
             return "relation_cut"
         if _RANKS.search(rel) and _MEASURE.search(rest):
             return "relation_qualified"
-        ent = self.src.entity(other)
         m = _PLURAL_OF.search(rel)
-        if m and ent is not None and head_noun(ent) == m.group(1):
+        if m and (ent := self.src.entity(other)) is not None and head_noun(ent) == m.group(1):
             return "relation_cut"
         return ""
 

@@ -44,7 +44,9 @@ _PROJECTION = re.compile(
 _RANGE_END = re.compile(
     r"\b(?:between|from)\s+(?:c\.\s*|circa\s+|about\s+)?\d{1,4}(?:\s*(?:BCE?|CE|AD))?\s*(?:and|to|until|till|through|[–—-])\s*$"
 )
-#: The start of a range after a date: "constructed between 1113 and 1150" was not built in 1113 either.
+#: The start of a range: "between" or "from" before the date, its end after it ("constructed between 1113 and 1150"
+#: was not built in 1113 either).
+_RANGE_OPEN = re.compile(r"\b(?:between|from)\s+(?:c\.\s*|circa\s+)?$")
 _RANGE_START = re.compile(r"^\s*(?:BCE?|CE|AD)?\s*(?:and|to|until|till|through|[–—-])\s*(?:c\.\s*|circa\s+)?\d{1,4}\b")
 _FIELD_OK = re.compile(r"population|area|elevation|height|length|depth|founded|established|formation|birth|death")
 _FIELD_BAD = re.compile(r"metro|urban|density|rank|water|percent|blank|footnote|demonym|note|ref")
@@ -137,9 +139,12 @@ def check_date(ent: Entity, d: DateFact, page: PageView) -> tuple[str, Evidence 
     before = sent[:at]
     if _RANGE_END.search(before):
         return "date_cue", ev  # the end of a range is not the date its cue names
-    if d.attr not in ("start", "reign_start") and re.search(r"\b(?:between|from)\s+(?:c\.\s*|circa\s+)?$", before):
-        if _RANGE_START.match(sent[at + len(d.text) :]):
-            return "date_cue", ev  # nor is its start
+    if (
+        d.attr not in ("start", "reign_start")
+        and _RANGE_OPEN.search(before)
+        and _RANGE_START.match(sent[at + len(d.text) :])
+    ):
+        return "date_cue", ev  # nor is its start
     best = max(((before.lower().rfind(w), w) for w in words), default=(-1, ""))
     pos, word = best
     if pos < 0 or word == "since":

@@ -39,8 +39,8 @@ Gujarat's and Uttar Pradesh's pages), unless a hint at the name rules it out.
 A question with a look-alike that no clue rules out is dropped (:func:`unruled`, :func:`page_lookalikes`). What it
 cannot see: entities of the answer's type that no page of the question links (a reader searching further would meet
 more), names the sample has no page for outside those lists, and relations a look-alike's page states without a
-link (Portugal is a NATO member, but the sample's pages do not link the two); what it guarantees: every linked page of the answer's kind on the question's own pages is excluded by
-a clue the reader can check.
+link (Portugal is a NATO member, but the sample's pages do not link the two); what it guarantees: every linked page
+of the answer's kind on the question's own pages is excluded by a clue the reader can check.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from training.synth.compose.clues import UncertaintyType
-from training.synth.compose.constraints import NodeSpec
+from training.synth.compose.constraints import NodeSpec, walk
 from training.synth.compose.lists import co_named
 from training.synth.compose.naming import name_variants
 from training.synth.compose.uncertainty import date_phrase, relation_label
@@ -143,7 +143,7 @@ def _unstated_field(src: Any, pid: int, relation: str, direction: str) -> bool:
     not other (Plato's interests include ethics too)."""
     if not relation or is_text_relation(relation) or direction != "to_anchor":
         return False
-    return relation not in src.store.infobox_facts(pid)
+    return not src.has_field(pid, relation)
 
 
 def ruled_out(src: Any, verifier: Verifier, root: NodeSpec, head: str, title: str) -> bool:
@@ -199,14 +199,6 @@ def unruled(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any)
     return [t for t in pool[:_MAX_POOL] if not ruled_out(src, verifier, root, head, t)]
 
 
-def _tree(root: NodeSpec) -> list[NodeSpec]:
-    """The nodes of a question's constraint tree, the answer first."""
-    out = [root]
-    for _, _, child in root.relations:
-        out += _tree(child)
-    return out
-
-
 def page_lookalikes(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any) -> list[str]:
     """The pages of the answer's type that a page of the question links or that link one of its other entities (see
     the module docstring), other than the question's own entities, that no clue rules out; empty for an answer of no
@@ -221,11 +213,12 @@ def page_lookalikes(src: Any, verifier: Verifier, root: NodeSpec, head: str, gra
     """
     if head in ("", "entity"):
         return []
-    own = {str(n) for n in graph} | {n.entity for n in _tree(root)}
+    nodes = list(walk(root))
+    own = {str(n) for n in graph} | {n.entity for n in nodes}
     forbidden = tuple(name_variants(root.entity))
     seen: set[int] = set()
     out = []
-    for node in _tree(root):
+    for node in nodes:
         pid = src.resolve(node.entity)
         near = [*src.out_ids(pid), *(src.in_ids(pid) if node is not root else [])] if pid is not None else []
         for q in near[: _MAX_POOL * 5]:
