@@ -27,3 +27,11 @@ def running(app: Any, config: Any = None) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def wait_for(predicate: Any, what: str, deadline_s: float = 60.0) -> None:
+    """Wait until the server has done something asynchronous (a bound on a hang, not a timing assertion)."""
+    end = time.monotonic() + deadline_s
+    while not predicate():
+        assert time.monotonic() < end, f"the server never {what}"
+        time.sleep(0.01)

@@ -16,7 +16,7 @@ from pathlib import Path
 import gymnasium as gym
 import httpx
 import pytest
-from live_server import running
+from live_server import running, wait_for
 
 pytest.importorskip("openenv.core", reason="the openenv extra is not installed: pip install -e '.[openenv]'")
 
@@ -86,6 +86,7 @@ def test_an_openenv_episode_is_the_gym_episode_byte_for_byte(server, sample_inde
 def test_mcp_tool_client_lists_and_calls_the_tools(server):
     """OpenEnv 0.10's MCPToolClient is production-mode only: tools over HTTP /mcp in a session of its own."""
     url, registry = server
+    wait_for(lambda: registry.live == 0, "closed the sessions of earlier tests' sockets")  # they detach after the test
     live_before = registry.live
 
     async def play() -> tuple[list[str], str]:
@@ -109,6 +110,7 @@ def test_mcp_tool_client_steps_an_episode_on_its_session(server):
     from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 
     url, registry = server
+    wait_for(lambda: registry.live == 0, "closed the sessions of earlier tests' sockets")  # they detach after the test
     live_before = registry.live
 
     async def play() -> tuple[object, int, float | None, bool]:

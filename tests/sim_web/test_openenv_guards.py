@@ -9,12 +9,11 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import time
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from live_server import running
+from live_server import running, wait_for
 
 pytest.importorskip("openenv.core", reason="the openenv extra is not installed: pip install -e '.[openenv]'")
 
@@ -27,14 +26,6 @@ from sim_web.serve.openenv import OpenEnvLimits  # noqa: E402
 from simweb_core.errors import ConfigError  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests"
-
-
-def _wait_for(predicate, what: str, deadline_s: float = 60.0) -> None:
-    """Wait until the server has done something asynchronous (a bound on a hang, not a timing assertion)."""
-    end = time.monotonic() + deadline_s
-    while not predicate():
-        assert time.monotonic() < end, f"the server never {what}"
-        time.sleep(0.01)
 
 
 def test_the_token_guards_the_socket_and_mcp(sample_index):
@@ -105,11 +96,11 @@ def test_limits_message_size_sessions_and_idle_time(sample_index):
         with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
             GenericEnvClient(base_url=url).sync().reset(seed=3)
         a.close(), b.close()
-        _wait_for(lambda: registry.live == 0, "closed the two sessions")
+        wait_for(lambda: registry.live == 0, "closed the two sessions")
 
         with connect(url.replace("http", "ws") + "/ws") as ws:  # says nothing: closed after idle_timeout_s
             assert '"IDLE_TIMEOUT"' in ws.recv(timeout=60)
-        _wait_for(lambda: registry.live == 0, "closed the idle session")
+        wait_for(lambda: registry.live == 0, "closed the idle session")
     with pytest.raises(ConfigError, match="max_sessions >= 1"):
         OpenEnvLimits(max_sessions=0)
 
@@ -148,5 +139,5 @@ def test_no_session_leaks_after_300_sessions(sample_index):
                 ws.send(json.dumps({"type": "reset", "data": {"seed": i}}))
                 ws.recv(timeout=60)
                 ws.socket.shutdown(socket.SHUT_RDWR)  # no close frame: the server sees the connection drop
-        _wait_for(lambda: registry.live == 0, "freed the envs of the dropped sockets")
+        wait_for(lambda: registry.live == 0, "freed the envs of the dropped sockets")
     assert registry.opened == 320
