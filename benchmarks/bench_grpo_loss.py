@@ -1,18 +1,22 @@
 """The training half of a GRPO step on a CPU: DUPO's copies computed again against counted as weights, with compacted
-micro-batches.
+micro-batches, and TRL's fused LM head against the trainer's head on the trained positions.
 
-Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 3] [--seed 0] [--precision auto]``. It plays one
-real generation batch of ``sim-web learn``'s GRPO stage (the ``cpu-learn`` recipe, the run's SFT model, its task set
-and pre-filter verdict: 4 tasks x 8 rollouts), then runs the forward and backward passes of that same batch, split
-into the recipe's micro-batches after TRL's shuffle, two ways, alternating ``--reps`` times:
+Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 3] [--seed 0] [--precision auto]
+[--sides copies,weights,head]``. It plays one real generation batch of ``sim-web learn``'s GRPO stage (the
+``cpu-learn`` recipe, the run's SFT model, its task set and pre-filter verdict: 4 tasks x 8 rollouts), then runs the
+forward and backward passes of that same batch, split into the recipe's micro-batches after TRL's shuffle, up to
+three ways, alternating ``--reps`` times:
 
 - ``copies``: the batch DUPO fills with copies of informative groups, through TRL's own loss (how the trainer
   worked before: every copy computed again, every micro-batch at the generation batch's full width);
-- ``weights``: the trainer's batch (copies as weights, rows with advantage 0 and padding columns left out).
+- ``weights``: the trainer's batch (copies as weights, rows with advantage 0 and padding columns left out), its
+  logprobs from TRL's fused head over every position (``trained_positions_only=False``);
+- ``head``: the same, its logprobs from :mod:`training.grpo.head` on the trained positions only (the default).
 
-It prints each pass's seconds, the medians and their ratio, the rows and tokens each side computed, and the largest
-difference between the two gradients relative to the gradient's largest entry (they must agree up to float
-summation order). Without ``--run`` it uses ``$SIM_WEB_HOME/runs/learn/cpu-learn`` (``make learn``'s run).
+It prints each pass's seconds, the medians and their ratios against the first side, the rows and tokens each side
+computed, and the largest difference between each gradient and the first side's relative to its largest entry (float
+summation order in float32; under bf16 autocast also the heads' rounding). Without ``--run`` it uses
+``$SIM_WEB_HOME/runs/learn/cpu-learn`` (``make learn``'s run).
 """
 
 from __future__ import annotations
@@ -118,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--precision", choices=PRECISIONS, default="auto", help="as sim-web learn (auto: bf16 where native)"
     )
+    ap.add_argument("--sides", default="copies,weights,head", help="which of copies, weights, head to time, in order")
     args = ap.parse_args(argv)
     run = Path(args.run) if args.run else sim_web_home() / "runs" / "learn" / "cpu-learn"
     index = ensure_sample_index(None)
@@ -138,33 +143,48 @@ def main(argv: list[str] | None = None) -> int:
     trainer, weighted = capture_batch(recipe)
     copies = copied_batch(trainer, weighted)
     micro = recipe.trainer.micro_batch or recipe.per_device_batch
-    sides = {
-        "copies": (GRPOTrainer._compute_loss, copies, False),
-        "weights": (type(trainer)._compute_loss, weighted, True),
+    loss = type(trainer)._compute_loss
+    every = {
+        "copies": (GRPOTrainer._compute_loss, copies, False, False),
+        "weights": (loss, weighted, True, False),
+        "head": (loss, weighted, True, True),
     }
+    unknown = sorted(set(args.sides.split(",")) - set(every))
+    if unknown:
+        ap.error(f"--sides takes a comma-separated list of {', '.join(every)}; got {', '.join(unknown)}")
+    sides = {name: every[name] for name in args.sides.split(",")}
     seconds: dict[str, list[float]] = {s: [] for s in sides}
     grads: dict[str, Any] = {}
     tokens: dict[str, int] = {}
     for rep in range(args.reps):
         for side in list(sides) if rep % 2 == 0 else list(sides)[::-1]:
-            loss_of, batch, compacts = sides[side]
+            loss_of, batch, compacts, own_head = sides[side]
+            trainer.args.trained_positions_only = own_head
             s, grads[side], tokens[side] = timed_pass(trainer, loss_of, batch, micro, rep, compacts)
             seconds[side].append(s)
             print(f"rep {rep + 1} {side}: {s:.1f} s", flush=True)
+    first = next(iter(sides))
+    scale = grads[first].abs().max()
     rows = [
-        [side, batch["completion_ids"].shape[0], tokens[side], f"{median(seconds[side]):.1f}"]
-        for side, (_, batch, _) in sides.items()
+        [
+            side,
+            batch["completion_ids"].shape[0],
+            tokens[side],
+            f"{median(seconds[side]):.1f}",
+            f"{median(seconds[first]) / median(seconds[side]):.2f}x",
+            f"{float((grads[side] - grads[first]).abs().max() / scale):.1e}",
+        ]
+        for side, (_, batch, _, _) in sides.items()
     ]
-    gap = float((grads["weights"] - grads["copies"]).abs().max() / grads["copies"].abs().max())
     print(
         f"one cpu-learn generation batch ({weighted['completion_ids'].shape[0]} rollouts, "
         f"{int((weighted['advantages'] == 0).sum())} with advantage 0), micro-batches of {micro}, "
         f"{torch.get_num_threads()} torch threads, bf16 {recipe.trainer.bf16}, model {over['model']}"
     )
-    print(table(["side", "rows in batch", "completion tokens computed (last rep)", "median s"], rows))
-    ratio = median(seconds["copies"]) / median(seconds["weights"])
-    print(f"speed-up of the training half: {ratio:.2f}x; largest gradient difference / largest entry: {gap:.1e}")
-    print(json.dumps({"seconds": seconds, "ratio": round(ratio, 3), "gradient_gap": gap, "tokens": tokens}))
+    head = ["side", "rows in batch", "completion tokens computed (last rep)", "median s", f"speed-up over {first}"]
+    print(table([*head, f"gradient gap to {first}"], rows))
+    ratios = {side: round(median(seconds[first]) / median(seconds[side]), 3) for side in sides}
+    print(json.dumps({"seconds": seconds, "ratios": ratios, "tokens": tokens}))
     shutil.rmtree(over["output_dir"], ignore_errors=True)
     return 0
 

@@ -39,6 +39,7 @@ from training.grpo.compact import ROW_SUM_LOSSES, compact_batch, live_rows
 from training.grpo.correction import gap_stats, is_ratio
 from training.grpo.dupo import dupo_weights
 from training.grpo.grpo_config import AgentGRPOConfig
+from training.grpo.head import supported, token_logps
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         self.outcome_sink: Any = None  # training.loop: receives one outcome dict per rollout
         self._correct_rollouts = False  # this generation batch came from an engine other than the trainer's forward
         self._is_inputs: dict[str, Any] | None = None  # the micro-batch whose loss the correction applies to
+        self._score_mask: torch.Tensor | None = None  # the positions the micro-batch's loss reads (training.grpo.head)
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -241,7 +243,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         ``cispo``) the others are compacted to their live rows and used columns (:mod:`training.grpo.compact`),
         which leaves the loss unchanged and spends the passes only on what trains."""
         if not self._rows_are_independent(model):
-            return self._corrected_loss(model, inputs)
+            return self._scored_loss(model, inputs)
         live = live_rows(inputs)
         m = self._metrics["train"]
         m["agent/skipped_micro_batches"].append(float(not live.any()))
@@ -250,7 +252,28 @@ class AgentGRPOTrainer(GRPOTrainer):
         small = compact_batch(inputs, live) if self.loss_type in ROW_SUM_LOSSES else None
         before = inputs["completion_ids"].numel()
         m["agent/loss_token_frac"].append(small["completion_ids"].numel() / before if small else 1.0)
-        return self._corrected_loss(model, small or inputs)
+        return self._scored_loss(model, small or inputs)
+
+    def _scored_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+        """:meth:`_corrected_loss`, its logprobs scored only where the loss reads them when
+        :meth:`_scores_own_positions` holds."""
+        mask = inputs["completion_mask"]
+        self._score_mask = mask * inputs["tool_mask"] if "tool_mask" in inputs else mask
+        try:
+            return self._corrected_loss(model, inputs)
+        finally:
+            self._score_mask = None
+
+    def _scores_own_positions(self, model: Any, extra: dict[str, Any]) -> bool:
+        """Whether the loss's logprobs come from :func:`training.grpo.head.token_logps`: asked for, on a CPU, one
+        process, a text model the head supports (no image inputs, no auxiliary loss)."""
+        return (
+            self.args.trained_positions_only
+            and self.accelerator.device.type == "cpu"
+            and self.accelerator.num_processes == 1
+            and not any(v is not None for v in extra.values())
+            and supported(model)
+        )
 
     def _corrected_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         """TRL's loss; for a batch from another rollout engine, with each token's advantage multiplied by TRL's
@@ -266,8 +289,30 @@ class AgentGRPOTrainer(GRPOTrainer):
             self._is_inputs = None
             inputs["advantages"] = advantages
 
-    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
-        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **extra: Any,
+    ) -> Any:
+        score, self._score_mask = self._score_mask, None
+        if (
+            score is not None
+            and not compute_aux_loss
+            and score.shape == (input_ids.shape[0], logits_to_keep)
+            and self._scores_own_positions(model, extra)
+        ):
+            with self.accelerator.autocast():
+                out = (*token_logps(model, input_ids, attention_mask, score, self.temperature, compute_entropy), None)
+        else:
+            out = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss, **extra
+            )
         inputs, self._is_inputs = self._is_inputs, None
         if inputs is not None:  # the loss's own pass over a micro-batch that needs the correction
             logps = out[0].detach()
