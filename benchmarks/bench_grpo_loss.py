@@ -2,7 +2,7 @@
 micro-batches, and TRL's fused LM head against the trainer's head on the trained positions.
 
 Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 3] [--seed 0] [--precision auto]
-[--sides copies,weights,head]``. It plays one real generation batch of ``sim-web learn``'s GRPO stage (the
+[--sides copies,weights,head] [--micro N]``. It plays one real generation batch of ``sim-web learn``'s GRPO stage (the
 ``cpu-learn`` recipe, the run's SFT model, its task set and pre-filter verdict: 4 tasks x 8 rollouts), then runs the
 forward and backward passes of that same batch, split into the recipe's micro-batches after TRL's shuffle, up to
 three ways, alternating ``--reps`` times:
@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--precision", choices=PRECISIONS, default="auto", help="as sim-web learn (auto: bf16 where native)"
     )
+    ap.add_argument(
+        "--micro", type=int, default=None, help="rollouts per forward/backward pass (default: the recipe's)"
+    )
     ap.add_argument("--sides", default="copies,weights,head", help="which of copies, weights, head to time, in order")
     args = ap.parse_args(argv)
     run = Path(args.run) if args.run else sim_web_home() / "runs" / "learn" / "cpu-learn"
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = load_recipe("cpu-learn", over)
     trainer, weighted = capture_batch(recipe)
     copies = copied_batch(trainer, weighted)
-    micro = recipe.trainer.micro_batch or recipe.per_device_batch
+    micro = args.micro or recipe.trainer.micro_batch or recipe.per_device_batch
     loss = type(trainer)._compute_loss
     every = {
         "copies": (GRPOTrainer._compute_loss, copies, False, False),

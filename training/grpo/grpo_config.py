@@ -41,7 +41,7 @@ class AgentGRPOConfig(MutableGRPOSwitches, GRPOConfig):
     beta: float = help_field(0.0, "KL coefficient (0: no reference model, as in the Tongyi recipe).")
     trained_positions_only: bool = help_field(
         True,
-        "On a CPU, one process: the loss's logprobs come from the backbone plus the output layer on the positions "
+        "On a CPU, one process: the loss's logprobs from the backbone plus a float32 output layer on the positions "
         "the loss reads (completion tokens outside tool outputs) instead of TRL's fused head over every position "
         "(training.grpo.head); False: TRL's head.",
     )
