@@ -3,6 +3,9 @@
 The bound is the matrix-product throughput of a batched decode step's shapes on this CPU (batch x hidden x each
 linear layer of the model, float32 and bfloat16, 1 and 2 threads), turned into the tokens/s a step made only of
 those products would reach; a second figure adds the one-token attention products at the rollouts' mean context.
+Both time one weight matrix per shape, again and again, so it stays in the CPU's caches; a third times a distinct
+matrix per layer, one pass through all of them, as a decode step reads its weights (from memory: a small batch's
+step is bound by reading the weights, not by the products).
 Then one GRPO rollout (G x prompts episodes, multi-turn, KV reuse on) is played by each rollout setting, the order
 rotating between repeats, and each play's generation tokens/s and its ratio to the bound are printed, with the
 per-token logprob gap between each play and the trainer's own forward pass over the same sequences.
@@ -85,8 +88,9 @@ def paired_calls(records: list[dict[str, Any]]) -> Any:
     return original, both
 
 
-def paired_report(records: list[dict[str, Any]], bound: float) -> str:
-    """Both sides' tokens/s over all paired calls, the per-call speed-up's median and each side's share of the bound."""
+def paired_report(records: list[dict[str, Any]], bound: float, streamed: float) -> str:
+    """Both sides' tokens/s over all paired calls, the per-call speed-up's median and each side's share of the bound
+    (weights in cache) and of the streamed bound (weights read from memory, as a step reads them)."""
     side = {c: [r for r in records if r["compact"] is c] for c in (False, True)}
     rate = {c: sum(r["tokens"] for r in rs) / sum(r["seconds"] for r in rs) for c, rs in side.items()}
     per_call = [a["seconds"] / b["seconds"] for a, b in zip(side[False], side[True])]
@@ -96,8 +100,9 @@ def paired_report(records: list[dict[str, Any]], bound: float) -> str:
             f"paired generation calls ({len(per_call)}, each run by both decoders on the same inputs, order alternating; "
             f"load 1m median {median(loads):.2f}, range {min(loads):.2f}-{max(loads):.2f}):",
             f"  before (generate, fast decode, bf16 engine): {rate[False]:.1f} tokens/s = {rate[False] / bound:.2f} of "
-            f"the bound {bound:.0f}",
-            f"  after (compact decode, bf16 engine): {rate[True]:.1f} tokens/s = {rate[True] / bound:.2f} of the bound",
+            f"the bound {bound:.0f}, {rate[False] / streamed:.2f} of the streamed bound {streamed:.0f}",
+            f"  after (compact decode, bf16 engine): {rate[True]:.1f} tokens/s = {rate[True] / bound:.2f} of the bound, "
+            f"{rate[True] / streamed:.2f} of the streamed bound",
             f"  speed-up: {rate[True] / rate[False]:.2f}x on the totals, median per call {median(per_call):.2f}x",
         ]
     )
@@ -121,13 +126,21 @@ def _time(f: Any, reps: int = 7) -> float:
     return median(ts)
 
 
-def decode_bound(config: Any, batch: int, dtype: Any, threads: int, context: int = 0) -> float:
-    """Seconds of one batched decode step's matrix products (plus the attention products at ``context``)."""
+def decode_bound(config: Any, batch: int, dtype: Any, threads: int, context: int = 0, streamed: bool = False) -> float:
+    """Seconds of one batched decode step's matrix products (plus the attention products at ``context``); with
+    ``streamed``, a distinct weight matrix per layer read once, as a step reads them (the linear products only)."""
     import torch
 
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
+        if streamed:
+            pairs = [
+                (torch.randn(out, inp, dtype=dtype), torch.randn(batch, inp, dtype=dtype))
+                for out, inp, count in linear_shapes(config)
+                for _ in range(count)
+            ]
+            return _time(lambda: [torch.nn.functional.linear(x, w) for w, x in pairs], reps=5)
         total = 0.0
         for out, inp, count in linear_shapes(config):
             w, x = torch.randn(out, inp, dtype=dtype), torch.randn(batch, inp, dtype=dtype)
@@ -143,8 +156,9 @@ def decode_bound(config: Any, batch: int, dtype: Any, threads: int, context: int
         torch.set_num_threads(old)
 
 
-def bounds(config: Any, batch: int, context: int) -> dict[tuple[str, int], tuple[float, float]]:
-    """Per (dtype, threads): the bound in tokens/s from the linear products alone, and with attention."""
+def bounds(config: Any, batch: int, context: int) -> dict[tuple[str, int], tuple[float, float, float]]:
+    """Per (dtype, threads): the bound in tokens/s from the linear products alone, with attention, and with the
+    weights streamed (:func:`decode_bound`)."""
     import torch
 
     out = {}
@@ -152,8 +166,17 @@ def bounds(config: Any, batch: int, context: int) -> dict[tuple[str, int], tuple
         for threads in (1, 2):
             lin = decode_bound(config, batch, dtype, threads)
             att = decode_bound(config, batch, dtype, threads, context)
-            out[(name, threads)] = (batch / lin, batch / att)
+            streamed = decode_bound(config, batch, dtype, threads, streamed=True)
+            out[(name, threads)] = (batch / lin, batch / att, batch / streamed)
     return out
+
+
+def bound_table(bound: dict[tuple[str, int], tuple[float, float, float]]) -> str:
+    """:func:`bounds` as a table."""
+    from benchmarks.common import table
+
+    rows = [[d, t, *(f"{v:.0f}" for v in vs)] for (d, t), vs in bound.items()]
+    return table(["dtype", "threads", "linear only", "with attention", "weights streamed"], rows)
 
 
 def logprob_gap(model: Any, out: dict[str, Any], temperature: float, rows: int = 8) -> dict[str, float]:
@@ -267,11 +290,9 @@ def run(
     bound = bounds(model.config, len(batch), context)
     lines = [
         f"decode bound, batch {len(batch)}, SmolLM2-135M linear shapes (tokens/s; 'with attention' adds the one-token "
-        f"attention products at the rollouts' median mean context, {context} tokens):",
-        table(
-            ["dtype", "threads", "linear only", "with attention"],
-            [[d, t, f"{a:.0f}", f"{b:.0f}"] for (d, t), (a, b) in bound.items()],
-        ),
+        f"attention products at the rollouts' median mean context, {context} tokens; 'weights streamed' reads a "
+        "distinct matrix per layer, as a step does):",
+        bound_table(bound),
     ]
     best = max(bound.values(), key=lambda ab: ab[0])
     rows_out = []
@@ -289,6 +310,7 @@ def run(
                 f"{rate:.1f}",
                 f"{rate / best[0]:.2f}",
                 f"{rate / best[1]:.2f}",
+                f"{rate / best[2]:.2f}",
                 f"{median(p['gap_mean'] for p in ps):.2e}",
                 f"{max(p['gap_max'] for p in ps):.2e}",
                 f"{median(p['load'] for p in ps):.2f}",
@@ -309,6 +331,7 @@ def run(
                 "tokens/s",
                 "/ linear bound",
                 "/ bound with attention",
+                "/ streamed bound",
                 "logprob gap mean",
                 "gap max",
                 "load 1m",
@@ -348,17 +371,12 @@ def _paired(
     finally:
         generation._hf = original
     bound = bounds(config, len(batch), int(median(contexts)))
-    best = max(a for a, _ in bound.values())
-    from benchmarks.common import table
-
+    best = max(bound.values(), key=lambda vs: vs[0])
     return "\n".join(
         [
             f"decode bound, batch {len(batch)} (tokens/s of the linear products; 'with attention' at the rollouts' "
-            f"median mean context {int(median(contexts))}):",
-            table(
-                ["dtype", "threads", "linear only", "with attention"],
-                [[d, t, f"{a:.0f}", f"{b:.0f}"] for (d, t), (a, b) in bound.items()],
-            ),
-            paired_report(records, best),
+            f"median mean context {int(median(contexts))}; 'weights streamed' reads a distinct matrix per layer):",
+            bound_table(bound),
+            paired_report(records, best[0], best[2]),
         ]
     )
