@@ -180,9 +180,9 @@ def test_sim_web_layers_import_bottom_up() -> None:
 
 #: training.synth's stages, bottom-up: a page read, the knowledge graph, clues and questions made, clues checked and
 #: questions gated (verify) beside the curriculum tiers, what a run writes. verify and tiers are siblings: neither
-#: imports the other. The top level (pipeline, config, cli, __init__, __main__) is above all.
+#: imports the other. The top level (pipeline, drafting, config, cli, __init__, __main__) is above all.
 SYNTH_STAGES = {"extract": 0, "graph": 1, "compose": 2, "verify": 3, "tiers": 3, "outputs": 4}
-SYNTH_TOP = {"__init__", "__main__", "cli", "config", "pipeline"}
+SYNTH_TOP = {"__init__", "__main__", "cli", "config", "drafting", "pipeline"}
 
 
 def _in_synth(module: str) -> bool:

@@ -24,18 +24,17 @@ import math
 import random
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from training.synth.compose.clue_builder import AnswerLeakError
-from training.synth.compose.constraints import ParseError, flatten, parse_clues
+from training.synth.compose.constraints import flatten
 from training.synth.compose.coverage import type_support
 from training.synth.compose.llm import LLMGenerator
-from training.synth.compose.steering import rewrites, short_types, target_key
-from training.synth.compose.templates import excluding, extend, generate_question
+from training.synth.compose.steering import short_types, target_key
 from training.synth.compose.transfer import transfer_check, typed_view
 from training.synth.config import SynthConfig
+from training.synth.drafting import Ctx, draft_question
 from training.synth.graph.kg_build import build_dense_kg
 from training.synth.graph.orbits import interleave, targets_at_depth
 from training.synth.graph.sampling import sample_subgraphs_with_report
@@ -43,9 +42,7 @@ from training.synth.graph.store_source import StoreSource
 from training.synth.outputs.records import build_record
 from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_check import ClueChecker
-from training.synth.verify.gates import Deduper, SearchGates, sim_search, sim_visit
-from training.synth.verify.lookalikes import page_lookalikes, thin_lookalikes, unruled
-from training.synth.verify.pinning import pin
+from training.synth.verify.gates import SearchGates, sim_search, sim_visit
 from training.synth.verify.uniqueness import Verifier
 
 log = logging.getLogger(__name__)
@@ -185,148 +182,6 @@ def _grow_kg(src: StoreSource, cfg: SynthConfig, rng: random.Random, gates: Sear
     return kg
 
 
-#: Look-alikes the uniqueness check may leave that a draft then names in a negation, at most.
-MAX_EXCLUDED = 2
-
-
-@dataclass
-class _Ctx:
-    """What every gate of one run shares."""
-
-    cfg: SynthConfig
-    kg: Any
-    src: StoreSource
-    gates: SearchGates
-    verifier: Verifier
-    llm: LLMGenerator | None
-    rep: SynthReport
-    dedup: Deduper = field(default_factory=Deduper)
-    timing: Counter = field(default_factory=Counter)
-    checker: ClueChecker | None = None  # the verification stage (question-level checks, look-alike counts)
-    steer: frozenset = frozenset()  # the uncertainty types the accepted questions are short of
-    easy: set = field(default_factory=set)  # targets one search answered
-
-
-def _draft(ctx: _Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str, quote: bool = True) -> tuple | None:
-    """One draft through the generator, parsing, dedup, uniqueness and the optional LLM rewrite:
-    ``(draft, root, question, uniqueness)`` or ``None`` (counted in the funnel)."""
-    f, cfg = ctx.rep.funnel, ctx.cfg
-    f["drafts"] += 1
-    try:
-        draft = generate_question(
-            sub,
-            target,
-            ctx.kg.entities,
-            random.Random(f"{cfg.seed}:{i}:{target}{tag}"),
-            kg=ctx.kg,
-            named_prob=named_prob,
-            quote_answer=quote,
-            steer=ctx.steer,
-        )
-        root = parse_clues(draft.answer, draft.clues)
-    except AnswerLeakError:
-        f["answer_leak"] += 1
-        return None
-    except ParseError as e:
-        f["parse_error"] += 1
-        log.debug("unparsable draft for %r: %s", target, e)
-        return None
-    if ctx.dedup.seen(draft.question, draft.answer, [str(x) for x in sub.nodes] + [tag]):
-        f["duplicate"] += 1
-        return None
-    if ctx.checker is not None and ctx.checker.draft(
-        draft.question, draft.head, ctx.kg.graph.nodes[target].get("entity")
-    ):
-        f["clue_check_dropped"] += 1
-        return None
-    s = time.perf_counter()
-    u, k = ctx.verifier.check_extending(root, draft.head, draft.extras)
-    added = k
-    if u.reason == "ambiguous" and 0 < u.candidates - 1 <= MAX_EXCLUDED:
-        # a look-alike or two left: name them in a negation, as a near miss ("It is not Geology"), and check again
-        try:
-            wider = excluding(draft, k, u.others)
-            again = ctx.verifier.check(parse_clues(wider.answer, wider.clues), wider.head)
-        except AnswerLeakError:
-            again = None
-        if again is not None and again.unique:
-            draft, u, k = wider, again, 0
-            f["look_alikes_excluded"] += 1
-    ctx.timing["unique"] += time.perf_counter() - s
-    ctx.rep.uniqueness[u.reason] += 1
-    f["checked_unique"] += 1
-    if not u.unique:
-        return None
-    try:
-        draft = extend(draft, k)
-    except AnswerLeakError:
-        f["answer_leak"] += 1
-        return None
-    if ctx.checker is not None:  # a region, an answer of no kind, or one with too few clues of its own
-        draft, why = pin(draft, ctx.kg.graph.nodes[target].get("entity"))
-        if why:
-            f[f"{why}_dropped"] += 1
-            ctx.checker.counts[f"dropped_{why}"] += 1
-            return None
-    root = parse_clues(draft.answer, draft.clues)
-    if ctx.checker is not None and unruled(ctx.src, ctx.verifier, root, draft.head, sub.graph):
-        f["look_alike_dropped"] += 1  # a sibling the question's own pages name fits every clue
-        ctx.checker.counts["dropped_look_alike"] += 1
-        return None
-    if ctx.checker is not None and page_lookalikes(ctx.src, ctx.verifier, root, draft.head, sub.graph):
-        f["page_look_alike_dropped"] += 1  # a page of the answer's kind that a page of the question links fits too
-        ctx.checker.counts["dropped_page_look_alike"] += 1
-        return None
-    if ctx.checker is not None and thin_lookalikes(ctx.src, ctx.verifier, root, draft.head, sub.graph):
-        f["thin_answer_dropped"] += 1  # pinned by one relation whose sentence lists a name that fits as well
-        ctx.checker.counts["dropped_thin_answer"] += 1
-        return None
-    f["unique"] += 1
-    f[f"facts_added_{added}"] += 1
-    question = draft.question
-    if ctx.llm is not None:
-        s = time.perf_counter()
-        question = ctx.llm.rewrite(draft, root, sub.graph, flatten(root, draft.head), seed=cfg.seed)
-        ctx.timing["llm"] += time.perf_counter() - s
-        if question is None or (question != draft.question and ctx.dedup.seen_text(question)):
-            f["llm_rejected"] += 1
-            return None
-    return draft, root, question, u
-
-
-def _shortcut(ctx: _Ctx, question: str, answer: str) -> bool:
-    s = time.perf_counter()
-    out = ctx.gates.shortcut(question, answer)
-    ctx.timing["shortcut"] += time.perf_counter() - s
-    return out
-
-
-def _question(ctx: _Ctx, i: int, sub: Any, target: Any) -> tuple | None:
-    """A verified draft for one target, whether a single search answers it, and the subgraph it was written from.
-
-    A draft that one search answers is written again (:func:`~training.synth.compose.steering.rewrites`; counted as
-    ``shortcut_reworded``, and as ``shortcut_branch_dropped`` when a branch had to go) until a version is not; the
-    shortcut gate counts the final version, and every version passes the uniqueness check on its own."""
-    got = _draft(ctx, i, sub, target, 0.25, "")
-    if got is None:
-        return None
-    f = ctx.rep.funnel
-    shortcut = _shortcut(ctx, got[2], got[1].entity)
-    used = sub
-    if shortcut and ctx.cfg.shortcut_policy == "drop":
-        f["shortcut_first"] += 1
-        for tag, quote, version in rewrites(sub, target, got[2]):
-            again = _draft(ctx, i, version, target, 0.0, tag, quote)
-            if again is not None and not _shortcut(ctx, again[2], again[1].entity):
-                got, shortcut, used = again, False, version
-                f["shortcut_reworded"] += 1
-                f["shortcut_branch_dropped"] += tag.startswith(":without")
-                break
-    f["checked_shortcut"] += 1
-    f["shortcut"] += shortcut
-    return (*got, shortcut, used)
-
-
 def _run_gates(
     cfg: SynthConfig,
     kg: Any,
@@ -342,7 +197,7 @@ def _run_gates(
     """Generate questions subgraph by subgraph until ``cfg.n`` pass every gate."""
     from tqdm.auto import tqdm
 
-    ctx = _Ctx(cfg, kg, src, gates, verifier, llm, rep, checker=checker)
+    ctx = Ctx(cfg, kg, src, gates, verifier, llm, rep, checker=checker)
     f, records = rep.funnel, []
     bar = tqdm(total=cfg.n, desc="questions", unit="q", disable=not cfg.progress)
     for i, sub in order:
@@ -359,7 +214,7 @@ def _run_gates(
                 f["shortcut_target_skipped"] += 1
                 continue
             ctx.steer = short_types(records, cfg.steer_margin) if cfg.steer_types else frozenset()
-            got = _question(ctx, i, sub, target)
+            got = draft_question(ctx, i, sub, target)
             if got is not None and got[4]:
                 ctx.easy.add(target)
             if got is None or (got[4] and cfg.shortcut_policy == "drop"):
@@ -376,7 +231,7 @@ def _run_gates(
 
 
 def _answerable_record(
-    ctx: _Ctx, sub: Any, draft: Any, root: Any, question: str, u: Any, shortcut: bool
+    ctx: Ctx, sub: Any, draft: Any, root: Any, question: str, u: Any, shortcut: bool
 ) -> dict[str, Any] | None:
     """The record of a question whose entities the simulator's search all reaches, else ``None`` (counted)."""
     f, cfg = ctx.rep.funnel, ctx.cfg

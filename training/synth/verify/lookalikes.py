@@ -225,7 +225,7 @@ def page_lookalikes(src: Any, verifier: Verifier, root: NodeSpec, head: str, gra
             if q in seen:
                 continue
             seen.add(q)
-            light = verifier._light_entity(q)
+            light = verifier.light_entity(q)
             if light.title in own or not _head_fits(light, head, forbidden):
                 continue
             if not ruled_out(src, verifier, root, head, light.title):

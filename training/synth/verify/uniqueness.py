@@ -90,8 +90,9 @@ class Verifier:
 
     # --- corpus indexes (built on first use) --------------------------------------------------
 
-    def _light_entity(self, pid: int) -> Entity:
-        """Title, description, first sentence and categories only (what descriptions need)."""
+    def light_entity(self, pid: int) -> Entity:
+        """Page ``pid`` as an entity with its title, description, first sentence and categories only (what a
+        description needs; cached per page)."""
         if pid not in self._light:
             from wiki_index.parse.text import first_sentence
 
@@ -144,7 +145,7 @@ class Verifier:
             out = None
         else:
             out = frozenset(
-                p for p in pool if describe_entity(self._light_entity(p), forbidden=forbidden).text == clue.text
+                p for p in pool if describe_entity(self.light_entity(p), forbidden=forbidden).text == clue.text
             )
         self._phrase_cache[key] = out
         return out
