@@ -65,16 +65,26 @@ def test_fast_decode_gives_the_models_own_greedy_ids_and_logits():
     assert grows == 2 and layer.get_seq_length() == 83
 
 
+def _attention_module() -> torch.nn.Module:
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.is_causal = 3, True
+    return module
+
+
+def _grown(gen, rows: int, length: int, capacity: int, dtype=torch.float32):
+    """A ``[rows, 2, capacity, 8]`` buffer zeroed past ``length`` and its first ``length`` columns (as GrowLayer hands
+    out: a view of a larger buffer)."""
+    buf = torch.zeros(rows, 2, capacity, 8, dtype=dtype)
+    buf[:, :, :length] = torch.randn(rows, 2, length, 8, generator=gen).to(dtype)
+    return buf, buf[:, :, :length]
+
+
 def test_decode_attention_matches_sdpa_with_holes_in_the_mask():
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    gen = torch.Generator().manual_seed(0)
-    module = torch.nn.Module()
-    module.num_key_value_groups, module.is_causal = 3, True
+    gen, module = torch.Generator().manual_seed(0), _attention_module()
     q = torch.randn(4, 6, 1, 8, generator=gen)
-    buf = torch.zeros(4, 2, 40, 8)
-    buf[:, :, :29] = torch.randn(4, 2, 29, 8, generator=gen)
-    k = buf[:, :, :29]  # a view of a larger zeroed buffer, as GrowLayer hands out
+    buf, k = _grown(gen, 4, 29, 40)
     v = torch.randn(4, 2, 29, 8, generator=gen)
     mask = torch.rand(4, 1, 1, 29, generator=gen) > 0.3
     mask[..., -1] = True
@@ -92,15 +102,9 @@ def test_decode_attention_takes_float32_keys_beside_bfloat16_values():
     # value projection gives bfloat16: the two products must run in one dtype
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    gen = torch.Generator().manual_seed(1)
-    module = torch.nn.Module()
-    module.num_key_value_groups, module.is_causal = 3, True
+    gen, module = torch.Generator().manual_seed(1), _attention_module()
     q = torch.randn(2, 6, 1, 8, generator=gen)
-    kbuf = torch.zeros(2, 2, 16, 8)
-    kbuf[:, :, :11] = torch.randn(2, 2, 11, 8, generator=gen)
-    vbuf = torch.zeros(2, 2, 16, 8, dtype=torch.bfloat16)
-    vbuf[:, :, :11] = torch.randn(2, 2, 11, 8, generator=gen).bfloat16()
-    k, v = kbuf[:, :, :11], vbuf[:, :, :11]
+    (_, k), (_, v) = _grown(gen, 2, 11, 16), _grown(gen, 2, 11, 16, torch.bfloat16)
     with torch.no_grad():
         got, _ = F.decode_attention(module, q, k, v, None)
         want, _ = sdpa_attention_forward(module, q, k.contiguous(), v.float().contiguous(), None)
