@@ -47,6 +47,16 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 _DATE_KEY = re.compile(r"date|born|birth|death|died|year|established|founded|formed|released|opened|_event")
+#: The date of a numbered row of an infobox's establishment history ("established_date1: 1190").
+_HISTORY_DATE = re.compile(r"established_date(\d+)", re.IGNORECASE)
+#: A row's event that names a polity ("Principality of Arbanon", "Anjou Kingdom of Albania") or an occupation ("Under
+#: Italy"): a predecessor state, whose date is not the page's founding ("First Afghan state" is the page's own, and
+#: "Proclamation of independence from the Ottoman Empire" names the empire it left).
+_PREDECESSOR = re.compile(
+    r"^under\b|\b(principality|princedom|kingdom|empire|republic|duchy|caliphate|sultanate|league|khanate|emirate|"
+    r"dynasty|confederation|federation|union|commonwealth|protectorate|colony|dominion)\b",
+    re.IGNORECASE,
+)
 _STAMP = re.compile(r"(?:as of|as at|estimated in|census of)\s*$", re.IGNORECASE)
 _MULT = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _UNITS = (
@@ -339,11 +349,19 @@ def _once_family(attr: str) -> str:
     return ""
 
 
+def _predecessor_row(infobox: dict[str, str], key: str) -> bool:
+    """Whether ``key`` is the date of an establishment-history row whose event names a polity (a predecessor state)."""
+    m = _HISTORY_DATE.fullmatch(key)
+    event = infobox.get(f"established_event{m.group(1)}") if m else None
+    return isinstance(event, str) and bool(_PREDECESSOR.search(re.split(r"\bfrom\b", event)[0].strip()))
+
+
 def facts_from_fields(
     description: str, lead: str, infobox: dict[str, str] | None = None, *, person: bool = False
 ) -> tuple[tuple[DateFact, ...], tuple[NumberFact, ...]]:
     """Collect the dates and numbers of one page: infobox first (named attributes), then the
-    description and the lead prose; duplicates (same attribute and value) are dropped.
+    description and the lead prose; duplicates (same attribute and value) are dropped, and so are the dates of an
+    establishment history's predecessor states (:func:`_predecessor_row`).
 
     Args:
         description: The short description (``"German-born theoretical physicist (1879–1955)"``).
@@ -357,7 +375,7 @@ def facts_from_fields(
     dates: list[DateFact] = []
     numbers: list[NumberFact] = []
     for key, value in (infobox or {}).items():
-        if not isinstance(value, str):
+        if not isinstance(value, str) or _predecessor_row(infobox or {}, key):
             continue
         dates.extend(extract_dates(value, key, person=person))
         if not _DATE_KEY.search(key.lower()):  # "18 April 1955 (aged 76)" holds a date, not a quantity
