@@ -4,11 +4,10 @@ TRL's loss takes its logprobs from a fused LM head (``add_fused_lm_head``) that 
 the micro-batch when no Triton device is there: the prompt's positions, the tool observations' (which ``tool_mask``
 keeps out of the loss) and the padding, and its backward pass recomputes each tile and accumulates the weight
 gradient in float32. On a CPU that head is a large share of a small model's backward pass (SmolLM2-135M: a
-49,152-word vocabulary on 576-wide states). :func:`token_logps` runs the model's backbone once, gathers the hidden
-states of the positions ``score_mask`` marks and projects only those through the output layer, under the caller's
-autocast (bfloat16 matrix products where the CPU has them); the output layer, on those few positions, and the
-softmax run in float32. The logprob and entropy
-of a scored position are the same quantities TRL's head computes (checked against it in
+49,152-word vocabulary on 576-wide states). :func:`token_logps` runs the model's backbone once under the caller's
+autocast (bfloat16 matrix products where the CPU has them), gathers the hidden states of the positions ``score_mask``
+marks, and projects only those through the output layer; that layer, on those few positions, and the softmax run in
+float32. The logprob and entropy of a scored position are the quantities TRL's head computes (checked against it in
 ``tests/training/test_grpo_head.py``); the other positions get 0, which the loss masks out.
 """
 
