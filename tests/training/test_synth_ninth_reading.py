@@ -1,5 +1,6 @@
-"""The ninth reading's false clue (tests/data/audit/sailorfog-20707d3.jsonl): Albania "founded in the early 1190s",
-read from the first row of its infobox's establishment history (the Principality of Arbanon), on the real page."""
+"""Failures of the ninth reading (tests/data/audit/sailorfog-20707d3.jsonl), on real sample pages: the false clue
+(Albania "founded in the early 1190s", read from its infobox's first establishment row, the Principality of Arbanon)
+and the Caribbean called back as "the island"."""
 
 from __future__ import annotations
 
@@ -28,3 +29,13 @@ def test_only_rows_naming_a_polity_leave():
     }
     dates, _ = facts_from_fields("", "", rows)
     assert [(d.attr, d.year) for d in dates] == [("established_date2", 1776)]
+
+
+def test_a_described_region_of_islands_is_called_back_as_the_region():
+    # Jamaica's question described the Caribbean as "an islands and coastal region", then said "Barbados is an island
+    # nation in the island": the article hid the plural-and reading that makes the phrase a region
+    from training.synth.compose.heads import head_of
+
+    assert head_of("an islands and coastal region") == "region"
+    assert head_of("Islands and coastal region surrounded by the Caribbean Sea") == "region"
+    assert head_of("an island country in the Caribbean") == "country"

@@ -163,7 +163,7 @@ def singular(word: str) -> str:
 
 
 #: "Islands and coastal region ...": a plural noun coordinated with a singular phrase, which is what the entity is.
-_PLURAL_AND = re.compile(r"^([A-Za-z]+)\s+and\s+(.+)$")
+_PLURAL_AND = re.compile(r"^(?:(?:a|an|the)\s+)?([A-Za-z]+)\s+and\s+(.+)$", re.IGNORECASE)
 
 
 def raw_head(phrase: str) -> str:

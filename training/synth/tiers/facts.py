@@ -44,8 +44,8 @@ from wiki_index.types import bare_title
 #: coordinated with a singular phrase its kind: "Islands and coastal region" is a region; 7: the eighth audit's
 #: readings: a relation whose claim follows the link ("suggested to X that ...", "designated by X as ...", "the
 #: provinces of X, Y") cut, a rank with its measure after the link qualified, a range's start year no date of it,
-#: "native to ..." kept whole in a description; 8: the ninth audit's reading: the rows of an infobox's establishment
-#: history, a country's predecessor states, no founding date of it)
+#: "native to ..." kept whole in a description; 8: the ninth audit's readings: an infobox establishment row naming a
+#: predecessor state no founding date, "an islands and coastal region" a region)
 FACTS_VERSION = 8
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
