@@ -1,9 +1,10 @@
 """Failures of the ninth reading (tests/data/audit/sailorfog-20707d3.jsonl), on real sample pages: the false clue
 (Albania "founded in the early 1190s", read from its infobox's first establishment row, the Principality of Arbanon)
-and the Caribbean called back as "the island"."""
+the Caribbean called back as "the island", and a relation cut where its name opens a clause."""
 
 from __future__ import annotations
 
+from tests.training.conftest import mention_edge, sentence_with
 from training.synth.extract.facts import facts_from_fields
 
 
@@ -39,3 +40,13 @@ def test_a_described_region_of_islands_is_called_back_as_the_region():
     assert head_of("an islands and coastal region") == "region"
     assert head_of("Islands and coastal region surrounded by the Caribbean Sea") == "region"
     assert head_of("an island country in the Caribbean") == "country"
+
+
+def test_a_name_that_opens_a_clause_after_a_subordinator_is_no_relation(src, checker):
+    # "It was dissolved shortly after Hungary terminated the union with Austria": Austria-Hungary was not "dissolved
+    # shortly after this country" (Hungary); the event was
+    sentence = sentence_with(src, "Austria-Hungary", "shortly after Hungary")
+    rel = "{src} was dissolved shortly after {dst}"
+    assert mention_edge(checker, "Austria-Hungary", "Hungary", rel, sentence) == "relation_cut"
+    kept = "It was dissolved shortly after Hungary, at the end of World War I."
+    assert mention_edge(checker, "Austria-Hungary", "Hungary", rel, kept) == ""

@@ -45,7 +45,8 @@ from wiki_index.types import bare_title
 #: readings: a relation whose claim follows the link ("suggested to X that ...", "designated by X as ...", "the
 #: provinces of X, Y") cut, a rank with its measure after the link qualified, a range's start year no date of it,
 #: "native to ..." kept whole in a description; 8: the ninth audit's readings: an infobox establishment row naming a
-#: predecessor state no founding date, "an islands and coastal region" a region)
+#: predecessor state no founding date, "an islands and coastal region" a region, a name opening a clause after a
+#: subordinator ("dissolved shortly after Hungary terminated ...") no relation of it)
 FACTS_VERSION = 8
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")

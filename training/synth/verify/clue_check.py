@@ -127,6 +127,12 @@ _RANKS = re.compile(r"\brank(?:s|ed)?\b")
 _MEASURE = re.compile(r"\bin terms of\b|\bby (?:GDP|population|area|size|number)\b")
 #: "the provinces of {dst}": a plural of the anchor's own kind names a list the anchor is one of, not its provinces.
 _PLURAL_OF = re.compile(r"\bthe ([a-z]+)s of \{(?:src|dst)\}\W*$")
+#: A subordinator before the link ("was dissolved shortly after {dst}"): with a verb after the name ("Hungary
+#: terminated the union"), the name is the subject of a clause and the relation is with that event, not the entity.
+_SUBORDINATOR = re.compile(r"\b(?:after|before|when|while|until|since|because|once|as)\s+\{(?:src|dst)\}\W*$")
+_CLAUSE_VERB = re.compile(
+    r"^\s+(?:[a-z]+ed|was|were|is|are|had|has|have|became|won|lost|took|gave|made|began|fell|left)\b"
+)
 #: A sentence opening with a possessive noun phrase ("His oracular cult was introduced from Anatolia"): its subject is
 #: the possessed thing, not the page's subject.
 _POSSESSED = re.compile(r"^(?:its|his|her|their)\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+(?:is|was|are|were|has|had)\b", re.I)
@@ -207,11 +213,14 @@ class ClueChecker:
 
     def complement_lost(self, rel: str, rest: str, other: str) -> str:
         """``relation_cut`` or ``relation_qualified`` when what follows the linked name ``other`` (``rest``) holds the
-        claim the relation lacks: an object clause, an "as" complement, the measure of a rank, or the list a plural of
-        the anchor's own kind stands for; ``""`` otherwise."""
+        claim the relation lacks: an object clause, an "as" complement, the verb of a clause the name opens after a
+        subordinator, the measure of a rank, or the list a plural of the anchor's own kind stands for; ``""``
+        otherwise."""
         if _TELLS_TO.search(rel) and re.match(r"^\W*(?:that|whether|how)\b", rest):
             return "relation_cut"
         if _PASSIVE_BY.search(rel) and re.match(r"^\W*as\b", rest):
+            return "relation_cut"
+        if _SUBORDINATOR.search(rel) and _CLAUSE_VERB.match(rest):
             return "relation_cut"
         if _RANKS.search(rel) and _MEASURE.search(rest):
             return "relation_qualified"
