@@ -50,3 +50,13 @@ def test_a_name_that_opens_a_clause_after_a_subordinator_is_no_relation(src, che
     assert mention_edge(checker, "Austria-Hungary", "Hungary", rel, sentence) == "relation_cut"
     kept = "It was dissolved shortly after Hungary, at the end of World War I."
     assert mention_edge(checker, "Austria-Hungary", "Hungary", rel, kept) == ""
+
+
+def test_a_definite_description_restricted_by_a_relative_clause_is_qualified(src, checker):
+    # "Middle English is the forms of the English language that were spoken in England after the Norman Conquest":
+    # "That language is the forms of a West Germanic language" was garbled
+    sentence = sentence_with(src, "Middle English", "is the forms of the English language")
+    rel = "{src} is the forms of {dst}"
+    assert mention_edge(checker, "Middle English", "English language", rel, sentence) == "relation_qualified"
+    kept = "Middle English is the forms of the English language, spoken from 1066 to about 1470."
+    assert mention_edge(checker, "Middle English", "English language", rel, kept) == ""

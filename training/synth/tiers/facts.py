@@ -46,7 +46,8 @@ from wiki_index.types import bare_title
 #: provinces of X, Y") cut, a rank with its measure after the link qualified, a range's start year no date of it,
 #: "native to ..." kept whole in a description; 8: the ninth audit's readings: an infobox establishment row naming a
 #: predecessor state no founding date, "an islands and coastal region" a region, a name opening a clause after a
-#: subordinator ("dissolved shortly after Hungary terminated ...") no relation of it)
+#: subordinator ("dissolved shortly after Hungary terminated ...") no relation of it, a definite description that a
+#: relative clause restricts ("the forms of the English language that were spoken ...") qualified)
 FACTS_VERSION = 8
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")

@@ -130,6 +130,10 @@ _PLURAL_OF = re.compile(r"\bthe ([a-z]+)s of \{(?:src|dst)\}\W*$")
 #: A subordinator before the link ("was dissolved shortly after {dst}"): with a verb after the name ("Hungary
 #: terminated the union"), the name is the subject of a clause and the relation is with that event, not the entity.
 _SUBORDINATOR = re.compile(r"\b(?:after|before|when|while|until|since|because|once|as)\s+\{(?:src|dst)\}\W*$")
+#: A definite description of the linked name ("is the forms of {dst}") that a relative clause right after the name
+#: restricts ("... of the English language that were spoken in England after 1066"): the relation alone overclaims.
+_DEFINITE_OF = re.compile(r"\bthe\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:of|in)\s+\{(?:src|dst)\}\W*$")
+_RESTRICTIVE = re.compile(r"^\s+(?:that|which|who)\s+(?:is|are|was|were|has|have|had)\b")
 _CLAUSE_VERB = re.compile(
     r"^\s+(?:[a-z]+ed|was|were|is|are|had|has|have|became|won|lost|took|gave|made|began|fell|left)\b"
 )
@@ -214,8 +218,8 @@ class ClueChecker:
     def complement_lost(self, rel: str, rest: str, other: str) -> str:
         """``relation_cut`` or ``relation_qualified`` when what follows the linked name ``other`` (``rest``) holds the
         claim the relation lacks: an object clause, an "as" complement, the verb of a clause the name opens after a
-        subordinator, the measure of a rank, or the list a plural of the anchor's own kind stands for; ``""``
-        otherwise."""
+        subordinator, the measure of a rank, a relative clause restricting a definite description, or the list a
+        plural of the anchor's own kind stands for; ``""`` otherwise."""
         if _TELLS_TO.search(rel) and re.match(r"^\W*(?:that|whether|how)\b", rest):
             return "relation_cut"
         if _PASSIVE_BY.search(rel) and re.match(r"^\W*as\b", rest):
@@ -223,6 +227,8 @@ class ClueChecker:
         if _SUBORDINATOR.search(rel) and _CLAUSE_VERB.match(rest):
             return "relation_cut"
         if _RANKS.search(rel) and _MEASURE.search(rest):
+            return "relation_qualified"
+        if _DEFINITE_OF.search(rel) and _RESTRICTIVE.match(rest):
             return "relation_qualified"
         m = _PLURAL_OF.search(rel)
         if m and (ent := self.src.entity(other)) is not None and head_noun(ent) == m.group(1):
