@@ -70,6 +70,12 @@ class GRPOSwitches:
     epsilon_high: float | None = help_field(
         0.28, "Upper clip of the ratio (clip-higher); 0.2 gives symmetric clipping, None = epsilon."
     )
+    trained_positions_only: bool = help_field(
+        True,
+        "On a CPU, one process: the loss's logprobs from the backbone plus a float32 output layer on the positions "
+        "the loss reads (completion tokens outside tool outputs) instead of TRL's fused head over every position "
+        "(training.grpo.head); False: TRL's head. The loss is the same either way.",
+    )
 
     def __post_init__(self) -> None:
         self.check_switches()

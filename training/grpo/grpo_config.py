@@ -39,12 +39,6 @@ class AgentGRPOConfig(MutableGRPOSwitches, GRPOConfig):
     )
     scale_rewards: str = help_field("none", "TRL's reward scaling, used only by advantage='grpo'.")
     beta: float = help_field(0.0, "KL coefficient (0: no reference model, as in the Tongyi recipe).")
-    trained_positions_only: bool = help_field(
-        True,
-        "On a CPU, one process: the loss's logprobs from the backbone plus a float32 output layer on the positions "
-        "the loss reads (completion tokens outside tool outputs) instead of TRL's fused head over every position "
-        "(training.grpo.head); False: TRL's head.",
-    )
 
     def __post_init__(self) -> None:
         super().__post_init__()  # GRPOConfig's (the switches' base has none)

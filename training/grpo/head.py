@@ -27,7 +27,7 @@ def supported(model: Any) -> bool:
     if getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", 1.0) not in (None, 1.0):
         return False
     head = model.get_output_embeddings()
-    return isinstance(head, torch.nn.Linear) and type(head) is torch.nn.Linear
+    return type(head) is torch.nn.Linear  # not a subclass: an adapter (LoRA) on the head computes otherwise
 
 
 def token_logps(

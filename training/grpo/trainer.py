@@ -264,11 +264,12 @@ class AgentGRPOTrainer(GRPOTrainer):
         finally:
             self._score_mask = None
 
-    def _scores_own_positions(self, model: Any, extra: dict[str, Any]) -> bool:
+    def _scores_own_positions(self, model: Any, aux_loss: bool, extra: dict[str, Any]) -> bool:
         """Whether the loss's logprobs come from :func:`training.grpo.head.token_logps`: asked for, on a CPU, one
         process, a text model the head supports (no image inputs, no auxiliary loss)."""
         return (
             self.args.trained_positions_only
+            and not aux_loss
             and self.accelerator.device.type == "cpu"
             and self.accelerator.num_processes == 1
             and not any(v is not None for v in extra.values())
@@ -303,9 +304,8 @@ class AgentGRPOTrainer(GRPOTrainer):
         score, self._score_mask = self._score_mask, None
         if (
             score is not None
-            and not compute_aux_loss
             and score.shape == (input_ids.shape[0], logits_to_keep)
-            and self._scores_own_positions(model, extra)
+            and self._scores_own_positions(model, compute_aux_loss, extra)
         ):
             with self.accelerator.autocast():
                 out = (*token_logps(model, input_ids, attention_mask, score, self.temperature, compute_entropy), None)

@@ -58,11 +58,6 @@ class TrainerConfig(GRPOSwitches):
     )
     lora_r: int = help_field(0, "LoRA rank (0 = full fine-tuning); LoRA needs peft.")
     gradient_checkpointing: bool = help_field(False, "Trade compute for memory on long completions.")
-    trained_positions_only: bool = help_field(
-        True,
-        "On a CPU, one process: the loss's logprobs from the backbone plus a float32 output layer on the trained "
-        "positions only (training.grpo.head); False: TRL's fused head over every position.",
-    )
     bf16: bool = help_field(
         False,
         "bfloat16 mixed precision: on a GPU bfloat16 weights; on a CPU with native bf16 (avx512_bf16 or amx_bf16 in "
@@ -164,7 +159,6 @@ class TrainerConfig(GRPOSwitches):
             **self.switch_values(),
             loss_type=self.loss_type,
             gradient_checkpointing=self.gradient_checkpointing,
-            trained_positions_only=self.trained_positions_only,
             bf16=self.bf16,
             use_cpu=not cuda,
             use_vllm=use_vllm,
