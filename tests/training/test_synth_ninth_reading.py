@@ -4,6 +4,8 @@ the Caribbean called back as "the island", and a relation cut where its name ope
 
 from __future__ import annotations
 
+import pytest
+
 from tests.training.conftest import mention_edge, sentence_with
 from training.synth.extract.facts import facts_from_fields
 
@@ -42,21 +44,32 @@ def test_a_described_region_of_islands_is_called_back_as_the_region():
     assert head_of("an island country in the Caribbean") == "country"
 
 
-def test_a_name_that_opens_a_clause_after_a_subordinator_is_no_relation(src, checker):
-    # "It was dissolved shortly after Hungary terminated the union with Austria": Austria-Hungary was not "dissolved
-    # shortly after this country" (Hungary); the event was
-    sentence = sentence_with(src, "Austria-Hungary", "shortly after Hungary")
-    rel = "{src} was dissolved shortly after {dst}"
-    assert mention_edge(checker, "Austria-Hungary", "Hungary", rel, sentence) == "relation_cut"
-    kept = "It was dissolved shortly after Hungary, at the end of World War I."
-    assert mention_edge(checker, "Austria-Hungary", "Hungary", rel, kept) == ""
-
-
-def test_a_definite_description_restricted_by_a_relative_clause_is_qualified(src, checker):
-    # "Middle English is the forms of the English language that were spoken in England after the Norman Conquest":
-    # "That language is the forms of a West Germanic language" was garbled
-    sentence = sentence_with(src, "Middle English", "is the forms of the English language")
-    rel = "{src} is the forms of {dst}"
-    assert mention_edge(checker, "Middle English", "English language", rel, sentence) == "relation_qualified"
-    kept = "Middle English is the forms of the English language, spoken from 1066 to about 1470."
-    assert mention_edge(checker, "Middle English", "English language", rel, kept) == ""
+@pytest.mark.parametrize(
+    "page, other, words, rel, reason, kept",
+    [
+        # "It was dissolved shortly after Hungary terminated the union with Austria": Austria-Hungary was not
+        # "dissolved shortly after this country" (Hungary); the event was
+        (
+            "Austria-Hungary",
+            "Hungary",
+            "shortly after Hungary",
+            "{src} was dissolved shortly after {dst}",
+            "relation_cut",
+            "It was dissolved shortly after Hungary, at the end of World War I.",
+        ),
+        # "Middle English is the forms of the English language that were spoken in England after the Norman
+        # Conquest": "That language is the forms of a West Germanic language" was garbled
+        (
+            "Middle English",
+            "English language",
+            "is the forms of the English language",
+            "{src} is the forms of {dst}",
+            "relation_qualified",
+            "Middle English is the forms of the English language, spoken from 1066 to about 1470.",
+        ),
+    ],
+    ids=["name-opens-a-clause", "relative-clause-restricts"],
+)
+def test_a_relation_whose_claim_goes_on_past_the_name_is_not_kept(src, checker, page, other, words, rel, reason, kept):
+    assert mention_edge(checker, page, other, rel, sentence_with(src, page, words)) == reason
+    assert mention_edge(checker, page, other, rel, kept) == ""

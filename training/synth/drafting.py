@@ -50,6 +50,21 @@ class Ctx:
     easy: set = field(default_factory=set)  # targets one search answered
 
 
+#: The look-alike checks of the verification stage, in order, by the reason a draft they catch is dropped for.
+_LOOK_ALIKES = (
+    ("look_alike", unruled),  # a sibling the question's own pages name fits every clue
+    ("page_look_alike", page_lookalikes),  # a page of the answer's kind that a page of the question links fits too
+    ("thin_answer", thin_lookalikes),  # pinned by one relation whose sentence lists a name that fits as well
+)
+
+
+def _dropped(ctx: Ctx, why: str) -> None:
+    """Count a draft the verification stage drops for ``why`` (the funnel's ``<why>_dropped``, the card's
+    ``dropped_<why>``)."""
+    ctx.rep.funnel[f"{why}_dropped"] += 1
+    ctx.checker.counts[f"dropped_{why}"] += 1
+
+
 def _draft(ctx: Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str, quote: bool = True) -> tuple | None:
     """One draft through the generator, parsing, dedup, uniqueness and the optional LLM rewrite:
     ``(draft, root, question, uniqueness)`` or ``None`` (counted in the funnel)."""
@@ -108,22 +123,11 @@ def _draft(ctx: Ctx, i: int, sub: Any, target: Any, named_prob: float, tag: str,
     if ctx.checker is not None:  # a region, an answer of no kind, or one with too few clues of its own
         draft, why = pin(draft, ctx.kg.graph.nodes[target].get("entity"))
         if why:
-            f[f"{why}_dropped"] += 1
-            ctx.checker.counts[f"dropped_{why}"] += 1
-            return None
+            return _dropped(ctx, why)
     root = parse_clues(draft.answer, draft.clues)
-    if ctx.checker is not None and unruled(ctx.src, ctx.verifier, root, draft.head, sub.graph):
-        f["look_alike_dropped"] += 1  # a sibling the question's own pages name fits every clue
-        ctx.checker.counts["dropped_look_alike"] += 1
-        return None
-    if ctx.checker is not None and page_lookalikes(ctx.src, ctx.verifier, root, draft.head, sub.graph):
-        f["page_look_alike_dropped"] += 1  # a page of the answer's kind that a page of the question links fits too
-        ctx.checker.counts["dropped_page_look_alike"] += 1
-        return None
-    if ctx.checker is not None and thin_lookalikes(ctx.src, ctx.verifier, root, draft.head, sub.graph):
-        f["thin_answer_dropped"] += 1  # pinned by one relation whose sentence lists a name that fits as well
-        ctx.checker.counts["dropped_thin_answer"] += 1
-        return None
+    for why, fits_too in _LOOK_ALIKES if ctx.checker is not None else ():
+        if fits_too(ctx.src, ctx.verifier, root, draft.head, sub.graph):
+            return _dropped(ctx, why)
     f["unique"] += 1
     f[f"facts_added_{added}"] += 1
     question = draft.question
