@@ -130,13 +130,13 @@ _PLURAL_OF = re.compile(r"\bthe ([a-z]+)s of \{(?:src|dst)\}\W*$")
 #: A subordinator before the link ("was dissolved shortly after {dst}"): with a verb after the name ("Hungary
 #: terminated the union"), the name is the subject of a clause and the relation is with that event, not the entity.
 _SUBORDINATOR = re.compile(r"\b(?:after|before|when|while|until|since|because|once|as)\s+\{(?:src|dst)\}\W*$")
+_CLAUSE_VERB = re.compile(
+    r"^\s+(?:[a-z]+ed|was|were|is|are|had|has|have|became|won|lost|took|gave|made|began|fell|left)\b"
+)
 #: A definite description of the linked name ("is the forms of {dst}") that a relative clause right after the name
 #: restricts ("... of the English language that were spoken in England after 1066"): the relation alone overclaims.
 _DEFINITE_OF = re.compile(r"\bthe\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:of|in)\s+\{(?:src|dst)\}\W*$")
 _RESTRICTIVE = re.compile(r"^\s+(?:that|which|who)\s+(?:is|are|was|were|has|have|had)\b")
-_CLAUSE_VERB = re.compile(
-    r"^\s+(?:[a-z]+ed|was|were|is|are|had|has|have|became|won|lost|took|gave|made|began|fell|left)\b"
-)
 #: A sentence opening with a possessive noun phrase ("His oracular cult was introduced from Anatolia"): its subject is
 #: the possessed thing, not the page's subject.
 _POSSESSED = re.compile(r"^(?:its|his|her|their)\s+((?:[\w-]+\s+){0,2}?[\w-]+)\s+(?:is|was|are|were|has|had)\b", re.I)
