@@ -206,6 +206,21 @@ class OraclePolicy(Policy):
         queries.append(task.question)
         return _Plan(answer_url, clues, evidence, [q for q in dict.fromkeys(queries) if q], task.answer)
 
+    def _clue_thought(self, plan: _Plan, st: _State, i: int) -> str:
+        """The thought before the search of clue ``i``."""
+        if self.read_pages:
+            return f"I look for the page behind this clue: {plan.clues[i][2]}"
+        overlap = self._overlap(plan)
+        if i and st.results:
+            return "I search for the next clue." if overlap else _next_fact(plan.clues[i - 1][1])
+        return _first_fact(len(plan.clues) if self.plan_thought else 0, overlap)
+
+    def _overlap(self, plan: _Plan) -> bool:
+        """Whether the plan is two or more clues about the answer itself (the intersection tier): its searches do not
+        chain, and the answer is what their results share, so a thought between them names nothing as found."""
+        akey = self._key(plan.answer_url)
+        return len(plan.clues) >= 2 and all(e is not None and self._key(e) == akey for _, e, _ in plan.clues)
+
     def _state(self, messages: Messages) -> _State:
         st = _State()
         texts = []
@@ -262,14 +277,7 @@ class OraclePolicy(Policy):
             return self._final(plan, st, task)
         for i, (query, entity_url, text) in enumerate(plan.clues):
             if query not in st.results:
-                return _search(
-                    f"I look for the page behind this clue: {text}"
-                    if self.read_pages
-                    else _next_fact(plan.clues[i - 1][1])
-                    if i and st.results
-                    else _first_fact(len(plan.clues) if self.plan_thought else 0),
-                    query,
-                )
+                return _search(self._clue_thought(plan, st, i), query)
             if (
                 self.read_pages
                 and entity_url
@@ -315,30 +323,36 @@ class OraclePolicy(Policy):
 
 
 _COUNTS = {1: "one", 2: "two", 3: "three", 4: "four"}
-_PLAN = re.compile(r"The question (?:asks one fact|chains (\w+) facts)")
+_PLAN = re.compile(r"The question (?:asks one fact|chains (\w+) facts|gives (\w+) clues about one answer)")
 
 
-def _first_fact(facts: int) -> str:
+def _first_fact(facts: int, overlap: bool = False) -> str:
     """The search-only oracle's first thought; with ``facts`` > 0 (``oracle:plan``) it first says how many facts the
-    question chains (:func:`planned_facts` reads it back)."""
+    question chains, or with ``overlap`` how many clues it gives about one answer (:func:`planned_facts` reads either
+    back): a chain's next search names what the last one found, an overlap's searches each take one clue."""
+    count = _COUNTS.get(facts, str(facts))
+    if facts > 1 and overlap:
+        return f"The question gives {count} clues about one answer. I search for the first clue."
     if facts == 1:
         return "The question asks one fact. I search for it."
     if facts > 1:
-        return f"The question chains {_COUNTS.get(facts, str(facts))} facts. I search for the first fact."
+        return f"The question chains {count} facts. I search for the first fact."
     return "I search for the first fact."
 
 
 def planned_facts(thought: str) -> int | None:
-    """How many facts a thought says the question chains, in ``oracle:plan``'s words, or ``None`` when it says
-    nothing of the kind.
+    """How many searches a thought plans, in ``oracle:plan``'s words (the facts a question chains, or the clues it
+    gives about one answer), or ``None`` when it says nothing of the kind.
 
-    >>> planned_facts(_first_fact(2)), planned_facts(_first_fact(7)), planned_facts(_first_fact(0))
-    (2, 7, None)
+    >>> planned_facts(_first_fact(2)), planned_facts(_first_fact(7)), planned_facts(_first_fact(3, overlap=True))
+    (2, 7, 3)
+    >>> planned_facts(_first_fact(0)) is None
+    True
     """
     m = _PLAN.search(thought)
     if not m:
         return None
-    word = m.group(1)
+    word = m.group(1) or m.group(2)
     if word is None:
         return 1
     words = {w: n for n, w in _COUNTS.items()}
@@ -346,7 +360,8 @@ def planned_facts(thought: str) -> int | None:
 
 
 def _next_fact(entity_url: str | None) -> str:
-    """The search-only oracle's thought before a later hop: it names what the last search showed."""
+    """The search-only oracle's thought before a later search: in a chain it names what the last search showed (the
+    tier's gate puts that entity in the results)."""
     name = bare_title(url_to_title(entity_url) or "") if entity_url else ""
     return f"The results show {name}. I search for the next fact about it." if name else "I search for the next fact."
 

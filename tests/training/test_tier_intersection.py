@@ -104,3 +104,28 @@ def test_the_oracle_answers_in_at_most_three_searches_and_the_overlap_script_run
     assert all(r["tool_calls"].get("search", 0) >= 2 for r in overlap)
     # the script searches once per clue, then answers
     assert all(r["tool_calls"].get("search", 0) == r["metadata"]["difficulty"]["hops"] for r in out["rule:script"])
+
+
+def test_plan_demonstrations_see_every_clue_search_and_claim_no_answer_before_the_overlap(inter, sample_index, tmp_path):
+    """``oracle:plan`` under the cpu-learn recipe (the env and turn cap `sim-web learn` collects SFT demonstrations in):
+    the first thought says how many clues it gives about one answer, a thought between searches names nothing as found,
+    and no episode is forced to answer before its last clue search's results are shown."""
+    from agents.harness import run_eval
+    from agents.policies.oracle import planned_facts
+    from training.grpo.recipes import load_recipe
+
+    path = tmp_path / "inter.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in inter[0]), encoding="utf-8")
+    recipe = load_recipe("cpu-learn", {"index_dir": str(sample_index), "tasks": str(path)})
+    cfg = recipe.eval_config("oracle:plan", tmp_path / "plan", split=None, progress=False)
+    recs = [json.loads(x) for x in (run_eval(cfg).out / "trajectories.jsonl").read_text().splitlines()]
+    assert recs and max(len(r["clues"]) for r in inter[0]) == 3  # the three-clue questions are in the draw
+    tasks = {t["id"]: t for t in inter[0]}
+    assert sorted(r["task_id"] for r in recs) == sorted(tasks)
+    for r in recs:
+        task = tasks[r["task_id"]]
+        thoughts = [s["action"].split("</think>")[0] for s in r["steps"]]
+        assert planned_facts(thoughts[0]) == len(task["clues"]) and "clues about one answer" in thoughts[0]
+        assert not any("The results show" in t for t in thoughts[1:-1])
+        assert r["termination"] == "answer" and r["correct"] == 1.0
+        assert r["tool_calls"].get("search", 0) <= len(task["clues"]) + 1
