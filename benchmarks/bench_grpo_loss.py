@@ -26,11 +26,13 @@ import json
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 from benchmarks.common import ensure_sample_index, table
+from benchmarks.rollout_speed import _time, linear_shapes
 
 
 def capture_batch(recipe: Any) -> tuple[Any, dict[str, Any]]:
@@ -72,12 +74,23 @@ def copied_batch(trainer: Any, weighted: dict[str, Any]) -> dict[str, Any]:
     return {k: (v.index_select(0, index) if torch.is_tensor(v) and v.dim() else v) for k, v in plain.items()}
 
 
+@dataclass(frozen=True)
+class Part:
+    """The shape one micro-batch's forward and backward pass computes: rows, columns (prompt and completion) and the
+    positions the output layer scores (the trained ones with ``trained_positions_only``, else every completion
+    column)."""
+
+    rows: int
+    columns: int
+    scored: int
+
+
 def timed_pass(
     trainer: Any, loss_of: Any, batch: dict[str, Any], micro: int, seed: int, compacts: bool
-) -> tuple[float, Any, int]:
+) -> tuple[float, Any, list[Part]]:
     """Seconds of the forward and backward passes over ``batch`` (shuffled as TRL does, then split into micro-batches
-    of ``micro``), the gradient, and the completion tokens (rows x columns) the passes computed (``compacts``: the
-    loss compacts each micro-batch)."""
+    of ``micro``), the gradient, and the shape of each pass (``compacts``: the loss compacts each micro-batch; a
+    micro-batch with no live row computes nothing)."""
     import torch
     from trl.trainer.utils import shuffle_sequence_dict
 
@@ -89,13 +102,16 @@ def timed_pass(
         {k: (v[start : start + micro] if torch.is_tensor(v) and v.dim() else v) for k, v in batch.items()}
         for start in range(0, batch["completion_ids"].shape[0], micro)
     ]
-    tokens = 0
+    shapes = []
     for part in parts:
         live = live_rows(part)
-        if compacts and live.any():
-            tokens += compact_batch(part, live)["completion_ids"].numel()
-        elif not compacts:
-            tokens += part["completion_ids"].numel()
+        if compacts and not live.any():
+            continue
+        cut = compact_batch(part, live) if compacts else part
+        rows, cols = cut["completion_ids"].shape
+        trained = int((cut["completion_mask"] * cut.get("tool_mask", 1)).sum())
+        scored = trained if trainer.args.trained_positions_only else rows * cols
+        shapes.append(Part(rows, cols + cut["prompt_ids"].shape[1], scored))
     model = trainer.model
     model.train()
     model.zero_grad()
@@ -103,7 +119,73 @@ def timed_pass(
     for part in parts:
         loss_of(trainer, model, part).backward()
     seconds = time.perf_counter() - t
-    return seconds, torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]), tokens
+    return seconds, torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]), shapes
+
+
+def pass_flops(config: Any, parts: list[Part]) -> float:
+    """Matrix-product FLOPs of the forward and backward passes of ``parts``: every linear layer of the backbone on every
+    column, the attention products over the causal half of each row's square, and the output layer on the positions
+    it scores (the backward pass is twice the forward: the input's gradient and the weight's)."""
+    lin = sum(out * inp * count for out, inp, count in linear_shapes(config)[:-1])
+    d = config.hidden_size // config.num_attention_heads
+    attention = 4 * config.num_hidden_layers * config.num_attention_heads * d  # QK^T and PV: 2 FLOPs a multiply-add each
+    head = config.vocab_size * config.hidden_size
+    return sum(
+        3 * (2 * lin * p.rows * p.columns + attention * p.rows * p.columns**2 / 2 + 2 * head * p.scored) for p in parts
+    )
+
+
+def linear_rate(config: Any, tokens: int, dtype: Any) -> float:
+    """FLOP/s of one forward and backward pass of the backbone's linear layers on ``tokens`` rows (the three products
+    per layer: output, input gradient, weight gradient), at the current torch threads."""
+    import torch
+
+    total, flops = 0.0, 0
+    for out, inp, count in linear_shapes(config)[:-1]:
+        w, x, g = (torch.randn(*shape, dtype=dtype) for shape in ((out, inp), (tokens, inp), (tokens, out)))
+        total += count * _time(lambda w=w, x=x, g=g: (x @ w.T, g @ w, g.T @ x), reps=3)
+        flops += count * 6 * out * inp * tokens
+    return flops / total
+
+
+def side_table(
+    trainer: Any,
+    sides: dict[str, Any],
+    seconds: dict[str, list[float]],
+    grads: dict[str, Any],
+    parts: dict[str, list[Part]],
+) -> str:
+    """Each side's rows, tokens computed, median seconds, speed-up and gradient gap against the first side."""
+    first = next(iter(sides))
+    scale = grads[first].abs().max()
+    rows = [
+        [
+            side,
+            batch["completion_ids"].shape[0],
+            sum(p.rows * p.columns for p in parts[side]),
+            f"{median(seconds[side]):.1f}",
+            f"{median(seconds[first]) / median(seconds[side]):.2f}x",
+            f"{float((grads[side] - grads[first]).abs().max() / scale):.1e}",
+        ]
+        for side, (_, batch, _, _) in sides.items()
+    ]
+    head = ["side", "rows in batch", "tokens computed (rows x columns, last rep)", "median s", f"speed-up over {first}"]
+    return table([*head, f"gradient gap to {first}"], rows)
+
+
+def bound_lines(config: Any, parts: dict[str, list[Part]], seconds: dict[str, list[float]], dtype: Any) -> str:
+    """What bounds the passes: each side's matrix-product FLOPs (:func:`pass_flops`), the rate it ran at, and the
+    seconds those FLOPs take at the rate the backbone's linear layers reach on a micro-batch of the median size."""
+    sizes = sorted(p.rows * p.columns for ps in parts.values() for p in ps)
+    rate = linear_rate(config, sizes[len(sizes) // 2], dtype)
+    lines = [f"linear layers, forward and backward, {sizes[len(sizes) // 2]} tokens: {rate / 1e9:.0f} GFLOP/s"]
+    for side, ps in parts.items():
+        flops, took = pass_flops(config, ps), median(seconds[side])
+        lines.append(
+            f"{side}: {flops / 1e12:.2f} TFLOP in {took:.1f} s = {flops / took / 1e9:.0f} GFLOP/s; at the linear "
+            f"layers' rate {flops / rate:.1f} s ({flops / rate / took:.0%} of the time taken)"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,35 +240,24 @@ def main(argv: list[str] | None = None) -> int:
     sides = {name: every[name] for name in args.sides.split(",")}
     seconds: dict[str, list[float]] = {s: [] for s in sides}
     grads: dict[str, Any] = {}
-    tokens: dict[str, int] = {}
+    parts: dict[str, list[Part]] = {}
     for rep in range(args.reps):
         for side in list(sides) if rep % 2 == 0 else list(sides)[::-1]:
             loss_of, batch, compacts, own_head = sides[side]
             trainer.args.trained_positions_only = own_head
-            s, grads[side], tokens[side] = timed_pass(trainer, loss_of, batch, micro, rep, compacts)
+            s, grads[side], parts[side] = timed_pass(trainer, loss_of, batch, micro, rep, compacts)
             seconds[side].append(s)
             print(f"rep {rep + 1} {side}: {s:.1f} s", flush=True)
-    first = next(iter(sides))
-    scale = grads[first].abs().max()
-    rows = [
-        [
-            side,
-            batch["completion_ids"].shape[0],
-            tokens[side],
-            f"{median(seconds[side]):.1f}",
-            f"{median(seconds[first]) / median(seconds[side]):.2f}x",
-            f"{float((grads[side] - grads[first]).abs().max() / scale):.1e}",
-        ]
-        for side, (_, batch, _, _) in sides.items()
-    ]
     print(
         f"one cpu-learn generation batch ({weighted['completion_ids'].shape[0]} rollouts, "
         f"{int((weighted['advantages'] == 0).sum())} with advantage 0), micro-batches of {micro}, "
         f"{torch.get_num_threads()} torch threads, bf16 {recipe.trainer.bf16}, model {over['model']}"
     )
-    head = ["side", "rows in batch", "completion tokens computed (last rep)", "median s", f"speed-up over {first}"]
-    print(table([*head, f"gradient gap to {first}"], rows))
+    print(side_table(trainer, sides, seconds, grads, parts))
+    print(bound_lines(trainer.model.config, parts, seconds, torch.bfloat16 if recipe.trainer.bf16 else torch.float32))
+    first = next(iter(sides))
     ratios = {side: round(median(seconds[first]) / median(seconds[side]), 3) for side in sides}
+    tokens = {side: sum(p.rows * p.columns for p in ps) for side, ps in parts.items()}
     print(json.dumps({"seconds": seconds, "ratios": ratios, "tokens": tokens}))
     shutil.rmtree(over["output_dir"], ignore_errors=True)
     return 0

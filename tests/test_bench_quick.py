@@ -59,3 +59,27 @@ def test_server_bodies_leave_every_load_phase_some() -> None:
     assert split_bodies([("/x", {})] * 4000, 3)[0] == [("/x", {})] * 400  # the full run keeps its 400 / 200 split
     with pytest.raises(ValueError, match="too few"):
         split_bodies(bodies[:40], 2)
+
+
+def test_the_grpo_pass_bound_counts_every_product_once() -> None:
+    """bench_grpo_loss's FLOP count: 6 x parameters x tokens for the linear layers, the causal half of the attention
+    square, the output layer on the scored positions only; and a rate measured on a tiny backbone is positive."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from benchmarks.bench_grpo_loss import Part, linear_rate, pass_flops
+
+    cfg = SimpleNamespace(
+        hidden_size=8,
+        intermediate_size=16,
+        num_hidden_layers=2,
+        num_key_value_heads=1,
+        num_attention_heads=2,
+        vocab_size=32,
+    )
+    lin = 2 * (2 * 8 * 8 + 2 * 4 * 8 + 2 * 16 * 8 + 8 * 16)  # q, o; k, v; gate, up; down; per layer
+    assert pass_flops(cfg, [Part(rows=1, columns=1, scored=0)]) == 6 * lin + 3 * 4 * 2 * 2 * 4 / 2
+    two = pass_flops(cfg, [Part(rows=2, columns=10, scored=3)])
+    assert two == 6 * lin * 20 + 3 * 4 * 2 * 2 * 4 * 2 * 100 / 2 + 6 * 32 * 8 * 3
+    assert linear_rate(cfg, 16, torch.float32) > 0
