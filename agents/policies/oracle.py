@@ -212,7 +212,11 @@ class OraclePolicy(Policy):
             return f"I look for the page behind this clue: {plan.clues[i][2]}"
         overlap = self._overlap(plan)
         if i and st.results:
-            return "I search for the next clue." if overlap else _next_fact(plan.clues[i - 1][1])
+            return (
+                f"I search for the {_ORDINALS.get(i + 1, 'next')} clue."
+                if overlap
+                else _next_fact(plan.clues[i - 1][1])
+            )
         return _first_fact(len(plan.clues) if self.plan_thought else 0, overlap)
 
     def _overlap(self, plan: _Plan) -> bool:
@@ -253,20 +257,29 @@ class OraclePolicy(Policy):
         legit = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         return {self._key(u) for q, res in st.results.items() if not legit_only or q in legit for _, u in res}
 
-    def _in_every_search(self, st: _State, plan: _Plan, akey: str) -> bool:
-        """Whether two or more clue searches ran and every one listed the answer page: the answer is their overlap."""
-        lists = [st.results.get(q) for q, _, _ in plan.clues]
-        return len(lists) >= 2 and all(res and akey in {self._key(u) for _, u in res} for res in lists)
+    def _in_every_search(self, st: _State, plan: _Plan, task: Task) -> bool:
+        """Whether two or more clue searches ran and every one listed the answer page or named the answer in a snippet:
+        the answer is their overlap."""
+        akey = self._key(plan.answer_url)
+        queries = [q for q, _, _ in plan.clues]
+        return len(queries) >= 2 and all(
+            q in st.results
+            and (akey in {self._key(u) for _, u in st.results[q]} or self._names_answer(st.shown.get(q, ""), task))
+            for q in queries
+        )
 
     def _answer_shown(self, st: _State, plan: _Plan, task: Task) -> bool:
         """Whether the results of a clue or question search name the answer (as a result title or in a snippet):
         the answer can then be read off the results."""
         legit = {q for q, _, _ in plan.clues} | set(plan.question_queries)
-        golds = {
-            f" {g} " for g in (normalize_answer(x) for x in (task.answer, bare_title(task.answer), *task.aliases)) if g
-        }
-        texts = [f" {normalize_answer(t)} " for q, t in st.shown.items() if q in legit]
-        return any(g in t for g in golds for t in texts)
+        return any(self._names_answer(t, task) for q, t in st.shown.items() if q in legit)
+
+    @staticmethod
+    def _names_answer(text: str, task: Task) -> bool:
+        """Whether ``text`` names the answer (or an alias) as whole words."""
+        golds = (normalize_answer(x) for x in (task.answer, bare_title(task.answer), *task.aliases))
+        padded = f" {normalize_answer(text)} "
+        return any(g and f" {g} " in padded for g in golds)
 
     def _next(self, messages: Messages) -> str:
         task = self._task(messages)
@@ -312,7 +325,7 @@ class OraclePolicy(Policy):
         seen = akey in self._seen(st, plan, legit_only=True)
         if (seen and (st.visited.get(akey) or not self.read_pages)) or self._answer_shown(st, plan, task):
             why = f"The page {plan.answer_url} matches every clue" if self.read_pages else "The results show it"
-            if not self.read_pages and self._in_every_search(st, plan, akey):
+            if not self.read_pages and self._in_every_search(st, plan, task):
                 why = f"{task.answer} is in the results of every search"  # an intersection: name the overlap
             return f"<think>{why}, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
@@ -323,6 +336,7 @@ class OraclePolicy(Policy):
 
 
 _COUNTS = {1: "one", 2: "two", 3: "three", 4: "four"}
+_ORDINALS = {2: "second", 3: "third", 4: "fourth"}  # an overlap's later searches count up to the clues its plan named
 _PLAN = re.compile(r"The question (?:asks one fact|chains (\w+) facts|gives (\w+) clues about one answer)")
 
 

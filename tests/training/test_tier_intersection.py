@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -106,7 +107,9 @@ def test_the_oracle_answers_in_at_most_three_searches_and_the_overlap_script_run
     assert all(r["tool_calls"].get("search", 0) == r["metadata"]["difficulty"]["hops"] for r in out["rule:script"])
 
 
-def test_plan_demonstrations_see_every_clue_search_and_claim_no_answer_before_the_overlap(inter, sample_index, tmp_path):
+def test_plan_demonstrations_see_every_clue_search_and_claim_no_answer_before_the_overlap(
+    inter, sample_index, tmp_path
+):
     """``oracle:plan`` under the cpu-learn recipe (the env and turn cap `sim-web learn` collects SFT demonstrations in):
     the first thought says how many clues it gives about one answer, a thought between searches names nothing as found,
     and no episode is forced to answer before its last clue search's results are shown."""
@@ -126,6 +129,14 @@ def test_plan_demonstrations_see_every_clue_search_and_claim_no_answer_before_th
         task = tasks[r["task_id"]]
         thoughts = [s["action"].split("</think>")[0] for s in r["steps"]]
         assert planned_facts(thoughts[0]) == len(task["clues"]) and "clues about one answer" in thoughts[0]
-        assert not any("The results show" in t for t in thoughts[1:-1])
+        # between searches it counts the clues up to the number its plan named, and names nothing as found
+        assert thoughts[1:-1] == [
+            f"<think>I search for the {n} clue." for n in ("second", "third")[: len(thoughts) - 2]
+        ]
         assert r["termination"] == "answer" and r["correct"] == 1.0
+        # its last thought names the overlap exactly when every clue's results named the answer
+        shown = [m["content"].lower() for m in r["messages"] if m["content"].startswith("<tool_response>")]
+        named = re.compile(rf"\b{re.escape(task['answer'].lower())}\b")
+        every = len(shown) >= 2 and all(named.search(o) for o in shown[: len(task["clues"])])
+        assert ("is in the results of every search" in thoughts[-1]) == every
         assert r["tool_calls"].get("search", 0) <= len(task["clues"]) + 1
