@@ -258,8 +258,8 @@ class OraclePolicy(Policy):
         return {self._key(u) for q, res in st.results.items() if not legit_only or q in legit for _, u in res}
 
     def _in_every_search(self, st: _State, plan: _Plan, task: Task) -> bool:
-        """Whether two or more clue searches ran and every one listed the answer page or named the answer in a snippet:
-        the answer is their overlap."""
+        """Whether every clue search ran and listed the answer page or named the answer in a snippet: on an overlap
+        plan (:meth:`_overlap`), the answer is what their results share."""
         akey = self._key(plan.answer_url)
         queries = [q for q, _, _ in plan.clues]
         return len(queries) >= 2 and all(
@@ -325,7 +325,7 @@ class OraclePolicy(Policy):
         seen = akey in self._seen(st, plan, legit_only=True)
         if (seen and (st.visited.get(akey) or not self.read_pages)) or self._answer_shown(st, plan, task):
             why = f"The page {plan.answer_url} matches every clue" if self.read_pages else "The results show it"
-            if not self.read_pages and self._in_every_search(st, plan, task):
+            if not self.read_pages and self._overlap(plan) and self._in_every_search(st, plan, task):
                 why = f"{task.answer} is in the results of every search"  # an intersection: name the overlap
             return f"<think>{why}, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)

@@ -251,6 +251,7 @@ def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, po
         for r in recs:
             facts = {1: "asks one fact", 2: "chains two facts"}[r["metadata"]["difficulty"]["oracle_searches"]]
             assert facts in r["steps"][0]["action"]
+            assert "every search" not in r["messages"][-1]["content"]  # a chain's answer is no overlap of its searches
         assert len(plans) == 2
     elif policy == "oracle:search":
         assert plans == {"<think>I search for the first fact."}
