@@ -61,7 +61,7 @@ CPU_LEARN_IDENTITY = {
     "split": "test",
     "agent": {
         **AGENT,
-        "max_llm_calls": 4,
+        "max_llm_calls": 5,
         "sampling": {**AGENT["sampling"], "temperature": 0.0, "presence_penalty": 0.0, "max_tokens": 64},
     },
     "retrieval": "bm25",
