@@ -128,7 +128,8 @@ def pass_flops(config: Any, parts: list[Part]) -> float:
     it scores (the backward pass is twice the forward: the input's gradient and the weight's)."""
     lin = sum(out * inp * count for out, inp, count in linear_shapes(config)[:-1])
     d = config.hidden_size // config.num_attention_heads
-    attention = 4 * config.num_hidden_layers * config.num_attention_heads * d  # QK^T and PV: 2 FLOPs a multiply-add each
+    # QK^T and PV: 2 FLOPs a multiply-add each
+    attention = 4 * config.num_hidden_layers * config.num_attention_heads * d
     head = config.vocab_size * config.hidden_size
     return sum(
         3 * (2 * lin * p.rows * p.columns + attention * p.rows * p.columns**2 / 2 + 2 * head * p.scored) for p in parts
