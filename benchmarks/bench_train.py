@@ -138,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         help="with --rollout-speed: every generation call of --kv-repeats bf16-engine rollouts run by both decoders "
         "(generate, then compact decode, order alternating): before/after under the same load",
     )
+    ap.add_argument(
+        "--paired-before",
+        choices=["generate", "flat-sampler"],
+        default="generate",
+        help="with --rollout-paired: the side before the compact decoder: generate, or the compact decoder with its "
+        "earlier float64 one-level draw (benchmarks.rollout_speed.BEFORE)",
+    )
     args = ap.parse_args(argv)
     index = str(ensure_sample_index(args.index))
     if args.rollout_speed:
@@ -153,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.threads,
                 settings=chosen,
                 paired=args.rollout_paired,
+                model=args.model,
+                before=args.paired_before,
             )
         )
         return 0

@@ -44,9 +44,40 @@ def compaction(on: bool) -> Iterator[None]:
         compact_decode.supported = old  # type: ignore[assignment]
 
 
-def paired_calls(records: list[dict[str, Any]]) -> Any:
+def _flat_sample(scores: Any, uniform: Any) -> Any:
+    """The compact decoder's draw before its two-level inverse CDF: one float64 softmax and cumulative sum over the
+    whole vocabulary of every row (the same token up to rounding at a boundary)."""
+    import torch
+
+    cdf = torch.softmax(scores, dim=-1, dtype=torch.float64).cumsum_(-1)
+    x = (uniform.double() * cdf[:, -1]).unsqueeze(1)
+    return torch.searchsorted(cdf, x, right=True).squeeze(1).clamp_(max=scores.shape[-1] - 1)
+
+
+@contextmanager
+def flat_sampler() -> Iterator[None]:
+    """Within the block the compact decoder draws with :func:`_flat_sample`."""
+    from agents.policies import compact_decode
+
+    old = compact_decode._sample
+    compact_decode._sample = _flat_sample  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        compact_decode._sample = old  # type: ignore[assignment]
+
+
+BEFORE = {
+    "generate": ("generate, fast decode, bf16 engine", lambda: compaction(False)),
+    "flat-sampler": ("compact decode, float64 one-level draw, bf16 engine", flat_sampler),
+}
+"""``--paired-before`` sides: what each paired call is run through before the compact decoder (its label and the
+context manager that switches the fast path to it)."""
+
+
+def paired_calls(records: list[dict[str, Any]], before: str = "generate") -> Any:
     """A stand-in for :func:`training.grpo.generation._hf` that runs every generation call twice on the same inputs,
-    through ``generate`` and through :mod:`agents.policies.compact_decode` (the order alternating between calls, the
+    through the :data:`BEFORE` side ``before`` and through :mod:`agents.policies.compact_decode` (the order alternating between calls, the
     key/value store reset in between so both start from the same entries), appends each side's seconds and useful
     tokens (up to the end token) to ``records`` and continues the episodes with the compact side's turn. Paired
     calls seconds apart see the same machine load, which plays minutes apart on a shared machine do not."""
@@ -63,7 +94,7 @@ def paired_calls(records: list[dict[str, Any]]) -> Any:
             if kv is not None:
                 kv.entries, kv.reused_tokens, kv.prefilled_tokens = dict(saved[0]), saved[1], saved[2]
             t = time.perf_counter()
-            with compaction(compact):
+            with compaction(True) if compact else BEFORE[before][1]():
                 rows = original(trainer, contexts, max_new, seed, kv, *rest)
             seconds = time.perf_counter() - t
             useful = sum(
@@ -88,7 +119,7 @@ def paired_calls(records: list[dict[str, Any]]) -> Any:
     return original, both
 
 
-def paired_report(records: list[dict[str, Any]], bound: float, streamed: float) -> str:
+def paired_report(records: list[dict[str, Any]], bound: float, streamed: float, before: str = "generate") -> str:
     """Both sides' tokens/s over all paired calls, the per-call speed-up's median and each side's share of the bound
     (weights in cache) and of the streamed bound (weights read from memory, as a step reads them)."""
     side = {c: [r for r in records if r["compact"] is c] for c in (False, True)}
@@ -99,7 +130,7 @@ def paired_report(records: list[dict[str, Any]], bound: float, streamed: float) 
         [
             f"paired generation calls ({len(per_call)}, each run by both decoders on the same inputs, order alternating; "
             f"load 1m median {median(loads):.2f}, range {min(loads):.2f}-{max(loads):.2f}):",
-            f"  before (generate, fast decode, bf16 engine): {rate[False]:.1f} tokens/s = {rate[False] / bound:.2f} of "
+            f"  before ({BEFORE[before][0]}): {rate[False]:.1f} tokens/s = {rate[False] / bound:.2f} of "
             f"the bound {bound:.0f}, {rate[False] / streamed:.2f} of the streamed bound {streamed:.0f}",
             f"  after (compact decode, bf16 engine): {rate[True]:.1f} tokens/s = {rate[True] / bound:.2f} of the bound, "
             f"{rate[True] / streamed:.2f} of the streamed bound",
@@ -207,11 +238,14 @@ def run(
     seed: int = 0,
     settings: list[int] | None = None,
     paired: bool = False,
+    model: str = "smollm2",
+    before: str = "generate",
 ) -> str:
     """Bound, then each :data:`SETTINGS` (or those at the indices ``settings``) playing the same rollout (``prompts`` x
     ``group`` episodes) ``repeats`` times in rotating order; returns the report (speed-ups over the first setting).
     With ``paired``, instead: the bf16 engine's rollout played ``repeats`` times with every generation call run by
-    both decoders (:func:`paired_calls`), then the bound."""
+    both decoders (:func:`paired_calls`: ``before``, a :data:`BEFORE` side, and the compact decoder), then the bound.
+    ``model`` is the policy played (``smollm2`` or a model folder, e.g. an SFT checkpoint)."""
     import os
     import tempfile
     from dataclasses import replace
@@ -226,7 +260,7 @@ def run(
     from training.grpo.train import load_model, train_tasks
     from wiki_index.search.index import WikiIndex
 
-    recipe = load_recipe("cpu-learn", {"model": "smollm2", "index_dir": index, "tasks": None, "n_tasks": prompts})
+    recipe = load_recipe("cpu-learn", {"model": model, "index_dir": index, "tasks": None, "n_tasks": prompts})
     wiki = WikiIndex.from_dir(index)
     tasks = train_tasks(recipe, wiki)[:prompts]
     env = recipe.env_config(str(wiki.path))
@@ -248,7 +282,7 @@ def run(
     batch = [rows[i]["prompt"] for i in range(len(tasks)) for _ in range(group)]
     base = recipe.rollout_config()
     if paired:
-        return _paired(model.config, env, tasks, base, batch, trainer, repeats, seed)
+        return _paired(model.config, env, tasks, base, batch, trainer, repeats, seed, before)
     names = [n for i, n in enumerate(SETTINGS) if settings is None or i in settings]
     plays: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     contexts = []
@@ -347,7 +381,15 @@ def run(
 
 
 def _paired(
-    config: Any, env: Any, tasks: Any, base: Any, batch: list[Any], trainer: Any, repeats: int, seed: int
+    config: Any,
+    env: Any,
+    tasks: Any,
+    base: Any,
+    batch: list[Any],
+    trainer: Any,
+    repeats: int,
+    seed: int,
+    before: str = "generate",
 ) -> str:
     """:func:`run`'s paired mode: rollouts whose every generation call both decoders run, then the bound."""
     from dataclasses import replace
@@ -356,7 +398,7 @@ def _paired(
     from training.grpo.rollout import AgentRollout
 
     records: list[dict[str, Any]] = []
-    original, both = paired_calls(records)
+    original, both = paired_calls(records, before)
     contexts = []
     generation._hf = both
     try:
@@ -377,6 +419,6 @@ def _paired(
             f"decode bound, batch {len(batch)} (tokens/s of the linear products; 'with attention' at the rollouts' "
             f"median mean context {int(median(contexts))}; 'weights streamed' reads a distinct matrix per layer):",
             bound_table(bound),
-            paired_report(records, best[0], best[2]),
+            paired_report(records, best[0], best[2], before),
         ]
     )

@@ -83,3 +83,24 @@ def test_the_grpo_pass_bound_counts_every_product_once() -> None:
     two = pass_flops(cfg, [Part(rows=2, columns=10, scored=3)])
     assert two == 6 * lin * 20 + 3 * 4 * 2 * 2 * 4 * 2 * 100 / 2 + 6 * 32 * 8 * 3
     assert linear_rate(cfg, 16, torch.float32) > 0
+
+
+def test_paired_rollouts_can_pit_the_compact_decoder_against_its_earlier_draw() -> None:
+    """``--paired-before flat-sampler``: inside the side's block the compact decoder draws with the one-level float64
+    inverse CDF (the same tokens as the two-level draw on these scores), restored after; the report names the side."""
+    import torch
+
+    from agents.policies import compact_decode
+    from benchmarks.rollout_speed import BEFORE, paired_report
+
+    now = compact_decode._sample
+    scores, uniform = torch.randn(64, 700, generator=torch.Generator().manual_seed(0)), torch.rand(64)
+    with BEFORE["flat-sampler"][1]():
+        assert compact_decode._sample is not now
+        assert torch.equal(compact_decode._sample(scores, uniform), now(scores, uniform))
+    assert compact_decode._sample is now
+    records = [
+        {"compact": c, "seconds": s, "tokens": 100, "rows": 32, "load": 1.0} for c, s in ((False, 2.0), (True, 1.0))
+    ]
+    report = paired_report(records, bound=1000.0, streamed=500.0, before="flat-sampler")
+    assert "float64 one-level draw" in report and "2.00x on the totals" in report

@@ -82,3 +82,17 @@ def test_inverse_cdf_draws_follow_the_distribution():
     freq = torch.bincount(drawn, minlength=5).float() / 20_000
     assert freq[1] == 0 and freq[4] == 0  # never a token of zero probability (top-k / top-p masked)
     assert torch.allclose(freq, probs, atol=0.02)
+
+
+def test_two_level_draw_is_the_one_level_inverse_cdf():
+    """The blocked draw picks the token a single float64 cumulative sum over the vocabulary picks, across block
+    edges and a vocabulary that is no multiple of the block (1,000 tokens, blocks of 256)."""
+    gen = torch.Generator().manual_seed(1)
+    scores = torch.randn(3_000, 1_000, generator=gen) * 4
+    scores[:, 700:] = float("-inf")  # the last block and a half masked, as top-k would
+    uniform = torch.rand(3_000, generator=gen)
+    cdf = torch.softmax(scores, dim=-1, dtype=torch.float64).cumsum(-1)
+    want = torch.searchsorted(cdf, (uniform.double() * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
+    drawn = C._sample(scores, uniform)
+    assert (drawn < 700).all()
+    assert (drawn == want).float().mean() > 0.999  # a mismatch only where rounding sits on a boundary
