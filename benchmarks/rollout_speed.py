@@ -67,6 +67,28 @@ def flat_sampler() -> Iterator[None]:
         compact_decode._sample = old  # type: ignore[assignment]
 
 
+def sampler_line(batch: int, vocab: int, threads: int = 1) -> str:
+    """Medians of one draw of ``batch`` rows over ``vocab`` scores by :func:`_flat_sample` and by the compact
+    decoder's two-level draw, on ``threads`` threads (the per-step sampling cost a decode step pays)."""
+    import torch
+
+    from agents.policies.compact_decode import _sample
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        gen = torch.Generator().manual_seed(0)
+        scores, uniform = torch.randn(batch, vocab, generator=gen) * 3, torch.rand(batch, generator=gen)
+        flat = _time(lambda: _flat_sample(scores, uniform), reps=21)
+        two = _time(lambda: _sample(scores, uniform), reps=21)
+    finally:
+        torch.set_num_threads(old)
+    return (
+        f"sampling draw, {batch} rows x {vocab} scores, {threads} thread(s), medians of 21: one-level float64 "
+        f"{flat * 1e3:.1f} ms, two-level {two * 1e3:.1f} ms ({flat / two:.2f}x)"
+    )
+
+
 BEFORE = {
     "generate": ("generate, fast decode, bf16 engine", lambda: compaction(False)),
     "flat-sampler": ("compact decode, float64 one-level draw, bf16 engine", flat_sampler),
@@ -420,5 +442,6 @@ def _paired(
             f"median mean context {int(median(contexts))}; 'weights streamed' reads a distinct matrix per layer):",
             bound_table(bound),
             paired_report(records, best[0], best[2], before),
+            sampler_line(len(batch), config.vocab_size),
         ]
     )

@@ -91,7 +91,7 @@ def test_paired_rollouts_can_pit_the_compact_decoder_against_its_earlier_draw() 
     import torch
 
     from agents.policies import compact_decode
-    from benchmarks.rollout_speed import BEFORE, paired_report
+    from benchmarks.rollout_speed import BEFORE, paired_report, sampler_line
 
     now = compact_decode._sample
     scores, uniform = torch.randn(64, 700, generator=torch.Generator().manual_seed(0)), torch.rand(64)
@@ -104,3 +104,4 @@ def test_paired_rollouts_can_pit_the_compact_decoder_against_its_earlier_draw() 
     ]
     report = paired_report(records, bound=1000.0, streamed=500.0, before="flat-sampler")
     assert "float64 one-level draw" in report and "2.00x on the totals" in report
+    assert sampler_line(4, 300).startswith("sampling draw, 4 rows x 300 scores")
