@@ -56,3 +56,28 @@ def test_each_step_of_trls_sampler_mixes_the_tiers_only_when_balanced(balance):
 def test_balance_tiers_refuses_the_feedback_loop():
     with pytest.raises(ConfigError, match="turn one of them off"):
         load_recipe("cpu-learn", {"balance_tiers": True, "loop.enabled": True})
+
+
+def test_tier_weights_give_each_step_its_share_of_each_tier():
+    """{bridge: 3}: every round of 4 holds 3 bridge tasks and 1 lookup task, to the end, every task played."""
+    tasks = _tasks(5, 9)
+    recipe = load_recipe("cpu-learn", {"tier_weights": {"bridge": 3}})
+    assert recipe.balance_tiers and recipe.tier_weights == {"bridge": 3}
+    order = interleave_tiers(tasks, recipe.seed, recipe.tier_weights)
+    assert {t.id for t in order} == {t.id for t in tasks}
+    rounds = [order[i : i + 4] for i in range(0, len(order), 4)]
+    assert len(rounds) == 5  # lookup's 5 tasks need 5 rounds; bridge's 9 need 3 and start over
+    assert all([t.metadata["tier"] for t in r] == ["bridge"] * 3 + ["lookup"] for r in rounds)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"tier_weights": {"bridge": 0}},
+        {"tier_weights": {"bridge": 1.5}},
+        {"tier_weights": {"bridge": 3}, "balance_tiers": False},
+    ],
+)
+def test_tier_weights_refuse_what_they_cannot_order(fields):
+    with pytest.raises(ConfigError, match="tier_weights"):
+        load_recipe("cpu-learn", fields)

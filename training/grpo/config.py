@@ -81,6 +81,11 @@ class GRPORecipe:
         "Interleave the tiers in the train order (one task of each tier in turn, each tier shuffled with seed) "
         "and turn off TRL's own shuffle, so each step's prompts mix the tiers (training.grpo.order).",
     )
+    tier_weights: dict[str, int] = help_field(
+        help="With balance_tiers: places per round of each tier (default 1 each), e.g. {bridge: 3, lookup: 1} puts "
+        "3 bridge and 1 lookup task in each step of 4 prompts.",
+        default_factory=dict,
+    )
     solved_reward: float = help_field(
         1.0, "Reward at or above which an episode counts as solved (DUPO's prefilter, the loop's pass rates)."
     )
@@ -134,6 +139,12 @@ class GRPORecipe:
                 f"env.reward.call_cost={self.env.reward.call_cost} lowers a right answer's reward to as little as "
                 f"{CALL_COST_FLOOR}, so solved_reward={self.solved_reward} would count right answers as unsolved in "
                 f"DUPO's prefilter and the loop: set solved_reward={CALL_COST_FLOOR}"
+            )
+        bad = {k: v for k, v in self.tier_weights.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1}
+        if bad or (self.tier_weights and not self.balance_tiers):
+            raise ConfigError(
+                f"tier_weights must map tiers to whole numbers >= 1 and needs balance_tiers=true; got "
+                f"{dict(self.tier_weights)!r} with balance_tiers={self.balance_tiers}"
             )
         if self.balance_tiers and self.loop.enabled:
             raise ConfigError(

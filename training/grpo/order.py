@@ -13,39 +13,50 @@ Example:
     >>> tasks += [T(id=f"b{i}", metadata={"tier": "bridge"}) for i in range(3)]
     >>> [t.metadata["tier"] for t in interleave_tiers(tasks, seed=0)]
     ['bridge', 'lookup', 'bridge', 'lookup', 'bridge', 'lookup']
+
+With ``weights`` a tier takes that many places of each round, so a step of 4 prompts can hold 3 bridge tasks and 1
+lookup task: lookup's groups still reward stopping after one search, without outweighing bridge's reward for a
+second search.
+
+    >>> [t.metadata["tier"][0] for t in interleave_tiers(tasks, seed=0, weights={"bridge": 3})]
+    ['b', 'b', 'b', 'l', 'b', 'b', 'b', 'l']
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def interleave_tiers(tasks: Sequence[Any], seed: int) -> list[Any]:
+def interleave_tiers(tasks: Sequence[Any], seed: int, weights: Mapping[str, int] | None = None) -> list[Any]:
     """Round-robin over the tiers (in sorted order), each tier shuffled with ``seed``; a tier that runs out starts
-    over in a new shuffle until the largest tier has been played once.
+    over in a new shuffle until every tier has been played once.
 
     Args:
         tasks: Tasks with ``metadata["tier"]`` (a task without one forms the tier ``""``).
         seed: Seed of the shuffles inside each tier.
+        weights: Places per round of each tier (default 1; a tier not named gets 1).
 
     Returns:
-        Every task at least once, tiers alternating: the number of tiers times the largest tier's size.
+        Every task at least once, tiers alternating: each round holds ``weights[tier]`` tasks of each tier, for as
+        many rounds as the tier that needs the most takes to be played once.
     """
     tiers: dict[str, list[Any]] = {}
     for task in tasks:
         tiers.setdefault(str(task.metadata.get("tier") or ""), []).append(task)
     rng = random.Random(seed)
     ordered = sorted(tiers.items())
-    rounds = max((len(group) for _, group in ordered), default=0)
+    weight = {name: (weights or {}).get(name, 1) for name, _ in ordered}
+    rounds = max((-(-len(group) // weight[name]) for name, group in ordered), default=0)
     passes: dict[str, list[Any]] = {}
     out: list[Any] = []
     for i in range(rounds):
         for name, group in ordered:
-            if i % len(group) == 0:  # the tier's first pass, or it ran out: a new shuffle
-                passes[name] = _shuffled(group, rng)
-            out.append(passes[name][i % len(group)])
+            for k in range(i * weight[name], (i + 1) * weight[name]):
+                if k % len(group) == 0:  # the tier's first pass, or it ran out: a new shuffle
+                    passes[name] = _shuffled(group, rng)
+                out.append(passes[name][k % len(group)])
     return out
 
 

@@ -190,7 +190,8 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
         else None
     )
     if loop is None:
-        trainer.train_dataset = task_dataset(interleave_tiers(tasks, recipe.seed) if recipe.balance_tiers else tasks)
+        order = interleave_tiers(tasks, recipe.seed, recipe.tier_weights) if recipe.balance_tiers else tasks
+        trainer.train_dataset = task_dataset(order)
     # 6. train
     trainer.train(resume_from_checkpoint=last)
     # 7. save and summarise
