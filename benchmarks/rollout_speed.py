@@ -99,10 +99,11 @@ context manager that switches the fast path to it)."""
 
 def paired_calls(records: list[dict[str, Any]], before: str = "generate") -> Any:
     """A stand-in for :func:`training.grpo.generation._hf` that runs every generation call twice on the same inputs,
-    through the :data:`BEFORE` side ``before`` and through :mod:`agents.policies.compact_decode` (the order alternating between calls, the
-    key/value store reset in between so both start from the same entries), appends each side's seconds and useful
-    tokens (up to the end token) to ``records`` and continues the episodes with the compact side's turn. Paired
-    calls seconds apart see the same machine load, which plays minutes apart on a shared machine do not."""
+    through the :data:`BEFORE` side ``before`` and through :mod:`agents.policies.compact_decode` (the order
+    alternating between calls, the key/value store reset in between so both start from the same entries), appends
+    each side's seconds and useful tokens (up to the end token) to ``records`` and continues the episodes with the
+    compact side's turn. Paired calls seconds apart see the same machine load, which plays minutes apart on a shared
+    machine do not."""
     from training.grpo import generation
 
     original = generation._hf

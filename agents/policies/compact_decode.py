@@ -72,11 +72,10 @@ _BLOCK = 256  # tokens per block of the two-level inverse CDF
 def _sample(scores: Any, uniform: Any) -> Any:
     """Inverse-CDF draw per row of ``softmax(scores)`` with one uniform number in ``[0, 1)`` per row.
 
-    Two levels, so no pass over the whole vocabulary runs in float64 (a float64 softmax and cumulative sum of 32 x
-    49,152 scores cost a CPU decode step about a third of its forward pass): the softmax and its sums per
-    block of :data:`_BLOCK` tokens in float32, their cumulative sum in float64, the block found on their cumulative sum, then the
-    token on the cumulative sum of that block's weights. The same token as one cumulative sum over the vocabulary, up
-    to rounding at a boundary; a token of zero probability is never drawn.
+    Two levels, so that no pass over the whole vocabulary runs in float64: the softmax and its sums per block of
+    :data:`_BLOCK` tokens in float32, the cumulative sum of the block sums in float64 to find the block, then the
+    cumulative sum of that block's weights to find the token. The same token as one float64 cumulative sum over the
+    vocabulary, up to rounding at a boundary; a token of zero probability is never drawn.
     """
     import torch
     import torch.nn.functional as F
