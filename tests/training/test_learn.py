@@ -358,3 +358,17 @@ def test_native_bf16_asks_the_gpu_first_then_the_cpu(monkeypatch):
     for supported in (True, False):
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda supported=supported: supported)
         assert native_bf16() is supported
+
+
+def test_every_sitting_records_the_versions_and_cpu_its_numbers_came_from(monkeypatch):
+    """Two runs of one recipe that score differently can be told apart by their machines: the environment names
+    torch's own version, None for a package that is not installed, and only CPU flags of the list."""
+    import torch
+
+    from training.learn import environment as E
+
+    monkeypatch.setattr(E, "PACKAGES", ("torch", "no-such-package-here"))
+    env = E.environment()
+    assert env["packages"] == {"torch": torch.__version__, "no-such-package-here": None}
+    assert set(env["cpu_flags"]) <= set(E.FLAGS) and env["cores"] >= 1 and env["cpu"]
+    json.dumps(env)  # written to invocations.jsonl as it is

@@ -37,6 +37,7 @@ from typing import Any
 
 from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
+from training.learn.environment import environment
 
 log = logging.getLogger(__name__)
 
@@ -350,7 +351,8 @@ def main(cfg: LearnConfig) -> Path:
     out = cfg.out_dir()
     out.mkdir(parents=True, exist_ok=True)
     with (out / "invocations.jsonl").open("a", encoding="utf-8") as f:  # every sitting's settings, stages included
-        f.write(json.dumps({**dataclasses.asdict(cfg), "bf16": cfg.bf16()}, default=list) + "\n")
+        f.write(json.dumps({**dataclasses.asdict(cfg), "bf16": cfg.bf16(), "environment": environment()}, default=list))
+        f.write("\n")
     index_path = WikiIndex.from_dir(cfg.index_dir).path
     base = resolve_hf_path(cfg.model)
     recipe = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"))
