@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-_SMALL = dict(max_nodes=500, n_seeds=12, oversample=3.0, test_fraction=0.5)
+_SMALL = dict(max_nodes=500, n_seeds=12, oversample=4.0, test_fraction=0.5)
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,11 @@ sentence stating one of the answer's relations ("bordered by Russia, Ukraine, Po
 Belarus's page, for a country bordering Belarus), and asks whether some clue about the answer rules each one out:
 
 * a relation: the look-alike is not linked with that clue's anchor in either direction (a link is the loosest reading
-  of a relation, so a look-alike the page only mentions still fits), or it is that anchor; an infobox field of the
-  answer's ("whose main interests include Ethics") rules out only a look-alike whose infobox has that field;
+  of a relation, so a look-alike the page only mentions still fits), or it is that anchor; an anchor the question only
+  describes ("a country in East Africa with a population of about 50 million") is any page its description fits, so
+  the look-alike must be linked with none of them (Lake Turkana is linked with Kenya as Lake Victoria with Uganda); an
+  infobox field of the answer's ("whose main interests include Ethics") rules out only a look-alike whose infobox has
+  that field;
 * a blurred date or number: the look-alike's page gives a value of that kind outside the clue's interval (a page that
   gives none is *not* ruled out: the fact is unknown, not false);
 * a partial name, a negation naming it, the type noun: decided from its title and its lead.
@@ -34,7 +37,11 @@ Dominica in the Caribbean, the Apollo program beside the Manhattan Project among
 page of the answer's type that a page of the question links, or that links an entity of the question other than the
 answer, is weighed the same way (:func:`page_lookalikes`), counted apart as ``page_look_alike``; so is a name the
 sample has no page for that every sentence listing the answer lists with it (Madhya Pradesh beside Rajasthan on
-Gujarat's and Uttar Pradesh's pages), unless a hint at the name rules it out.
+Gujarat's and Uttar Pradesh's pages), or that a sentence stating one of the answer's relations names and whose own
+words give it the answer's kind (the Gulf of Aqaba beside the Red Sea on Jordan's page), unless a hint at the name
+rules it out. The names a sentence gives beside the answer are candidates even where the question names them
+elsewhere: Ovid "was a younger contemporary of Virgil and Horace", so Virgil fits a question about Horace that names
+Virgil as Ovid's elder.
 
 A question with a look-alike that no clue rules out is dropped (:func:`unruled`, :func:`page_lookalikes`). What it
 cannot see: entities of the answer's type that no page of the question links (a reader searching further would meet
@@ -51,6 +58,7 @@ from typing import Any
 
 from training.synth.compose.clues import UncertaintyType
 from training.synth.compose.constraints import NodeSpec, walk
+from training.synth.compose.heads import head_of
 from training.synth.compose.lists import co_named
 from training.synth.compose.naming import name_variants
 from training.synth.compose.uncertainty import date_phrase, relation_label
@@ -71,6 +79,20 @@ __all__ = [
 
 U = UncertaintyType
 _MAX_POOL = 200
+#: Type nouns that a name's own words can carry, by family: a name holding one of a family's words ("Gulf of Aqaba")
+#: is of the kind of every noun in that family ("inlet", "sea", "gulf") for a reader.
+_KIN_FAMILIES = (
+    frozenset({"sea", "gulf", "bay", "inlet", "bight", "strait", "sound", "ocean", "channel"}),
+    frozenset({"lake", "loch", "lagoon"}),
+    frozenset({"river", "tributary"}),
+    frozenset({"mountain", "mount", "peak", "volcano", "mountains", "range"}),
+    frozenset({"island", "isle", "islands", "archipelago", "atoll"}),
+    frozenset({"desert"}),
+)
+#: A capitalised name of one to four words, with an inner "of (the)" ("Gulf of Aqaba", "Lake Albert", "Caspian Sea").
+_KIN_NAME = re.compile(r"\b[A-Z][\w'-]+(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w'-]+){1,3}")
+#: How many described anchors deep a look-alike's relations are followed (a described anchor's own anchors, ...).
+_MAX_DEPTH = 2
 _REGION = re.compile(r"\b(?:sub-?)?regions?\b", re.IGNORECASE)
 #: The answer is the container of a membership relation: "{src} is a landlocked country in {dst}".
 _CONTAINER = r"\b(?:in|within|of|across|throughout)\s+(?:the\s+)?"
@@ -146,8 +168,28 @@ def _unstated_field(src: Any, pid: int, relation: str, direction: str) -> bool:
     return not src.has_field(pid, relation)
 
 
-def ruled_out(src: Any, verifier: Verifier, root: NodeSpec, head: str, title: str) -> bool:
-    """Whether some clue about the answer ``root`` is decidably false of page ``title``."""
+def _anchor_fits(src: Any, verifier: Verifier, pid: int, child: NodeSpec, depth: int) -> bool:
+    """Whether page ``pid`` is linked with the relation's anchor ``child``, or, for an anchor the question only
+    describes ("a country in East Africa with a population of about 50 million"), with some page that fits the
+    description as well as the true anchor does (Lake Turkana with Kenya, for Uganda's lake Victoria)."""
+    cpid = src.resolve(child.entity)
+    if cpid is not None and cpid != pid and _linked(src, pid, cpid):
+        return True
+    if child.identity is None or child.source == "title" or depth >= _MAX_DEPTH:
+        return False  # a named anchor fits only itself
+    head = head_of(child.identity.text)
+    forbidden = tuple(name_variants(child.entity))
+    for q in [*src.out_ids(pid), *src.in_ids(pid)][:_MAX_POOL]:
+        if q == pid or q == cpid or not _head_fits(verifier.light_entity(q), head, forbidden):
+            continue
+        if not ruled_out(src, verifier, child, head, src.title(q), depth=depth + 1):
+            return True
+    return False
+
+
+def ruled_out(src: Any, verifier: Verifier, root: NodeSpec, head: str, title: str, *, depth: int = 0) -> bool:
+    """Whether some clue about the answer ``root`` is decidably false of page ``title`` (``depth``: how many described
+    anchors deep the check is, bounded by ``_MAX_DEPTH``)."""
     pid = src.resolve(title)
     ent = src.entity(title)
     if pid is None or ent is None:
@@ -157,8 +199,7 @@ def ruled_out(src: Any, verifier: Verifier, root: NodeSpec, head: str, title: st
     for rel, direction, child in root.relations:
         if _unstated_field(src, pid, rel, direction):
             continue
-        cpid = src.resolve(child.entity)
-        if cpid is None or cpid == pid or not _linked(src, pid, cpid):
+        if not _anchor_fits(src, verifier, pid, child, depth):
             return True
     for fact in root.facts:
         if fact.type is U.PARTIAL_NAME and not name_fits(fact, title):
@@ -186,14 +227,14 @@ def unruled(src: Any, verifier: Verifier, root: NodeSpec, head: str, graph: Any)
     regions = overlapping_regions(src, root, head)
     if regions:
         return regions
-    own = {str(n) for n in graph}
     pool: list[str] = []
     for _, _, child in root.relations:
         if not graph.has_edge(answer, child.entity):
             continue
         data = graph.edges[answer, child.entity]
         page = str(data.get("page") or data.get("source_page") or "")
-        for t in siblings(src, page, str(data.get("evidence") or ""), own):
+        # an entity the question names elsewhere is no less a fit ("a younger contemporary of Virgil and Horace")
+        for t in siblings(src, page, str(data.get("evidence") or ""), (answer, child.entity)):
             if t not in pool:
                 pool.append(t)
     return [t for t in pool[:_MAX_POOL] if not ruled_out(src, verifier, root, head, t)]
@@ -230,7 +271,7 @@ def page_lookalikes(src: Any, verifier: Verifier, root: NodeSpec, head: str, gra
                 continue
             if not ruled_out(src, verifier, root, head, light.title):
                 out.append(light.title)
-    return out + _unpaged_siblings(src, root, graph, own)
+    return out + _unpaged_siblings(src, root, graph, own) + _unpaged_kin(src, root, head, graph, own)
 
 
 def _unpaged_siblings(src: Any, root: NodeSpec, graph: Any, own: set[str]) -> list[str]:
@@ -245,6 +286,40 @@ def _unpaged_siblings(src: Any, root: NodeSpec, graph: Any, own: set[str]) -> li
         named = set(co_named(str(graph.edges[root.entity, child.entity].get("evidence") or ""), mine))
         common = named if common is None else common & named
     return sorted(n for n in common or () if n not in own and src.resolve(n) is None and _unpaged_fits(root, n))
+
+
+def kind_names(sentence: str, head: str) -> list[str]:
+    """The names in ``sentence`` whose own words say they are of the kind ``head`` is ("the Gulf of Aqaba" for an
+    inlet, "Lake Albert" for a lake); empty for a kind no name word tells."""
+    family = next((f for f in _KIN_FAMILIES if head in f), None)
+    if family is None:
+        return []
+    out = []
+    for m in _KIN_NAME.finditer(sentence):
+        name = m.group(0)
+        words = {w.lower() for w in name.split()}
+        if words & family and name not in out:
+            out.append(name)
+    return out
+
+
+def _unpaged_kin(src: Any, root: NodeSpec, head: str, graph: Any, own: set[str]) -> list[str]:
+    """Names with no page, of the answer's kind by their own words, that a sentence stating one of the answer's
+    relations names ("Jordan has a small coastline along the Red Sea ..., separated by the Gulf of Aqaba from Egypt"),
+    that no hint at the name rules out: a reader takes them for candidates, and nothing in the sample rules them
+    out."""
+    mine = set(name_variants(root.entity))
+    out: list[str] = []
+    for _, _, child in root.relations:
+        if not graph.has_edge(root.entity, child.entity):
+            continue
+        for name in kind_names(str(graph.edges[root.entity, child.entity].get("evidence") or ""), head):
+            bare = re.sub(r"^the\s+", "", name, flags=re.IGNORECASE)
+            if bare in mine or bare in own or bare in out or src.resolve(bare) is not None:
+                continue
+            if _unpaged_fits(root, bare):
+                out.append(bare)
+    return out
 
 
 def overlapping_containers(root: NodeSpec, head: str) -> list[str]:
