@@ -38,10 +38,11 @@ FIFTH = AUDIT_DIR / "sailorfog-c77c071.jsonl"  # after the fixes of the fourth r
 SIXTH = AUDIT_DIR / "sailorfog-4241428.jsonl"  # after the fifth reading's fixes and the answers no reader can pin
 SEVENTH = AUDIT_DIR / "sailorfog-ad7e397.jsonl"  # after the sixth reading's fixes
 EIGHTH = AUDIT_DIR / "sailorfog-410085d.jsonl"  # after the look-alikes on the question's pages
-NINTH = AUDIT_DIR / "sailorfog-20707d3.jsonl"  # after the eighth reading's fixes: today's default set
+NINTH = AUDIT_DIR / "sailorfog-20707d3.jsonl"  # after the eighth reading's fixes
+TENTH = AUDIT_DIR / "sailorfog-5369446.jsonl"  # after the ninth reading's fixes: today's default set
 AUDITS = pytest.mark.parametrize(
     "audit",
-    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH],
+    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH],
     ids=[
         "before-9bbf685",
         "after-1265443",
@@ -52,6 +53,7 @@ AUDITS = pytest.mark.parametrize(
         "seventh-ad7e397",
         "eighth-410085d",
         "ninth-20707d3",
+        "tenth-5369446",
     ],
 )
 #: (first reader's audit, a second reader's records of 18 of its questions)
@@ -62,8 +64,9 @@ SECOND_READERS = pytest.mark.parametrize(
         (SEVENTH, AUDIT_DIR / "agreement" / "sailorfog-ad7e397-second-reader.jsonl"),
         (EIGHTH, AUDIT_DIR / "agreement" / "sailorfog-410085d-second-reader.jsonl"),
         (NINTH, AUDIT_DIR / "agreement" / "sailorfog-20707d3-second-reader.jsonl"),
+        (TENTH, AUDIT_DIR / "agreement" / "sailorfog-5369446-second-reader.jsonl"),
     ],
-    ids=["sixth", "seventh", "eighth", "ninth"],
+    ids=["sixth", "seventh", "eighth", "ninth", "tenth"],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
