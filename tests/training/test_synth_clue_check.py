@@ -131,7 +131,7 @@ def test_they_is_not_a_singular_page(src, checker):
     # Afghanistan: "They are imported from the United Arab Emirates ..." (vehicles) gave "Afghanistan is imported from"
     pid = src.resolve("Afghanistan")
     text = next(t for _, t in src.passages(pid) if "They are imported from" in t)
-    sents, i = checker.context("Afghanistan", next(s for s in split_sentences(text) if s.startswith("They are imp")))
+    sents, i, _ = checker.context("Afghanistan", next(s for s in split_sentences(text) if s.startswith("They are imp")))
     sent = sents[i]
     rel = "{src} is imported from {dst}"
     assert mention_edge(checker, "Afghanistan", "United Arab Emirates", rel, sent) == "subject"

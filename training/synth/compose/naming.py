@@ -241,6 +241,20 @@ def _predicate(first_sentence: str) -> str:
     return shorten(re.split(r"[,;:(]", m.group(1), maxsplit=1)[0])
 
 
+#: Words of degree that a cut can leave before the adjective they grade ("the capital city and most" of "... and most
+#: populated comune of Italy").
+_DEGREE = {"most", "more", "least", "less", "very", "highly"}
+
+
+def _whole_phrase(phrase: str) -> str:
+    """``phrase`` without a degree word a cut left at its end, nor the coordinator and function words before it ("the
+    capital city and most" -> "the capital city"); ``""`` for nothing left."""
+    words = phrase.split()
+    while words and words[-1].lower() in _DEGREE:
+        words = _without_dangling(words[:-1]).split() if len(words) > 1 else []
+    return " ".join(words) if any(w.lower() not in _DANGLING for w in words) else ""
+
+
 def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: bool = False) -> Clue:
     """Name an entity without its name: its short description, else the predicate of its first sentence.
 
@@ -264,7 +278,7 @@ def describe_entity(entity: Entity, *, forbidden: Iterable[str] = (), named: boo
         raw = raw_head(desc)
         plural = bool(raw) and singular(raw) != raw
         candidates.append(("description", with_article(_recase(desc, entity.first_sentence, entity.title), plural)))
-    pred = _predicate(entity.first_sentence)
+    pred = _whole_phrase(_predicate(entity.first_sentence))
     if pred:
         candidates.append(("first_sentence", pred))
     for source, text in candidates:

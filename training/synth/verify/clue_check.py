@@ -344,7 +344,8 @@ class ClueChecker:
         if ctx is not None:
             ent = self.src.entity(page)
             names = self.names(ent) if ent is not None else [page]
-            if not about_page(*ctx, names, self.head(ent) if ent is not None else ""):
+            sents, i, lead = ctx
+            if not about_page(sents, i, names, self.head(ent) if ent is not None else "", lead=lead):
                 return "subject"
         return ""
 
@@ -375,16 +376,17 @@ class ClueChecker:
         ent = self.src.entity(polity) if polity else None
         return ent is not None and head_noun(ent) in _LANDFORMS
 
-    def context(self, page: str, sentence: str) -> tuple[list[str], int] | None:
-        """The sentences of the passage of ``page`` holding ``sentence`` and its index there (``None``: not found)."""
+    def context(self, page: str, sentence: str) -> tuple[list[str], int, bool] | None:
+        """The sentences of the passage of ``page`` holding ``sentence``, its index there and whether that passage
+        opens the page (``None``: not found)."""
         from wiki_index.parse.text import split_sentences
 
         pid = self.src.resolve(page)
-        for _, text in self.src.passages(pid) if pid is not None else []:
+        for k, (_, text) in enumerate(self.src.passages(pid) if pid is not None else []):
             if sentence in text:
                 sents = split_sentences(text)
                 if sentence in sents:
-                    return sents, sents.index(sentence)
+                    return sents, sents.index(sentence), k == 0
         return None
 
     def prune(self, kg: Any) -> None:

@@ -27,6 +27,10 @@ _MORE_INTRO = re.compile(
     r"|[A-Z][a-z]+(?:ed|en)\b[^,]{0,80},\s+)"
 )
 
+#: A participle phrase with a list inside, then the subject: "Bounded by the Arabian Sea on the south, the Gulf of Oman
+#: on the southwest, and ..., it shares land borders with India".
+_PARTICIPLE_THEN_PRONOUN = re.compile(r"^(?:[A-Z][a-z]+(?:ed|en)|Known)\b[^.;]{0,250}?,\s+(?:it|he|she|they)\s+[a-z]")
+
 
 def opening(sentence: str) -> str:
     """The sentence from its subject on: brackets and introductory phrases ("In 1905, ", "Founded in 1907 as ...,
@@ -40,9 +44,12 @@ def opening(sentence: str) -> str:
     return s
 
 
-def opening_subject(sentence: str, names: list[str], head: str = "") -> str:
+def opening_subject(sentence: str, names: list[str], head: str = "", *, strict: bool = False) -> str:
     """What a sentence's subject is: ``"own"`` (one of ``names``, or "The city ..." with the page's type noun
-    ``head`` in its first two words), ``"pronoun"`` or ``"other"`` (another name or noun phrase)."""
+    ``head`` in its first two words), ``"pronoun"`` or ``"other"`` (another name or noun phrase). On a page of no
+    known kind any "The <noun> ..." counts as its own unless ``strict``, where the noun must be one of ``head``'s or
+    the names' words (a pronoun's antecedent: "The principal feature of the bathymetry is ... the Mid-Atlantic Ridge.
+    It extends from Iceland" is about the ridge)."""
     s = opening(sentence)
     low = s.lower()
     for n in names:
@@ -52,24 +59,31 @@ def opening_subject(sentence: str, names: list[str], head: str = "") -> str:
             return (
                 "own"  # "At an elevation of 2,300 metres, Sanaa is ...", "According to the 2024 census, Chile had ..."
             )
-    if PRONOUN.match(s):
+    if PRONOUN.match(s) or _PARTICIPLE_THEN_PRONOUN.match(" ".join(sentence.split())):
         return "pronoun"
     if re.match(r"^there\s+(?:is|are|was|were)\b", s, re.IGNORECASE):
         return "own"
     if not _OWN_NOUN.match(s) or re.match(r"^(?:[Tt]he|[Tt]his|[Tt]hese)\s+[A-Z]", s):
         return "other"
-    words = [w.strip("'’s,").lower() for w in s.split()[1:3]]
+    words = [re.sub(r"(?:['’]s?|,)$", "", w).lower() for w in s.split()[1:3]]  # "city's," -> "city"; "sea" stays
     own_words = {*head.split(), *(w.lower() for n in names for w in n.split()), *_ATTRIBUTE_NOUNS} - {""}
-    return "own" if own_words & set(words) or head.split()[:1] in ([], ["entity"]) else "other"
+    unknown_kind = head.split()[:1] in ([], ["entity"])
+    return "own" if own_words & set(words) or (unknown_kind and not strict) else "other"
 
 
-def about_page(sentences: list[str], i: int, names: list[str], head: str = "") -> bool:
+def about_page(sentences: list[str], i: int, names: list[str], head: str = "", *, lead: bool = True) -> bool:
     """Whether sentence ``i`` of a page is about the page's subject: its subject is the page's, or a pronoun whose
-    antecedent (the subject of the nearest sentence before it that opens with a noun phrase) is."""
+    antecedent (the subject of the nearest sentence before it that opens with a noun phrase, read strictly) is.
+    ``lead``: ``sentences`` open the page, so the first names its subject whatever the spelling; a later passage's
+    first sentence is the page's unless it opens with another noun phrase (a pronoun there is taken for the page's,
+    as its antecedent lies in the passage before)."""
+    neuter = re.match(r"^its?\b", opening(sentences[i]), re.IGNORECASE) is not None  # "he"/"she" skip things
     for j in range(i, -1, -1):
-        if j == 0:
+        if j == 0 and lead:
             return True  # a lead's first sentence names its page's subject, whatever the spelling
-        kind = opening_subject(sentences[j], names, head)
+        kind = opening_subject(sentences[j], names, head, strict=neuter and j < i)
+        if j == 0:
+            return kind != "other" or not neuter
         plural = re.match(r"^(?:they|their)\b", opening(sentences[j]), re.IGNORECASE)
         if kind == "pronoun" and plural and not any(n.endswith("s") for n in names):
             return False  # "They are imported from ..." on Afghanistan's page: the cars, not the country
