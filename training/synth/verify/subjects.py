@@ -73,7 +73,7 @@ def opening_subject(sentence: str, names: list[str], head: str = "", *, strict: 
 
 def about_page(sentences: list[str], i: int, names: list[str], head: str = "", *, lead: bool = True) -> bool:
     """Whether sentence ``i`` of a page is about the page's subject: its subject is the page's, or a pronoun whose
-    antecedent (the subject of the nearest sentence before it that opens with a noun phrase, read strictly) is.
+    antecedent (the subject of the nearest sentence before it that opens with a noun phrase; for "it", read strictly) is.
     ``lead``: ``sentences`` open the page, so the first names its subject whatever the spelling; a later passage's
     first sentence is the page's unless it opens with another noun phrase (a pronoun there is taken for the page's,
     as its antecedent lies in the passage before)."""
