@@ -14,14 +14,29 @@ from pathlib import Path
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
+def _cpuinfo() -> str:
+    """The text of ``/proc/cpuinfo`` (``""`` where it cannot be read, e.g. off Linux)."""
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="ascii", errors="ignore")
+    except OSError:
+        return ""
+
+
 @cache
 def cpu_has_native_bf16() -> bool:
     """Whether ``/proc/cpuinfo`` lists a native bfloat16 flag (False where it cannot be read, e.g. off Linux)."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text(encoding="ascii", errors="ignore").split())
-    except OSError:
-        return False
+    flags = set(_cpuinfo().split())
     return any(f in flags for f in BF16_FLAGS)
+
+
+def cpu_model_and_flags(wanted: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The CPU's model name and which of the ``wanted`` flags it has, from ``/proc/cpuinfo`` (off Linux: the model
+    ``platform`` gives, and no flags)."""
+    import platform
+
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in _cpuinfo().splitlines() if ":" in line)}
+    flags = set(fields.get("flags", "").split())
+    return fields.get("model name") or platform.processor() or platform.machine(), [f for f in wanted if f in flags]
 
 
 def emulated_bf16_warning(bf16: bool, cuda: bool, fix: str) -> str | None:
