@@ -49,3 +49,16 @@ def test_a_description_cut_inside_its_noun_phrase_keeps_the_whole_phrase(src):
     assert _whole_phrase("the largest and most") == "the largest"
     assert _whole_phrase("a very") == ""
     assert _whole_phrase("a German-born theoretical physicist") == "a German-born theoretical physicist"
+
+
+def test_a_type_noun_is_not_read_past_a_preposition(src):
+    # Philosophy is the "Systematic study of general and fundamental questions": a study, not a "question" (the
+    # coordinated-adjective cut crossed "of"); Weed is an "Unwanted ... plant", not "undesirable".
+    from training.synth.compose.heads import raw_head
+    from training.synth.compose.naming import head_noun
+
+    assert raw_head("Systematic study of general and fundamental questions") == "study"
+    assert raw_head("Supranational political and economic union") == "union"
+    assert raw_head("Insatiable longing for material or immaterial gain") == ""
+    assert head_noun(src.entity("Philosophy")) == "study"
+    assert head_noun(src.entity("Greed")) == "desire"

@@ -115,19 +115,24 @@ _NOT_NOUNS = {
     "kind",
     "form",
 }
-#: Words a head-noun cut can leave last that are no noun: adverbs ("Imaginary line halfway between ...") and
-#: superlatives ("Largest of the Great Lakes", "the third-largest of the world's oceanic divisions").
+#: Words a head-noun cut can leave last that are no noun: adverbs ("Imaginary line halfway between ..."),
+#: superlatives ("Largest of the Great Lakes", "the third-largest of the world's oceanic divisions") and negated
+#: "-able" adjectives ("Insatiable longing for ...", where the cut drops the "-ing" noun).
 _NOT_HEADS = re.compile(
     r"^(?:"
     + _ADVERBS
     + r"|most|least|(?:larg|high|long|old|bigg|small|great|tall|deep|low|short|young|new|near|far|earli|lat"
-    r"|bright|heavi|wealthi|rich|poor|busi|dens|hott|cold|wid|fast|strong|hard|clos|fin)est|[a-z]+-(?:\w+est|most))$"
+    r"|bright|heavi|wealthi|rich|poor|busi|dens|hott|cold|wid|fast|strong|hard|clos|fin)est|[a-z]+-(?:\w+est|most)"
+    r"|(?:in|un|im|ir|il)[a-z]{3,}(?:able|ible))$"
 )
 #: A description that opens with a verb form and its object ("Using a bow to shoot arrows") is no noun phrase.
 _GERUND_OPENING = re.compile(r"^[A-Za-z]+ing\s+(?:a|an|the|their|his|her|its|one's|them|it|up|out)\b")
 #: Coordinated modifiers before the head ("Supranational political and economic union"): the head follows them.
+#: The words before the pair are modifiers too: a preposition among them ("study of general and fundamental questions")
+#: ends the head's phrase before the pair, so the pattern does not cross one.
 _ADJ_PAIR_INNER = re.compile(
-    r"^(?:[\w-]+\s+){1,3}?[\w-]+(?:al|ic|ive|ous|ary|ese|ish)\s+(?:and|or)\s+(?=[\w-]+(?:al|ic|ive|ous|ary)\s+\w)",
+    r"^(?:(?!(?:of|for|in|on|at|to|from|with|by|about|between|among|into)\s)[\w-]+\s+){1,3}?"
+    r"[\w-]+(?:al|ic|ive|ous|ary|ese|ish)\s+(?:and|or)\s+(?=[\w-]+(?:al|ic|ive|ous|ary)\s+\w)",
     re.IGNORECASE,
 )
 #: Nouns whose "of" names the kind itself: "the modern form of the metric system" is a system, "a type of rock" a rock.

@@ -47,8 +47,10 @@ from wiki_index.types import bare_title
 #: "native to ..." kept whole in a description; 8: the ninth audit's readings: an infobox establishment row naming a
 #: predecessor state no founding date, "an islands and coastal region" a region, a name opening a clause after a
 #: subordinator ("dissolved shortly after Hungary terminated ...") no relation of it, a definite description that a
-#: relative clause restricts ("the forms of the English language that were spoken ...") qualified)
-FACTS_VERSION = 8
+#: relative clause restricts ("the forms of the English language that were spoken ...") qualified; 9: the tenth audit's
+#: readings: a type noun not read past a preposition ("study of general and fundamental questions" is a study) nor
+#: a negated "-able" adjective)
+FACTS_VERSION = 9
 
 _LIST_AFTER = re.compile(r"^\s*(?:\(.*?\)\s*)?(?:,|\band\b|\bor\b|/)")
 _LIST_BEFORE = re.compile(r"(?:,|\band|\bor|/)\s*(?:the\s+)?$")
