@@ -39,10 +39,11 @@ SIXTH = AUDIT_DIR / "sailorfog-4241428.jsonl"  # after the fifth reading's fixes
 SEVENTH = AUDIT_DIR / "sailorfog-ad7e397.jsonl"  # after the sixth reading's fixes
 EIGHTH = AUDIT_DIR / "sailorfog-410085d.jsonl"  # after the look-alikes on the question's pages
 NINTH = AUDIT_DIR / "sailorfog-20707d3.jsonl"  # after the eighth reading's fixes
-TENTH = AUDIT_DIR / "sailorfog-5369446.jsonl"  # after the ninth reading's fixes: today's default set
+TENTH = AUDIT_DIR / "sailorfog-5369446.jsonl"  # after the ninth reading's fixes
+ELEVENTH = AUDIT_DIR / "sailorfog-ca08a3e.jsonl"  # after the tenth reading's fixes
 AUDITS = pytest.mark.parametrize(
     "audit",
-    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH],
+    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH],
     ids=[
         "before-9bbf685",
         "after-1265443",
@@ -54,9 +55,10 @@ AUDITS = pytest.mark.parametrize(
         "eighth-410085d",
         "ninth-20707d3",
         "tenth-5369446",
+        "eleventh-ca08a3e",
     ],
 )
-#: (first reader's audit, a second reader's records of 18 of its questions)
+#: (first reader's audit, a second reader's records of 17 or 18 of its questions)
 SECOND_READERS = pytest.mark.parametrize(
     ("audit", "second"),
     [
@@ -65,8 +67,9 @@ SECOND_READERS = pytest.mark.parametrize(
         (EIGHTH, AUDIT_DIR / "agreement" / "sailorfog-410085d-second-reader.jsonl"),
         (NINTH, AUDIT_DIR / "agreement" / "sailorfog-20707d3-second-reader.jsonl"),
         (TENTH, AUDIT_DIR / "agreement" / "sailorfog-5369446-second-reader.jsonl"),
+        (ELEVENTH, AUDIT_DIR / "agreement" / "sailorfog-ca08a3e-second-reader.jsonl"),
     ],
-    ids=["sixth", "seventh", "eighth", "ninth", "tenth"],
+    ids=["sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
@@ -137,7 +140,7 @@ def test_a_second_reader_follows_the_schema_quotes_the_pages_and_the_docs_print_
     sample_index, capsys, audit, second
 ):
     recs = _records(second)
-    assert len(recs) == 18 and [p for r in recs for p in validate(r)] == []
+    assert len(recs) in (17, 18) and [p for r in recs for p in validate(r)] == []
     assert support_problems(second, sample_index) == []
     rates = agreement(_records(audit), recs)
     assert rates["clue true"].n == sum(c["verdict"] != "no_claim" for r in recs for c in r["clues"])
