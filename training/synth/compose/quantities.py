@@ -138,5 +138,8 @@ def number_phrase(number: NumberFact, clue: Clue) -> str | None:
         noun = number.unit if plural else attr
         if magnitude:
             return f"whose number of {noun} is {clue.text}"
-        return f"with {clue.text}" + ("" if clue.text.endswith(noun) else f" {noun}")
+        text = clue.text
+        if number.unit and text.endswith(" " + number.unit):  # "about 130,000 people" employed: "130,000 employees"
+            text = text[: -len(number.unit)] + noun
+        return f"with {text}" + ("" if text.endswith(noun) else f" {noun}")
     return f"whose {attr} is {clue.text}" if magnitude else f"with {with_article(attr)} of {clue.text}"

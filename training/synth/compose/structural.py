@@ -9,6 +9,7 @@ page. ``b`` is the template generator's builder (:class:`training.synth.compose.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from training.synth.compose.clues import Clue, UncertaintyType
+from training.synth.compose.heads import head_of
+from training.synth.compose.naming import name_variants
 from training.synth.compose.uncertainty import (
     date_phrase,
     describe_entity,
@@ -113,14 +116,28 @@ def near_miss(b: Any, kids: list) -> Hashable | None:
 
 
 def short_refs(b: Any, g: nx.Graph) -> dict[Hashable, str]:
-    """``"the physicist"`` for nodes whose head noun is unique in the subgraph (and not the target's)."""
-    heads = {n: head_noun(b.entity(n), forbidden=b.forbidden) for n in g}
-    counts: dict[str, int] = {}
-    for h in heads.values():
-        counts[h] = counts.get(h, 0) + 1
-    return {
-        n: f"the {h}" for n, h in heads.items() if n != b.target and counts[h] == 1 and h not in ("entity", "person")
+    """How the question can refer back to each entity it already introduced: by its name where the question names it
+    (``"Turkey"``), else as ``"the <head>"`` of the noun phrase it was given (``"the area"`` for "the largest
+    continental area on Earth"), where that head is unique among them and not the answer's. The head of the entity's
+    own lead ("the landmass") is not used: the question never called it that."""
+    answer_head = head_noun(b.entity(b.target), forbidden=b.forbidden)
+    named: dict[Hashable, str] = {}
+    heads: dict[Hashable, str] = {}
+    for n in g:
+        phrase = b.phrases.get(n)
+        if n == b.target or phrase is None:
+            continue
+        if phrase in name_variants(str(n)):
+            named[n] = phrase
+        else:
+            heads[n] = head_of(phrase)
+    counts = Counter(heads.values())
+    described = {
+        n: f"the {h}"
+        for n, h in heads.items()
+        if len(h) >= 3 and counts[h] == 1 and h not in ("entity", "person", answer_head)
     }
+    return {**described, **named}
 
 
 def target_facts(b: Any, g: nx.Graph, ent: Entity) -> list[Clue]:
