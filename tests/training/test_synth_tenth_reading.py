@@ -100,3 +100,31 @@ def test_a_closing_relation_refers_to_entities_as_the_question_introduced_them()
     volcano = closing_text({**attrs, "relation": "{src} is the highest volcano in {dst}"}, refs)
     assert volcano == "where Mount Elbrus is the highest volcano in the area"
     assert "Europe" not in refs  # the answer is "this continent", never referred to by name
+
+
+def test_a_near_miss_is_of_the_answers_kind():
+    # The eleventh reading's "This star is not Medicine": Apollo is god of the Sun and of medicine, but medicine is
+    # no star, so excluding it excludes no candidate.
+    import random
+    from types import SimpleNamespace
+
+    import networkx as nx
+
+    from training.synth.compose.structural import near_miss
+    from training.synth.graph.kg import Entity
+
+    ents = {
+        "Sun": Entity(title="Sun", description="Star at the centre of the Solar System"),
+        "Apollo": Entity(title="Apollo", description="Ancient Greek god"),
+        "Medicine": Entity(title="Medicine", description="Science and practice of caring for patients"),
+        "Sirius": Entity(title="Sirius", description="Star in the constellation Canis Major"),
+    }
+    edge = {"relation": "god_of", "source_page": "Apollo", "kind": "infobox"}
+    g = nx.Graph()
+    g.add_edge("Sun", "Apollo", **edge)
+    kg = g.copy()
+    kg.add_edge("Apollo", "Medicine", **edge)
+    b = SimpleNamespace(entity=ents.__getitem__, target="Sun", forbidden=["Sun"], g=g, kg=kg, rng=random.Random(0))
+    assert near_miss(b, ["Apollo"]) is None
+    kg.add_edge("Apollo", "Sirius", **edge)
+    assert near_miss(b, ["Apollo"]) == "Sirius"

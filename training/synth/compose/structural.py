@@ -97,9 +97,26 @@ def structural_clues(b: Any, g: nx.Graph, children: Mapping[Hashable, list], ent
     return out
 
 
+#: Type nouns of places that a reader weighs against one another: "This country is not Central Asia" excludes a
+#: candidate, "This star is not Medicine" excludes nothing.
+_PLACES = frozenset(
+    "country nation state kingdom republic empire territory continent landmass region subregion island archipelago "
+    "peninsula city capital town".split()
+)
+
+
+def same_kind(b: Any, one: Hashable, other: Hashable) -> bool:
+    """Whether ``other`` is of ``one``'s kind, so that "<one> is not <other>" excludes a candidate: the same type
+    noun, two people, or two places."""
+    a, c = b.entity(one), b.entity(other)
+    ha, hc = head_noun(a, forbidden=b.forbidden), head_noun(c, forbidden=b.forbidden)
+    return ha == hc or (a.is_person and c.is_person) or (ha in _PLACES and hc in _PLACES)
+
+
 def near_miss(b: Any, kids: list) -> Hashable | None:
     """A KG neighbour of one of the target's neighbours, outside the subgraph, related to it the
-    way the target is (same relation, same direction): it fits that clue but is not the answer."""
+    way the target is (same relation, same direction) and of the target's kind (:func:`same_kind`): it fits that
+    clue but is not the answer."""
     kids = list(kids)
     b.rng.shuffle(kids)
     for c in kids:
@@ -108,7 +125,8 @@ def near_miss(b: Any, kids: list) -> Hashable | None:
         cands = []
         for s in sorted(b.kg.adj[c], key=str) if c in b.kg else []:
             e = b.kg.edges[c, s]
-            if s not in b.g and e.get("relation") == ref.get("relation") and (e.get("source_page") == c) == ref_out:
+            same = e.get("relation") == ref.get("relation") and (e.get("source_page") == c) == ref_out
+            if s not in b.g and same and same_kind(b, b.target, s):
                 cands.append(s)
         if cands:
             return cands[b.rng.randrange(len(cands))]
