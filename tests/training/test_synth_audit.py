@@ -41,9 +41,10 @@ EIGHTH = AUDIT_DIR / "sailorfog-410085d.jsonl"  # after the look-alikes on the q
 NINTH = AUDIT_DIR / "sailorfog-20707d3.jsonl"  # after the eighth reading's fixes
 TENTH = AUDIT_DIR / "sailorfog-5369446.jsonl"  # after the ninth reading's fixes
 ELEVENTH = AUDIT_DIR / "sailorfog-ca08a3e.jsonl"  # after the tenth reading's fixes
+TWELFTH = AUDIT_DIR / "sailorfog-f6fef4b.jsonl"  # after the eleventh reading's fixes
 AUDITS = pytest.mark.parametrize(
     "audit",
-    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH],
+    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH],
     ids=[
         "before-9bbf685",
         "after-1265443",
@@ -56,6 +57,7 @@ AUDITS = pytest.mark.parametrize(
         "ninth-20707d3",
         "tenth-5369446",
         "eleventh-ca08a3e",
+        "twelfth-f6fef4b",
     ],
 )
 #: (first reader's audit, a second reader's records of 17 or 18 of its questions)
@@ -68,8 +70,9 @@ SECOND_READERS = pytest.mark.parametrize(
         (NINTH, AUDIT_DIR / "agreement" / "sailorfog-20707d3-second-reader.jsonl"),
         (TENTH, AUDIT_DIR / "agreement" / "sailorfog-5369446-second-reader.jsonl"),
         (ELEVENTH, AUDIT_DIR / "agreement" / "sailorfog-ca08a3e-second-reader.jsonl"),
+        (TWELFTH, AUDIT_DIR / "agreement" / "sailorfog-f6fef4b-second-reader.jsonl"),
     ],
-    ids=["sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"],
+    ids=["sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
