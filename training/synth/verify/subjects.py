@@ -32,6 +32,15 @@ _MORE_INTRO = re.compile(
 _PARTICIPLE_THEN_PRONOUN = re.compile(r"^(?:[A-Z][a-z]+(?:ed|en)|Known)\b[^.;]{0,250}?,\s+(?:it|he|she|they)\s+[a-z]")
 
 
+#: A cleft sentence, whose "it" stands for no entity: "It was after the voyages of Christopher Columbus in the late 15th
+#: century that the Americas became well known".
+_CLEFT = re.compile(
+    r"^it\s+(?:is|was)\s+(?:not\s+)?(?:only\s+)?(?:after|before|during|through|in|on|at|from|with|by|because|"
+    r"thanks|due|under|since|until|not\s+until)\b[^.;]*?,?\s+(?:that|when|who)\s",
+    re.IGNORECASE,
+)
+
+
 def opening(sentence: str) -> str:
     """The sentence from its subject on: brackets and introductory phrases ("In 1905, ", "Founded in 1907 as ...,
     ") removed."""
@@ -59,6 +68,8 @@ def opening_subject(sentence: str, names: list[str], head: str = "", *, strict: 
             return (
                 "own"  # "At an elevation of 2,300 metres, Sanaa is ...", "According to the 2024 census, Chile had ..."
             )
+    if _CLEFT.match(s):
+        return "other"  # "It was after ... that the Americas became well known": the "it" is no entity
     if PRONOUN.match(s) or _PARTICIPLE_THEN_PRONOUN.match(" ".join(sentence.split())):
         return "pronoun"
     if re.match(r"^there\s+(?:is|are|was|were)\b", s, re.IGNORECASE):
