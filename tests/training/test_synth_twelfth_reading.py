@@ -16,3 +16,41 @@ def test_a_cleft_sentences_it_is_no_entity(src, checker):
     assert opening_subject("It was in 1492 that Columbus reached the Bahamas.", ocean, "ocean") == "other"
     assert opening_subject("It connects to the Arctic Ocean through the Denmark Strait.", ocean, "ocean") == "pronoun"
     assert opening_subject("It was the largest ocean that the Romans knew.", ocean, "ocean") == "pronoun"
+
+
+def test_a_description_that_only_opens_with_its_relations_noun_restates_it():
+    # "The capital city is the capital of this country" (Rome, described as "the capital city" of its lead)
+    import random
+
+    import networkx as nx
+
+    from training.synth.compose.clue_builder import ClueBuilder
+    from training.synth.compose.clues import Clue, UncertaintyType
+
+    g = nx.Graph()
+    g.add_edge("Rome", "Italy", relation="{src} is the capital of {dst}", source_page="Rome", target_page="Italy")
+    b = ClueBuilder(g, "Italy", {}, random.Random(0), list(UncertaintyType), 0.0, None)
+    described = Clue("the capital city", UncertaintyType.OBFUSCATED_ENTITY, "Rome", (("source", "first_sentence"),))
+    assert b.restates("Rome", described)
+    longer = Clue("a city in central Italy", UncertaintyType.OBFUSCATED_ENTITY, "Rome", (("source", "description"),))
+    assert not b.restates("Rome", longer)
+    other = Clue("the capitol city", UncertaintyType.OBFUSCATED_ENTITY, "Rome", (("source", "description"),))
+    assert not b.restates("Rome", other)  # a whole word, not a prefix of one
+
+
+def test_a_fact_after_a_relation_names_its_subject_again():
+    # "This country is a member of a global intergovernmental organization. It was founded in the early 1910s": the
+    # "it" reads as the organization; the fact says "This country" again.
+    from training.synth.compose.clues import Clue, UncertaintyType
+    from training.synth.compose.constraints import NodeSpec
+    from training.synth.compose.prose import render
+
+    un = NodeSpec(
+        "United Nations",
+        Clue("a global intergovernmental organization", UncertaintyType.OBFUSCATED_ENTITY, "United Nations"),
+        depth=1,
+    )
+    founded = Clue("founded in the early 1910s", UncertaintyType.FUZZY_DATE, "1912", (("attr", "founded"),))
+    root = NodeSpec("Albania", relations=[("{src} is a member of {dst}", "to_anchor", un)], facts=[founded])
+    q = render(root, "country", form="which")
+    assert "organization. This country was founded in the early 1910s." in q, q

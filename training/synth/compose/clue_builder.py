@@ -10,6 +10,7 @@ is the first to raise it.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Collection, Hashable, Mapping
 
 import networkx as nx
@@ -138,16 +139,18 @@ class ClueBuilder:
 
     def restates(self, node: Hashable, clue: Clue) -> bool:
         """Whether a sentence-relation of ``node`` (as its subject) restates its description: the relation and the
-        description came from the same lead sentence ("is a country in ...")."""
+        description came from the same lead sentence ("is a country in ..."), or a description of two words at most
+        opens with the relation's noun ("the capital city" beside "is the capital of")."""
         if dict(clue.record).get("source") == "title":
             return False
-        key = " ".join(strip_article(clue.text).lower().split()[:2])
+        words = strip_article(clue.text).lower().split()
+        keys = [re.escape(" ".join(words[:2]))] + ([rf"\b{re.escape(words[0])}\b"] if 0 < len(words) <= 2 else [])
         for other in self.g.adj[node] if node in self.g else ():
             data = self.g.edges[node, other]
             for attrs in [data, *data.get("by_source", {}).values()]:
                 rel = str(attrs.get("relation", ""))
                 subject = attrs.get("source_page") if rel.startswith("{src}") else attrs.get("target_page")
-                if "{" in rel and subject == node and key in rel.lower():
+                if "{" in rel and subject == node and any(re.search(k, rel.lower()) for k in keys):
                     return True
         return False
 

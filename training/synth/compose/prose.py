@@ -128,7 +128,7 @@ def _sentences(node: NodeSpec, me: _Voice, short: Mapping[str, str]) -> list[str
         out.append(f"{said} {listed_phrase(child.listed)}" if child.listed else said)
         theirs = _sentences(child, _other_voice(child, short), short)
         out.extend(theirs)
-        me.used = me.used and not theirs  # after sentences about another entity, "it" would be read as that one
+        me.used = False  # after a sentence that names another entity, "it" could be read as that one
     for total, child in node.counts:
         out.append(f"{me.subject} is one of {total} entities linked with {noun_phrase(child)}")  # older drafts only
         out.extend(_sentences(child, _other_voice(child, short), short))
