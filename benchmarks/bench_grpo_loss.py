@@ -2,7 +2,7 @@
 micro-batches, and TRL's fused LM head against the trainer's head on the trained positions.
 
 Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 3] [--seed 0] [--precision auto]
-[--sides copies,weights,head] [--micro N]``. It plays one real generation batch of ``sim-web learn``'s GRPO stage (the
+[--sides copies,weights,head] [--micro N] [--profile N]``. It plays one real generation batch of ``sim-web learn``'s GRPO stage (the
 ``cpu-learn`` recipe, the run's SFT model, its task set and pre-filter verdict: 4 tasks x 8 rollouts), then runs the
 forward and backward passes of that same batch, split into the recipe's micro-batches after TRL's shuffle, up to
 three ways, alternating ``--reps`` times:
@@ -189,6 +189,19 @@ def bound_lines(config: Any, parts: dict[str, list[Part]], seconds: dict[str, li
     return "\n".join(lines)
 
 
+def profile_table(trainer: Any, side: tuple[Any, dict[str, Any], bool, bool], micro: int, top: int) -> str:
+    """The ops of one more forward and backward pass of ``side`` under ``torch.profiler``, by their own CPU time: what
+    the passes spend outside the matrix products (attention kernels, casts, element-wise ops)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    loss_of, batch, compacts, own_head = side
+    trainer.args.trained_positions_only = own_head
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        seconds, _, _ = timed_pass(trainer, loss_of, batch, micro, 0, compacts)
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top)
+    return f"profiled pass: {seconds:.1f} s (the profiler's own cost included)\n{table}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Capture a batch, time both sides, print the table."""
     import torch
@@ -209,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         "--micro", type=int, default=None, help="rollouts per forward/backward pass (default: the recipe's)"
     )
     ap.add_argument("--sides", default="copies,weights,head", help="which of copies, weights, head to time, in order")
+    ap.add_argument(
+        "--profile", type=int, default=0, help="after the timing, profile one more pass of the last side: top N ops"
+    )
     args = ap.parse_args(argv)
     run = Path(args.run) if args.run else sim_web_home() / "runs" / "learn" / "cpu-learn"
     index = ensure_sample_index(None)
@@ -256,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(side_table(trainer, sides, seconds, grads, parts))
     print(bound_lines(trainer.model.config, parts, seconds, torch.bfloat16 if recipe.trainer.bf16 else torch.float32))
+    if args.profile:
+        print(profile_table(trainer, sides[list(sides)[-1]], micro, args.profile))
     first = next(iter(sides))
     ratios = {side: round(median(seconds[first]) / median(seconds[side]), 3) for side in sides}
     tokens = {side: sum(p.rows * p.columns for p in ps) for side, ps in parts.items()}

@@ -105,3 +105,31 @@ def test_paired_rollouts_can_pit_the_compact_decoder_against_its_earlier_draw() 
     report = paired_report(records, bound=1000.0, streamed=500.0, before="flat-sampler")
     assert "float64 one-level draw" in report and "2.00x on the totals" in report
     assert sampler_line(4, 300).startswith("sampling draw, 4 rows x 300 scores")
+
+
+def test_the_grpo_pass_profile_names_the_ops_of_one_more_pass() -> None:
+    """``bench_grpo_loss --profile N``: one more forward and backward pass under torch.profiler, its top ops listed."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from benchmarks.bench_grpo_loss import profile_table
+
+    model = torch.nn.Linear(5, 1)
+    trainer = SimpleNamespace(model=model, args=SimpleNamespace(trained_positions_only=True))
+    batch = {
+        "prompt_ids": torch.zeros(4, 2, dtype=torch.long),
+        "completion_ids": torch.zeros(4, 3, dtype=torch.long),
+        "completion_mask": torch.ones(4, 3),
+        "advantages": torch.ones(4),
+        "x": torch.randn(4, 5),
+    }
+    calls = []
+
+    def loss_of(tr: object, m: torch.nn.Module, part: dict) -> torch.Tensor:
+        calls.append(part["x"].shape[0])
+        return m(part["x"]).sum()
+
+    out = profile_table(trainer, (loss_of, batch, False, False), micro=2, top=5)
+    assert out.startswith("profiled pass: ") and "aten::" in out
+    assert calls == [2, 2] and trainer.args.trained_positions_only is False and model.weight.grad is not None
