@@ -54,3 +54,14 @@ def test_a_fact_after_a_relation_names_its_subject_again():
     root = NodeSpec("Albania", relations=[("{src} is a member of {dst}", "to_anchor", un)], facts=[founded])
     q = render(root, "country", form="which")
     assert "organization. This country was founded in the early 1910s." in q, q
+
+
+def test_a_question_that_shows_part_of_its_answers_name_is_dropped():
+    # "A Mediterranean island country is an island country located in this sea" asks for the Mediterranean Sea
+    from training.synth.verify.name_parts import name_part_shown
+
+    assert name_part_shown("A Mediterranean island country is located in this sea.", "Mediterranean Sea")
+    assert name_part_shown("This sea is bounded by a group of Caribbean islands.", "Caribbean Sea")
+    assert not name_part_shown("The United Kingdom borders this country.", "United States")  # a kind word
+    assert not name_part_shown("It is the southernmost country in Africa.", "South Africa")  # a continent
+    assert not name_part_shown("Kraków was the capital of this country.", "Poland")  # one word: the leak check's

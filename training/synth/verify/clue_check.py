@@ -41,7 +41,9 @@ and drops what the sentence does not say, counted per reason:
 
 Question-level checks (:meth:`ClueChecker.draft`) drop a composed question whose templates combine into nonsense:
 ``type_noun`` (the answer's type noun is no noun: "Which see is this?" from "radiation humans can see") and
-``template_repeat`` ("on the island of an island ...", "on the island of this island").
+``template_repeat`` ("on the island of an island ...", "on the island of this island") and ``name_part`` (a
+distinctive word of the answer's name shows: "A Mediterranean island country" asking for the Mediterranean Sea;
+:mod:`training.synth.verify.name_parts`).
 
 Every kept fact keeps its :class:`Evidence` (page, field, sentence) so a record can show, per clue, where to check it.
 """
@@ -60,6 +62,7 @@ from training.synth.extract.facts import _DATE_KEY, DateFact, NumberFact
 from training.synth.extract.relations import is_text_relation
 from training.synth.graph.kg import Entity
 from training.synth.verify.fact_check import Evidence, PageView, check_date, check_number
+from training.synth.verify.name_parts import name_part_shown
 from training.synth.verify.subjects import PRONOUN, about_page, opening, opening_subject
 
 __all__ = ["ClueChecker", "Evidence", "about_page", "opening_subject", "type_noun_ok"]
@@ -426,6 +429,8 @@ class ClueChecker:
             reason = "type_noun"
         elif _REPEAT.search(question.lower()):
             reason = "template_repeat"
+        elif answer is not None and name_part_shown(question, answer.title):
+            reason = "name_part"
         self.counts["question_checked"] += 1
         if reason:
             self.counts[f"dropped_{reason}"] += 1
