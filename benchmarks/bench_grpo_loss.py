@@ -2,10 +2,11 @@
 micro-batches, and TRL's fused LM head against the trainer's head on the trained positions.
 
 Run: ``python -m benchmarks.bench_grpo_loss [--run DIR] [--reps 3] [--seed 0] [--precision auto]
-[--sides copies,weights,head] [--micro N] [--profile N]``. It plays one real generation batch of ``sim-web learn``'s GRPO stage (the
-``cpu-learn`` recipe, the run's SFT model, its task set and pre-filter verdict: 4 tasks x 8 rollouts), then runs the
-forward and backward passes of that same batch, split into the recipe's micro-batches after TRL's shuffle, up to
-three ways, alternating ``--reps`` times:
+[--sides copies,weights,head] [--micro N] [--profile N]``. It plays one real generation batch of ``sim-web learn``'s
+GRPO stage (the ``cpu-learn`` recipe, the run's SFT model, its task set and pre-filter verdict: 4 tasks x 8
+rollouts), then runs the forward and backward passes of that same batch, split into the recipe's micro-batches after
+TRL's shuffle, up to three ways, alternating ``--reps`` times (``--profile N`` adds one more pass of the last side
+under ``torch.profiler`` and prints its N costliest ops):
 
 - ``copies``: the batch DUPO fills with copies of informative groups, through TRL's own loss (how the trainer
   worked before: every copy computed again, every micro-batch at the generation batch's full width);
