@@ -22,7 +22,9 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
 
 Every eval is :meth:`GRPORecipe.eval_config <training.grpo.config.GRPORecipe.eval_config>` of the run's recipe (its
 turn cap, turn length and whole ``env`` section: prompt style, tools, results per search, snippet and response lengths,
-retrieval mode, reward), greedy, so each model is evaluated with what it was trained on. Held-out tasks are never trained on.
+retrieval mode, reward), greedy, so each model is evaluated with what it was trained on; the evals on task sets of
+their own (SailorFog-QA, hand-written questions) leave out a call cost, which pass@1 does not read and whose free
+calls need records that count their oracle searches. Held-out tasks are never trained on.
 """
 
 from __future__ import annotations
@@ -311,8 +313,12 @@ def _eval_set(cfg: LearnConfig, recipe: Any, tasks: str, prefix: str, oracle: bo
     for name, policy in policies:
         ecfg = recipe.eval_config(policy, out / f"{prefix}-{name}", **_eval_settings(cfg))
         agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
+        # pass@1 is the answer's score alone; a call cost free up to each task's oracle searches needs records that
+        # carry them, which hand-written questions do not, so these sets are scored without the training cost
+        reward = dataclasses.replace(ecfg.env.reward, call_cost=0.0, free_calls="none")
+        env = dataclasses.replace(ecfg.env, reward=reward)
         t = time.perf_counter()
-        res = run_eval(dataclasses.replace(ecfg, tasks=tasks, agent=agent))
+        res = run_eval(dataclasses.replace(ecfg, tasks=tasks, agent=agent, env=env))
         if res.failures:
             raise RuntimeError(f"{len(res.failures)} episodes of {prefix}-{name} failed (rerun to resume them)")
         secs = round(time.perf_counter() - t, 1)
