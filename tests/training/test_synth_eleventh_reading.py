@@ -5,6 +5,19 @@ Medicine")."""
 
 from __future__ import annotations
 
+import random
+from types import SimpleNamespace
+
+import networkx as nx
+
+from training.synth.compose.structural import closing_text, near_miss, short_refs
+from training.synth.graph.kg import Entity
+
+
+def _builder(ents: dict[str, Entity], target: str, **more: object) -> SimpleNamespace:
+    """The parts of a template builder that the structural clues read: its entities, answer and forbidden names."""
+    return SimpleNamespace(entity=ents.__getitem__, target=target, forbidden=[target], **more)
+
 
 def test_a_count_of_people_employed_is_said_once():
     # "The Manhattan Project employed nearly 130,000 people": not "with about 130,000 people employees"
@@ -20,13 +33,6 @@ def test_a_count_of_people_employed_is_said_once():
 def test_a_closing_relation_refers_to_entities_as_the_question_introduced_them():
     # The eleventh reading: "The country is a country located in the peninsula" (Turkey and Anatolia, both named)
     # and "the highest volcano in the landmass" (Eurasia, introduced as "the largest continental area on Earth").
-    from types import SimpleNamespace
-
-    import networkx as nx
-
-    from training.synth.compose.structural import closing_text, short_refs
-    from training.synth.graph.kg import Entity
-
     ents = {
         "Europe": Entity(title="Europe", description="Continent"),
         "Eurasia": Entity(title="Eurasia", description="Combined landmasses of Europe and Asia"),
@@ -34,7 +40,7 @@ def test_a_closing_relation_refers_to_entities_as_the_question_introduced_them()
         "Turkey": Entity(title="Turkey", description="Country in Asia and Europe"),
     }
     phrases = {"Eurasia": "the largest continental area on Earth", "Mount Elbrus": "Mount Elbrus", "Turkey": "Turkey"}
-    b = SimpleNamespace(entity=ents.__getitem__, target="Europe", forbidden=["Europe"], phrases=phrases)
+    b = _builder(ents, "Europe", phrases=phrases)
     g = nx.Graph([("Europe", t) for t in phrases])
     refs = short_refs(b, g)
     assert refs == {"Eurasia": "the area", "Mount Elbrus": "Mount Elbrus", "Turkey": "Turkey"}
@@ -47,14 +53,6 @@ def test_a_closing_relation_refers_to_entities_as_the_question_introduced_them()
 def test_a_near_miss_is_of_the_answers_kind():
     # The eleventh reading's "This star is not Medicine": Apollo is god of the Sun and of medicine, but medicine is
     # no star, so excluding it excludes no candidate.
-    import random
-    from types import SimpleNamespace
-
-    import networkx as nx
-
-    from training.synth.compose.structural import near_miss
-    from training.synth.graph.kg import Entity
-
     ents = {
         "Sun": Entity(title="Sun", description="Star at the centre of the Solar System"),
         "Apollo": Entity(title="Apollo", description="Ancient Greek god"),
@@ -66,7 +64,7 @@ def test_a_near_miss_is_of_the_answers_kind():
     g.add_edge("Sun", "Apollo", **edge)
     kg = g.copy()
     kg.add_edge("Apollo", "Medicine", **edge)
-    b = SimpleNamespace(entity=ents.__getitem__, target="Sun", forbidden=["Sun"], g=g, kg=kg, rng=random.Random(0))
+    b = _builder(ents, "Sun", g=g, kg=kg, rng=random.Random(0))
     assert near_miss(b, ["Apollo"]) is None
     kg.add_edge("Apollo", "Sirius", **edge)
     assert near_miss(b, ["Apollo"]) == "Sirius"

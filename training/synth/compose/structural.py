@@ -105,12 +105,17 @@ _PLACES = frozenset(
 )
 
 
-def same_kind(b: Any, one: Hashable, other: Hashable) -> bool:
-    """Whether ``other`` is of ``one``'s kind, so that "<one> is not <other>" excludes a candidate: the same type
+def kind_of(b: Any, node: Hashable) -> tuple[str, bool]:
+    """A node's type noun and whether it is a person: what :func:`same_kind` compares."""
+    ent = b.entity(node)
+    return head_noun(ent, forbidden=b.forbidden), ent.is_person
+
+
+def same_kind(one: tuple[str, bool], other: tuple[str, bool]) -> bool:
+    """Whether two :func:`kind_of` kinds are one, so that "<one> is not <other>" excludes a candidate: the same type
     noun, two people, or two places."""
-    a, c = b.entity(one), b.entity(other)
-    ha, hc = head_noun(a, forbidden=b.forbidden), head_noun(c, forbidden=b.forbidden)
-    return ha == hc or (a.is_person and c.is_person) or (ha in _PLACES and hc in _PLACES)
+    (ha, pa), (hc, pc) = one, other
+    return ha == hc or (pa and pc) or (ha in _PLACES and hc in _PLACES)
 
 
 def near_miss(b: Any, kids: list) -> Hashable | None:
@@ -119,6 +124,7 @@ def near_miss(b: Any, kids: list) -> Hashable | None:
     clue but is not the answer."""
     kids = list(kids)
     b.rng.shuffle(kids)
+    mine = kind_of(b, b.target)  # the answer's kind, once for every candidate
     for c in kids:
         ref = b.g.edges[b.target, c]
         ref_out = ref.get("source_page") == c
@@ -126,7 +132,7 @@ def near_miss(b: Any, kids: list) -> Hashable | None:
         for s in sorted(b.kg.adj[c], key=str) if c in b.kg else []:
             e = b.kg.edges[c, s]
             same = e.get("relation") == ref.get("relation") and (e.get("source_page") == c) == ref_out
-            if s not in b.g and same and same_kind(b, b.target, s):
+            if s not in b.g and same and same_kind(mine, kind_of(b, s)):
                 cands.append(s)
         if cands:
             return cands[b.rng.randrange(len(cands))]

@@ -21,7 +21,8 @@ _KIND_PARTS = frozenset(
 def name_part_shown(question: str, title: str) -> bool:
     """Whether the question shows a distinctive word of the answer's name (six letters or more, capitalised, not a
     kind word): "A Mediterranean island country" in a question whose answer is the Mediterranean Sea."""
-    words = [w for w in re.findall(r"[A-Z][\w'-]+", bare_title(title)) if len(w) >= 6 and w.lower() not in _KIND_PARTS]
-    if len(re.findall(r"\w+", bare_title(title))) < 2:
+    name = bare_title(title)
+    if len(re.findall(r"\w+", name)) < 2:
         return False  # a one-word name: the answer leak check sees it whole
+    words = [w for w in re.findall(r"[A-Z][\w'-]+", name) if len(w) >= 6 and w.lower() not in _KIND_PARTS]
     return any(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", question) for w in words)
