@@ -68,24 +68,18 @@ class SimBackend:
         The rest is the retrieval mode's ranking, one result per page (``k * depth`` passages
         are read, more when a few long pages fill them).
         """
-        seen: dict[int, Passage] = {}
         nav = self.index.titles.lookup(query)
         depth = k * self.config.depth
         while True:  # a long article can fill the first k * depth passages: look deeper, up to 64x
-            hits = [p for _, p in self.index.search(query, depth, self.config.mode)]
-            if len(hits) < depth or depth >= 64 * k * self.config.depth or len({p.page_id for p in hits}) >= k:
+            found = self.index.top_pages(query, depth, k, self.config.mode, first=nav)
+            if found.hits < depth or depth >= 64 * k * self.config.depth or found.pages >= k:
                 break
             depth *= 4
-        if nav is not None:
-            own = [p for p in hits if p.page_id == nav]
-            lead = own[:1] or self.index.passages(nav)[:1]
-            if lead:
-                seen[nav] = lead[0]
-        for p in hits:
-            if len(seen) == k:
-                break
-            seen.setdefault(p.page_id, p)
-        return list(seen.values())[:k]
+        pages = found.passages
+        if nav is not None and (not pages or pages[0].page_id != nav):
+            lead = self.index.passages(nav)[:1]
+            pages = (lead + pages)[:k]
+        return pages
 
     def search(self, query: str, k: int = 10) -> list[SearchResult]:
         """Top ``k`` pages for ``query``, one result per page with a query-focused snippet."""

@@ -27,6 +27,25 @@ def test_navigational_queries_put_the_named_page_first(sample_index):
     assert b.search("Religion", 10) == b.search("Religion", 10)
 
 
+def test_top_pages_reads_only_the_kept_passages(sample_index, monkeypatch):
+    """``top_pages`` keeps what grouping ``search``'s hits by page keeps, and reads only those passages."""
+    ix = WikiIndex.from_dir(sample_index)
+    read: list[int] = []
+    rows = ix.columns.rows
+    monkeypatch.setattr(ix.columns, "rows", lambda r: read.extend(r) or rows(r))
+    for query in ("river in Europe", "Albert Einstein", "capital city on the Seine"):
+        hits = [p for _, p in ix.search(query, 30)]
+        grouped: dict[int, object] = {}
+        for p in hits:
+            grouped.setdefault(p.page_id, p)
+        first = hits[-1].page_id  # a page ranked last is put first when asked
+        want = [grouped[first]] + [p for i, p in grouped.items() if i != first][:4]
+        read.clear()
+        found = ix.top_pages(query, 30, 5, first=first)
+        assert found.passages == want and found.hits == len(hits) and found.pages == len(grouped)
+        assert len(read) == len(want) <= 5  # the kept passages read, not thirty
+
+
 def test_every_mode_is_one_result_per_page(sample_index):
     ix = WikiIndex.from_dir(sample_index)
     res = SimBackend(ix, SimConfig(depth=1)).search("river in Europe", 5)

@@ -6,7 +6,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from simweb_core.errors import ConfigError, IndexNotFoundError
 from simweb_core.settings import default_index_dir, env
@@ -16,6 +16,17 @@ from wiki_index.types import Hit, Passage
 
 MODES = ("bm25", "dense", "hybrid")
 BM25_ENGINES = ("lucene", "lite")
+
+
+class PageHits(NamedTuple):
+    """The result of :meth:`WikiIndex.top_pages`: one passage per page, and what the search found."""
+
+    passages: list[Passage]
+    """The best passage of each chosen page, in rank order (the ``first`` page leading when it was among the hits)."""
+    hits: int
+    """Passages the search returned."""
+    pages: int
+    """Distinct pages among them."""
 
 
 class WikiIndex:
@@ -185,3 +196,33 @@ class WikiIndex:
         hits = self.searcher(mode).search(query, k)
         by_id = {p.docid: p for p in self.store.passages_by_id([h.docid for h in hits])}
         return [(h, by_id[h.docid]) for h in hits if h.docid in by_id]
+
+    def top_pages(self, query: str, n: int, k: int, mode: str = "bm25", first: int | None = None) -> PageHits:
+        """Search ``n`` passages and keep the best passage of each of the first ``k`` pages they come from.
+
+        The same pages and passages as grouping :meth:`search`'s hits by page, but in ``bm25`` mode only the kept
+        passages are read from the columns: a search step reads about ``n / k`` times fewer passages.
+
+        Args:
+            query: The query.
+            n: Passages to search for.
+            k: Pages to keep.
+            mode: ``bm25``, ``dense`` or ``hybrid``.
+            first: A page to put first when one of the hits is on it (a navigational query's page).
+        """
+        if mode == "bm25":
+            docs = self.bm25.search_docs(query, n)
+            rows, pages = self.columns.page_rows([d for d, _ in docs])
+            read, n_hits = self.columns.rows, len(docs)
+        else:
+            found = [p for _, p in self.search(query, n, mode)]
+            rows, pages, n_hits = list(range(len(found))), [p.page_id for p in found], len(found)
+
+            def read(chosen: list[int]) -> list[Passage]:
+                return [found[i] for i in chosen]
+
+        best: dict[int, int] = {}
+        for page, row in zip(pages, rows):
+            best.setdefault(page, row)
+        order = ([first] if first in best else []) + [p for p in best if p != first]
+        return PageHits(read([best[p] for p in order[:k]]), n_hits, len(best))

@@ -91,6 +91,15 @@ class PassageColumns:
             return []
         return self._rows(self._row_of_doc[np.asarray(docs, dtype=np.int64)])
 
+    def page_rows(self, docs: list[int]) -> tuple[list[int], list[int]]:
+        """The column rows of several Lucene document numbers and their pages' ids, without reading a passage."""
+        rows = self._row_of_doc[np.asarray(docs, dtype=np.int64)]
+        return rows.tolist(), self._page_id[rows].tolist()
+
+    def rows(self, rows: list[int]) -> list[Passage]:
+        """The passages of column rows (as :meth:`page_rows` gives them), in the order given."""
+        return self._rows(np.asarray(rows, dtype=np.int64))
+
     def page_passages(self, page_id: int) -> list[Passage]:
         """All passages of one page, in order (a binary search on the page-id column; ``[]`` for an unknown page)."""
         lo, hi = np.searchsorted(self._page_id, [page_id, page_id + 1])
