@@ -42,9 +42,10 @@ NINTH = AUDIT_DIR / "sailorfog-20707d3.jsonl"  # after the eighth reading's fixe
 TENTH = AUDIT_DIR / "sailorfog-5369446.jsonl"  # after the ninth reading's fixes
 ELEVENTH = AUDIT_DIR / "sailorfog-ca08a3e.jsonl"  # after the tenth reading's fixes
 TWELFTH = AUDIT_DIR / "sailorfog-f6fef4b.jsonl"  # after the eleventh reading's fixes
+THIRTEENTH = AUDIT_DIR / "sailorfog-b5b4507.jsonl"  # after the twelfth reading's fixes
 AUDITS = pytest.mark.parametrize(
     "audit",
-    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH],
+    [AUDIT, AFTER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH],
     ids=[
         "before-9bbf685",
         "after-1265443",
@@ -58,6 +59,7 @@ AUDITS = pytest.mark.parametrize(
         "tenth-5369446",
         "eleventh-ca08a3e",
         "twelfth-f6fef4b",
+        "thirteenth-b5b4507",
     ],
 )
 #: (first reader's audit, a second reader's records of 17 or 18 of its questions)
@@ -71,8 +73,9 @@ SECOND_READERS = pytest.mark.parametrize(
         (TENTH, AUDIT_DIR / "agreement" / "sailorfog-5369446-second-reader.jsonl"),
         (ELEVENTH, AUDIT_DIR / "agreement" / "sailorfog-ca08a3e-second-reader.jsonl"),
         (TWELFTH, AUDIT_DIR / "agreement" / "sailorfog-f6fef4b-second-reader.jsonl"),
+        (THIRTEENTH, AUDIT_DIR / "agreement" / "sailorfog-b5b4507-second-reader.jsonl"),
     ],
-    ids=["sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"],
+    ids=["sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth"],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
