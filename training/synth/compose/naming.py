@@ -169,6 +169,9 @@ _TAKES_TO = frozenset(
     "sacred equivalent akin analogous subject".split()
 )
 
+#: Participles whose "from" complement a cut must keep: "line dividing one day" says nothing without "from the next".
+_TAKES_FROM = frozenset("dividing separating distinguishing isolating shielding protecting barring".split())
+
 
 def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     """A noun phrase cut at its first clause (a comma before a lower-case word, "that", "which", "with" ...) when 2+
@@ -185,6 +188,10 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
     'a country'
     >>> shorten("Genus of hominin ancestral to modern humans")
     'Genus of hominin ancestral to modern humans'
+    >>> shorten("Continuous geographic trench from Asia to Southeast Africa")
+    'Continuous geographic trench'
+    >>> shorten("Line dividing one calendar day from the next")
+    'Line dividing one calendar day from the next'
     """
     m = _CLAUSE.search(phrase)
     if m and len(phrase[: m.start()].split()) >= 2:
@@ -198,6 +205,9 @@ def shorten(phrase: str, max_words: int = MAX_PHRASE_WORDS) -> str:
             continue  # "Holiest city in Islam": a superlative cut from its domain ranks over everything
         if nxt == "to" and last.lower() in _TAKES_TO:
             continue  # "Species of canine native to North America": "native" needs its complement
+        kept = {w.lower() for w in words[:i]}
+        if (nxt == "to" and "from" in kept) or (nxt == "from" and kept & _TAKES_FROM):
+            continue  # "trench from Asia to Southeast Africa", "line dividing one calendar day from the next"
         if (
             (nxt in CUT_BEFORE or nxt.endswith("ed"))
             and last.lower() not in FUNCTION_WORDS

@@ -44,8 +44,10 @@ def _round_sig(v: float, sig: int, how: str = "nearest") -> float:
     if v <= 0:
         return 0.0
     e = math.floor(math.log10(v)) - sig + 1
-    f = {"nearest": round, "down": math.floor, "up": math.ceil}[how]
-    return f(v / 10**e) * 10**e
+    x = v / 10**e
+    # half up, as a reader rounds: Python's round() goes to the even digit (85,000 would be "about 80,000")
+    n = math.floor(x + 0.5) if how == "nearest" else math.floor(x) if how == "down" else math.ceil(x)
+    return n * 10**e
 
 
 def format_quantity(v: float) -> str:

@@ -316,12 +316,16 @@ def extract_numbers(text: str, attr: str | None = None) -> list[NumberFact]:
 _PER_AREA = re.compile(r"^\s*(?:per|a|/)\s*(?:square|sq\b|km2|km²|mi2|hectare|acre)", re.IGNORECASE)
 
 
+_BASIN = re.compile(r"\b(?:drainage|basin|catchment|watershed)\b", re.IGNORECASE)
+
+
 def _number_attr(text: str, start: int, unit: str, after: str = "") -> str:
     u = unit.lower()
     if _PER_AREA.match(after):
         return "density"
     if u in ("km2", "km²", "sq mi", "sqmi", "square kilometres", "square kilometers", "square miles"):
-        return "area"
+        # "Its drainage basin is 2,117,700 km2 in area" is the basin's area, not the river's
+        return "basin area" if _BASIN.search(text[max(0, start - 60) : start]) else "area"
     if u == "%":
         return "share"  # "90% of the population" is a share, not a head count
     if u in ("people", "inhabitants", "residents"):

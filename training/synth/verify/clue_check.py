@@ -105,6 +105,8 @@ _LIST_GOES_ON = re.compile(r"^\s*(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)(?:th
 _REFERENT_MODIFIERS = frozenset(
     "ancient former old classical medieval colonial imperial historical historic prehistoric pre-colonial".split()
 )
+#: A possessive right before a linked name makes it the subject's own thing of that name: "his Rhetoric" is a book.
+_POSSESSIVES = frozenset("his her its their".split())
 #: A compass or part modifier before the linked name names a part of it: "most of northern Eurasia" is not most of
 #: Eurasia. What holds of a part holds of the whole only for containment ("a city in northern Italy" is in Italy), so
 #: these cut only a relation that quantifies, ranks or spans over the link (:data:`_OVER_WHOLE`).
@@ -334,6 +336,8 @@ class ClueChecker:
                 before = sent[:at].split()
                 if before and before[-1].lower() in _REFERENT_MODIFIERS:
                     return "relation_cut"
+                if before and before[-1].lower() in _POSSESSIVES and name[:1].isupper():
+                    return "relation_referent"  # "commented in his Rhetoric": his book, not the linked art
                 if before and _PART_MODIFIERS.match(before[-1].lower()) and _OVER_WHOLE.search(rel):
                     return "relation_cut"
                 pair_end = bool(before) and before[-1] in ("and", "or")  # "... of ancient Greece and Rome" for Rome
