@@ -22,15 +22,18 @@ def build_command(path: Path | str, source: str = "sample") -> str:
     return f"wiki-index build {source} --out {path}"
 
 
+def package_version(name: str) -> str | None:
+    """The installed version of the distribution ``name``, or None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def versions() -> dict[str, str]:
-    """Versions of the packages that shape an index."""
-    out = {}
-    for pkg in ("sim-web", "pyserini", "duckdb", "faiss-cpu", "sentence-transformers", "mwparserfromhell"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "absent"
-    return out
+    """Versions of the packages that shape an index ("absent" for one not installed)."""
+    pkgs = ("sim-web", "pyserini", "duckdb", "faiss-cpu", "sentence-transformers", "mwparserfromhell")
+    return {pkg: package_version(pkg) or "absent" for pkg in pkgs}
 
 
 def write_manifest(index_dir: Path, manifest: dict[str, Any]) -> None:

@@ -13,23 +13,16 @@ from __future__ import annotations
 
 import os
 import platform
-from importlib import metadata
 from typing import Any
 
 from simweb_core.hardware import BF16_FLAGS, cpu_model_and_flags
+from wiki_index.manifest import package_version
 
 PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "sim-web")
 """The installed distributions whose versions are recorded (None where one is not installed)."""
 
 FLAGS = ("avx2", "avx512f", *BF16_FLAGS, "amx_tile")
 """CPU flags that change which kernels (and so which roundings) bf16 and float32 products use."""
-
-
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def environment() -> dict[str, Any]:
@@ -41,7 +34,7 @@ def environment() -> dict[str, Any]:
     cpu, flags = cpu_model_and_flags(FLAGS)
     return {
         "python": platform.python_version(),
-        "packages": {name: _version(name) for name in PACKAGES},
+        "packages": {name: package_version(name) for name in PACKAGES},
         "cpu": cpu,
         "cpu_flags": flags,
         "cores": os.cpu_count(),
