@@ -209,6 +209,9 @@ class WikiIndex:
             k: Pages to keep.
             mode: ``bm25``, ``dense`` or ``hybrid``.
             first: A page to put first when one of the hits is on it (a navigational query's page).
+
+        Returns:
+            The kept passages, with the number of hits and of distinct pages among them (whether to search deeper).
         """
         if mode == "bm25":
             docs = self.bm25.search_docs(query, n)
