@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Callable
 
 from training.synth.compose.clues import Clue, UncertaintyType
 from training.synth.compose.naming import with_article
@@ -40,14 +41,19 @@ _MAGNITUDE = {
 }
 
 
+def _half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+#: "nearest" rounds half up, as a reader does: round() goes to the even digit (85,000 would be "about 80,000")
+_ROUNDING: dict[str, Callable[[float], int]] = {"nearest": _half_up, "down": math.floor, "up": math.ceil}
+
+
 def _round_sig(v: float, sig: int, how: str = "nearest") -> float:
     if v <= 0:
         return 0.0
     e = math.floor(math.log10(v)) - sig + 1
-    x = v / 10**e
-    # half up, as a reader rounds: Python's round() goes to the even digit (85,000 would be "about 80,000")
-    n = math.floor(x + 0.5) if how == "nearest" else math.floor(x) if how == "down" else math.ceil(x)
-    return n * 10**e
+    return _ROUNDING[how](v / 10**e) * 10**e
 
 
 def format_quantity(v: float) -> str:
