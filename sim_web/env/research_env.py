@@ -107,8 +107,9 @@ class WebResearchEnv(gym.Env[str, str]):
     ## Rewards
     0 on every step; on ``<answer>``, the answer's score against the gold answer and its aliases
     (``RewardConfig.kind``: normalised exact match, token F1, or an LLM judge), scaled down by
-    ``call_cost`` per tool call (never below half; with ``free_calls="oracle"`` only the calls past the task's
-    ``difficulty.oracle_searches``) and less ``format_penalty`` per malformed action.
+    ``call_cost`` per tool call (never below half), or less ``call_penalty`` per tool call whatever the answer
+    (at most half in all; with ``free_calls="oracle"`` either charges only the calls past the task's
+    ``difficulty.oracle_searches``), and less ``format_penalty`` per malformed action.
 
     ## Episode End
     Terminated on ``<answer>``. Truncated (reward 0) after ``max_turns`` turns or when tool output

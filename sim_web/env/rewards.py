@@ -54,6 +54,9 @@ def f1_score(prediction: str, golds: Sequence[str]) -> float:
 CALL_COST_FLOOR = 0.5
 """The least share of its reward a scored answer keeps under ``call_cost``, however many tool calls it took."""
 
+CALL_PENALTY_CAP = 0.5
+"""The most ``call_penalty`` takes off an episode's reward, however many tool calls it took."""
+
 
 @dataclass(frozen=True)
 class RewardConfig:
@@ -66,16 +69,21 @@ class RewardConfig:
         call_cost: Share of a scored answer's reward taken off per tool call of the episode, down to
             ``CALL_COST_FLOOR`` of it (0 = off). Among right answers the one with fewer calls then scores higher,
             while a right answer always beats a wrong one: the reward says "stop when the answer is found".
-        free_calls: Which tool calls ``call_cost`` leaves free: ``none`` (it charges every call) or ``oracle`` (the
-            first ``difficulty.oracle_searches`` calls of the task, the searches a provenance-following oracle
-            needs, are free). With ``oracle`` the cost falls only on calls past what the task needs, so a two-hop
-            question's second search costs nothing while a one-hop question's does.
+        call_penalty: Subtracted from an answered episode's reward per tool call, right or wrong answer alike, at
+            most ``CALL_PENALTY_CAP`` in all (0 = off; not together with ``call_cost``). ``call_cost`` leaves every
+            wrong answer at 0 however many calls it took, so a group whose right answers all made the same calls
+            gets no signal about calls; the penalty ranks wrong answers by their calls too.
+        free_calls: Which tool calls ``call_cost`` or ``call_penalty`` leaves free: ``none`` (every call is charged)
+            or ``oracle`` (the first ``difficulty.oracle_searches`` calls of the task, the searches a
+            provenance-following oracle needs, are free). With ``oracle`` the charge falls only on calls past what
+            the task needs, so a two-hop question's second search costs nothing while a one-hop question's does.
     """
 
     kind: str = "em"
     use_aliases: bool = True
     format_penalty: float = 0.0
     call_cost: float = 0.0
+    call_penalty: float = 0.0
     free_calls: str = "none"
 
     def __post_init__(self) -> None:
@@ -86,13 +94,35 @@ class RewardConfig:
                 f"RewardConfig.call_cost must be in [0, {1.0 - CALL_COST_FLOOR}] (a share of the answer's reward per "
                 f"tool call), got {self.call_cost!r}"
             )
+        if not 0.0 <= self.call_penalty <= CALL_PENALTY_CAP:
+            raise ConfigError(
+                f"RewardConfig.call_penalty must be in [0, {CALL_PENALTY_CAP}] (reward taken off per tool call), "
+                f"got {self.call_penalty!r}"
+            )
+        if self.call_cost and self.call_penalty:
+            raise ConfigError(
+                f"RewardConfig sets both call_cost={self.call_cost} and call_penalty={self.call_penalty}: they are two "
+                "ways of charging the same calls, set one of them to 0"
+            )
         if self.free_calls not in ("none", "oracle"):
             raise ConfigError(f"RewardConfig.free_calls must be 'none' or 'oracle', got {self.free_calls!r}")
-        if self.free_calls != "none" and not self.call_cost:
+        if self.free_calls != "none" and not self.charges_calls:
             raise ConfigError(
-                f"RewardConfig.free_calls={self.free_calls!r} only changes which calls call_cost charges, and "
-                "call_cost is 0: set call_cost > 0 (e.g. 0.1) or free_calls='none'"
+                f"RewardConfig.free_calls={self.free_calls!r} only changes which calls call_cost or call_penalty "
+                "charges, and both are 0: set one of them > 0 (e.g. call_cost=0.1) or free_calls='none'"
             )
+
+    @property
+    def charges_calls(self) -> bool:
+        """Whether the reward depends on how many tool calls the episode made."""
+        return bool(self.call_cost or self.call_penalty)
+
+    @property
+    def lowest_right(self) -> float:
+        """The least reward a right answer (score 1) can get under the call charge, without format errors."""
+        if self.call_cost:
+            return CALL_COST_FLOOR
+        return 1.0 - (CALL_PENALTY_CAP if self.call_penalty else 0.0)
 
 
 def free_calls(oracle_searches: Any, config: RewardConfig) -> int:
@@ -127,7 +157,7 @@ def free_calls(oracle_searches: Any, config: RewardConfig) -> int:
 
 
 def episode_reward(answer_reward: float, errors: int, calls: int, config: RewardConfig, free: int = 0) -> float:
-    """The reward of a finished episode: the answer's score, less the call cost and the format penalty.
+    """The reward of a finished episode: the answer's score, less the call charge and the format penalty.
 
     Args:
         answer_reward: :func:`score_answer`'s ``"reward"``.
@@ -137,7 +167,8 @@ def episode_reward(answer_reward: float, errors: int, calls: int, config: Reward
         free: Calls not charged (:func:`free_calls`).
 
     Returns:
-        ``answer_reward * max(CALL_COST_FLOOR, 1 - call_cost * max(0, calls - free)) - format_penalty * errors``.
+        ``answer_reward * max(CALL_COST_FLOOR, 1 - call_cost * extra) - min(CALL_PENALTY_CAP, call_penalty * extra)
+        - format_penalty * errors``, where ``extra = max(0, calls - free)``.
 
     >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(call_cost=0.1))
     0.8
@@ -145,10 +176,14 @@ def episode_reward(answer_reward: float, errors: int, calls: int, config: Reward
     1.0
     >>> episode_reward(0.0, errors=1, calls=9, config=RewardConfig(call_cost=0.1, format_penalty=0.1))
     -0.1
+    >>> episode_reward(0.0, errors=0, calls=2, config=RewardConfig(call_penalty=0.2, free_calls="oracle"), free=1)
+    -0.2
     """
-    kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * max(0, calls - free))
+    extra = max(0, calls - free)
+    kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * extra)
     scaled = answer_reward if kept == 1.0 else round(answer_reward * kept, 12)  # 1 - 0.1 x 3 is 0.7, not 0.69999...
-    return scaled - config.format_penalty * errors
+    charged = round(min(CALL_PENALTY_CAP, config.call_penalty * extra), 12)
+    return scaled - charged - config.format_penalty * errors
 
 
 def score_answer(

@@ -129,19 +129,20 @@ def answer_reward(
             assistant message is read).
         answer: The gold answer of each row (the dataset column).
         aliases: The accepted aliases of each row (optional column).
-        config: EM / F1 and alias use (``kind="judge"`` and ``call_cost`` are not available here).
+        config: EM / F1 and alias use (``kind="judge"``, ``call_cost`` and ``call_penalty`` are not available here).
 
     Returns:
         One reward per completion; 0.0 when no ``<answer>`` tag is present.
 
     Raises:
-        ConfigError: When ``config.call_cost`` is set: the final message does not show how many tool calls came
+        ConfigError: When ``config`` charges tool calls: the final message does not show how many tool calls came
             before it.
     """
-    if config.call_cost:
+    if config.charges_calls:
         raise ConfigError(
-            f"answer_reward reads only the final message, so it cannot apply call_cost={config.call_cost}; "
-            "score with WebResearchToolEnv.get_reward (which counts the episode's tool calls) or set call_cost=0"
+            f"answer_reward reads only the final message, so it cannot apply call_cost={config.call_cost} or "
+            f"call_penalty={config.call_penalty}; score with WebResearchToolEnv.get_reward (which counts the "
+            "episode's tool calls) or set both to 0"
         )
     out = []
     for i, completion in enumerate(completions):

@@ -105,6 +105,19 @@ def test_free_calls_oracle_leaves_the_task_s_oracle_searches_uncharged(sample_in
     e.close()
 
 
+def test_call_penalty_charges_a_wrong_answer_s_extra_searches_too(sample_index):
+    cfg = EnvConfig(index_dir=str(sample_index), reward=RewardConfig(call_penalty=0.2, free_calls="oracle"))
+    e = WebResearchEnv(cfg)
+    task = Task("t", "Capital of France?", "Paris", (), {"difficulty": {"oracle_searches": 1}})
+    for searches, answer, want in ((1, "Lyon", 0.0), (2, "Lyon", -0.2), (3, "Paris", 0.6)):
+        e.reset(options={"task": task})
+        for _ in range(searches):
+            e.step(call("search", query=["Paris"]))
+        *_, r, term, _, info = e.step(f"<answer>{answer}</answer>")
+        assert term and r == pytest.approx(want) and info["em"] == float(answer == "Paris")
+    e.close()
+
+
 def test_agent_mistakes_become_observations_and_counts(env):
     env.reset(seed=1)
     cases = [

@@ -2,6 +2,7 @@ import pytest
 
 from sim_web.env.rewards import (
     CALL_COST_FLOOR,
+    CALL_PENALTY_CAP,
     RewardConfig,
     episode_reward,
     exact_match,
@@ -67,5 +68,19 @@ def test_free_calls_oracle_charges_only_the_calls_past_what_the_task_needs():
             free_calls(bad, cost)
     with pytest.raises(ConfigError, match="must be 'none' or 'oracle'"):
         RewardConfig(call_cost=0.1, free_calls="hops")
-    with pytest.raises(ConfigError, match="set call_cost > 0"):
+    with pytest.raises(ConfigError, match="set one of them > 0"):
         RewardConfig(free_calls="oracle")
+
+
+def test_call_penalty_ranks_wrong_answers_by_calls_too_and_stops_at_its_cap():
+    pen = RewardConfig(call_penalty=0.2, free_calls="oracle")
+    lookup = free_calls(1, pen)
+    assert [episode_reward(1.0, 0, n, pen, lookup) for n in range(4)] == [1.0, 1.0, 0.8, 0.6]
+    assert [episode_reward(0.0, 0, n, pen, lookup) for n in range(4)] == [0.0, 0.0, -0.2, -0.4]  # call_cost: all 0
+    assert episode_reward(0.0, 0, 9, pen, lookup) == -CALL_PENALTY_CAP
+    assert episode_reward(1.0, 1, 2, RewardConfig(call_penalty=0.2, format_penalty=0.1)) == pytest.approx(0.5)
+    assert (pen.lowest_right, RewardConfig(call_cost=0.1).lowest_right, RewardConfig().lowest_right) == (0.5, 0.5, 1.0)
+    with pytest.raises(ConfigError, match="call_penalty must be in"):
+        RewardConfig(call_penalty=0.6)
+    with pytest.raises(ConfigError, match="set one of them to 0"):
+        RewardConfig(call_cost=0.1, call_penalty=0.1)

@@ -56,6 +56,8 @@ def test_get_reward_applies_the_call_cost_as_the_gym_env_does(sample_index):
     assert tool_env.calls == 2 and tool_env.get_reward() == pytest.approx(0.8)
     tool_env.reset(question="q", answer="Paris")
     assert tool_env.calls == 0
+    with pytest.raises(ConfigError, match="cannot apply call_cost=0.0 or call_penalty=0.2"):
+        answer_reward(["<answer>Paris</answer>"], answer=["Paris"], config=RewardConfig(call_penalty=0.2))
     with pytest.raises(ConfigError, match="cannot apply call_cost=0.1"):
         answer_reward(["<answer>Paris</answer>"], answer=["Paris"], config=RewardConfig(call_cost=0.1))
 

@@ -70,6 +70,10 @@ def test_a_call_cost_needs_a_solved_reward_that_right_answers_still_reach():
     assert (r.env.reward.call_cost, r.loop_config().solved_reward) == (0.1, 0.5)
     r = load_recipe("cpu-learn", {"env.reward.call_cost": 0.1, "env.reward.free_calls": "oracle", "solved_reward": 0.5})
     assert r.env.reward.free_calls == "oracle"
+    with pytest.raises(ConfigError, match="set solved_reward=0.5"):
+        load_recipe("cpu-learn", {"env.reward.call_penalty": 0.2})
+    r = load_recipe("cpu-learn", {"env.reward.call_penalty": 0.2, "solved_reward": 0.5})
+    assert r.env.reward.call_penalty == 0.2
 
 
 def test_the_multi_gpu_recipe_documents_the_server_mode_hang():

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from training.grpo.recipes import load_recipe
 from training.learn import run as learn_run
 from training.learn.config import LearnConfig
 
 
-def test_hand_written_questions_are_scored_without_the_oracle_cost(tmp_path, monkeypatch):
+@pytest.mark.parametrize("charge", ["call_cost", "call_penalty"])
+def test_hand_written_questions_are_scored_without_the_oracle_cost(tmp_path, monkeypatch, charge):
     import agents.harness
 
     seen = []
@@ -21,13 +24,13 @@ def test_hand_written_questions_are_scored_without_the_oracle_cost(tmp_path, mon
         return SimpleNamespace(failures=[], metrics={"pass@1": 0.5})
 
     monkeypatch.setattr(agents.harness, "run_eval", fake_run_eval)
-    over = {"env.reward.call_cost": 0.3, "env.reward.free_calls": "oracle", "solved_reward": 0.5}
+    over = {f"env.reward.{charge}": 0.3, "env.reward.free_calls": "oracle", "solved_reward": 0.5}
     recipe = load_recipe("cpu-learn", over)
     cfg = LearnConfig(out=str(tmp_path), precision="float32")
     learn_run.stage_handwritten(cfg, recipe)
     assert [e.policy for e in seen] == ["rule:first-title", "rule:script"]  # no model in the run folder yet
     for e in seen:
-        assert e.tasks == "handwritten" and e.env.reward.free_calls == "none" and e.env.reward.call_cost == 0.0
+        assert e.tasks == "handwritten" and e.env.reward.free_calls == "none" and not e.env.reward.charges_calls
         assert e.env.reward.kind == recipe.env.reward.kind and e.agent.max_llm_calls == cfg.sailorfog_turns
     assert recipe.env.reward.free_calls == "oracle"  # the recipe itself is left as it was
     assert (tmp_path / "stages.json").is_file()

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from sim_web.env import EnvConfig
-from sim_web.env.rewards import CALL_COST_FLOOR
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
@@ -134,11 +133,12 @@ class GRPORecipe:
                 f"episode and must be >= rollout.max_turn_tokens ({self.rollout.max_turn_tokens}); raise it or "
                 "lower rollout.max_turn_tokens"
             )
-        if self.env.reward.call_cost and self.solved_reward > CALL_COST_FLOOR:
+        lowest = self.env.reward.lowest_right
+        if self.solved_reward > lowest:
             raise ConfigError(
-                f"env.reward.call_cost={self.env.reward.call_cost} lowers a right answer's reward to as little as "
-                f"{CALL_COST_FLOOR}, so solved_reward={self.solved_reward} would count right answers as unsolved in "
-                f"DUPO's prefilter and the loop: set solved_reward={CALL_COST_FLOOR}"
+                f"env.reward.call_cost={self.env.reward.call_cost} / call_penalty={self.env.reward.call_penalty} "
+                f"lower a right answer's reward to as little as {lowest}, so solved_reward={self.solved_reward} would "
+                f"count right answers as unsolved in DUPO's prefilter and the loop: set solved_reward={lowest}"
             )
         bad = {k: v for k, v in self.tier_weights.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1}
         if bad or (self.tier_weights and not self.balance_tiers):

@@ -315,7 +315,7 @@ def _eval_set(cfg: LearnConfig, recipe: Any, tasks: str, prefix: str, oracle: bo
         agent = dataclasses.replace(ecfg.agent, max_llm_calls=cfg.sailorfog_turns)
         # pass@1 is the answer's score alone; a call cost free up to each task's oracle searches needs records that
         # carry them, which hand-written questions do not, so these sets are scored without the training cost
-        reward = dataclasses.replace(ecfg.env.reward, call_cost=0.0, free_calls="none")
+        reward = dataclasses.replace(ecfg.env.reward, call_cost=0.0, call_penalty=0.0, free_calls="none")
         env = dataclasses.replace(ecfg.env, reward=reward)
         t = time.perf_counter()
         res = run_eval(dataclasses.replace(ecfg, tasks=tasks, agent=agent, env=env))
