@@ -28,13 +28,19 @@ the call only: copy what is kept) and its sampled tokens, called once per row be
 
 @dataclass
 class DecodeStats:
-    """Work of one :func:`decode` call (rows x steps actually run, and what ``generate`` would have run)."""
+    """Work of :func:`decode` calls (rows x steps actually run, and what ``generate`` would have run), and where their
+    time went: the first forward pass of a call (its prefill of every row's new tokens, padding included) and the
+    one-token steps after it (forward, sampling and compaction)."""
 
     row_steps: int = 0
     full_row_steps: int = 0
     compactions: int = 0
     moved_rows: int = 0
     steps: list[int] = field(default_factory=list)
+    prefill_seconds: float = 0.0
+    prefill_columns: int = 0
+    prefill_tokens: int = 0
+    decode_seconds: float = 0.0
 
 
 def supported(config: Any) -> bool:
@@ -141,10 +147,13 @@ def decode(
     Returns:
         Per row, its tokens (up to and including the end token) and their logprobs at ``temperature``.
     """
+    import time
+
     import torch
 
     from agents.policies.kv_reuse import cache_kwarg
 
+    start = time.perf_counter()
     procs, merged = _processors(model, config, input_ids)
     name = cache_kwarg(model)
     rows0, max_new = input_ids.shape[0], int(merged.max_new_tokens)
@@ -158,6 +167,8 @@ def decode(
     lps: list[list[float]] = [[] for _ in range(rows0)]
     finished: dict[int, int] = {}  # slot -> its row's kv length (finished, not yet dropped)
     stats = stats if stats is not None else DecodeStats()
+    stats.prefill_columns += step_in.numel()
+    stats.prefill_tokens += int(mask[:, past:].sum())
     for step in range(max_new):
         out = model(
             input_ids=step_in,
@@ -167,6 +178,9 @@ def decode(
             logits_to_keep=1,
             **{name: cache},
         )
+        if step == 0:
+            prefilled = time.perf_counter()
+            stats.prefill_seconds += prefilled - start
         logits = out.logits[:, -1].float()
         stats.row_steps += len(slots)
         stats.full_row_steps += rows0
@@ -192,6 +206,7 @@ def decode(
             ids, mask, step_in, step_pos = (x.index_select(0, keep) for x in (ids, mask, step_in, step_pos))
     _finish(cache, slots, finished, tokens, on_done)
     stats.steps.append(step + 1)
+    stats.decode_seconds += time.perf_counter() - prefilled
     return list(zip(tokens, lps))
 
 

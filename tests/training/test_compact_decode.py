@@ -65,6 +65,14 @@ def test_greedy_tokens_equal_generate_with_and_without_compaction(setup):
         assert torch.allclose(keys, done_kept[r][0], atol=1e-6)
 
 
+def test_stats_split_the_prefill_from_the_one_token_steps(setup):
+    model, ids, mask, eos = setup
+    rows, stats, _ = run(model, ids, mask, eos, True)
+    assert stats.prefill_columns == ids.numel() and stats.prefill_tokens == int(mask.sum()) < ids.numel()
+    assert stats.prefill_seconds > 0 and stats.decode_seconds > 0  # both parts of the call are timed
+    assert stats.steps == [max(len(t) for t, _ in rows)]
+
+
 def test_sampled_tokens_do_not_depend_on_compaction(setup):
     model, ids, mask, eos = setup
     dropped, stats, _ = run(model, ids, mask, eos, True, do_sample=True, seed=3)

@@ -162,6 +162,10 @@ def test_agent_rollout_with_reuse_plays_the_same_greedy_episodes(tmp_path, task_
         assert b == pytest.approx(a, abs=1e-4)
     assert max(out[True]["turns"]) > 1 and out[True]["rollout_timing"]["reused_tokens"] > 0
     assert "reused_tokens" not in out[False]["rollout_timing"]
+    for timing in (out[True]["rollout_timing"], out[False]["rollout_timing"]):  # the compact decoder's split
+        assert 0 < timing["prefill_new_tokens"] <= timing["prefill_columns"] and timing["decode_row_steps"] > 0
+    # reuse prefills only each turn's new tokens
+    assert out[True]["rollout_timing"]["prefill_new_tokens"] < out[False]["rollout_timing"]["prefill_new_tokens"]
 
 
 def test_hf_policy_with_reuse_answers_multi_turn_chats_as_without(tmp_path):

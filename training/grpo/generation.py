@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.policies import compact_decode
+from agents.policies.compact_decode import DecodeStats
 from agents.policies.fast_decode import fast_decode, grow_cache
 from agents.policies.kv_reuse import PrefixKV, cache_kwarg
 
@@ -25,6 +26,7 @@ def generate(
     keys: list[int] | None = None,
     engine: Any = None,
     fast: bool = False,
+    stats: DecodeStats | None = None,
 ) -> list[tuple[list[int], list[float], bool]]:
     """One turn for each context: ``(ids, logprobs, ended)`` with ``ids`` up to and including the end-of-turn token.
 
@@ -40,6 +42,7 @@ def generate(
             bfloat16 copy of the trainer's current weights (:func:`training.grpo.engine.bf16_engine`).
         fast: Decode with :mod:`agents.policies.fast_decode` (a cache written in place, one-token attention as
             batched matrix products); the logits are the model's own up to float rounding.
+        stats: Filled with the compact decoder's work and its prefill / decode time (the fast path only).
 
     Returns:
         One triple per context; ``ended`` is False when the turn was cut by ``max_new``.
@@ -69,6 +72,7 @@ def generate(
                 None if keys is None else [keys[i] for i in ids],
                 engine,
                 fast,
+                stats,
             )
         )
         for i, (toks, lps) in zip(ids, rows):
@@ -90,6 +94,7 @@ def _hf(
     keys: list[int] | None = None,
     engine: Any = None,
     fast: bool = False,
+    stats: DecodeStats | None = None,
 ) -> list[tuple[list[int], list[float]]]:
     """Sample with ``trainer.model.generate`` or ``engine.generate`` (left padding, or continuing ``kv``'s entries of
     ``keys``); logprobs of the sampled tokens at the trainer's temperature."""
@@ -117,7 +122,7 @@ def _hf(
         precision = trainer.accelerator.autocast() if engine is None else contextlib.nullcontext()
         with precision, fast_decode(model, fast) as on:
             if on and compact_decode.supported(config):
-                return _compact(trainer, model, inputs, batch, config, seed, kv, keys)
+                return _compact(trainer, model, inputs, batch, config, seed, kv, keys, stats)
             res = model.generate(**inputs, generation_config=config)
     if batch is not None:
         kv.keep(batch, res.sequences, keys)  # type: ignore[union-attr]
@@ -136,6 +141,7 @@ def _compact(
     seed: int,
     kv: PrefixKV | None,
     keys: list[int] | None,
+    stats: DecodeStats | None = None,
 ) -> list[tuple[list[int], list[float]]]:
     """The fast path's decode (:func:`agents.policies.compact_decode.decode`: finished rows leave the batch), each
     row's keys and values stored in ``kv`` as the row finishes."""
@@ -159,6 +165,7 @@ def _compact(
         trainer.temperature,
         seed,
         on_done,
+        stats=stats,
     )
     if kv is not None:
         kv.evict()

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.episode import Episode
+from agents.policies.compact_decode import DecodeStats
 from agents.policies.kv_reuse import PrefixKV, supports
 from agents.turn import ANSWER, ERROR, LENGTH, ROLLBACK, clean_turn, env_truncation, play_turn
 from sim_web.env import EnvConfig, Task, WebResearchEnv, read_action
@@ -220,6 +221,7 @@ class AgentRollout:
         gen_s = self._engine.sync_seconds if engine is not None else 0.0
         tool_s = 0.0
         turn = 0
+        decoded = DecodeStats()
         while active := [(k, e) for k, e in enumerate(episodes) if not e.done]:
             turn += 1
             t = time.perf_counter()
@@ -232,13 +234,14 @@ class AgentRollout:
                 self.config.batch_size,
                 engine=engine,
                 fast=self.config.fast_decode,
+                stats=decoded,
                 **reuse,
             )
             gen_s += time.perf_counter() - t
             tool_s += sum(
                 self._advance(e, ids, lps, ended, tok, budget) for (_, e), (ids, lps, ended) in zip(active, outs)
             )
-        timing = {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn}
+        timing = {"generation_seconds": gen_s, "tool_seconds": tool_s, "turns": turn, **_split(decoded)}
         if engine is not None:
             timing["engine_sync_seconds"] = self._engine.sync_seconds
         if kv is not None:
@@ -296,6 +299,20 @@ class AgentRollout:
                 e.env_mask += [0] * len(suffix)
                 e.logprobs += [0.0] * len(suffix)
         return turn.seconds
+
+
+def _split(stats: DecodeStats) -> dict[str, float]:
+    """The compact decoder's share of a rollout's generation time: its prefill passes (seconds, the columns they ran
+    with padding, the tokens without) and its one-token steps; empty where it did not run (``generate``, vLLM)."""
+    if not stats.steps:
+        return {}
+    return {
+        "prefill_seconds": stats.prefill_seconds,
+        "prefill_columns": stats.prefill_columns,
+        "prefill_new_tokens": stats.prefill_tokens,
+        "decode_seconds": stats.decode_seconds,
+        "decode_row_steps": stats.row_steps,
+    }
 
 
 def _fields(traces: list[TokenTrace], timing: dict[str, float]) -> dict[str, Any]:

@@ -226,7 +226,7 @@ class AgentGRPOTrainer(GRPOTrainer):
         for name, reason in NO_ANSWER_METRICS.items():  # short metric names for the rollout's terminations
             m[f"agent/no_answer/{name}"].append(self._gather_mean([float(x["no_answer"] == reason) for x in inputs]))
         timing = inputs[0].get("rollout_timing") or {}
-        for key in ("generation_seconds", "tool_seconds"):
+        for key in ("generation_seconds", "tool_seconds", "prefill_seconds", "decode_seconds"):
             if key in timing:
                 m[f"time/{key.replace('_seconds', '')}"].append(float(timing[key]))
 
