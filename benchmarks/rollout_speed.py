@@ -225,6 +225,20 @@ def bounds(config: Any, batch: int, context: int) -> dict[tuple[str, int], tuple
     return out
 
 
+def rollout_bound(timing: dict[str, Any], prefill_rate: float, step_seconds: float) -> float | None:
+    """Seconds a rollout's generation would take at the machine's bound: its prefill columns (padding included) at
+    ``prefill_rate`` tokens/s (the linear products of a wide batch) plus its one-token passes at ``step_seconds``
+    each (a batch-32 step with its weights streamed, which a smaller batch does not beat: the reads bound it); None
+    when the rollout's timing has no split (not the compact decoder).
+
+    >>> rollout_bound({"prefill_columns": 6000, "decode_steps": 100}, prefill_rate=3000.0, step_seconds=0.05)
+    7.0
+    """
+    if "prefill_columns" not in timing:
+        return None
+    return timing["prefill_columns"] / prefill_rate + timing["decode_steps"] * step_seconds
+
+
 def bound_table(bound: dict[tuple[str, int], tuple[float, float, float]]) -> str:
     """:func:`bounds` as a table."""
     from benchmarks.common import table
@@ -338,6 +352,9 @@ def run(
                     "wall_s": wall,
                     "sync_s": timing.get("engine_sync_seconds", 0.0),
                     "prefilled": timing.get("prefilled_tokens", 0),
+                    "prefill_s": timing.get("prefill_seconds", float("nan")),
+                    "decode_s": timing.get("decode_seconds", float("nan")),
+                    "timing": timing,
                     "gap_mean": gap["abs_mean"],
                     "gap_max": gap["abs_max"],
                     "load": os.getloadavg()[0],
@@ -345,6 +362,13 @@ def run(
             )
     context = int(median(contexts))
     bound = bounds(model.config, len(batch), context)
+    wide = 512  # a prefill pass's columns: its linear products run at a wide batch's rate
+    prefill_rate = wide / decode_bound(model.config, wide, torch.bfloat16, 2)
+    step_seconds = len(batch) / bound[("bfloat16", 2)][2]
+    for ps in plays.values():
+        for p in ps:
+            at_bound = rollout_bound(p.pop("timing"), prefill_rate, step_seconds)
+            p["bound_s"] = float("nan") if at_bound is None else at_bound
     lines = [
         f"decode bound, batch {len(batch)}, SmolLM2-135M linear shapes (tokens/s; 'with attention' adds the one-token "
         f"attention products at the rollouts' median mean context, {context} tokens; 'weights streamed' reads a "
@@ -368,6 +392,9 @@ def run(
                 f"{rate / best[0]:.2f}",
                 f"{rate / best[1]:.2f}",
                 f"{rate / best[2]:.2f}",
+                f"{median(p['prefill_s'] for p in ps):.1f}",
+                f"{median(p['decode_s'] for p in ps):.1f}",
+                f"{median(p['bound_s'] / p['gen_s'] for p in ps):.2f}",
                 f"{median(p['gap_mean'] for p in ps):.2e}",
                 f"{max(p['gap_max'] for p in ps):.2e}",
                 f"{median(p['load'] for p in ps):.2f}",
@@ -375,7 +402,10 @@ def run(
         )
     lines += [
         f"rollouts: {len(tasks)} prompts x G={group}, cpu-learn env and turn budget, KV reuse on, {chosen} torch "
-        f"thread(s); medians over {repeats} play(s) per setting, order rotating; bound = best row above",
+        f"thread(s); medians over {repeats} play(s) per setting, order rotating; bound = best row above; 'rollout at "
+        f"bound / actual': the play's prefill columns at {prefill_rate:.0f} tokens/s (bf16, 2 threads, {wide} "
+        f"columns) plus its one-token passes at {step_seconds * 1e3:.0f} ms (the streamed bound's step) over its "
+        "generation seconds (the compact decoder only)",
         table(
             [
                 "setting",
@@ -389,6 +419,9 @@ def run(
                 "/ linear bound",
                 "/ bound with attention",
                 "/ streamed bound",
+                "prefill s",
+                "decode s",
+                "rollout at bound / actual",
                 "logprob gap mean",
                 "gap max",
                 "load 1m",

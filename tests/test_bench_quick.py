@@ -133,3 +133,12 @@ def test_the_grpo_pass_profile_names_the_ops_of_one_more_pass() -> None:
     out = profile_table(trainer, (loss_of, batch, False, False), micro=2, top=5)
     assert out.startswith("profiled pass: ") and "aten::" in out
     assert calls == [2, 2] and trainer.args.trained_positions_only is False and model.weight.grad is not None
+
+
+def test_the_rollout_bound_adds_the_prefill_columns_and_the_one_token_passes() -> None:
+    """``bench_train --rollout-speed``: a play's generation at the bound, from the compact decoder's split."""
+    from benchmarks.rollout_speed import rollout_bound
+
+    timing = {"prefill_columns": 6000, "decode_steps": 100, "generation_seconds": 14.0}
+    assert rollout_bound(timing, prefill_rate=3000.0, step_seconds=0.05) == pytest.approx(7.0)
+    assert rollout_bound({"generation_seconds": 14.0}, 3000.0, 0.05) is None  # generate: no split to bound

@@ -311,6 +311,7 @@ def _split(stats: DecodeStats) -> dict[str, float]:
         "prefill_columns": stats.prefill_columns,
         "prefill_new_tokens": stats.prefill_tokens,
         "decode_seconds": stats.decode_seconds,
+        "decode_steps": sum(s - 1 for s in stats.steps),  # one-token passes (a call's first token is its prefill's)
         "decode_row_steps": stats.row_steps,
     }
 
