@@ -314,3 +314,17 @@ def test_bad_task_files_get_a_clear_error(sample_index, tmp_path):
     partial.write_text('{"id": "a", "question": "q"}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"lack one of \['answer', 'clues', 'id', 'question'\]"):
         worksheet(partial, 2, seed=0, index_dir=sample_index)
+
+
+def test_the_card_s_reading_is_the_latest_committed_audit():
+    from training.synth.outputs.audit_summary import latest_reading, render_reading
+
+    reading = latest_reading()
+    assert ROOT / reading["audit"] == FOURTEENTH  # the last reading registered above
+    figs = summarise(FOURTEENTH)["all"]
+    assert reading["questions"] == figs.questions
+    for key in ("clue_precision", "every_clue_true", "unique", "fair"):
+        rate = getattr(figs, key)
+        assert reading[key] == [rate.k, rate.n], key
+    text = "\n".join(render_reading(reading))
+    assert f"unique for a reader {figs.unique}" in text and reading["commit"] in FOURTEENTH.name

@@ -116,6 +116,7 @@ def test_card_reports_floors_per_type_and_the_transfer_check(synth_run):
     assert card["transfer"]["questions"] == len(records) and card["transfer"]["link_share_mean"] == 0.0
     md = render_card(card)
     assert "## Uncertainty types: floors" in md and "## Transfer check" in md
+    assert "## Read against its pages" in md and "clue precision" in md  # the latest reading, with its sample size
 
 
 def test_min_hops_is_respected_and_checked(sample_index, small_config):

@@ -111,7 +111,8 @@ def with_article(phrase: str, plural: bool = False) -> str:
     low = first.lower()
     if first.endswith(("'s", "’s")) or low in _NO_ARTICLE:
         return phrase
-    if low in _THE_WORDS or (low.endswith("est") and len(low) > 4):
+    superlative = (low.endswith("est") and len(low) > 4) or (low.endswith("most") and low != "almost")
+    if low in _THE_WORDS or superlative:  # "the largest city", "the southernmost region of Africa"
         return "the " + phrase
     if plural:
         return phrase

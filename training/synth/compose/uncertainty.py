@@ -205,8 +205,19 @@ def fuzz_date(
 # --- relations, intersections and the rest ---------------------------------------------------
 
 
-def relation_label(relation: str) -> str:
-    """``"birth_place"`` -> ``"birth place"``."""
+def relation_label(relation: str, camel: bool = True) -> str:
+    """An infobox key as words: ``"birth_place"`` -> ``"birth place"``, ``"LowestPoint"`` -> ``"lowest point"``.
+
+    Args:
+        relation: The key.
+        camel: Split a lower-case letter from the capital after it (off: ``"LowestPoint"`` -> ``"lowestpoint"``, as
+            fact reading version 9 of the tiers still words it; their task sets change only with a new version).
+
+    >>> relation_label("LowestPoint"), relation_label("LowestPoint", camel=False)
+    ('lowest point', 'lowestpoint')
+    """
+    if camel:
+        relation = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", relation)
     return re.sub(r"[_\s]+", " ", relation).strip().lower()
 
 

@@ -22,7 +22,9 @@ __all__ = [
     "Figures",
     "Rate",
     "agreement",
+    "latest_reading",
     "load_tasks",
+    "render_reading",
     "render_summary",
     "summarise",
     "summarise_records",
@@ -33,6 +35,15 @@ __all__ = [
 VERDICTS = ("true", "false", "garbled", "unverifiable", "no_claim")
 _CLAIM_VERDICTS = VERDICTS[:4]
 _LEVEL_ORDER = ("easy", "medium", "hard")
+#: The latest committed reading's figures (its audit file is in the repository's tests/data/audit; a test keeps the two
+#: equal), shipped with the package so that every dataset card can say what a reader found.
+READING = Path(__file__).with_name("reading.json")
+_READ_RATES = (
+    ("clue precision", "clue_precision"),
+    ("questions with every clue true", "every_clue_true"),
+    ("unique for a reader", "unique"),
+    ("fair", "fair"),
+)
 
 
 def load_tasks(task_file: str | Path) -> list[dict[str, Any]]:
@@ -201,3 +212,22 @@ def agreement(first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]])
             total[key] += 1
             same[key] += va == vb
     return {k: Rate(same[k], total[k]) for k in ("clue true", "every clue true", "unique", "fair")}
+
+
+def latest_reading() -> dict[str, Any]:
+    """The latest committed reading's figures: ``commit``, ``audit`` (its file), ``set``, ``questions`` and, per
+    rate, ``[k, n]``."""
+    return json.loads(READING.read_text(encoding="utf-8"))
+
+
+def render_reading(reading: dict[str, Any]) -> list[str]:
+    """The dataset card's section on the latest reading: what was read and its four rates with their intervals."""
+    rates = "; ".join(f"{name} {Rate(*reading[key])}" for name, key in _READ_RATES)
+    return [
+        "## Read against its pages",
+        "",
+        f"The latest reader's audit (`{reading['audit']}`; protocol in docs/evaluation.md) read {reading['questions']} "
+        f"questions of {reading['set']} at commit {reading['commit']}, every clue against its page: {rates}. A "
+        "reading holds for the set it drew from; a set drawn with other settings or on another index was not read.",
+        "",
+    ]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from training.synth.compose.coverage import render_coverage, transfer_summary, type_floors
+from training.synth.outputs.audit_summary import latest_reading, render_reading
 from training.synth.outputs.records import HARD_HOPS, HARD_SEARCHES, LEVELS
 from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_evidence import render_checks
@@ -271,6 +272,7 @@ def render_card(card: dict[str, Any]) -> str:
         "",
     ]
     lines += render_checks(card.get("clue_checks") or {})
+    lines += render_reading(latest_reading())
     lines += [
         f"Drafts a single search answered at first: {g.get('shortcut_first_drafts', 0)}, of which "
         f"{g.get('shortcut_reworded', 0)} were written again with every entity described (and, where that was not "

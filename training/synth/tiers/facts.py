@@ -161,7 +161,7 @@ def functional_facts(src: Any, titles: list[str], report: Any) -> dict[str, list
                 continue
             report.facts["typed"] += 1
             rel, ev = str(a["relation"]), str(a.get("evidence") or "")
-            if rels[rel] != 1 or _MANY.search(relation_label(rel)):
+            if rels[rel] != 1 or _MANY.search(relation_label(rel, camel=False)):
                 report.facts["not_functional"] += 1
             elif a["kind"] == "infobox" and ("," in ev.split("=", 1)[-1] or " and " in ev):
                 report.facts["list_value"] += 1

@@ -118,7 +118,7 @@ def ask(fact: Fact, subject_ref: str, asked: str) -> str:
     """The fact as a clause with the subject's reference and the asked role's phrase (``"which country"``)."""
     rel = fact.relation
     if not is_text_relation(rel):
-        label = relation_label(rel)
+        label = relation_label(rel, camel=False)
         template = infobox_template(label)
         if template.startswith(SRC + " is"):
             return fill(template, subject_ref, asked)
