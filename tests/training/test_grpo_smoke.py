@@ -43,10 +43,13 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:
         assert r["agent/turns"] >= 1 and r["agent/generated_tokens"] > 0 and r["time/generation"] > 0
+        assert r["time/prefill"] > 0 and r["time/decode"] > 0  # the compact decoder's split of the generation
+        assert r["memory/peak_rss_gb"] > 0.1  # the process holds at least the torch runtime
         assert 0.0 <= r["agent/frac_dropped"] <= 1.0 and r["agent/answer_rate"] <= 1.0
         assert sum(
             r[f"agent/no_answer/{k}"] for k in ("length", "turn_cap", "rollback", "obs_budget")
         ) == pytest.approx(r["agent/frac_no_answer"])
+    assert rows[1]["memory/peak_rss_gb"] >= rows[0]["memory/peak_rss_gb"]  # a peak never falls
     assert (out / "checkpoint-2").is_dir() and (out / "final" / "config.json").is_file()
 
     from training.grpo.recipes import load_recipe

@@ -49,6 +49,7 @@ TABLE = [
     ("gen s", "time/generation", "{:6.1f}"),
     ("tool s", "time/tool", "{:6.2f}"),
     ("train s", "time/training", "{:7.1f}"),
+    ("peak GB", "memory/peak_rss_gb", "{:7.2f}"),
 ]
 
 
@@ -82,6 +83,17 @@ def _weights_dtype(bf16: bool, cuda: bool) -> Any:
     return torch.bfloat16 if bf16 and cuda else torch.float32
 
 
+def peak_rss_gb() -> float | None:
+    """The process's peak resident memory so far in GB (None where ``resource`` does not report it, e.g. Windows): a run
+    whose memory grows step by step shows it in ``metrics.jsonl`` before the machine runs out."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1e9 if sys.platform == "darwin" else 1e6), 3)  # bytes on macOS, kilobytes on Linux
+
+
 def metrics_callback(path: Path, max_steps: int) -> Any:
     """A callback that appends each step's logs to ``metrics.jsonl`` and shows a progress bar with the key numbers."""
     from tqdm import tqdm
@@ -97,6 +109,7 @@ def metrics_callback(path: Path, max_steps: int) -> Any:
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
             if not state.is_world_process_zero or not logs or "agent/reward_mean" not in logs:
                 return
+            logs["memory/peak_rss_gb"] = peak_rss_gb()
             with path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
             if self.bar is not None:
