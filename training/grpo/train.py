@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import shutil
 import sys
 import time
@@ -49,7 +50,7 @@ TABLE = [
     ("gen s", "time/generation", "{:6.1f}"),
     ("tool s", "time/tool", "{:6.2f}"),
     ("train s", "time/training", "{:7.1f}"),
-    ("peak GB", "memory/peak_rss_gb", "{:7.2f}"),
+    ("rss GB", "memory/rss_gb", "{:6.2f}"),
 ]
 
 
@@ -94,8 +95,38 @@ def peak_rss_gb() -> float | None:
     return round(peak / (1e9 if sys.platform == "darwin" else 1e6), 3)  # bytes on macOS, kilobytes on Linux
 
 
+def rss_gb() -> float | None:
+    """The process's resident memory now in GB, from ``/proc/self/statm`` (None where there is none: not Linux)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e9
+
+
+def trim_heap() -> float | None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``); returns the GB it gave back, or None
+    where the C library has no ``malloc_trim`` (musl, macOS, Windows).
+
+    A training step frees tensors of many sizes; glibc keeps the freed pages in its heap, so a long run's resident
+    memory grows step after step while little of it is in use. Trimming after each step keeps it near what is.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    before = rss_gb()
+    if trim is None or before is None:
+        return None
+    trim(0)
+    after = rss_gb()
+    return None if after is None else round(before - after, 3)
+
+
 def metrics_callback(path: Path, max_steps: int) -> Any:
-    """A callback that appends each step's logs to ``metrics.jsonl`` and shows a progress bar with the key numbers."""
+    """A callback that appends each step's logs to ``metrics.jsonl`` (with the process's memory, after handing the C
+    heap's free pages back: :func:`trim_heap`) and shows a progress bar with the key numbers."""
     from tqdm import tqdm
     from transformers import TrainerCallback
 
@@ -109,6 +140,8 @@ def metrics_callback(path: Path, max_steps: int) -> Any:
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
             if not state.is_world_process_zero or not logs or "agent/reward_mean" not in logs:
                 return
+            logs["memory/trimmed_gb"] = trim_heap()
+            logs["memory/rss_gb"] = rss_gb()
             logs["memory/peak_rss_gb"] = peak_rss_gb()
             with path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
