@@ -18,6 +18,7 @@ budgets, prompt style).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -104,6 +105,17 @@ def rss_gb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e9
 
 
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` from the C library already loaded in the process, looked up once (None without one)."""
+    import ctypes
+
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # Windows: no handle for the process itself
+        return None
+
+
 def trim_heap() -> float | None:
     """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``); returns the GB it gave back, or None
     where the C library has no ``malloc_trim`` (musl, macOS, Windows).
@@ -111,11 +123,7 @@ def trim_heap() -> float | None:
     A training step frees tensors of many sizes; glibc keeps the freed pages in its heap, so a long run's resident
     memory grows step after step while little of it is in use. Trimming after each step keeps it near what is.
     """
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    trim = _malloc_trim()
     before = rss_gb()
     if trim is None or before is None:
         return None
