@@ -134,7 +134,7 @@ class GRPORecipe:
                 "lower rollout.max_turn_tokens"
             )
         lowest = self.env.reward.lowest_right
-        if self.solved_reward > lowest:
+        if self.env.reward.charges_calls and self.solved_reward > lowest:
             raise ConfigError(
                 f"env.reward.call_cost={self.env.reward.call_cost} / call_penalty={self.env.reward.call_penalty} "
                 f"lower a right answer's reward to as little as {lowest}, so solved_reward={self.solved_reward} would "
