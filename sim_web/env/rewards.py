@@ -126,7 +126,7 @@ class RewardConfig:
 
 
 def free_calls(oracle_searches: Any, config: RewardConfig) -> int:
-    """How many of a task's tool calls ``config.call_cost`` leaves free.
+    """How many of a task's tool calls ``config.call_cost`` or ``config.call_penalty`` leaves free.
 
     Args:
         oracle_searches: The task's ``difficulty.oracle_searches`` (:attr:`Task.oracle_searches`), or ``None``.
