@@ -181,6 +181,12 @@ class LearnConfig:
         "many facts the question chains, so the model decides to search again before it reads any result) or "
         "'oracle:search' (the same first thought on every tier; the runs before cpu-learn-v5).",
     )
+    rl_share: float = help_field(
+        0.0,
+        "Share of each tier's train tasks held back for GRPO, whole answer groups at a time (0: none; "
+        "training/learn/rl_pool.py): SFT's demonstrations skip them and GRPO trains only on them (<run>/rl-pool.json, "
+        "in place of the headroom pool), so a GRPO gain cannot be recall of answers the demonstrations taught.",
+    )
     eval_batch_size: int = help_field(32, "Episodes generated together in the evals.")
     eval_n: int | None = help_field(
         240, "Evaluate only the first n held-out tasks (None: all); the task file mixes the tiers in a seeded order."
@@ -247,6 +253,10 @@ class LearnConfig:
         if self.demo_policy not in ("oracle:search", "oracle:plan"):
             raise ConfigError(
                 f"LearnConfig.demo_policy must be 'oracle:search' or 'oracle:plan', got {self.demo_policy!r}"
+            )
+        if not 0 <= self.rl_share < 1:
+            raise ConfigError(
+                f"LearnConfig.rl_share must be in [0, 1) (0: GRPO trains on SFT's tasks), got {self.rl_share}"
             )
         if self.eval_skip < 0:
             raise ConfigError(f"LearnConfig.eval_skip must be >= 0, got {self.eval_skip}")

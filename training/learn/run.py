@@ -40,6 +40,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
 from training.learn.environment import environment
+from training.learn.rl_pool import POOL_FILE, pool_ids, write_rl_pool
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,9 @@ def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str, seed: int | None 
         "trainer.bf16": cfg.bf16(),
         **({"threads": cfg.threads} if cfg.threads else {}),
         **(
-            {"task_pool": str(pool)}
+            {"task_pool": str(cfg.out_dir() / POOL_FILE)}
+            if cfg.rl_share
+            else {"task_pool": str(pool)}
             if cfg.grpo.pool and (pool := cfg.out_dir() / "headroom" / "pool.json").is_file()
             else {}
         ),
@@ -222,6 +225,9 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
         return out
     if not (data / "README.md").is_file():
         result = collect(CollectConfig(runs=(str(demos),), max_turns=max_turns))
+        if cfg.rl_share:  # GRPO's tasks stay out of the demonstrations
+            held = pool_ids(cfg.out_dir() / POOL_FILE)
+            result.kept = [r for r in result.kept if r["task_id"] not in held]
         if cfg.sft.max_demos is not None:
             n = cfg.sft.max_demos
             result.kept = even_forms(result.kept, n) if cfg.sft.even_forms else result.kept[:n]
@@ -364,6 +370,8 @@ def main(cfg: LearnConfig) -> Path:
     recipe = grpo_recipe(cfg, task_path(cfg, index_path), str(out / "sft"))
     if "tasks" in cfg.stages:  # gated at the results per search, and the snippets, the policy will see
         stage_tasks(cfg, index_path, recipe.env.search_results, recipe.env.sim.snippet_chars)
+    if cfg.rl_share:
+        write_rl_pool(task_path(cfg, index_path), out, cfg.rl_share, cfg.seed)
     if "base" in cfg.stages:
         evaluate(cfg, recipe, f"hf:{base}", "eval-base")
     baselines = (

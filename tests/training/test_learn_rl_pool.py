@@ -1,0 +1,88 @@
+"""``LearnConfig.rl_share``: train tasks held back from SFT for GRPO, answer-disjoint from the demonstrations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from simweb_core.errors import ConfigError
+from training.learn.config import LearnConfig, SFTStage
+from training.learn.rl_pool import POOL_FILE, pool_ids, rl_pool, write_rl_pool
+from training.synth.tiers.split import answer_names
+
+
+def _records() -> list[dict]:
+    """Two tiers of train tasks with repeated answers and an alias that links two answers, plus held-out tasks."""
+    recs = []
+    for tier, n in (("bridge", 60), ("lookup", 40)):
+        for i in range(n):
+            recs.append({"id": f"{tier}-{i}", "answer": f"{tier} answer {i % 17}", "tier": tier, "split": "train"})
+    recs[0]["aliases"] = ["lookup answer 3"]  # links a bridge answer group to a lookup one
+    recs += [{"id": f"test-{i}", "answer": f"held {i}", "tier": "bridge", "split": "test"} for i in range(10)]
+    return recs
+
+
+def test_pool_holds_back_whole_answer_groups_of_each_tier():
+    recs = _records()
+    pool = set(rl_pool(recs, 0.5, seed=3))
+    assert pool == set(rl_pool(recs, 0.5, seed=3)) and pool != set(rl_pool(recs, 0.5, seed=4))
+    assert not any(i.startswith("test-") for i in pool)  # held-out tasks never train
+    sft_names = set().union(*(answer_names(r) for r in recs if r["split"] == "train" and r["id"] not in pool))
+    pool_names = set().union(*(answer_names(r) for r in recs if r["id"] in pool))
+    assert pool_names and not pool_names & sft_names
+    for tier, n in (("bridge", 60), ("lookup", 40)):
+        held = sum(i.startswith(tier) for i in pool)
+        assert 0.3 * n <= held <= 0.5 * n  # about the share, never over it
+    assert all(r["split"] in ("train", "test") and "aliases" not in r for r in recs[1:])  # the input is unchanged
+    with pytest.raises(ConfigError, match=r"in \(0, 1\)"):
+        rl_pool(recs, 1.0, seed=0)
+
+
+def test_pool_file_is_drawn_once_and_refuses_other_settings(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    with pytest.raises(ConfigError, match="run the tasks stage first"):
+        write_rl_pool(tasks, tmp_path / "run", 0.5, 0)
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _records()))
+    path = write_rl_pool(tasks, tmp_path / "run", 0.5, 0)
+    assert path.name == POOL_FILE and pool_ids(path) == set(rl_pool(_records(), 0.5, 0))
+    assert write_rl_pool(tasks, tmp_path / "run", 0.5, 0) == path
+    with pytest.raises(ConfigError, match="delete it"):
+        write_rl_pool(tasks, tmp_path / "run", 0.25, 0)
+    with pytest.raises(ConfigError, match="rl_share"):
+        LearnConfig(rl_share=1.0)
+
+
+def test_sft_skips_the_pool_and_grpo_trains_on_it(monkeypatch, tmp_path):
+    import transformers
+
+    import training.sft.collect
+    import training.sft.dataset
+    import training.sft.train
+    from training.learn.run import grpo_recipe, stage_sft
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _records()))
+    cfg = LearnConfig(out=str(tmp_path / "run"), rl_share=0.5, sft=SFTStage(max_demos=None))
+    pool = pool_ids(write_rl_pool(tasks, cfg.out_dir(), cfg.rl_share, cfg.seed))
+    (cfg.out_dir() / "headroom").mkdir()
+    (cfg.out_dir() / "headroom" / "pool.json").write_text(json.dumps({"ids": ["bridge-0"]}))
+    demos = [{"task_id": r["id"]} for r in _records() if r["split"] == "train"]
+    used: list = []
+    monkeypatch.setattr(
+        training.sft.collect,
+        "collect",
+        lambda _c: SimpleNamespace(kept=demos, sources=[{"tools": []}], stats=SimpleNamespace(table=dict)),
+    )
+    monkeypatch.setattr(training.sft.dataset, "build_dataset", lambda kept, tok, tools: used.extend(kept))
+    monkeypatch.setattr(training.sft.dataset, "dataset_card", lambda *a: "")
+    monkeypatch.setattr(training.sft.dataset, "save", lambda *a: None)
+    monkeypatch.setattr(training.sft.train, "resolve_model", lambda m: Path(m))
+    monkeypatch.setattr(training.sft.train, "train", lambda run_cfg: None)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda p: None)
+    stage_sft(cfg, tmp_path / "demos", max_turns=4)
+    assert used and {d["task_id"] for d in used} == {d["task_id"] for d in demos} - pool
+    recipe = grpo_recipe(cfg, tasks, str(tmp_path / "sft"))
+    assert recipe.task_pool == str(cfg.out_dir() / POOL_FILE)  # in place of the headroom pool
