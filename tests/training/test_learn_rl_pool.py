@@ -10,6 +10,7 @@ import pytest
 
 from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig, SFTStage
+from training.learn.report import write_report
 from training.learn.rl_pool import POOL_FILE, pool_ids, rl_pool, write_rl_pool
 from training.synth.tiers.split import answer_names
 
@@ -86,3 +87,34 @@ def test_sft_skips_the_pool_and_grpo_trains_on_it(monkeypatch, tmp_path):
     assert used and {d["task_id"] for d in used} == {d["task_id"] for d in demos} - pool
     recipe = grpo_recipe(cfg, tasks, str(tmp_path / "sft"))
     assert recipe.task_pool == str(cfg.out_dir() / POOL_FILE)  # in place of the headroom pool
+
+
+def test_report_splits_grpo_reward_by_what_sft_was_shown(tmp_path):
+    from datasets import Dataset
+
+    from training.learn.recall import summarise
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _records()))
+    run = tmp_path / "run"
+    Dataset.from_dict({"task_id": ["bridge-0", "bridge-1"]}).save_to_disk(str(run / "sft-data"))
+    grpo = run / "grpo-x"
+    grpo.mkdir()
+    (grpo / "summary.json").write_text(json.dumps({"config": {"tasks": str(tasks)}}))
+    rows = [  # bridge-17 answers as bridge-0 does ("bridge answer 0"); bridge-5 and lookup-2 share no answer
+        ("bridge-0", 1, 0.0),
+        ("bridge-0", 6, 1.0),
+        ("bridge-17", 2, 0.5),
+        ("bridge-5", 3, 0.0),
+        ("lookup-2", 6, 1.0),
+    ]
+    (grpo / "outcomes.jsonl").write_text(
+        "".join(json.dumps({"task_id": t, "step": s, "reward": r}) + "\n" for t, s, r in rows)
+    )
+    out = summarise(run)["grpo-x"]
+    assert out["bridge"]["sft task"] == {"tasks": 1, "reward": [0.0, None, 1.0]}
+    assert out["bridge"]["sft answer"] == {"tasks": 1, "reward": [0.5, None, None]}
+    assert out["bridge"]["new"]["reward"] == [None, 0.0, None] and out["lookup"]["new"]["tasks"] == 1
+    write_report(run, run / "grpo-x")
+    assert "| grpo-x | bridge | sft answer | 1 | 0.500 | - | - |" in (run / "report.md").read_text()
+    assert summarise(tmp_path / "no-sft") == {}

@@ -19,6 +19,8 @@ from training.learn.episodes import bridge_entities, load_stage, rates, tier_of
 from training.learn.headroom import render as render_headroom
 from training.learn.headroom import summarise as headroom_summary
 from training.learn.movement import MovementError, weight_movement
+from training.learn.recall import render as render_recall
+from training.learn.recall import summarise as recall_summary
 from training.learn.stats import mcnemar_p, paired_bootstrap
 
 #: every row of the table, baselines and ceiling included: the base model, the zero-parameter rule, the answer prior,
@@ -114,6 +116,8 @@ def summarise(run: Path) -> dict[str, Any]:
             out[prefix] = {name: rates(rows, sorted(rows)) for name, rows in sets.items()}
     if headroom := headroom_summary(run):
         out["headroom"] = headroom
+    if recall := recall_summary(run):
+        out["recall"] = recall
     for variant in dict.fromkeys(variant_of(n) for n in stages if n.startswith("grpo")):
         runs = [rows for name, rows in stages.items() if variant_of(name) == variant]
         if len(runs) > 1 and "sft" in stages:
@@ -283,6 +287,8 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 )
     if headroom := summary.get("headroom"):
         lines += ["", *render_headroom(headroom, headroom["k"])]
+    if recall := summary.get("recall"):
+        lines += ["", *render_recall(recall)]
     if summary.get("seconds"):
         secs = summary["seconds"]
         lines += [
