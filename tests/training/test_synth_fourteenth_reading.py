@@ -21,3 +21,14 @@ def test_a_superlative_in_most_takes_the(src):
     assert with_article("northernmost point of Europe") == "the northernmost point of Europe"
     assert with_article("most populous city") == "most populous city"  # a quantifier still takes none
     assert with_article("almost island") == "an almost island"
+
+
+def test_a_look_alike_is_every_kind_its_description_coordinates(src):
+    """Cicero's question ("the statesman ... died in the mid 1st century BC") passed as unique while Pompey, "Roman
+    general and statesman (106-48 BC)", fits it: his type noun was read as "general" only."""
+    from training.synth.verify.uniqueness import _head_fits
+
+    pompey, caesar = src.entity("Pompey"), src.entity("Julius Caesar")
+    assert _head_fits(pompey, "statesman", ()) and _head_fits(pompey, "general", ())
+    assert not _head_fits(caesar, "statesman", ())  # "Roman general and dictator": the page does not say it
+    assert not _head_fits(src.entity("Russia"), "asia", ())  # "Country in Europe and Asia": a complement, no kind

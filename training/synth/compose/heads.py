@@ -211,6 +211,26 @@ def head_of(phrase: str, context: str = "") -> str:
     return "" if head in _VAGUE else head  # "Oceanic division": the next phrase ("a republic of Russia") or "entity"
 
 
+_COORDINATOR = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+
+
+def coordinated_heads(phrase: str) -> set[str]:
+    """The type nouns a description coordinates before anything else cuts it: "Roman general and statesman" ->
+    {general, statesman}, so a look-alike described so is a statesman as well as a general (``head_of`` gives the
+    first only); "Country in Europe and Asia" -> {country}.
+
+    >>> sorted(coordinated_heads("Roman general and statesman")), sorted(coordinated_heads("Country in Europe and Asia"))
+    (['general', 'statesman'], ['country'])
+    """
+    heads = set()
+    for part in _COORDINATOR.split(BRACKET_TAIL.sub("", phrase)):
+        if head := head_of(part):
+            heads.add(head)
+        if _HEAD_CUT.search(part):
+            break  # "largest city of Italy": what follows the cut is the complement, not another kind
+    return heads
+
+
 def _proper(word: str, phrase: str, context: str) -> bool:
     """Whether ``word`` (a head read from ``phrase``) is a proper word, not a kind: capitalised in ``phrase``, and in
     ``context`` (the page's first sentence) capitalised and a modifier wherever it stands ("the Mediterranean Sea

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from training.synth.compose.clues import Clue, UncertaintyType
 from training.synth.compose.constraints import NodeSpec, strip_article
+from training.synth.compose.heads import coordinated_heads
 from training.synth.compose.naming import describe_entity, head_noun, name_variants
 from training.synth.compose.uncertainty import date_phrase, relation_label
 from training.synth.extract.relations import is_text_relation
@@ -301,7 +302,7 @@ def _head_fits(ent: Entity, head: str, forbidden: tuple[str, ...]) -> bool:
         return True
     if head == "person":
         return ent.is_person or head_noun(ent, forbidden=forbidden) == "person"
-    return head_noun(ent, forbidden=forbidden) == head
+    return head_noun(ent, forbidden=forbidden) == head or head in coordinated_heads(ent.description)
 
 
 def name_fits(clue: Clue, title: str) -> bool:
