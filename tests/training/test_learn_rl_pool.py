@@ -54,6 +54,10 @@ def test_pool_file_is_drawn_once_and_refuses_other_settings(tmp_path):
         write_rl_pool(tasks, tmp_path / "run", 0.25, 0)
     with pytest.raises(ConfigError, match="rl_share"):
         LearnConfig(rl_share=1.0)
+    (tmp_path / "older" / "sft-data").mkdir(parents=True)
+    (tmp_path / "older" / "sft-data" / "README.md").write_text("built from every train task")
+    with pytest.raises(ConfigError, match="another --out"):
+        write_rl_pool(tasks, tmp_path / "older", 0.5, 0)
 
 
 def test_sft_skips_the_pool_and_grpo_trains_on_it(monkeypatch, tmp_path):

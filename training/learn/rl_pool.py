@@ -51,19 +51,26 @@ def write_rl_pool(task_path: Path, out: Path, share: float, seed: int) -> Path:
     """Write (once) ``<out>/rl-pool.json``, the GRPO-only train task ids of the task set, and return its path.
 
     Raises:
-        ConfigError: When the task set does not exist, or an existing pool file was drawn with another share or seed (delete it, with the SFT
-            model trained beside it, to draw again).
+        ConfigError: When the task set does not exist, when the run already has an SFT dataset but no pool (it was
+            built from every train task), or when an existing pool file was drawn with another share or seed (delete
+            it, with the SFT model trained beside it, to draw again).
     """
     path = out / POOL_FILE
     wanted = {"tasks": str(task_path), "share": share, "seed": seed}
     if path.is_file():
-        made = json.loads(path.read_text(encoding="utf-8"))
-        if {k: made.get(k) for k in wanted} != wanted:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        made = {k: stored.get(k) for k in wanted}
+        if made != wanted:
             raise ConfigError(
-                f"{path} was drawn with { ({k: made.get(k) for k in wanted}) }, this run asks for {wanted}: delete it "
+                f"{path} was drawn with {made}, this run asks for {wanted}: delete it "
                 "and the run's sft/, sft-data/ and GRPO folders, or run with the settings it was drawn with"
             )
         return path
+    if (out / "sft-data" / "README.md").is_file():
+        raise ConfigError(
+            f"{out} holds an SFT dataset built without rl_share, on tasks GRPO would now train on: give this run "
+            "another --out, or delete its sft/, sft-data/ and GRPO folders"
+        )
     if not task_path.is_file():
         raise ConfigError(f"rl_share needs the run's task set, {task_path} does not exist: run the tasks stage first")
     with task_path.open(encoding="utf-8") as f:
