@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from simweb_core.errors import ConfigError
+from training.grpo.train import pool_ids
 from training.learn.config import LearnConfig, SFTStage
 from training.learn.report import write_report
-from training.learn.rl_pool import POOL_FILE, pool_ids, rl_pool, write_rl_pool
+from training.learn.rl_pool import POOL_FILE, rl_pool, write_rl_pool
 from training.synth.tiers.split import answer_names
 
 

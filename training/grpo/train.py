@@ -279,15 +279,19 @@ def train_tasks(recipe: GRPORecipe, index: Any) -> list[Any]:
 
     tasks = resolve_tasks(index, recipe.tasks, recipe.split)
     if recipe.task_pool:
-        pool = _pool_ids(Path(recipe.task_pool))
+        pool = pool_ids(Path(recipe.task_pool))
         tasks = [t for t in tasks if t.id in pool]
         if not tasks:
             raise ConfigError(f"task_pool {recipe.task_pool} keeps no task of split {recipe.split!r} of {recipe.tasks}")
     return [t for t in tasks if recipe.tiers is None or t.metadata.get("tier") in recipe.tiers][: recipe.n_tasks]
 
 
-def _pool_ids(path: Path) -> set[str]:
-    """The ``ids`` of a task-pool file (``{"ids": [...]}``)."""
+def pool_ids(path: Path) -> set[str]:
+    """The ``ids`` of a task-pool file (``{"ids": [...]}``: ``sim-web learn``'s headroom and RL pools).
+
+    Raises:
+        ConfigError: When the file is missing or holds no ``ids`` list.
+    """
     try:
         ids = json.loads(path.read_text(encoding="utf-8"))["ids"]
     except (OSError, ValueError, KeyError, TypeError) as e:

@@ -16,6 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from training.synth.outputs.audit_summary import load_tasks
+
 GROUPS = ("sft task", "sft answer", "new")
 
 
@@ -77,16 +79,17 @@ def summarise(run: Path) -> dict[str, Any]:
     if not sft_ids:
         return {}
     out: dict[str, Any] = {}
+    task_sets: dict[str, dict[str, dict[str, Any]]] = {}  # the runs of one folder share their task file
     for folder in sorted(p for p in run.glob("grpo*") if (p / "outcomes.jsonl").is_file()):
         try:
-            tasks = Path(json.loads((folder / "summary.json").read_text(encoding="utf-8"))["config"]["tasks"])
-            with tasks.open(encoding="utf-8") as f:
-                records = {str(r["id"]): r for r in map(json.loads, filter(str.strip, f))}
+            tasks = str(json.loads((folder / "summary.json").read_text(encoding="utf-8"))["config"]["tasks"])
+            if tasks not in task_sets:
+                task_sets[tasks] = {str(r["id"]): r for r in load_tasks(tasks)}
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a run still training has no summary yet
         with (folder / "outcomes.jsonl").open(encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
-        out[folder.name] = reward_by_relation(rows, records, sft_ids)
+        out[folder.name] = reward_by_relation(rows, task_sets[tasks], sft_ids)
     return out
 
 

@@ -9,12 +9,12 @@ shares an answer name with an SFT demonstration; the SFT stage skips those tasks
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 from simweb_core.errors import ConfigError
+from training.synth.outputs.audit_summary import load_tasks
 
 POOL_FILE = "rl-pool.json"
 
@@ -42,7 +42,7 @@ def rl_pool(records: list[dict[str, Any]], share: float, seed: int) -> list[str]
 
     if not 0 < share < 1:
         raise ConfigError(f"rl_share must be in (0, 1) to hold train tasks back for GRPO, got {share}")
-    train = [copy.deepcopy(r) for r in records if r.get("split") == "train"]
+    train = [dict(r) for r in records if r.get("split") == "train"]  # the split marks these copies only
     answer_disjoint_split(train, share, seed)
     return [str(r["id"]) for r in train if r["split"] == "test"]
 
@@ -73,13 +73,7 @@ def write_rl_pool(task_path: Path, out: Path, share: float, seed: int) -> Path:
         )
     if not task_path.is_file():
         raise ConfigError(f"rl_share needs the run's task set, {task_path} does not exist: run the tasks stage first")
-    with task_path.open(encoding="utf-8") as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    records = load_tasks(task_path)
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**wanted, "ids": rl_pool(records, share, seed)}, indent=1), encoding="utf-8")
     return path
-
-
-def pool_ids(path: Path) -> set[str]:
-    """The task ids of a pool file written by :func:`write_rl_pool`."""
-    return {str(i) for i in json.loads(path.read_text(encoding="utf-8"))["ids"]}

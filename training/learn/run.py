@@ -40,7 +40,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
 from training.learn.environment import environment
-from training.learn.rl_pool import POOL_FILE, pool_ids, write_rl_pool
+from training.learn.rl_pool import POOL_FILE, write_rl_pool
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +226,8 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
     if not (data / "README.md").is_file():
         result = collect(CollectConfig(runs=(str(demos),), max_turns=max_turns))
         if cfg.rl_share:  # GRPO's tasks stay out of the demonstrations
+            from training.grpo.train import pool_ids
+
             held = pool_ids(cfg.out_dir() / POOL_FILE)
             result.kept = [r for r in result.kept if r["task_id"] not in held]
         if cfg.sft.max_demos is not None:
