@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,7 +10,14 @@ from types import SimpleNamespace
 import pytest
 
 from training.grpo.recipes import load_recipe
-from training.learn.headroom import band_pool, headroom_rows, render, sampled_eval_config, task_outcomes
+from training.learn.headroom import (
+    band_pool,
+    headroom_rows,
+    render,
+    sampled_eval_config,
+    stage_headroom,
+    task_outcomes,
+)
 
 
 def _write_run(folder: Path, outcomes: dict[str, list[int]]) -> None:
@@ -109,6 +117,41 @@ def test_the_stage_samples_a_draw_over_the_whole_train_split_and_writes_the_pool
     pool = json.loads((out / "pool.json").read_text())
     assert pool["ids"] == sorted(t for t in drawn if int(t[-3:]) % 4 == 1)  # 1 of 4 samples right: in the band
     assert pool["k"] == 4 and pool["band"] == [0.1, 0.9]
+
+
+def test_with_rl_share_the_stage_draws_from_the_pool_and_the_grpo_tiers_only(monkeypatch, tmp_path: Path) -> None:
+    import agents.harness
+    from simweb_core.errors import ConfigError
+    from training.learn.config import HeadroomStage, LearnConfig
+    from training.learn.rl_pool import write_rl_pool
+    from training.learn.run import grpo_recipe
+
+    tasks = tmp_path / "tasks.jsonl"
+    rows = [
+        {"id": f"{tier}-{i:03d}", "answer": f"a{i % 9}", "tier": tier, "split": "train" if i % 5 else "test"}
+        for tier in ("lookup", "bridge")
+        for i in range(60)
+    ]
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    seen = []
+
+    def fake_eval(ecfg):
+        seen.append(ecfg)
+        drawn = [json.loads(x)["id"] for x in Path(ecfg.tasks).read_text().splitlines()]
+        _records(Path(ecfg.out), {t: [int(j == 0) for j in range(ecfg.k)] for t in drawn})
+        return SimpleNamespace(failures=[], metrics={})
+
+    monkeypatch.setattr(agents.harness, "run_eval", fake_eval)
+    cfg = LearnConfig(out=str(tmp_path / "run"), rl_share=0.5, headroom=HeadroomStage(k=4, n_train=10, n_test=0))
+    held = set(json.loads(write_rl_pool(tasks, cfg.out_dir(), 0.5, cfg.seed).read_text())["ids"])
+    recipe = dataclasses.replace(grpo_recipe(cfg, tasks, "sft"), tiers=("bridge",))
+    out = stage_headroom(cfg, recipe, tmp_path / "sft", {"progress": False})
+    drawn = {json.loads(x)["id"] for x in (out / "train.jsonl").read_text().splitlines()}
+    assert len(drawn) == 10 and drawn <= held and all(t.startswith("bridge-") for t in drawn)
+    assert [e.split for e in seen] == ["train", "train"]  # n_test=0: no held-out sampling
+    assert set(json.loads((out / "pool.json").read_text())["ids"]) == drawn  # 1 of 4 right: every one in the band
+    with pytest.raises(ConfigError, match="does not train on now"):  # the draw is kept only while it still fits
+        stage_headroom(cfg, dataclasses.replace(recipe, tiers=("lookup",)), tmp_path / "sft", {"progress": False})
 
 
 def test_the_report_has_the_headroom_tables_and_the_hand_written_rows(tmp_path: Path) -> None:

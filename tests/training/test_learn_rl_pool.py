@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -73,8 +74,6 @@ def test_sft_skips_the_pool_and_grpo_trains_on_it(monkeypatch, tmp_path):
     tasks.write_text("".join(json.dumps(r) + "\n" for r in _records()))
     cfg = LearnConfig(out=str(tmp_path / "run"), rl_share=0.5, sft=SFTStage(max_demos=None))
     pool = pool_ids(write_rl_pool(tasks, cfg.out_dir(), cfg.rl_share, cfg.seed))
-    (cfg.out_dir() / "headroom").mkdir()
-    (cfg.out_dir() / "headroom" / "pool.json").write_text(json.dumps({"ids": ["bridge-0"]}))
     demos = [{"task_id": r["id"]} for r in _records() if r["split"] == "train"]
     used: list = []
     monkeypatch.setattr(
@@ -90,8 +89,27 @@ def test_sft_skips_the_pool_and_grpo_trains_on_it(monkeypatch, tmp_path):
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda p: None)
     stage_sft(cfg, tmp_path / "demos", max_turns=4)
     assert used and {d["task_id"] for d in used} == {d["task_id"] for d in demos} - pool
-    recipe = grpo_recipe(cfg, tasks, str(tmp_path / "sft"))
-    assert recipe.task_pool == str(cfg.out_dir() / POOL_FILE)  # in place of the headroom pool
+    assert grpo_recipe(cfg, tasks, str(tmp_path / "sft")).task_pool == str(cfg.out_dir() / POOL_FILE)
+
+
+def test_grpo_trains_on_the_headroom_band_of_the_pool(tmp_path):
+    from training.learn.config import GRPOStage
+    from training.learn.run import grpo_recipe
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _records()))
+    cfg = LearnConfig(out=str(tmp_path / "run"), rl_share=0.5)
+    pool = sorted(pool_ids(write_rl_pool(tasks, cfg.out_dir(), cfg.rl_share, cfg.seed)))
+    outside = next(r["id"] for r in _records() if r["split"] == "train" and r["id"] not in pool)
+    band = cfg.out_dir() / "headroom" / "pool.json"
+    band.parent.mkdir()
+    band.write_text(json.dumps({"ids": pool[:1]}))
+    assert grpo_recipe(cfg, tasks, "sft").task_pool == str(band)  # the band of the pool, once the stage has run
+    off = dataclasses.replace(cfg, grpo=GRPOStage(pool=False))
+    assert grpo_recipe(off, tasks, "sft").task_pool == str(cfg.out_dir() / POOL_FILE)
+    band.write_text(json.dumps({"ids": [pool[0], outside]}))  # a band drawn over tasks SFT was shown
+    with pytest.raises(ConfigError, match="drawn without rl_share"):
+        grpo_recipe(cfg, tasks, "sft")
 
 
 def test_report_splits_grpo_reward_by_what_sft_was_shown(tmp_path):

@@ -88,17 +88,21 @@ class HeadroomStage:
 
     k: int = help_field(8, "Samples per task, at the GRPO recipe's temperature and top_p (pass@k is reported).")
     n_train: int = help_field(
-        64, "Train tasks sampled: a seeded draw over the whole train split (the GRPO pool comes from them)."
+        64,
+        "Train tasks sampled: a seeded draw over the train tasks GRPO may train on (the GRPO recipe's tiers; with "
+        "rl_share, the RL pool only); the GRPO pool comes from them.",
     )
-    n_test: int = help_field(64, "Held-out tasks sampled: the first n of the eval tasks (the greedy eval-sft's).")
+    n_test: int = help_field(
+        64, "Held-out tasks sampled: the first n of the eval tasks (the greedy eval-sft's); 0 samples none."
+    )
     band: tuple[float, float] = help_field(
         (0.1, 0.9), "Pass-rate band of the GRPO pool: tasks whose groups have reward variance (inclusive)."
     )
 
     def __post_init__(self) -> None:
-        if self.k < 2 or self.n_train < 1 or self.n_test < 1 or not 0 <= self.band[0] <= self.band[1] <= 1:
+        if self.k < 2 or self.n_train < 1 or self.n_test < 0 or not 0 <= self.band[0] <= self.band[1] <= 1:
             raise ConfigError(
-                "LearnConfig.headroom needs k >= 2, n_train >= 1, n_test >= 1 and 0 <= band[0] <= band[1] <= 1; got "
+                "LearnConfig.headroom needs k >= 2, n_train >= 1, n_test >= 0 and 0 <= band[0] <= band[1] <= 1; got "
                 f"k={self.k}, n_train={self.n_train}, n_test={self.n_test}, band={self.band}"
             )
 
@@ -185,7 +189,7 @@ class LearnConfig:
         0.0,
         "Share of each tier's train tasks held back for GRPO, whole answer groups at a time (0: none; "
         "training/learn/rl_pool.py): SFT's demonstrations skip them and GRPO trains only on them (<run>/rl-pool.json, "
-        "in place of the headroom pool), so a GRPO gain cannot be recall of answers the demonstrations taught.",
+        "or the headroom stage's band of it), so a GRPO gain cannot be recall of answers the demonstrations taught.",
     )
     eval_batch_size: int = help_field(32, "Episodes generated together in the evals.")
     eval_n: int | None = help_field(

@@ -157,16 +157,45 @@ def render(tables: dict[str, list[dict[str, Any]]], k: int) -> list[str]:
     return out
 
 
-def _sample_lines(task_file: Path, split: str, n: int, seed: int) -> list[str]:
-    """The lines of ``n`` tasks of ``split`` drawn with ``seed`` over the whole split (all of them when it holds
-    fewer), in file order."""
+def _sample_lines(task_file: Path, n: int, seed: int, allowed: Any) -> list[str]:
+    """The lines of ``n`` train tasks for which ``allowed(record)`` holds, drawn with ``seed`` over all of them (every
+    one when there are fewer), in file order."""
     import random
 
     lines = [x for x in task_file.read_text(encoding="utf-8").splitlines() if x.strip()]
     rows = [json.loads(x) for x in lines]
-    ids = [r["id"] for r in rows if r.get("split") == split]
+    ids = [r["id"] for r in rows if r.get("split") == "train" and allowed(r)]
     keep = set(random.Random(f"headroom|{seed}").sample(ids, min(n, len(ids))))
     return [x for x, r in zip(lines, rows) if r["id"] in keep]
+
+
+def _train_draw(cfg: Any, recipe: Any, subset: Path) -> None:
+    """Write (once) ``subset``, the headroom stage's train tasks: a seeded draw over the train tasks GRPO may train on
+    (the recipe's tiers; with ``rl_share``, the RL pool only).
+
+    Raises:
+        ConfigError: When an existing draw holds a task GRPO may not train on (drawn with other settings).
+    """
+    from simweb_core.errors import ConfigError
+    from training.grpo.train import pool_ids
+    from training.learn.rl_pool import POOL_FILE
+
+    held = pool_ids(cfg.out_dir() / POOL_FILE) if cfg.rl_share else None
+
+    def allowed(r: dict[str, Any]) -> bool:
+        tier = r.get("tier") or str(r["id"]).split("-", 1)[0]
+        return (held is None or str(r["id"]) in held) and (recipe.tiers is None or tier in recipe.tiers)
+
+    if not subset.is_file():
+        lines = _sample_lines(Path(recipe.tasks), cfg.headroom.n_train, cfg.seed, allowed)
+        subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return
+    drawn = [json.loads(x) for x in subset.read_text(encoding="utf-8").splitlines() if x.strip()]
+    if bad := [r["id"] for r in drawn if not allowed(r)]:
+        raise ConfigError(
+            f"{subset} holds {len(bad)} tasks GRPO does not train on now (e.g. {bad[0]}; tiers {recipe.tiers}, "
+            f"rl_share {cfg.rl_share}): delete the run's headroom*/ folders to draw again"
+        )
 
 
 def stage_headroom(cfg: Any, recipe: Any, model: Path, settings: dict[str, Any]) -> Path:
@@ -174,39 +203,37 @@ def stage_headroom(cfg: Any, recipe: Any, model: Path, settings: dict[str, Any])
     the GRPO pool (``<run>/headroom/pool.json``); returns that folder.
 
     Folders: ``headroom-greedy-train/`` (greedy), ``headroom-train/`` and ``headroom-test/`` (``cfg.headroom.k``
-    samples per task); the held-out greedy pass@1 is ``eval-sft/``'s. The train tasks are a seeded draw of
-    ``n_train`` over the whole train split, written to ``headroom/train.jsonl``.
+    samples per task; none when ``n_test`` is 0); the held-out greedy pass@1 is ``eval-sft/``'s. The train tasks are
+    a seeded draw of ``n_train`` over the train tasks GRPO may train on (:func:`_train_draw`), written to
+    ``headroom/train.jsonl``.
     """
     from agents.harness import run_eval
 
     h = cfg.headroom
     out = cfg.out_dir() / "headroom"
     out.mkdir(parents=True, exist_ok=True)
-    source = Path(recipe.tasks)
     subset = out / "train.jsonl"
-    if not subset.is_file():
-        subset.write_text("\n".join(_sample_lines(source, "train", h.n_train, cfg.seed)) + "\n", encoding="utf-8")
+    _train_draw(cfg, recipe, subset)
     policy = f"hf:{model}"
-    runs = [
+    runs: list[tuple[Any, str | None]] = [
         (recipe.eval_config(policy, out.parent / "headroom-greedy-train", split="train", **settings), str(subset)),
         (
             sampled_eval_config(recipe, policy, out.parent / "headroom-train", k=h.k, split="train", **settings),
             str(subset),
         ),
-        (
-            sampled_eval_config(
-                recipe,
-                policy,
-                out.parent / "headroom-test",
-                k=h.k,
-                split="test",
-                n=h.n_test,
-                skip=cfg.eval_skip,
-                **settings,
-            ),
-            None,
-        ),
     ]
+    if h.n_test:
+        test = sampled_eval_config(
+            recipe,
+            policy,
+            out.parent / "headroom-test",
+            k=h.k,
+            split="test",
+            n=h.n_test,
+            skip=cfg.eval_skip,
+            **settings,
+        )
+        runs.append((test, None))
     for ecfg, tasks in runs:
         res = run_eval(dataclasses.replace(ecfg, tasks=tasks) if tasks else ecfg)
         if res.failures:

@@ -77,3 +77,27 @@ def write_rl_pool(task_path: Path, out: Path, share: float, seed: int) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**wanted, "ids": rl_pool(records, share, seed)}, indent=1), encoding="utf-8")
     return path
+
+
+def grpo_task_pool(out: Path, rl_share: float, use_headroom: bool) -> Path | None:
+    """The pool file GRPO trains on in run folder ``out``, or ``None`` for the recipe's own tasks.
+
+    The headroom stage's band (``headroom/pool.json``) when ``use_headroom`` and the stage has run, else the RL pool
+    (``rl-pool.json``) when ``rl_share`` is set. With ``rl_share`` the headroom stage draws from the RL pool, so its band
+    is a part of it.
+
+    Raises:
+        ConfigError: When ``rl_share`` is set and the headroom band holds a task outside the RL pool (it was drawn before
+            the RL pool existed, over tasks SFT was shown).
+    """
+    from training.grpo.train import pool_ids
+
+    band = out / "headroom" / "pool.json"
+    if use_headroom and band.is_file():
+        if rl_share and (outside := pool_ids(band) - pool_ids(out / POOL_FILE)):
+            raise ConfigError(
+                f"{band} holds {len(outside)} tasks outside {out / POOL_FILE} (e.g. {sorted(outside)[0]}): it was drawn "
+                "without rl_share; delete the run's headroom*/ folders to draw it again from the RL pool"
+            )
+        return band
+    return out / POOL_FILE if rl_share else None

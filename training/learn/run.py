@@ -40,7 +40,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
 from training.learn.environment import environment
-from training.learn.rl_pool import POOL_FILE, write_rl_pool
+from training.learn.rl_pool import POOL_FILE, grpo_task_pool, write_rl_pool
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +57,7 @@ def grpo_recipe(cfg: LearnConfig, task_path: Path, model: str, seed: int | None 
         "seed": cfg.seed if seed is None else seed,
         "trainer.bf16": cfg.bf16(),
         **({"threads": cfg.threads} if cfg.threads else {}),
-        **(
-            {"task_pool": str(cfg.out_dir() / POOL_FILE)}
-            if cfg.rl_share
-            else {"task_pool": str(pool)}
-            if cfg.grpo.pool and (pool := cfg.out_dir() / "headroom" / "pool.json").is_file()
-            else {}
-        ),
+        **({"task_pool": str(pool)} if (pool := grpo_task_pool(cfg.out_dir(), cfg.rl_share, cfg.grpo.pool)) else {}),
         **cfg.grpo.overrides,
     }
     return load_recipe(cfg.recipe, over)
