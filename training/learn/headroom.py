@@ -6,7 +6,8 @@ family where tasks carry one): greedy pass@1, sampled pass@1 at the rollout temp
 samples (unbiased, :func:`agents.metrics.pass_at_k`). The gap between sampled pass@k and greedy pass@1 is the most
 GRPO can move pass@1 towards; a task whose samples all agree (every one right, or every one wrong) gives its group no
 variance and no gradient, so the report also gives the share of tasks in a pass-rate band, and :func:`band_pool` is
-the GRPO train pool drawn from that band over the whole train split.
+the GRPO train pool drawn from that band over the train tasks GRPO may train on (the whole train split, or its
+``rl_share`` pool; the recipe's tiers).
 
 The samples are an ordinary eval run (:func:`agents.harness.run_eval`, ``k`` samples per task, the recipe's
 observation settings, the trainer's temperature), so they resume like every other stage.
