@@ -23,6 +23,7 @@ from typing import Any
 
 from agents.metrics import pass_at_k
 from agents.trajectory import load_records
+from training.learn.episodes import tier_of
 
 #: The pass-rate band whose groups have reward variance: at least one sample right and one wrong among 8 is
 #: likely inside it (a task at 0.1 has 1 - 0.9**8 - 0.1**8 = 57% chance of a mixed group).
@@ -69,7 +70,7 @@ def task_outcomes(folder: Path) -> dict[str, list[int]]:
 
 def _group_of(task_id: str, groups: dict[str, str] | None) -> str:
     """The row a task counts in: ``groups[task_id]`` when given, else its tier (the id's prefix)."""
-    return (groups or {}).get(task_id) or task_id.split("-", 1)[0]
+    return (groups or {}).get(task_id) or tier_of(task_id)
 
 
 def headroom_rows(
@@ -180,19 +181,19 @@ def _train_draw(cfg: Any, recipe: Any, subset: Path) -> None:
     from simweb_core.errors import ConfigError
     from training.grpo.train import pool_ids
     from training.learn.rl_pool import POOL_FILE
+    from training.synth.outputs.audit_summary import load_tasks
 
     held = pool_ids(cfg.out_dir() / POOL_FILE) if cfg.rl_share else None
 
     def allowed(r: dict[str, Any]) -> bool:
-        tier = r.get("tier") or str(r["id"]).split("-", 1)[0]
+        tier = r.get("tier") or tier_of(str(r["id"]))
         return (held is None or str(r["id"]) in held) and (recipe.tiers is None or tier in recipe.tiers)
 
     if not subset.is_file():
         lines = _sample_lines(Path(recipe.tasks), cfg.headroom.n_train, cfg.seed, allowed)
         subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return
-    drawn = [json.loads(x) for x in subset.read_text(encoding="utf-8").splitlines() if x.strip()]
-    if bad := [r["id"] for r in drawn if not allowed(r)]:
+    if bad := [r["id"] for r in load_tasks(subset) if not allowed(r)]:
         raise ConfigError(
             f"{subset} holds {len(bad)} tasks GRPO does not train on now (e.g. {bad[0]}; tiers {recipe.tiers}, "
             f"rl_share {cfg.rl_share}): delete the run's headroom*/ folders to draw again"
