@@ -88,6 +88,16 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
     assert again["resumed_from"].endswith("checkpoint-3") and again["steps"] == 3
     assert [r["step"] for r in again["metrics"]] == [1, 2, 3] and not (out / "checkpoint-4").exists()
     assert (out / "final" / "config.json").is_file() and not (out / "final" / "optimizer.pt").exists()
+    assert again["config"]["trainer"]["max_steps"] == 3  # the finished sitting's summary names its recipe too
+
+    # another seed would resume (and report as its own) a run it did not start: refused before anything trains
+    from dataclasses import replace
+
+    from simweb_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=rf"seed: started with {recipe.seed}, now {recipe.seed + 1}"):
+        main(replace(recipe, seed=recipe.seed + 1))
+    assert json.loads((out / "recipe.json").read_text())["seed"] == recipe.seed
 
 
 def test_trim_heap_gives_back_freed_heap_pages():

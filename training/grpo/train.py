@@ -31,6 +31,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from simweb_core.hardware import emulated_bf16_warning
 from simweb_core.overrides import parse_overrides
+from training.grpo import provenance
 from training.grpo.config import GRPORecipe
 from training.grpo.order import interleave_tiers
 from training.grpo.recipes import load_recipe
@@ -202,10 +203,14 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
 
     # 0. a run whose last checkpoint already has every step is finished: save its model, train nothing more
     last = _resume_point(out, recipe.resume)
+    if last:  # resume only the run this recipe started
+        provenance.check(out, recipe)
+    else:
+        provenance.record(out, recipe)
     resume_step = int(Path(last).name.rsplit("-", 1)[1]) if last else None
     _truncate_metrics(out / "metrics.jsonl", resume_step or 0)
     if resume_step is not None and resume_step >= recipe.trainer.max_steps:
-        return _finished(out, last, resume_step, t0)
+        return _finished(recipe, last, resume_step, t0)
 
     # 1. tasks: the train split of the index's task set
     index = WikiIndex.from_dir(recipe.index_dir)
@@ -314,11 +319,12 @@ def _truncate_metrics(path: Path, step: int) -> None:
         path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
 
-def _finished(out: Path, last: str, step: int, t0: float) -> dict[str, Any]:
+def _finished(recipe: GRPORecipe, last: str, step: int, t0: float) -> dict[str, Any]:
     """The summary of a run whose checkpoint ``last`` already holds its last step (killed after it, or resumed to
     evaluate): the checkpoint's model files become ``final/`` and nothing is trained (resuming a trainer at its last
     step would train one more)."""
     log.warning("%s already holds the last step (%d): nothing to train; saving its model as final/", last, step)
+    out = recipe.out_dir()
     final = out / "final"
     shutil.rmtree(final, ignore_errors=True)
     state = ("optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json")
@@ -327,6 +333,8 @@ def _finished(out: Path, last: str, step: int, t0: float) -> dict[str, Any]:
     old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.exists() else {}
     summary = {
         **old,
+        "recipe": recipe.name,
+        "config": dataclasses.asdict(recipe),
         "steps": step,
         "resumed_from": last,
         "wall_seconds": round(time.perf_counter() - t0, 1),

@@ -253,10 +253,12 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
 
 def stage_grpo(cfg: LearnConfig, recipe: Any) -> Path:
     """GRPO from the SFT model on the train split (resumes from its last checkpoint)."""
+    from training.grpo.provenance import check
     from training.grpo.train import main as grpo
 
     final = recipe.out_dir() / "final"
     if (recipe.out_dir() / "summary.json").is_file() and (final / "config.json").is_file():
+        check(recipe.out_dir(), recipe)  # a finished run is reused only for the recipe that trained it
         return final
     t = time.perf_counter()
     summary = grpo(recipe)
