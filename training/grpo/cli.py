@@ -34,7 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the recipe, print the per-step metrics table; returns the exit status."""
-    from training.grpo.train import format_table, main, recipe_from_namespace
+    from training.grpo.step_log import format_table
+    from training.grpo.train import main, recipe_from_namespace
 
     try:
         recipe = recipe_from_namespace(args)

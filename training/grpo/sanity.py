@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from training.grpo.config import GRPORecipe
     from training.grpo.grpo_config import AgentGRPOConfig
-    from training.grpo.train import metrics_callback
+    from training.grpo.step_log import metrics_callback
     from training.grpo.trainer import AgentGRPOTrainer
 
     p = argparse.ArgumentParser(prog="python -m training.grpo.sanity", description=__doc__.split("\n\n")[0])
