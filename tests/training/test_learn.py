@@ -372,3 +372,9 @@ def test_every_sitting_records_the_versions_and_cpu_its_numbers_came_from(monkey
     assert env["packages"] == {"torch": torch.__version__, "no-such-package-here": None}
     assert set(env["cpu_flags"]) <= set(E.FLAGS) and env["cores"] >= 1 and env["cpu"]
     json.dumps(env)  # written to invocations.jsonl as it is
+
+
+def test_a_relative_run_folder_is_made_absolute_so_evals_resume_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = LearnConfig(out="runs/x")
+    assert cfg.out_dir() == tmp_path / "runs" / "x" and cfg.out_dir().is_absolute()

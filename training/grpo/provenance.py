@@ -85,7 +85,9 @@ def check(out: Path, recipe: Any) -> None:
     """
     before = started_with(out)
     if before is None:
-        log.warning("%s has no record of the recipe that started it: resuming without checking its settings", out)
+        log.warning(
+            "%s has no record of the recipe that started it: resuming or reusing it without checking its settings", out
+        )
         return
     now = flat(recipe)
     diff = sorted(

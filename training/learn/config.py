@@ -274,8 +274,9 @@ class LearnConfig:
         return self.precision == "bf16"
 
     def out_dir(self) -> Path:
-        """The run folder."""
-        return Path(self.out) if self.out else sim_web_home() / "runs" / "learn" / self.recipe
+        """The run folder, absolute: the policies and task files its evals record then name the same folder from any
+        working directory (an eval resumes only a run recorded with the same ones)."""
+        return Path(self.out).expanduser().absolute() if self.out else sim_web_home() / "runs" / "learn" / self.recipe
 
     def grpo_runs(self) -> list[tuple[int, str, str]]:
         """``(seed, GRPO folder, eval folder)`` per GRPO seed; the first seed keeps the single-seed names.
