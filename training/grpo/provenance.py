@@ -80,8 +80,8 @@ def check(out: Path, recipe: Any) -> None:
     """Refuse to resume or reuse the run in ``out`` when ``recipe`` differs from what started it.
 
     Raises:
-        ConfigError: naming each differing key with both values, and the two fixes (the same settings, or a new
-            folder).
+        ConfigError: naming each differing key with both values, and the fixes (the same settings, another folder,
+            or starting over).
     """
     before = started_with(out)
     if before is None:

@@ -12,7 +12,8 @@ table. Outputs in ``output_dir``: ``checkpoint-N/`` (every ``save_steps``), ``me
 ``outcomes.jsonl`` (one line per rollout: task, step, reward, answered, turns, tool calls), ``prefilter.json`` (DUPO's
 filter), ``loop/`` (the loop's rounds, fresh tasks and plot), ``final/`` (model + tokenizer, loadable by
 ``sim-web eval --policy hf:<output_dir>/final``), ``summary.json`` (with the whole recipe under ``config``: tools,
-budgets, prompt style).
+budgets, prompt style), ``recipe.json`` (the recipe that started the folder; a later sitting that differs in what it
+trains is refused: :mod:`training.grpo.provenance`).
 """
 
 from __future__ import annotations
