@@ -41,9 +41,7 @@ cache of the same filter: ``sim-web ablate`` points a resumed configuration at i
 
 def flat(recipe: Any) -> dict[str, Any]:
     """The recipe as dotted keys with JSON values (``{"trainer.max_steps": 45, "tiers": ["bridge"], ...}``)."""
-    out: dict[str, Any] = {}
-    _flatten(json.loads(json.dumps(dataclasses.asdict(recipe), default=str)), "", out)
-    return out
+    return _flatten(json.loads(json.dumps(dataclasses.asdict(recipe), default=str)))
 
 
 def record(out: Path, recipe: Any) -> None:
@@ -60,20 +58,18 @@ def started_with(out: Path) -> dict[str, Any] | None:
         return dict(json.loads(path.read_text(encoding="utf-8")))
     summary = out / "summary.json"
     config = json.loads(summary.read_text(encoding="utf-8")).get("config") if summary.is_file() else None
-    if not config:
-        return None
-    flat_config: dict[str, Any] = {}
-    _flatten(config, "", flat_config)
-    return flat_config
+    return _flatten(config) if config else None
 
 
-def _flatten(node: dict[str, Any], prefix: str, out: dict[str, Any]) -> None:
+def _flatten(node: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested sections become dotted keys; ``tier_weights`` (a mapping value, not a section) stays whole."""
+    out: dict[str, Any] = {}
     for key, value in node.items():
         if isinstance(value, dict) and value and key != "tier_weights":
-            _flatten(value, f"{prefix}{key}.", out)
+            out.update(_flatten(value, f"{prefix}{key}."))
         else:
             out[prefix + key] = value
+    return out
 
 
 def check(out: Path, recipe: Any) -> None:
