@@ -103,7 +103,7 @@ def test_cpu_smoke_recipe_trains_checkpoints_and_resumes(sample_index, sailorfog
 def test_trim_heap_gives_back_freed_heap_pages():
     import ctypes
 
-    from training.grpo.step_log import rss_gb, trim_heap
+    from training.grpo.memory import rss_gb, trim_heap
 
     libc = ctypes.CDLL(None)
     libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]

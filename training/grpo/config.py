@@ -89,6 +89,12 @@ class GRPORecipe:
         1.0, "Reward at or above which an episode counts as solved (DUPO's prefilter, the loop's pass rates)."
     )
     threads: int | None = help_field(None, "torch CPU threads (None: torch's default).")
+    heap_return_mib: int = help_field(
+        4,
+        "Freed blocks of at least this many MiB go straight back to the system, and glibc keeps two heaps, so a step's"
+        " peak memory holds less that is already free (0: glibc's defaults; MALLOC_MMAP_THRESHOLD_ or MALLOC_ARENA_MAX"
+        " in the environment win).",
+    )
     output_dir: str | None = help_field(
         None, "Checkpoints, metrics.jsonl and the final model (default $SIM_WEB_HOME/runs/grpo/<name>)."
     )

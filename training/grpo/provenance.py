@@ -26,6 +26,7 @@ SITTING_KEYS = frozenset(
         "index_dir",
         "resume",
         "threads",
+        "heap_return_mib",
         "trainer.max_steps",
         "trainer.save_steps",
         "trainer.keep_checkpoints",

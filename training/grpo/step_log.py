@@ -7,12 +7,11 @@ the run holds between steps and ``memory/peak_rss_gb`` the most it ever held dur
 
 from __future__ import annotations
 
-import functools
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
+
+from training.grpo.memory import peak_rss_gb, rss_gb, trim_heap
 
 #: Columns of the metrics table: (header, log key, format).
 TABLE = [
@@ -30,53 +29,6 @@ TABLE = [
     ("train s", "time/training", "{:7.1f}"),
     ("rss GB", "memory/rss_gb", "{:6.2f}"),
 ]
-
-
-def peak_rss_gb() -> float | None:
-    """The process's peak resident memory so far in GB (None where ``resource`` does not report it, e.g. Windows): a run
-    whose memory grows step by step shows it in ``metrics.jsonl`` before the machine runs out."""
-    try:
-        import resource
-    except ImportError:
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(peak / (1e9 if sys.platform == "darwin" else 1e6), 3)  # bytes on macOS, kilobytes on Linux
-
-
-def rss_gb() -> float | None:
-    """The process's resident memory now in GB, from ``/proc/self/statm`` (None where there is none: not Linux)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-    return pages * os.sysconf("SC_PAGE_SIZE") / 1e9
-
-
-@functools.cache
-def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim`` from the C library already loaded in the process, looked up once (None without one)."""
-    import ctypes
-
-    try:
-        return getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except (OSError, TypeError):  # Windows: no handle for the process itself
-        return None
-
-
-def trim_heap() -> float | None:
-    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``); returns the GB it gave back, or None
-    where the C library has no ``malloc_trim`` (musl, macOS, Windows).
-
-    A training step frees tensors of many sizes; glibc keeps the freed pages in its heap, so a long run's resident
-    memory grows step after step while little of it is in use. Trimming after each step keeps it near what is.
-    """
-    trim = _malloc_trim()
-    before = rss_gb()
-    if trim is None or before is None:
-        return None
-    trim(0)
-    after = rss_gb()
-    return None if after is None else round(before - after, 3)
 
 
 def metrics_callback(path: Path, max_steps: int) -> Any:

@@ -30,7 +30,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from simweb_core.hardware import emulated_bf16_warning
 from simweb_core.overrides import parse_overrides
-from training.grpo import provenance
+from training.grpo import memory, provenance
 from training.grpo.config import GRPORecipe
 from training.grpo.order import interleave_tiers
 from training.grpo.recipes import load_recipe
@@ -84,6 +84,7 @@ def main(recipe: GRPORecipe) -> dict[str, Any]:
     t0 = time.perf_counter()
     if recipe.threads:
         torch.set_num_threads(recipe.threads)
+    memory.return_large_frees(recipe.heap_return_mib)
     out = recipe.out_dir()
     out.mkdir(parents=True, exist_ok=True)
     recipe.check_sandbox()
