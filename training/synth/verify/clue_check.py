@@ -34,6 +34,9 @@ and drops what the sentence does not say, counted per reason:
   ("ranks fourth in South Asia ... in terms of GDP");
 * ``relation_referent``: a city made the capital of a landform ("Dublin is the capital of Ireland" with "Ireland"
   resolved to the island): a capital is a polity's, so the link names another thing than the sentence;
+* ``relation_active``: a passive reading of a sentence in the active, the relation turned around ("Aristotle
+  considered epic poetry ... to be imitative" read as "{src} is considered {dst}";
+  :mod:`training.synth.verify.voice`);
 * ``relation_preposition``: a location verb joined to its complement by "with" ("is situated with the Gulf of Guinea
   ... to the south");
 * ``relation_field``: an infobox date field that links a page ("death_date = 322 BC ... Greece" read as "whose death
@@ -64,6 +67,7 @@ from training.synth.graph.kg import Entity
 from training.synth.verify.fact_check import Evidence, PageView, check_date, check_number
 from training.synth.verify.name_parts import name_part_shown
 from training.synth.verify.subjects import PRONOUN, about_page, opening, opening_subject
+from training.synth.verify.voice import turned_around
 
 __all__ = ["ClueChecker", "Evidence", "about_page", "opening_subject", "type_noun_ok"]
 
@@ -312,6 +316,8 @@ class ClueChecker:
             return "relation_cut"
         if self.capital_of_landform(rel, data):
             return "relation_referent"
+        if self.active(rel, sent, data):
+            return "relation_active"
         src, dst = str(data.get("source_page", "")), str(data.get("target_page", ""))
         other = dst if page == src else src
         names = sorted({str(data.get("anchor") or ""), other, *name_variants(other)} - {""}, key=len, reverse=True)
@@ -371,6 +377,17 @@ class ClueChecker:
             return False
         kinds = set(re.findall(r"[a-z]+", f"{self.head(ent)} {ent.first_sentence}".lower())) | _ATTRIBUTE_OWN
         return not kinds & set(re.findall(r"[a-z]+", np.group(1).lower()))
+
+    def active(self, relation: str, sentence: str, data: dict[str, Any]) -> bool:
+        """Whether ``relation`` reads as a passive what ``sentence`` says in the active, its subject (the template's
+        first endpoint, or a pronoun of the page's own) followed by the verb (:func:`~.voice.turned_around`)."""
+        page = str(data.get("page") or data.get("source_page") or "")
+        first = str(data.get("source_page" if relation.startswith("{src}") else "target_page", ""))
+        ent = self.src.entity(first) if first else None
+        names = self.names(ent) if ent is not None else [first, *name_variants(first)]
+        if first != page:
+            names.append(str(data.get("anchor") or ""))
+        return turned_around(relation, sentence, names, own=first == page)
 
     def capital_of_landform(self, relation: str, data: dict[str, Any]) -> bool:
         """Whether ``relation`` makes a city the capital of a landform: a capital is a polity's, so a name that
