@@ -41,7 +41,7 @@ class Counting(OraclePolicy):
 
 
 def cfg(index, out, **kw):
-    return EvalConfig(policy="oracle", index_dir=str(index), out=str(out), progress=False, **kw)
+    return EvalConfig(**{"policy": "oracle", "index_dir": str(index), "out": str(out), "progress": False, **kw})
 
 
 def test_oracle_reaches_every_answer_and_writes_outputs(sample_index, tmp_path):
@@ -69,6 +69,21 @@ def test_oracle_reaches_every_answer_and_writes_outputs(sample_index, tmp_path):
         "user",
         "assistant",
     ]
+
+
+def test_resume_takes_a_policy_path_given_relative_or_absolute(sample_index, test_tasks, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("model", "other"):
+        (tmp_path / name).mkdir()
+    out = tmp_path / "eval"
+    run_eval(cfg(sample_index, out, n=2, policy="hf:model"), policy=Counting(test_tasks))
+    again = Counting(test_tasks)  # the same folder, named absolute: the finished episodes are kept
+    run_eval(cfg(sample_index, out, n=2, policy=f"hf:{tmp_path / 'model'}"), policy=again)
+    assert again.calls == 0
+    with pytest.raises(ConfigError, match=r"different settings \(policy\)"):
+        run_eval(cfg(sample_index, out, n=2, policy="hf:other"), policy=Counting(test_tasks))
+    with pytest.raises(ConfigError, match=r"different settings \(policy\)"):  # same path, another kind of policy
+        run_eval(cfg(sample_index, out, n=2, policy="openai:model"), policy=Counting(test_tasks))
 
 
 def test_resume_skips_finished_episodes(sample_index, test_tasks, tmp_path):
