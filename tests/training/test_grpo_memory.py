@@ -70,3 +70,12 @@ def test_the_users_allocator_settings_win():
     assert _probe(4, MALLOC_ARENA_MAX="4") == ["False", "0", "0"]
     assert _probe(4, GLIBC_TUNABLES="glibc.malloc.trim_threshold=1000000")[0] == "False"
     assert _probe(4, GLIBC_TUNABLES="glibc.cpu.hwcaps=-AVX512F")[0] == "True"  # a tunable of something else
+
+
+@pytest.mark.parametrize("mib", [-1, 33])
+def test_a_threshold_glibc_would_refuse_is_an_error(mib):
+    from simweb_core.errors import ConfigError
+    from training.grpo.config import GRPORecipe
+
+    with pytest.raises(ConfigError, match=f"heap_return_mib must be 0 .* to 32, got {mib}"):
+        GRPORecipe(heap_return_mib=mib)

@@ -131,6 +131,8 @@ class GRPORecipe:
                 f"env.reward.kind must be one of {REWARDS} for training, got {self.env.reward.kind!r} "
                 "(judge rewards need a judge endpoint)"
             )
+        if not 0 <= self.heap_return_mib <= 32:  # glibc refuses a mapping threshold above 32 MiB on 64-bit
+            raise ConfigError(f"heap_return_mib must be 0 (glibc's defaults) to 32, got {self.heap_return_mib}")
         if self.env.sim.snippet_chars < 1:  # SimConfig does not check it
             raise ConfigError(f"env.sim.snippet_chars must be >= 1, got {self.env.sim.snippet_chars}")
         if self.trainer.max_completion_length < self.rollout.max_turn_tokens:
