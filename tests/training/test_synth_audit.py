@@ -44,6 +44,7 @@ ELEVENTH = AUDIT_DIR / "sailorfog-ca08a3e.jsonl"  # after the tenth reading's fi
 TWELFTH = AUDIT_DIR / "sailorfog-f6fef4b.jsonl"  # after the eleventh reading's fixes
 THIRTEENTH = AUDIT_DIR / "sailorfog-b5b4507.jsonl"  # after the twelfth reading's fixes
 FOURTEENTH = AUDIT_DIR / "sailorfog-0faba1e.jsonl"  # after the thirteenth reading's fixes
+FIFTEENTH = AUDIT_DIR / "sailorfog-f0f6de3.jsonl"  # after the relation_active check (a new draw of the default set)
 AUDITS = pytest.mark.parametrize(
     "audit",
     [
@@ -61,6 +62,7 @@ AUDITS = pytest.mark.parametrize(
         TWELFTH,
         THIRTEENTH,
         FOURTEENTH,
+        FIFTEENTH,
     ],
     ids=[
         "before-9bbf685",
@@ -77,6 +79,7 @@ AUDITS = pytest.mark.parametrize(
         "twelfth-f6fef4b",
         "thirteenth-b5b4507",
         "fourteenth-0faba1e",
+        "fifteenth-f0f6de3",
     ],
 )
 #: (first reader's audit, a second reader's records of 17 or 18 of its questions)
@@ -92,8 +95,20 @@ SECOND_READERS = pytest.mark.parametrize(
         (TWELFTH, AUDIT_DIR / "agreement" / "sailorfog-f6fef4b-second-reader.jsonl"),
         (THIRTEENTH, AUDIT_DIR / "agreement" / "sailorfog-b5b4507-second-reader.jsonl"),
         (FOURTEENTH, AUDIT_DIR / "agreement" / "sailorfog-0faba1e-second-reader.jsonl"),
+        (FIFTEENTH, AUDIT_DIR / "agreement" / "sailorfog-f0f6de3-second-reader.jsonl"),
     ],
-    ids=["sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"],
+    ids=[
+        "sixth",
+        "seventh",
+        "eighth",
+        "ninth",
+        "tenth",
+        "eleventh",
+        "twelfth",
+        "thirteenth",
+        "fourteenth",
+        "fifteenth",
+    ],
 )
 DOCS = ROOT / "docs" / "evaluation.md"
 
@@ -320,11 +335,11 @@ def test_the_card_s_reading_is_the_latest_committed_audit():
     from training.synth.outputs.audit_summary import latest_reading, render_reading
 
     reading = latest_reading()
-    assert ROOT / reading["audit"] == FOURTEENTH  # the last reading registered above
-    figs = summarise(FOURTEENTH)["all"]
+    assert ROOT / reading["audit"] == FIFTEENTH  # the last reading registered above
+    figs = summarise(FIFTEENTH)["all"]
     assert reading["questions"] == figs.questions
     for key in ("clue_precision", "every_clue_true", "unique", "fair"):
         rate = getattr(figs, key)
         assert reading[key] == [rate.k, rate.n], key
     text = "\n".join(render_reading(reading))
-    assert f"unique for a reader {figs.unique}" in text and reading["commit"] in FOURTEENTH.name
+    assert f"unique for a reader {figs.unique}" in text and reading["commit"] in FIFTEENTH.name
