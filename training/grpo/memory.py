@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simweb_core.settings import env
+
 log = logging.getLogger(__name__)
 
 #: glibc's ``mallopt`` parameters (malloc.h): the size from which a block is its own mapping, and the heaps' count.
@@ -92,8 +94,8 @@ def return_large_frees(threshold_mib: int, arenas: int = 2) -> bool:
     mallopt = _libc_function("mallopt")
     if threshold_mib <= 0 or mallopt is None:
         return False
-    chosen = [k for k in ALLOCATOR_ENV if os.environ.get(k)]
-    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+    chosen = [k for k in ALLOCATOR_ENV if env(k)]
+    if "glibc.malloc." in (env("GLIBC_TUNABLES") or ""):
         chosen.append("GLIBC_TUNABLES")
     if chosen:
         log.info("glibc's allocator is set by %s; leaving it as set", ", ".join(chosen))
