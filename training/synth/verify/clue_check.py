@@ -67,7 +67,7 @@ from training.synth.graph.kg import Entity
 from training.synth.verify.fact_check import Evidence, PageView, check_date, check_number
 from training.synth.verify.name_parts import name_part_shown
 from training.synth.verify.subjects import PRONOUN, about_page, opening, opening_subject
-from training.synth.verify.voice import turned_around
+from training.synth.verify.voice import passive_verb, turned_around
 
 __all__ = ["ClueChecker", "Evidence", "about_page", "opening_subject", "type_noun_ok"]
 
@@ -316,7 +316,7 @@ class ClueChecker:
             return "relation_cut"
         if self.capital_of_landform(rel, data):
             return "relation_referent"
-        if self.active(rel, sent, data):
+        if self.active(rel, sent, data, page):
             return "relation_active"
         src, dst = str(data.get("source_page", "")), str(data.get("target_page", ""))
         other = dst if page == src else src
@@ -378,10 +378,12 @@ class ClueChecker:
         kinds = set(re.findall(r"[a-z]+", f"{self.head(ent)} {ent.first_sentence}".lower())) | _ATTRIBUTE_OWN
         return not kinds & set(re.findall(r"[a-z]+", np.group(1).lower()))
 
-    def active(self, relation: str, sentence: str, data: dict[str, Any]) -> bool:
-        """Whether ``relation`` reads as a passive what ``sentence`` says in the active, its subject (the template's
-        first endpoint, or a pronoun of the page's own) followed by the verb (:func:`~.voice.turned_around`)."""
-        page = str(data.get("page") or data.get("source_page") or "")
+    def active(self, relation: str, sentence: str, data: dict[str, Any], page: str) -> bool:
+        """Whether ``relation`` reads as a passive what ``sentence`` (on ``page``) says in the active, its subject (the
+        template's first endpoint, or a pronoun of the page's own) followed by the verb (:func:`~.voice.turned_around`).
+        Only a passive template looks its subject's entity up."""
+        if not passive_verb(relation):
+            return False
         first = str(data.get("source_page" if relation.startswith("{src}") else "target_page", ""))
         ent = self.src.entity(first) if first else None
         names = self.names(ent) if ent is not None else [first, *name_variants(first)]
