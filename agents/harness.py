@@ -64,11 +64,12 @@ class EvalResult:
 
 def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
     """The policy named by ``cfg.policy``."""
-    if cfg.policy in ("oracle", "oracle:search", "oracle:plan"):
+    if cfg.policy in ("oracle", "oracle:search", "oracle:plan", "oracle:quote"):
         from agents.policies.oracle import OraclePolicy
 
-        read, plan = cfg.policy == "oracle", cfg.policy == "oracle:plan"
-        return OraclePolicy(tasks, index.store, read_pages=read, plan_thought=plan)
+        read, quote = cfg.policy == "oracle", cfg.policy == "oracle:quote"
+        plan = quote or cfg.policy == "oracle:plan"
+        return OraclePolicy(tasks, index.store, read_pages=read, plan_thought=plan, quote_thought=quote)
     if cfg.policy == "rule:first-title":
         from agents.policies.baselines import FirstTitlePolicy
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy
+from agents.policies.quotes import answer_thought, fact_quote, step_thought
 from agents.prompts import FORCE_ANSWER_PROMPT
 from sim_web.env.rewards import normalize_answer
 from sim_web.env.tasks import Task
@@ -87,16 +88,22 @@ class OraclePolicy(Policy):
         title_search: bool = True,
         read_pages: bool = True,
         plan_thought: bool = False,
+        quote_thought: bool = False,
     ) -> None:
         if plan_thought and read_pages:
             raise ValueError("OraclePolicy(plan_thought=True) is the search-only oracle: pass read_pages=False")
+        if quote_thought and not plan_thought:
+            raise ValueError(
+                "OraclePolicy(quote_thought=True) counts the facts the first thought plans: pass plan_thought=True"
+            )
         self.by_question = {t.question: t for t in tasks}
         self.store = store
         self.title_search = title_search
         self.read_pages = read_pages
         self.plan_thought = plan_thought
+        self.quote_thought = quote_thought
         if not read_pages:
-            self.name = "oracle:plan" if plan_thought else "oracle:search"
+            self.name = "oracle:quote" if quote_thought else "oracle:plan" if plan_thought else "oracle:search"
         self._keys: dict[str, str] = {}  # memo tables (deterministic values, so thread races are harmless)
         self._plans: dict[str, _Plan] = {}
 
@@ -212,12 +219,20 @@ class OraclePolicy(Policy):
             return f"I look for the page behind this clue: {plan.clues[i][2]}"
         overlap = self._overlap(plan)
         if i and st.results:
-            return (
-                f"I search for the {_ORDINALS.get(i + 1, 'next')} clue."
-                if overlap
-                else _next_fact(plan.clues[i - 1][1])
-            )
+            if overlap:
+                return f"I search for the {_ORDINALS.get(i + 1, 'next')} clue."
+            if self.quote_thought:
+                query, entity_url, _ = plan.clues[i - 1]
+                name = bare_title(url_to_title(entity_url) or "") if entity_url else ""
+                quote = self._quote(st, query, [name], entity_url) if name else None
+                return step_thought(i, len(plan.clues), quote, name or "it")
+            return _next_fact(plan.clues[i - 1][1])
         return _first_fact(len(plan.clues) if self.plan_thought else 0, overlap)
+
+    def _quote(self, st: _State, query: str, names: list[str], entity_url: str | None) -> str | None:
+        """The quote of ``query``'s results that states the fact about the entity (:func:`quotes.fact_quote`)."""
+        key = self._key(entity_url) if entity_url else None
+        return fact_quote(st.shown.get(query, ""), names, query, lambda url: key is not None and self._key(url) == key)
 
     def _overlap(self, plan: _Plan) -> bool:
         """Whether the plan is two or more clues about the answer itself (the intersection tier): its searches do not
@@ -327,6 +342,11 @@ class OraclePolicy(Policy):
             why = f"The page {plan.answer_url} matches every clue" if self.read_pages else "The results show it"
             if not self.read_pages and self._overlap(plan) and self._in_every_search(st, plan, task):
                 why = f"{task.answer} is in the results of every search"  # an intersection: name the overlap
+            elif self.quote_thought and plan.clues and not self._overlap(plan):
+                query = plan.clues[-1][0]
+                names = [task.answer, bare_title(task.answer), *task.aliases]
+                thought = answer_thought(len(plan.clues), self._quote(st, query, names, plan.answer_url), task.answer)
+                return f"<think>{thought}</think>\n<answer>{task.answer}</answer>"
             return f"<think>{why}, so the answer is {task.answer}.</think>\n<answer>{task.answer}</answer>"
         legit_queries = {q for q, _, _ in plan.clues} | set(plan.question_queries)
         guess = next((t for q, res in st.results.items() if q in legit_queries for t, _ in res), "unknown")

@@ -210,7 +210,8 @@ def test_learn_config_names_grpo_variants_and_skips_held_out_tasks():
     with pytest.raises(ConfigError, match="eval_skip"):
         LearnConfig(eval_skip=-1)
     assert LearnConfig(demo_policy="oracle:plan").demo_policy == "oracle:plan"
-    with pytest.raises(ConfigError, match="demo_policy must be 'oracle:search' or 'oracle:plan', got 'oracle'"):
+    assert LearnConfig(demo_policy="oracle:quote").demo_policy == "oracle:quote"
+    with pytest.raises(ConfigError, match=r"demo_policy must be one of \('oracle:plan', .*\), got 'oracle'"):
         LearnConfig(demo_policy="oracle")  # the reading oracle's demonstrations do not fit the recipe's turns
 
 

@@ -220,6 +220,7 @@ def test_answer_names_join_aliases_and_the_disjoint_split_honours_them():
         ("oracle", [3, 4, 5], True),
         ("oracle:search", [2, 3], False),  # answers from the search results: one search (lookup) or two (bridge)
         ("oracle:plan", [2, 3], False),  # the same, its first thought saying how many facts the question chains
+        ("oracle:quote", [2, 3], False),  # oracle:plan whose later thoughts count the facts and quote the results
     ],
 )
 def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, policy, turns, visits):
@@ -247,7 +248,20 @@ def test_the_oracle_solves_both_tiers(lookup, bridge, sample_index, tmp_path, po
     assert any(r["tool_calls"].get("visit", 0) for r in recs) == visits
     assert (res.out / "sft.jsonl").is_file()  # oracle runs write SFT demonstrations
     plans = {r["steps"][0]["action"].split("</think>")[0] for r in recs}
-    if policy == "oracle:plan":  # the plan matches the task's hops, and is the only thing that differs
+    if policy == "oracle:quote":  # every later thought counts the facts and quotes words of the results it follows
+        for r in recs:
+            said = [m["content"] for m in r["messages"] if m["role"] == "assistant"][1:]
+            seen_before = [m["content"] for m in r["messages"] if m["role"] == "user"][1:]  # the tool responses
+            facts = r["metadata"]["difficulty"]["oracle_searches"]
+            assert [t.split(":")[0] for t in said] == [f"<think>Fact {i} of {facts}" for i in range(1, facts + 1)]
+            for turn, seen in zip(said, seen_before, strict=True):
+                quote = re.search(r': "(.+?)", so ', turn)
+                assert quote and quote.group(1) in " ".join(seen.replace('"', "'").split()), (turn, seen)
+            assert said[-1].endswith(f"so the answer is {r['gold']}.</think>\n<answer>{r['gold']}</answer>")
+    if policy in (
+        "oracle:plan",
+        "oracle:quote",
+    ):  # the plan matches the task's hops, and is the only thing that differs
         for r in recs:
             facts = {1: "asks one fact", 2: "chains two facts"}[r["metadata"]["difficulty"]["oracle_searches"]]
             assert facts in r["steps"][0]["action"]

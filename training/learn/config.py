@@ -23,6 +23,7 @@ from simweb_core.settings import sim_web_home
 from training.synth.tiers.forms import FORMS
 
 PRECISIONS = ("auto", "bf16", "float32")
+DEMO_POLICIES = ("oracle:plan", "oracle:quote", "oracle:search")
 
 
 def native_bf16() -> bool:
@@ -182,8 +183,10 @@ class LearnConfig:
     demo_policy: str = help_field(
         "oracle:plan",
         "The policy whose right train episodes are the SFT demonstrations: 'oracle:plan' (its first thought says how "
-        "many facts the question chains, so the model decides to search again before it reads any result) or "
-        "'oracle:search' (the same first thought on every tier; the runs before cpu-learn-v5).",
+        "many facts the question chains, so the model decides to search again before it reads any result), "
+        "'oracle:quote' (oracle:plan whose later thoughts count the facts done and quote the results' words that state "
+        "each: agents/policies/quotes.py) or 'oracle:search' (the same first thought on every tier; the runs before "
+        "cpu-learn-v5).",
     )
     rl_share: float = help_field(
         0.0,
@@ -254,10 +257,8 @@ class LearnConfig:
             )
         if any(f not in FORMS or f == "template" for f in self.unseen_forms):
             raise ConfigError(f"LearnConfig.unseen_forms must name forms of {FORMS[1:]}, got {self.unseen_forms!r}")
-        if self.demo_policy not in ("oracle:search", "oracle:plan"):
-            raise ConfigError(
-                f"LearnConfig.demo_policy must be 'oracle:search' or 'oracle:plan', got {self.demo_policy!r}"
-            )
+        if self.demo_policy not in DEMO_POLICIES:
+            raise ConfigError(f"LearnConfig.demo_policy must be one of {DEMO_POLICIES}, got {self.demo_policy!r}")
         if not 0 <= self.rl_share < 1:
             raise ConfigError(
                 f"LearnConfig.rl_share must be in [0, 1) (0: GRPO trains on SFT's tasks), got {self.rl_share}"
