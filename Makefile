@@ -32,7 +32,7 @@ INDEX := $${SIM_WEB_HOME:-$$HOME/.cache/sim-web}/indexes/sample
 
 run: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
-	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web synth --quiet --if-stale
 	$(BIN)/python -m sim_web.demo
 	$(BIN)/python -m agents.demo
 
@@ -44,14 +44,14 @@ test: install
 # a few CPU GRPO steps of a tiny random Llama on the sample's SailorFog-QA train split (real env, real TRL)
 train-smoke: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
-	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web synth --quiet --if-stale
 	$(BIN)/sim-web grpo --recipe cpu-smoke --set trainer.max_steps=6 --no-resume
 
 # the cpu-learn recipe: SmolLM2-135M on the lookup, bridge and intersection tiers, base -> SFT -> GRPO, each on the same held-out tasks;
 # resumable (rerun to continue); report in $SIM_WEB_HOME/runs/learn/cpu-learn/{report.md,learning.png}
 learn: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
-	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web synth --quiet --if-stale
 	$(BIN)/sim-web learn $(ARGS)
 
 # after `make learn`: its SFT and GRPO models, the base model and the baselines on held-out tasks 241 on (answers
@@ -68,7 +68,7 @@ learn-confirm: learn
 # sim vs real web side by side (needs SERPER_KEY_ID, JINA_API_KEYS; SIM_TO_REAL_MOCK=1: local mocks with faults)
 sim-to-real: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
-	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web synth --quiet --if-stale
 	$(BIN)/sim-web sim-to-real --policy $(or $(POLICY),oracle) --n $(or $(N),20) $(ARGS)
 
 # the GRPO ablation grid, one switch at a time (advantage, truncation, DUPO, feedback loop): QUICK=1 runs it on CPU
@@ -77,7 +77,7 @@ sim-to-real: install
 # cpu-learn SFT model: ARGS="--recipe cpu-learn --set model=$$HOME/.cache/sim-web/runs/learn/cpu-learn/sft --eval-n 171"
 ablate: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
-	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web synth --quiet --if-stale
 	$(BIN)/sim-web ablate $(if $(QUICK),--quick) $(ARGS)
 
 # ruff's rules, ruff's formatting, mypy on the typed public API (all three configured in pyproject.toml); each runs,
@@ -108,7 +108,7 @@ gpu-kit: install
 # install"), e.g. ARGS="--python 3.12 --platform manylinux_2_28_x86_64 --skip-installed target-freeze.txt --out DIR"
 bundle: install
 	test -f "$(INDEX)/manifest.json" || $(BIN)/wiki-index build
-	test -f "$(INDEX)/tasks/sailorfog_qa.jsonl" || $(BIN)/sim-web synth --quiet
+	$(BIN)/sim-web synth --quiet --if-stale
 	$(BIN)/sim-web bundle $(ARGS)
 
 # the dependency set resolves for Python 3.12 and 3.13 (pip's dry run under a Python of each version; network)

@@ -4,6 +4,7 @@ Examples::
 
     sim-web synth                                   # 300 questions from the sample index -> its default task set
     sim-web synth --n 1000 --seed 1 --out /tmp/qa.jsonl
+    sim-web synth --quiet --if-stale                # write the default set again only if its generator changed
     sim-web synth --tier lookup                     # one-relation questions for small models -> <index>/tasks/lookup.jsonl
     sim-web synth --tier bridge --n 200             # two-hop questions -> <index>/tasks/bridge.jsonl
     sim-web synth --tier intersection               # two or three clues, one answer -> <index>/tasks/intersection.jsonl
@@ -15,9 +16,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simweb_core.cli import print_error
 from simweb_core.errors import WikiIndexError
+
+if TYPE_CHECKING:
+    from training.synth.config import SynthConfig
 
 #: SynthConfig fields with a generated flag (simweb_core.cli; help from the class docstring, default from the field);
 #: ``--seed`` also seeds the lookup / bridge tiers.
@@ -86,6 +92,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="an earlier task set: the card puts its question-quality measures beside the new set's",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar and no card on stdout")
+    p.add_argument(
+        "--if-stale",
+        action="store_true",
+        help="sailorfog only: skip the run when the output and its card exist and the card's generator_id (a hash of "
+        "the synth code, these settings and the index) is the current one; otherwise say why and regenerate. The "
+        "one-line verdict is printed even with --quiet",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
     from wiki_index.search.index import WikiIndex
 
     if args.tier != "sailorfog":
+        if args.if_stale:
+            print_error(f"--if-stale checks the sailorfog set only, got --tier {args.tier}; drop one of the two")
+            return 2
         return run_tier(args)
     try:
         llm = LLMConfig(base_url=args.base_url, model=args.model) if args.generator == "llm" else None
@@ -118,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     index = WikiIndex.from_dir(args.index)
     out = args.out or default_task_path(index.path)
+    if args.if_stale and up_to_date(cfg, index.path, Path(out)):
+        return 0
     records, report = generate_with_report(index.path, config=cfg)
     if not records:
         print(
@@ -128,7 +146,6 @@ def run(args: argparse.Namespace) -> int:
     before = None
     if args.compare:
         import json
-        from pathlib import Path
 
         lines = Path(args.compare).read_text(encoding="utf-8").splitlines()
         before = [json.loads(line) for line in lines if line.strip()]
@@ -140,10 +157,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def up_to_date(cfg: SynthConfig, index_dir: Path, out: Path) -> bool:
+    """``--if-stale``: whether the set at ``out`` was written with the generator identity this run would record.
+
+    Prints one line either way: the set and its identity when it is up to date, else why it is written again.
+
+    Args:
+        cfg: The run's settings (the identity hashes them as the card records them).
+        index_dir: The index it reads.
+        out: The set's ``.jsonl``.
+    """
+    from dataclasses import asdict
+
+    from training.synth.outputs.identity import generator_id, stale_reason
+    from training.synth.outputs.write import sibling
+
+    current = generator_id(asdict(cfg), index_dir)
+    why = stale_reason(out, sibling(out, ".card.json"), current)
+    if why:
+        print(f"synth: regenerating {out}: {why}")
+        return False
+    print(f"synth: {out} is up to date (generator_id {current}); not regenerated")
+    return True
+
+
 def run_tier(args: argparse.Namespace) -> int:
     """``sim-web synth --tier lookup|bridge|intersection``: write the tier's task set and card; returns the exit status."""
     import json
-    from pathlib import Path
 
     from simweb_core.cli import given_flags
     from training.synth.outputs.write import sibling, write_jsonl

@@ -8,7 +8,8 @@ default task set):
 * ``<dir>/sailorfog_qa.duckdb``: tables ``tasks`` (one row per question, the full record as
   JSON in ``record``), ``clues``, ``evidence`` and ``edges``: a separate file, never the index's
   ``store.duckdb`` (other processes hold that one open read-only);
-* ``<dir>/sailorfog_qa.card.md`` and ``.card.json``: the dataset card.
+* ``<dir>/sailorfog_qa.card.md`` and ``.card.json``: the dataset card; the JSON card also records the set's
+  ``generator_id`` (:mod:`training.synth.outputs.identity`), which ``sim-web synth --if-stale`` compares.
 
 Each file is written to a temporary name and renamed, so a reader never sees half a task set.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from training.synth.compose.coverage import render_coverage, transfer_summary, type_floors
 from training.synth.outputs.audit_summary import latest_reading, render_reading
+from training.synth.outputs.identity import generator_id
 from training.synth.outputs.records import HARD_HOPS, HARD_SEARCHES, LEVELS
 from training.synth.outputs.report import SynthReport
 from training.synth.verify.clue_evidence import render_checks
@@ -342,10 +344,11 @@ def write_outputs(
         "card_md": sibling(out, ".card.md"),
         "card_json": sibling(out, ".card.json"),
     }
+    paths["card_json"].unlink(missing_ok=True)  # a run cut short leaves no card vouching for the new JSONL
     write_jsonl(records, paths["jsonl"])
     write_hf(records, paths["hf"])
     write_duckdb(records, paths["duckdb"])
-    card = build_card(records, report, before)
+    card = {**build_card(records, report, before), "generator_id": generator_id(report.config, report.index)}
     paths["card_json"].write_text(json.dumps(card, indent=1, default=str), encoding="utf-8")
     paths["card_md"].write_text(render_card(card), encoding="utf-8")
     return paths
