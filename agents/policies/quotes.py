@@ -4,15 +4,17 @@
 learns to name an entity after a search but not where in the results it read it: held out, it names the wrong one of
 the five results even when the right one is shown. ``oracle:quote`` demonstrations first copy the words of the result
 that carry the fact (``Milan: "the second-most populous city in Italy"``), then name what they found, and count the
-facts the first thought planned ("Fact 1 of 2"), so each turn says whether a search is still owed. Copying a span the
-question's words point at is what a small model does well; the entity then follows from the copied words.
+facts the first thought planned ("Fact 1 of 2"), so each turn says whether a search is still owed. The idea: copying a
+span the question's words point at is what a small model does well, and the entity then follows from the copied
+words. For SmolLM2-135M it did not hold (docs/experiments/2026-12-07-quoted-demos.md); ``oracle:plan`` stays the
+default.
 
 >>> block = ("1. [Milan](https://en.wikipedia.org/wiki/Milan)\\n\\nIt is the second-most populous city in Italy after "
 ...          "Rome.\\n\\n2. [Naples](https://en.wikipedia.org/wiki/Naples)\\n\\nIt is the third-largest city in Italy.")
 >>> fact_quote(block, ["Italy"], "Milan is the second-most populous city in a country", lambda url: False)
-'Milan: "It is the second-most populous city in Italy"'
+'Milan: "the second-most populous city in Italy"'
 >>> fact_quote(block, ["Naples"], "Which city is the third-largest city in Italy?", lambda url: url.endswith("Naples"))
-'Naples: "It is the third-largest city in Italy."'
+'Naples: "is the third-largest city in Italy"'
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _RESULT = re.compile(
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the of in on at to for by with and or is was are which what who that this it its".split())
-QUOTE_WORDS = 6  # the longest quote: a relation's words and its entity fit; a turn stays within its token cap
+QUOTE_WORDS = 6  # the longest quote: room for a relation's words and its entity, and short enough to copy
 
 
 def _content(text: str) -> set[str]:
@@ -95,7 +97,7 @@ def step_thought(fact: int, facts: int, quote: str | None, found: str) -> str:
     """The thought after fact ``fact`` of a chain of ``facts``, before the search for the next.
 
     >>> step_thought(1, 2, 'Milan: "the second-most populous city in Italy"', "Italy")
-    'Fact 1 of 2: Milan: "the second-most populous city in Italy". Next, fact 2 about Italy.'
+    'Fact 1 of 2: Milan: "the second-most populous city in Italy", so Italy.'
     """
     said = quote or "the results show it"
     return f"Fact {fact} of {facts}: {said}, so {found}."
@@ -105,7 +107,7 @@ def answer_thought(facts: int, quote: str | None, answer: str) -> str:
     """The thought before the answer, after the last of ``facts`` facts.
 
     >>> answer_thought(1, None, "Paris")
-    'Fact 1 of 1: the results show it. So the answer is Paris.'
+    'Fact 1 of 1: the results show it, so the answer is Paris.'
     """
     said = quote or "the results show it"
     return f"Fact {facts} of {facts}: {said}, so the answer is {answer}."
