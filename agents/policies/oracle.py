@@ -223,7 +223,7 @@ class OraclePolicy(Policy):
                 return f"I search for the {_ORDINALS.get(i + 1, 'next')} clue."
             if self.quote_thought:
                 query, entity_url, _ = plan.clues[i - 1]
-                name = bare_title(url_to_title(entity_url) or "") if entity_url else ""
+                name = _found_name(entity_url)
                 quote = self._quote(st, query, [name], entity_url) if name else None
                 return step_thought(i, len(plan.clues), quote, name or "it")
             return _next_fact(plan.clues[i - 1][1])
@@ -393,10 +393,14 @@ def planned_facts(thought: str) -> int | None:
     return int(word) if word.isdigit() else words.get(word.lower())
 
 
+def _found_name(entity_url: str | None) -> str:
+    """The name of the page a chain's last search was for (the tier's gate puts it in the results), or ``""``."""
+    return bare_title(url_to_title(entity_url) or "") if entity_url else ""
+
+
 def _next_fact(entity_url: str | None) -> str:
-    """The search-only oracle's thought before a later search: in a chain it names what the last search showed (the
-    tier's gate puts that entity in the results)."""
-    name = bare_title(url_to_title(entity_url) or "") if entity_url else ""
+    """The search-only oracle's thought before a later search: in a chain it names what the last search showed."""
+    name = _found_name(entity_url)
     return f"The results show {name}. I search for the next fact about it." if name else "I search for the next fact."
 
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-_RESULT = re.compile(
-    r"^\d+\. \[([^\n]*)\]\((\S+)\)\n\n(.*?)(?=\n\n\d+\. \[|\n</tool_response>|\Z)", re.MULTILINE | re.DOTALL
-)
+from agents.policies.scripts import result_items
+
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the of in on at to for by with and or is was are which what who that this it its".split())
 QUOTE_WORDS = 6  # the longest quote: room for a relation's words and its entity, and short enough to copy
@@ -77,7 +76,7 @@ def fact_quote(
     query_words = _content(query)
     patterns = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)", re.IGNORECASE) for n in names if n.strip()]
     best: tuple[int, int, str] | None = None
-    for rank, (title, url, snippet) in enumerate(_RESULT.findall(block)):
+    for rank, (title, url, snippet) in enumerate(item for items in result_items(block) for item in items):
         snippet = " ".join(snippet.replace('"', "'").split()).removesuffix(" ...")
         quote = _best_window(snippet, query_words, words) if is_entity(url) else None
         for pattern in patterns if quote is None else ():

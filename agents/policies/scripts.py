@@ -28,7 +28,7 @@ from agents.policies.baselines import _answer, _names
 from sim_web.protocol.formatting import OBSERVATION_SEPARATOR
 from wiki_index.types import bare_title
 
-_ITEM = re.compile(r"^\d+\. \[([^\n]*)\]\(https?://[^\n]*\)\n(.*?)(?=^\d+\. \[|\Z)", re.MULTILINE | re.DOTALL)
+_ITEM = re.compile(r"^\d+\. \[([^\n]*)\]\((https?://[^\n]*)\)\n(.*?)(?=^\d+\. \[|\Z)", re.MULTILINE | re.DOTALL)
 _CLUE = re.compile(r",? (?:and )?(?=borders |lies in |has a coast on the |is landlocked|is an island country)")
 _CLUE_QUERY = (
     ("borders ", "country bordering {}"),
@@ -45,10 +45,15 @@ _RELATIVE = re.compile(r"\bthe ([\w-]+) that (.+)$", re.IGNORECASE)
 _STOP = set("a an the of in on at by to from for is was are were that this which what who it its".split())
 
 
+def result_items(reply: str) -> list[list[tuple[str, str, str]]]:
+    """``[(title, url, snippet), ...]`` per search block of a tool response."""
+    reply = reply.replace("<tool_response>", "").replace("</tool_response>", "")
+    return [[(t, u, s.strip()) for t, u, s in _ITEM.findall(block)] for block in reply.split(OBSERVATION_SEPARATOR)]
+
+
 def results(reply: str) -> list[list[tuple[str, str]]]:
     """``[(title, snippet), ...]`` per search block of a tool response."""
-    reply = reply.replace("<tool_response>", "").replace("</tool_response>", "")
-    return [[(t, s.strip()) for t, s in _ITEM.findall(block)] for block in reply.split(OBSERVATION_SEPARATOR)]
+    return [[(t, s) for t, _, s in block] for block in result_items(reply)]
 
 
 def _search(queries: list[str], think: str) -> str:
