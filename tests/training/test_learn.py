@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from simweb_core.errors import ConfigError
-from training.learn.config import GRPOStage, LearnConfig
+from training.learn.config import GRPOStage, LearnConfig, SFTStage
 from training.learn.episodes import planned_facts
 from training.learn.report import summarise, write_report
 from training.learn.stats import mcnemar_p, paired_bootstrap, wilson
@@ -234,6 +234,10 @@ def test_config_errors_name_the_fix():
         LearnConfig(lookup_test_fraction=0.0)
     with pytest.raises(ConfigError, match="split"):
         LearnConfig(split="random")
+    assert SFTStage().max_demos is None  # every kept demonstration
+    with pytest.raises(ConfigError, match=r"max_demos is None .* --set sft.max_demos=320"):
+        SFTStage(even_forms=True)
+    assert SFTStage(max_demos=320, even_forms=True).even_forms
 
 
 def test_cli_parses_learn_and_grpo_overrides(tmp_path):

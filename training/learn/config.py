@@ -61,7 +61,7 @@ class SFTStage:
     """The SFT stage of ``sim-web learn`` (``--set sft.learning_rate=1e-4``)."""
 
     max_demos: int | None = help_field(
-        320, "Use at most this many demonstrations for SFT (None: every kept one); see even_forms for which."
+        None, "Use at most this many demonstrations for SFT (None: every kept one); see even_forms for which."
     )
     even_forms: bool = help_field(
         False,
@@ -80,6 +80,11 @@ class SFTStage:
         if min(self.batch_size, self.grad_accum) < 1:
             raise ConfigError(
                 f"LearnConfig.sft needs batch_size and grad_accum >= 1, got {self.batch_size}, {self.grad_accum}"
+            )
+        if self.even_forms and self.max_demos is None:
+            raise ConfigError(
+                "LearnConfig.sft.even_forms picks max_demos of the demonstrations, but max_demos is None (every one is "
+                "used); set sft.max_demos too, e.g. --set sft.max_demos=320"
             )
 
 
