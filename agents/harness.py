@@ -36,6 +36,7 @@ from agents.trajectory import TrajectoryWriter, finished_keys, load_records, sft
 from sim_web.env import WebResearchEnv
 from sim_web.env.tasks import Task, resolve_tasks
 from simweb_core.errors import ConfigError
+from simweb_core.same import same_setting
 from simweb_core.settings import sim_web_home
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ def _prepare_out(out: Path, cfg: EvalConfig) -> None:
     identity = json.loads(json.dumps(cfg.identity()))
     if run_file.is_file() and cfg.resume:
         old = json.loads(run_file.read_text(encoding="utf-8")).get("identity") or {}
-        diff = sorted(k for k in {*identity, *old} if not _same_setting(old.get(k), identity.get(k)))
+        diff = sorted(k for k in {*identity, *old} if not same_setting(old.get(k), identity.get(k)))
         if diff:
             raise ConfigError(
                 f"{out} holds a run with different settings ({', '.join(diff)}); resuming would mix them. "
@@ -165,26 +166,6 @@ def _prepare_out(out: Path, cfg: EvalConfig) -> None:
     run_file.write_text(
         json.dumps({"identity": identity, "config": json.loads(json.dumps(asdict(cfg)))}, indent=2), encoding="utf-8"
     )
-
-
-def _same_setting(old: Any, new: Any) -> bool:
-    """Whether two values of an eval's identity ask for the same run: equal, or naming the same local file or folder
-    (a policy ``hf:runs/sft/final`` given relative once and absolute later), so that a folder resumes either way."""
-    if old == new:
-        return True
-    if not (isinstance(old, str) and isinstance(new, str)):
-        return False
-    paths = [_local_path(v) for v in (old, new)]
-    return paths[0] is not None and paths[0] == paths[1] and old.partition(":")[0] == new.partition(":")[0]
-
-
-def _local_path(value: str) -> Path | None:
-    """The resolved local path a setting names, bare (``/data/tasks.jsonl``) or after a policy kind (``hf:./sft``);
-    None when it names none that exists."""
-    for candidate in (value, value.partition(":")[2]):
-        if candidate and Path(candidate).exists():
-            return Path(candidate).resolve()
-    return None
 
 
 @contextmanager

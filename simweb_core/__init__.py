@@ -6,6 +6,8 @@
 * :mod:`~simweb_core.data`: :func:`from_data`, plain data (YAML, JSON, ``--set``) -> nested frozen dataclasses;
 * :mod:`~simweb_core.overrides`: ``--set a.b=c`` parsing, with did-you-mean errors for unknown keys;
 * :mod:`~simweb_core.cli`: command-line flags generated from config fields (help, type, choices, default);
+* :mod:`~simweb_core.same`: :func:`~simweb_core.same.same_setting`, whether a recorded setting and a new one ask for
+  the same run (a path spelt another way), so that run folders resume;
 * :mod:`~simweb_core.secret`: :class:`~simweb_core.secret.Secret` (API keys, credentialed URLs that never print, log,
   pickle or serialise in clear) and the log scrubber.
 """

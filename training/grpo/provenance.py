@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simweb_core.errors import ConfigError
+from simweb_core.same import same_setting
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def check(out: Path, recipe: Any) -> None:
         return
     now = flat(recipe)
     diff = sorted(
-        k for k in before.keys() | now.keys() if k not in SITTING_KEYS and not _same(before.get(k), now.get(k))
+        k for k in before.keys() | now.keys() if k not in SITTING_KEYS and not same_setting(before.get(k), now.get(k))
     )
     if diff:
         changes = "; ".join(f"{k}: started with {before.get(k)!r}, now {now.get(k)!r}" for k in diff[:6])
@@ -98,18 +99,3 @@ def check(out: Path, recipe: Any) -> None:
             "train into another folder (`sim-web learn --set grpo.name=...`, or `output_dir`), or delete the folder "
             "to start over."
         )
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal values, or two paths to the same thing: one folder (a run folder's linked SFT model) or files with equal
-    bytes (a task file copied beside a second run folder)."""
-    if a == b:
-        return True
-    if not (isinstance(a, str) and isinstance(b, str)):
-        return False
-    pa, pb = Path(a), Path(b)
-    if not (pa.exists() and pb.exists()):
-        return False
-    if pa.resolve() == pb.resolve():
-        return True
-    return pa.is_file() and pb.is_file() and pa.read_bytes() == pb.read_bytes()
