@@ -289,6 +289,20 @@ def test_task_stage_writes_both_tiers_once_and_refuses_other_settings(sample_ind
     assert card["answer_overlap"] == {"test": sum(r["split"] == "test" for r in recs), "test_answer_in_train": 0}
     assert [r["tier"] for r in recs[:40]].count("bridge") not in (0, 40)  # the tiers are mixed in file order
     assert stage_tasks(cfg, sample_index, k=5, snippet_chars=160) == path  # written once
+    # beside it, every held-out question in each of its forms, the task file's own form among them
+    side = path.with_name("cpu-learn-test.forms.jsonl")
+    forms = [json.loads(x) for x in side.read_text().splitlines()]
+    held = {r["id"]: r for r in recs if r["split"] == "test"}
+    assert forms and {f["base_id"] for f in forms} <= set(held) and len({f["id"] for f in forms}) == len(forms)
+    assert all(
+        any(f["question"] == r["question"] for f in forms if f["base_id"] == i)
+        for i, r in held.items()
+        if any(f["base_id"] == i for f in forms)
+    )
+    assert {f["form"] for f in forms} >= {"template", "relative"}
+    before = side.read_bytes()
+    side.unlink()  # a task file written before the forms stage: the side file is generated again, the same
+    assert stage_tasks(cfg, sample_index, k=5, snippet_chars=160) == path and side.read_bytes() == before
     with pytest.raises(ConfigError, match="delete it"):
         stage_tasks(cfg, sample_index, k=10, snippet_chars=160)
     card["settings"].pop("facts_version")  # a set written before the fact reading had a version: stale

@@ -54,3 +54,86 @@ def test_the_config_takes_the_intersection_tier_and_checks_the_unseen_forms():
         LearnConfig(unseen_forms=("template",))  # the template is every tier's first form: always seen
     with pytest.raises(ConfigError, match="intersection"):
         LearnConfig(tiers=("sailorfog",))
+
+
+def _forms_stage(folder: Path, em: dict[str, dict[str, int]], unseen: tuple[str, ...]) -> None:
+    folder.mkdir(parents=True)
+    with (folder / "trajectories.jsonl").open("w") as f:
+        for base, forms in em.items():
+            for form, ok in forms.items():
+                meta = {"base_id": base, "form": form, "form_seen": form not in unseen}
+                rec = {"key": f"{base}@{form}#0", "task_id": f"{base}@{form}", "em": float(ok), "metadata": meta}
+                f.write(json.dumps(rec) + "\n")
+
+
+def test_the_forms_stage_compares_seen_and_unseen_forms_on_the_same_tasks(tmp_path):
+    from training.learn.forms_eval import forms_summary, render_forms
+
+    unseen = ("relative",)
+    em = {
+        "bridge-1": {"template": 1, "clue_order": 1, "relative": 0},
+        "bridge-2": {"template": 1, "relative": 1},
+        "bridge-3": {"template": 0, "clue_order": 1},  # no unseen form: not in the gap
+    }
+    _forms_stage(tmp_path / "forms-sft", em, unseen)
+    s = forms_summary(tmp_path)["sft"]
+    assert s["forms"]["template"] == {"n": 3, "pass@1": 2 / 3, "seen": True}
+    rel = s["forms"]["relative"]
+    assert rel["n"] == 2 and not rel["seen"] and rel["minus_template"]["diff"] == -0.5
+    assert s["forms"]["clue_order"]["minus_template"]["diff"] == 0.5  # 1 - 1 and 1 - 0 on the tasks with both
+    gap = s["unseen_minus_seen"]
+    assert gap["n"] == 2 and gap["seen"] == 1.0 and gap["unseen"] == 0.5 and gap["diff"] == -0.5
+    assert gap["ci95"][0] <= -0.5 <= gap["ci95"][1]
+    text = "\n".join(render_forms({"sft": s}))
+    assert (
+        "| sft | relative | unseen | 2 | 0.500 | -0.500 (n=2) |" in text
+        and "| sft | 2 | 1.000 | 0.500 | -0.500 |" in text
+    )
+    assert forms_summary(tmp_path / "none") is None
+
+
+def test_the_forms_stage_picks_bridge_questions_of_the_eval_window(tmp_path):
+    from training.learn.forms_eval import every_form, pick
+
+    tasks = tmp_path / "t.jsonl"
+    recs = [
+        {"id": "bridge-a", "split": "train", "tier": "bridge"},
+        {"id": "lookup-b", "split": "test", "tier": "lookup"},
+        {"id": "bridge-c", "split": "test", "tier": "bridge"},
+        {"id": "bridge-d", "split": "test", "tier": "bridge"},
+        {"id": "bridge-e", "split": "test", "tier": "bridge"},
+    ]
+    tasks.write_text("".join(json.dumps({**r, "question": r["id"], "answer": "x"}) + "\n" for r in recs))
+    with pytest.raises(ConfigError, match="--stages tasks"):
+        pick(tasks, LearnConfig())
+    two = {"template": {"question": "T?"}, "relative": {"question": "R?"}}
+    variants = {r["id"]: two for r in recs if r["split"] == "test"} | {"bridge-d": {"template": {"question": "T?"}}}
+    side = every_form([{**r, "question": "q"} for r in recs], variants, ("relative",))
+    (tmp_path / "t.forms.jsonl").write_text("".join(json.dumps(r) + "\n" for r in side))
+    # the window skips the first held-out task; bridge-d has one form; lookups are not asked
+    picked = pick(tasks, LearnConfig(eval_skip=1, eval_n=3, forms_n=5))
+    assert [r["id"] for r in picked] == [
+        "bridge-c@template",
+        "bridge-c@relative",
+        "bridge-e@template",
+        "bridge-e@relative",
+    ]
+    assert [r["id"] for r in pick(tasks, LearnConfig(eval_skip=1, eval_n=3, forms_n=1))] == [
+        "bridge-c@template",
+        "bridge-c@relative",
+    ]
+
+
+def test_the_side_file_is_written_only_for_the_records_the_task_file_holds(tmp_path):
+    from training.learn.forms_eval import write_forms
+
+    recs = [{"id": "bridge-c", "question": "T?", "split": "test", "form": "template", "difficulty": {}}]
+    variants = {"bridge-c": {"template": {"question": "T?"}, "relative": {"question": "R?"}}}
+    tasks = tmp_path / "tasks" / "t.jsonl"
+    side = write_forms(tasks, recs, variants, ("relative",))  # before the task file: nothing to check
+    assert side == tmp_path / "tasks" / "t.forms.jsonl" and len(side.read_text().splitlines()) == 2
+    tasks.write_text(json.dumps({**recs[0], "question": "Edited?"}) + "\n")
+    with pytest.raises(ConfigError, match="holds other questions"):
+        write_forms(tasks, recs, variants, ("relative",), check=True)
+    tasks.write_text(json.dumps(recs[0]) + "\n")
+    assert write_forms(tasks, recs, variants, ("relative",), check=True) == side

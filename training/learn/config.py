@@ -52,6 +52,7 @@ STAGES = (
     "eval-grpo",
     "sailorfog",
     "handwritten",
+    "forms",
     "report",
 )
 
@@ -221,6 +222,11 @@ class LearnConfig:
     )
     sailorfog_turns: int = help_field(
         8, "Turn cap of the sailorfog stage (its questions take the oracle up to 5 searches; the tiers' cap is 4)."
+    )
+    forms_n: int = help_field(
+        60,
+        "The forms stage asks the first forms_n held-out bridge questions of the eval window in every form each has "
+        "(training/learn/forms_eval.py): seen and unseen forms compared on the same tasks.",
     )
     threads: int | None = help_field(None, "torch CPU threads for every stage (None: torch's default).")
     stages: tuple[str, ...] = help_field(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from training.learn.episodes import bridge_entities, load_stage, rates, tier_of
+from training.learn.forms_eval import forms_summary, render_forms
 from training.learn.headroom import render as render_headroom
 from training.learn.headroom import summarise as headroom_summary
 from training.learn.movement import MovementError, weight_movement
@@ -118,6 +119,8 @@ def summarise(run: Path) -> dict[str, Any]:
         out["headroom"] = headroom
     if recall := recall_summary(run):
         out["recall"] = recall
+    if forms := forms_summary(run):
+        out["same_tasks_forms"] = forms
     for variant in dict.fromkeys(variant_of(n) for n in stages if n.startswith("grpo")):
         runs = [rows for name, rows in stages.items() if variant_of(name) == variant]
         if len(runs) > 1 and "sft" in stages:
@@ -289,6 +292,8 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
         lines += ["", *render_headroom(headroom, headroom["k"])]
     if recall := summary.get("recall"):
         lines += ["", *render_recall(recall)]
+    if forms := summary.get("same_tasks_forms"):
+        lines += ["", *render_forms(forms)]
     if summary.get("seconds"):
         secs = summary["seconds"]
         lines += [

@@ -15,9 +15,11 @@ One script, top to bottom (cleanrl style), each stage resumable from the run fol
 6. ``grpo``: :class:`~training.grpo.trainer.AgentGRPOTrainer` from the SFT model on the train split only, once per
    seed of ``grpo.seeds``;
 7. ``eval-grpo``: each GRPO model on the same held-out tasks;
-8. ``sailorfog``: the rule, the oracle, SFT and GRPO on the held-out SailorFog-QA questions of one level, the
-   distance to the real goal;
-9. ``report``: pass@1 per stage and tier with 95% intervals, paired tests between stages, the seeds' spread,
+8. ``sailorfog``, ``handwritten``: the rules, the oracle, SFT and GRPO on the held-out SailorFog-QA questions of
+   one level (the distance to the real goal) and on the hand-written questions;
+9. ``forms``: the script, SFT and GRPO on the first held-out bridge questions asked in every form each has
+   (:mod:`training.learn.forms_eval`): seen and unseen forms compared on the same tasks;
+10. ``report``: pass@1 per stage and tier with 95% intervals, paired tests between stages, the seeds' spread,
    ``learning.png`` (:mod:`training.learn.report`).
 
 Every eval is :meth:`GRPORecipe.eval_config <training.grpo.config.GRPORecipe.eval_config>` of the run's recipe (its
@@ -74,10 +76,13 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
 
     With ``split="answer"`` the held-out split is drawn over the tiers together, so that no held-out answer of any
     tier is a train answer of any tier; the records are written in a seeded order that mixes the tiers, so the first
-    ``eval_n`` held-out tasks are a sample of both.
+    ``eval_n`` held-out tasks are a sample of both. Beside the file, ``<recipe>.forms.jsonl`` holds every held-out
+    question in each of its forms (:mod:`training.learn.forms_eval`); a file written before it is generated again
+    (seeded, the same records, checked) to add it.
     """
     import hashlib
 
+    from training.learn.forms_eval import forms_file, held_out_variants, write_forms
     from training.synth.outputs.write import sibling, write_jsonl
     from training.synth.tiers.facts import FACTS_VERSION
     from training.synth.tiers.forms import FORMS, FORMS_VERSION, form_card, settle_forms
@@ -106,7 +111,9 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
                 f"{path} was synthesised with {made}, this run asks for {wanted}: delete it (and the runs "
                 f"evaluated on it) or run with the settings it was made with"
             )
-        return path
+        if forms_file(path).is_file():
+            return path
+        # a task file written before the forms stage: generated again (seeded: the same records) for its side file
     records, cards = [], {}
     fracs = {
         "lookup": cfg.lookup_test_fraction,
@@ -132,7 +139,12 @@ def stage_tasks(cfg: LearnConfig, index_path: Path, k: int, snippet_chars: int) 
     if cfg.split == "answer":
         answer_disjoint_split(records, {t: fracs[t] for t in cfg.tiers}, cfg.seed)
         records.sort(key=lambda r: hashlib.sha1(f"{cfg.seed}|{r['id']}".encode()).hexdigest())
+    variants = held_out_variants(records)
     records = settle_forms(records, cfg.unseen_forms, cfg.seed)  # a train task is only ever in a seen form
+    written = path.is_file() and card_path.is_file()
+    write_forms(path, records, variants, cfg.unseen_forms, check=written)
+    if written:
+        return path
     kept = {id(r) for r in records}
     cards = {t: ([r for r in recs if id(r) in kept], rep) for t, (recs, rep) in cards.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -401,6 +413,11 @@ def main(cfg: LearnConfig) -> Path:
         stage_sailorfog(cfg, recipe, index_path)
     if "handwritten" in cfg.stages:
         stage_handwritten(cfg, recipe)
+    if "forms" in cfg.stages:  # the same held-out bridge questions in every form: seen and unseen, paired
+        from training.learn.forms_eval import stage_forms
+
+        for name, policy, metrics, secs in stage_forms(cfg, recipe, task_path(cfg, index_path), _eval_settings(cfg)):
+            _note(cfg, name, {"pass@1": metrics["pass@1"], "seconds": secs}, policy)
     if "report" in cfg.stages:
         write_report(out, out / cfg.grpo_runs()[0][1])
     return out
