@@ -61,7 +61,7 @@ def _forms_stage(folder: Path, em: dict[str, dict[str, int]], unseen: tuple[str,
     with (folder / "trajectories.jsonl").open("w") as f:
         for base, forms in em.items():
             for form, ok in forms.items():
-                meta = {"base_id": base, "form": form, "form_seen": form not in unseen}
+                meta = {"form": form, "form_seen": form not in unseen}  # as the harness writes it: no base_id
                 rec = {"key": f"{base}@{form}#0", "task_id": f"{base}@{form}", "em": float(ok), "metadata": meta}
                 f.write(json.dumps(rec) + "\n")
 

@@ -176,9 +176,10 @@ def forms_summary(run: Path) -> dict[str, Any] | None:
         em: dict[str, dict[str, float]] = defaultdict(dict)
         seen: dict[str, bool] = {}
         for r in load_records(path):
-            meta = r.get("metadata") or {}
-            em[meta["base_id"]][meta["form"]] = float(r["em"])
-            seen[meta["form"]] = bool(meta["form_seen"])
+            meta = r.get("metadata") or {}  # an eval record keeps the task's form, not its base_id: the id has it
+            base, _, form = str(r["task_id"]).rpartition("@")
+            em[base][form] = float(r["em"])
+            seen[form] = bool(meta["form_seen"])
         out[folder.name.removeprefix("forms-")] = _compare(em, seen)
     return out or None
 
