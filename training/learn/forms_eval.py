@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.trajectory import load_records
-from training.learn.stats import paired_bootstrap
+from training.learn.stats import ci_text, paired_bootstrap
 from training.synth.tiers.forms import FORMS
 
 #: the tiers whose held-out questions the stage asks in every form (a lookup is one search in any form)
@@ -28,7 +28,9 @@ FORM_TIERS = ("bridge",)
 
 def forms_file(task_path: Path) -> Path:
     """``tasks/cpu-learn.jsonl`` -> ``tasks/cpu-learn.forms.jsonl``: every held-out question in each of its forms."""
-    return task_path.with_name(task_path.name.removesuffix(".jsonl") + ".forms.jsonl")
+    from training.synth.outputs.write import sibling
+
+    return sibling(task_path, ".forms.jsonl")
 
 
 def held_out_variants(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -221,7 +223,7 @@ def render_forms(summary: dict[str, Any]) -> list[str]:
     for name, s in summary.items():
         for form, r in s["forms"].items():
             d = r.get("minus_template")
-            diff, ci = ("-", "-") if d is None else (f"{d['diff']:+.3f} (n={d['n']})", _ci(d["ci95"]))
+            diff, ci = ("-", "-") if d is None else (f"{d['diff']:+.3f} (n={d['n']})", ci_text(d["ci95"]))
             seen = "seen" if r["seen"] else "unseen"
             lines.append(f"| {name} | {form} | {seen} | {r['n']} | {r['pass@1']:.3f} | {diff} | {ci} |")
     lines += [
@@ -233,10 +235,6 @@ def render_forms(summary: dict[str, Any]) -> list[str]:
     for name, s in summary.items():
         g = s["unseen_minus_seen"]
         lines.append(
-            f"| {name} | {g['n']} | {g['seen']:.3f} | {g['unseen']:.3f} | {g['diff']:+.3f} | {_ci(g['ci95'])} |"
+            f"| {name} | {g['n']} | {g['seen']:.3f} | {g['unseen']:.3f} | {g['diff']:+.3f} | {ci_text(g['ci95'])} |"
         )
     return lines
-
-
-def _ci(ci: Any) -> str:
-    return "-" if ci is None else f"{ci[0]:+.3f} to {ci[1]:+.3f}"

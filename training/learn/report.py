@@ -22,7 +22,7 @@ from training.learn.headroom import summarise as headroom_summary
 from training.learn.movement import MovementError, weight_movement
 from training.learn.recall import render as render_recall
 from training.learn.recall import summarise as recall_summary
-from training.learn.stats import mcnemar_p, paired_bootstrap
+from training.learn.stats import ci_text, mcnemar_p, paired_bootstrap
 
 #: every row of the table, baselines and ceiling included: the base model, the zero-parameter rule, the answer prior,
 #: the trained stages and the search-only oracle, all on the same held-out tasks
@@ -252,8 +252,8 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
     for pair, scopes in summary["paired"].items():
         for scope, r in scopes.items():
             lines.append(
-                f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {_ci(r.get('ci95'))} | "
-                f"{r.get('answers', '-')} | {_ci(r.get('ci95_answers'))} | "
+                f"| {pair} | {scope} | {r['n']} | {r['diff']:+.3f} | {ci_text(r.get('ci95'))} | "
+                f"{r.get('answers', '-')} | {ci_text(r.get('ci95_answers'))} | "
                 f"{r['only_before']} / {r['only_after']} | {r['mcnemar_p']:.2g} |"
             )
     if summary.get("seeds"):
@@ -266,7 +266,7 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {variant} | {r['seeds']} | {scope} | {r['n']} | {' / '.join(f'{x:.3f}' for x in r['pass@1'])} | "
                 f"{r['mean']:.3f} ({r['min']:.3f}-{r['max']:.3f}) | {d['diff']:+.3f} | "
-                f"{_ci(d.get('ci95'))} | {_ci(d.get('ci95_answers'))} |"
+                f"{ci_text(d.get('ci95'))} | {ci_text(d.get('ci95_answers'))} |"
             )
     if summary.get("movement"):
         lines += _head(
@@ -322,11 +322,6 @@ def _head(columns: str) -> list[str]:
     ['', '| a | b |', '|---|---|']
     """
     return ["", f"| {columns} |", "|" + "---|" * (columns.count(" | ") + 1)]
-
-
-def _ci(ci: list[float] | None) -> str:
-    """An interval as ``lo to hi`` with signs, or ``-`` where the summary has none."""
-    return "-" if ci is None else f"{ci[0]:+.3f} to {ci[1]:+.3f}"
 
 
 def plot(summary: dict[str, Any], grpo_rows: list[dict[str, Any]], path: Path) -> None:

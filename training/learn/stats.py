@@ -11,8 +11,9 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-__all__ = ["mcnemar_p", "paired_bootstrap", "wilson"]
+__all__ = ["ci_text", "mcnemar_p", "paired_bootstrap", "wilson"]
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -36,8 +37,8 @@ def mcnemar_p(b: int, c: int) -> float:
 
 
 def paired_bootstrap(
-    before: list[int],
-    after: list[int],
+    before: Sequence[float],
+    after: Sequence[float],
     reps: int = 10_000,
     seed: int = 0,
     groups: list[str] | None = None,
@@ -70,3 +71,12 @@ def paired_bootstrap(
     # float noise (a mean of thirds off by 1e-17) would print an interval ending at 0 as "-0.000"
     lo, hi = (round(float(np.percentile(means, q)), 10) + 0.0 for q in (2.5, 97.5))
     return lo, hi
+
+
+def ci_text(ci: Sequence[float] | None) -> str:
+    """An interval as ``lo to hi`` with signs, or ``-`` where a summary has none.
+
+    >>> ci_text((-0.1, 0.25)), ci_text(None)
+    ('-0.100 to +0.250', '-')
+    """
+    return "-" if ci is None else f"{ci[0]:+.3f} to {ci[1]:+.3f}"
