@@ -7,7 +7,7 @@ questions can take those searches without learning anything. This one reads the 
 * **intersection** ("Which country borders Laos and lies in Southeast Asia?"): one search per clue (one call each:
   the env cuts a long response), then the name that the most clue searches show, as a result title or in a snippet
   (ties: the better summed title rank), not named in the question;
-* **bridge** (two facts, in any of the tier's forms: two sentences either way round, a relative clause, a
+* **bridge** (two facts, in any of the tier's forms: two sentences either way round, a leading or a relative clause, a
   description, other words): search the clue about the named entity, read the bridge entity from the results (the
   name that follows the relation's last words in a snippet, else the first title the question does not name), search
   the question's other part with that name in place of its reference, and answer the first title that is neither the
@@ -42,6 +42,8 @@ _REF = re.compile(
     re.IGNORECASE,
 )
 _RELATIVE = re.compile(r"\bthe ([\w-]+) that (.+)$", re.IGNORECASE)
+#: a one-sentence bridge question whose clue opens it as a clause ("Given that Kabul is ..., which city ...?")
+_JOINED = re.compile(r"^(?:Given that|If|Knowing that) (.+?), (.+\?)$")
 _STOP = set("a an the of in on at by to from for is was are were that this which what who it its".split())
 
 
@@ -93,6 +95,8 @@ def bridge_parts(question: str) -> tuple[str, str] | None:
     ('Kabul is the capital of that country.', 'Which city is the largest city in the country described next?')
     >>> bridge_parts("Which city is the largest city in the country that Kabul is the capital of?")
     ('Kabul is the capital of', 'Which city is the largest city in the country that Kabul is the capital of?')
+    >>> bridge_parts("If Kabul is the capital of a country, which city is the largest city in that country?")
+    ('Kabul is the capital of a country', 'which city is the largest city in that country?')
     >>> bridge_parts("Bucharest is the capital of a country. Which country is it?") is None
     True
     """
@@ -103,6 +107,8 @@ def bridge_parts(question: str) -> tuple[str, str] | None:
         if re.fullmatch(r"(?:Which|What) [\w -]+ is it\?|Who is that person\?", ask):
             return None  # lookup, clue first
         return clue, ask
+    if (joined := _JOINED.match(question.strip())) is not None:
+        return joined.group(1), joined.group(2)
     if re.match(r"^(?:What|Who) is the [\w-]+ that ", question):
         return None  # lookup, relative clause
     m = _RELATIVE.search(question.rstrip("?"))

@@ -43,6 +43,10 @@ def _calls(text: str) -> list[str]:
             "Kabul is the capital of that country.",
         ),
         ("Which city is the largest city in the country that Kabul is the capital of?", "Kabul is the capital of"),
+        (
+            "Given that Kabul is the capital of a country, which city is the largest city in that country?",
+            "Kabul is the capital of a country",
+        ),
         ("The country that Kabul is the capital of is a country in which subregion?", "Kabul is the capital of"),
     ],
 )
@@ -72,6 +76,9 @@ def test_the_bridge_is_read_after_the_relations_words_and_named_in_the_second_se
     )
     assert second_query("Which city is the largest city in the country described next?", "Afghanistan") == (
         "Which city is the largest city in Afghanistan?"
+    )
+    assert second_query("which city is the largest city in that country?", "Afghanistan") == (
+        "which city is the largest city in Afghanistan?"
     )
     assert second_query(
         "Which city is the largest city in the country that Kabul is the capital of?", "Afghanistan"

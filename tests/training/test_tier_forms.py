@@ -37,7 +37,7 @@ def test_a_lookup_question_has_five_forms_that_name_the_same_fact():
     }
 
 
-def test_a_bridge_question_has_five_forms_and_the_clue_can_come_after_the_question():
+def test_a_bridge_question_has_six_forms_and_the_clue_can_come_after_the_question():
     a = Fact("Kabul", "Afghanistan", "{src} is the capital of {dst}", "link", "", None)
     b = Fact("Afghanistan", "Herat", "{dst} is the third-largest city in {src}", "link", "", None)
     forms = bridge_forms(_ask(a), _ask(b), "Kabul", "country", "which city", "country in South Asia", random.Random(0))
@@ -48,6 +48,10 @@ def test_a_bridge_question_has_five_forms_and_the_clue_can_come_after_the_questi
     assert forms["clue_order"].startswith("Which city is the third-largest city in the ")
     assert forms["clue_order"].endswith("? Kabul is the capital of that country.")
     assert forms["relative"] == "Which city is the third-largest city in the country that Kabul is the capital of?"
+    assert forms["joined"].endswith(
+        " Kabul is the capital of a country, which city is the third-largest city in that country?"
+    )
+    assert forms["joined"].split(" Kabul ")[0] in ("Given that", "If", "Knowing that")
     assert forms["described"].endswith("Which city is the third-largest city in this country in South Asia?")
     assert forms["reworded"] == (
         "Kabul serves as the capital of a country. What city ranks as the third-largest city in that country?"

@@ -9,6 +9,10 @@ Every question is written in each form that applies to its facts, and one form i
 * ``clue_order``: the clue sentence on the other side of the question. lookup "Bucharest is the capital of a country.
   Which country is it?"; bridge "Which city is the largest city in the country described next? Kabul is the capital
   of that country." (the reference phrase itself drawn from a few: "described next", "the following country", ...)
+* ``joined``: one sentence, the clue as a leading clause (bridge only). "Given that Kabul is the capital of a country,
+  which city is the largest city in that country?" (the lead drawn from a few: "Given that", "If", ...). A trained
+  one-sentence form that asks two facts: without it every trained one-sentence question is a lookup, and a model
+  learns to plan from the sentence count.
 * ``relative``: one sentence, the clue in a relative clause. lookup "What is the country that Bucharest is the capital
   of?"; bridge "Which city is the largest city in the country that Kabul is the capital of?"
 * ``described``: a description instead of the bare type noun: the answer (lookup) or the bridge entity (bridge) is
@@ -32,15 +36,17 @@ from typing import Any
 
 from training.synth.compose.naming import leaks
 
-FORMS = ("template", "clue_order", "relative", "described", "reworded")
+FORMS = ("template", "clue_order", "joined", "relative", "described", "reworded")
 #: the families held out of training by default: one structure, one wording
 UNSEEN_FORMS = ("relative", "reworded")
 #: version of the question forms: a task set written by another version holds other questions
-FORMS_VERSION = 1
+FORMS_VERSION = 2
 
 _HOLE = "\x00"
 #: ways of pointing at the entity the next sentence describes (``clue_order``)
 _NEXT = ("the {h} described next", "the following {h}", "the {h} in the next sentence")
+#: leads of the clue clause that opens a ``joined`` question
+_JOIN = ("Given that", "If", "Knowing that")
 #: relation rewordings, the first that matches a clause is used (``reworded``)
 _REWORD: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), r)
@@ -191,6 +197,8 @@ def bridge_forms(
     out = {"template": f"{intro}. {q(ask2(f'that {head_b}', wh_c))}"}
     ref = rng.choice(_NEXT).format(h=head_b)
     out["clue_order"] = f"{q(ask2(ref, wh_c))} {case(ask1(subject, f'that {head_b}'))}."
+    lead = random.Random(f"joined|{subject}|{head_b}").choice(_JOIN)  # keyed by content: rng's draws stay as they were
+    out["joined"] = f"{lead} {ask1(subject, f'{art} {head_b}')}, {ask2(f'that {head_b}', wh_c).strip().rstrip('.?')}?"
     rel = relative_ref(ask1(subject, _HOLE), head_b)
     if rel is not None:
         out["relative"] = q(ask2(rel, wh_c))
