@@ -35,14 +35,13 @@ import dataclasses
 import json
 import logging
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from simweb_core.errors import ConfigError
 from training.learn.config import LearnConfig
 from training.learn.environment import environment
-from training.learn.rl_pool import POOL_FILE, grpo_task_pool, write_rl_pool
+from training.learn.rl_pool import grpo_task_pool, write_rl_pool
 
 log = logging.getLogger(__name__)
 
@@ -191,38 +190,11 @@ def _eval_settings(cfg: LearnConfig) -> dict[str, Any]:
     }
 
 
-def even_forms(kept: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    """``n`` demonstrations: each tier keeps its share of the first ``n``, drawn from its question forms in turn (in
-    file order within a form), so a form the task file holds less of is not also the one the model sees least.
-
-    >>> rows = [{"metadata": {"tier": "b", "form": f}} for f in "xxxxy"] + [{"metadata": {"tier": "l", "form": "x"}}]
-    >>> [r["metadata"]["form"] for r in even_forms(rows, 4)], [r["metadata"]["form"] for r in rows[:4]]
-    (['x', 'x', 'x', 'y'], ['x', 'x', 'x', 'x'])
-    """
-
-    def key(r: dict[str, Any]) -> tuple[str, str]:
-        meta = r.get("metadata") or {}
-        return str(meta.get("tier", "")), str(meta.get("form", ""))
-
-    quota = Counter(key(r)[0] for r in kept[:n])
-    forms: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for r in kept:
-        tier, form = key(r)
-        forms.setdefault(tier, {}).setdefault(form, []).append(r)
-    picked = []
-    for tier, by_form in forms.items():
-        queues = list(by_form.values())
-        rows = [q[i] for i in range(max(map(len, queues))) for q in queues if i < len(q)]
-        picked += rows[: quota[tier]]
-    order = {id(r): i for i, r in enumerate(kept)}
-    return sorted(picked, key=lambda r: order[id(r)])
-
-
 def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
     """Rejection-sample the demonstrations into a dataset and fine-tune the base model on it."""
     from transformers import AutoTokenizer
 
-    from training.sft.collect import CollectConfig, collect
+    from training.learn.sft_data import sft_demos
     from training.sft.dataset import build_dataset, dataset_card, save
     from training.sft.train import SFTRunConfig, resolve_model, train
 
@@ -230,15 +202,7 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
     if (out / "sft_run.json").is_file():
         return out
     if not (data / "README.md").is_file():
-        result = collect(CollectConfig(runs=(str(demos),), max_turns=max_turns))
-        if cfg.rl_share:  # GRPO's tasks stay out of the demonstrations
-            from training.grpo.train import pool_ids
-
-            held = pool_ids(cfg.out_dir() / POOL_FILE)
-            result.kept = [r for r in result.kept if r["task_id"] not in held]
-        if cfg.sft.max_demos is not None:
-            n = cfg.sft.max_demos
-            result.kept = even_forms(result.kept, n) if cfg.sft.even_forms else result.kept[:n]
+        result = sft_demos(cfg, demos, max_turns)
         model = resolve_model(cfg.model)
         ds = build_dataset(result.kept, AutoTokenizer.from_pretrained(str(model)), result.sources[0]["tools"])
         save(ds, data, dataset_card(ds, result, model.name, None), result.stats.table())
