@@ -353,6 +353,20 @@ def test_precision_reaches_sft_grpo_and_the_model_evals(monkeypatch, tmp_path):
         LearnConfig(precision="float16")
 
 
+def test_sft_seed_reaches_training_and_the_run_seed_is_its_default(monkeypatch, tmp_path):
+    import training.sft.train
+    from training.learn.run import stage_sft
+
+    seen = []
+    monkeypatch.setattr(training.sft.train, "train", lambda run_cfg: seen.append(run_cfg))
+    (tmp_path / "sft-data").mkdir()
+    (tmp_path / "sft-data" / "README.md").write_text("made")
+    for sft, want in ((SFTStage(), 3), (SFTStage(seed=11), 11)):
+        stage_sft(LearnConfig(out=str(tmp_path), seed=3, sft=sft), tmp_path / "demos", max_turns=4)
+        assert seen[-1].seed == want
+        assert json.loads((tmp_path / "stages.json").read_text())["sft"]["seed"] == sft.seed
+
+
 def test_report_says_which_stages_ran_in_bf16(tmp_path):
     from training.learn.run import _note
 

@@ -76,6 +76,11 @@ class SFTStage:
         2, "Demonstrations per SFT batch (small batches: the logits of long ones take GBs on a CPU)."
     )
     grad_accum: int = help_field(4, "Batches per SFT optimiser step.")
+    seed: int | None = help_field(
+        None,
+        "Seed of SFT's shuffling and dropout (None: the run's seed, which also draws the tasks); another value in "
+        "its own --out folder, on the same task file, measures how far SFT's result moves with its seed alone.",
+    )
 
     def __post_init__(self) -> None:
         if min(self.batch_size, self.grad_accum) < 1:

@@ -218,12 +218,12 @@ def stage_sft(cfg: LearnConfig, demos: Path, max_turns: int) -> Path:
             batch_size=cfg.sft.batch_size,
             grad_accum=cfg.sft.grad_accum,
             bf16=cfg.bf16(),
-            seed=cfg.seed,
+            seed=cfg.seed if cfg.sft.seed is None else cfg.sft.seed,
             threads=cfg.threads,
             save_steps=10,
         )
     )
-    _note(cfg, "sft", {"seconds": round(time.perf_counter() - t, 1), "bf16": cfg.bf16()})
+    _note(cfg, "sft", {"seconds": round(time.perf_counter() - t, 1), "bf16": cfg.bf16(), "seed": cfg.sft.seed})
     return out
 
 
