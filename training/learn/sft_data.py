@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from training.learn.config import LearnConfig
 from training.learn.rl_pool import POOL_FILE
 
+if TYPE_CHECKING:
+    from training.sft.collect import CollectResult
 
-def sft_demos(cfg: LearnConfig, demos: Path, max_turns: int) -> Any:
+
+def sft_demos(cfg: LearnConfig, demos: Path, max_turns: int) -> CollectResult:
     """Rejection-sample the demonstration episodes (:func:`training.sft.collect.collect`) and keep the ones SFT sees.
 
     GRPO's own tasks stay out when ``cfg.rl_share`` set some apart; ``cfg.sft.max_demos`` keeps that many (the first
