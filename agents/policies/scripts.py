@@ -7,8 +7,8 @@ questions can take those searches without learning anything. This one reads the 
 * **intersection** ("Which country borders Laos and lies in Southeast Asia?"): one search per clue (one call each:
   the env cuts a long response), then the name that the most clue searches show, as a result title or in a snippet
   (ties: the better summed title rank), not named in the question;
-* **bridge** (two facts, in any of the tier's forms: two sentences either way round, a leading or a relative clause, a
-  description, other words): search the clue about the named entity, read the bridge entity from the results (the
+* **bridge** (two facts, in any of the tier's forms: two sentences either way round, a leading, parenthetical or
+  relative clause, a description, other words): search the clue about the named entity, read the bridge entity from the results (the
   name that follows the relation's last words in a snippet, else the first title the question does not name), search
   the question's other part with that name in place of its reference, and answer the first title that is neither the
   bridge nor named in the question;
@@ -44,6 +44,8 @@ _REF = re.compile(
 _RELATIVE = re.compile(r"\bthe ([\w-]+) that (.+)$", re.IGNORECASE)
 #: a one-sentence bridge question whose clue opens it as a clause ("Given that Kabul is ..., which city ...?")
 _JOINED = re.compile(r"^(?:Given that|If|Knowing that) (.+?), (.+\?)$")
+#: a one-sentence bridge question whose clue follows its noun in parentheses ("... in the country (Kabul is ...)?")
+_PAREN = re.compile(r"^(.*?)\b[Tt]he ([\w-]+) \((.+?)\)(.*\?)$")
 _STOP = set("a an the of in on at by to from for is was are were that this which what who it its".split())
 
 
@@ -97,6 +99,10 @@ def bridge_parts(question: str) -> tuple[str, str] | None:
     ('Kabul is the capital of', 'Which city is the largest city in the country that Kabul is the capital of?')
     >>> bridge_parts("If Kabul is the capital of a country, which city is the largest city in that country?")
     ('Kabul is the capital of a country', 'which city is the largest city in that country?')
+    >>> bridge_parts("Which city is the largest city in the country (Kabul is the capital of that country)?")
+    ('Kabul is the capital of that country', 'Which city is the largest city in that country?')
+    >>> bridge_parts("The country (Kabul is the capital of that country) is a country in which region?")[1]
+    'That country is a country in which region?'
     >>> bridge_parts("Bucharest is the capital of a country. Which country is it?") is None
     True
     """
@@ -109,6 +115,9 @@ def bridge_parts(question: str) -> tuple[str, str] | None:
         return clue, ask
     if (joined := _JOINED.match(question.strip())) is not None:
         return joined.group(1), joined.group(2)
+    if (paren := _PAREN.match(question.strip())) is not None:
+        lead, head, clue, rest = paren.groups()
+        return clue, f"{lead}{'that' if lead else 'That'} {head}{rest}"
     if re.match(r"^(?:What|Who) is the [\w-]+ that ", question):
         return None  # lookup, relative clause
     m = _RELATIVE.search(question.rstrip("?"))

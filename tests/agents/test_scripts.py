@@ -48,6 +48,10 @@ def _calls(text: str) -> list[str]:
             "Kabul is the capital of a country",
         ),
         ("The country that Kabul is the capital of is a country in which subregion?", "Kabul is the capital of"),
+        (
+            "Which city is the largest city in the country (Kabul is the capital of that country)?",
+            "Kabul is the capital of that country",
+        ),
     ],
 )
 def test_bridge_parts_find_the_clue_in_every_form(question, clue):

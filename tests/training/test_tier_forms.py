@@ -11,6 +11,7 @@ import pytest
 
 from training.synth.tiers.facts import Fact
 from training.synth.tiers.forms import (
+    ALL_FORMS,
     FORMS,
     bridge_forms,
     lookup_forms,
@@ -37,11 +38,11 @@ def test_a_lookup_question_has_five_forms_that_name_the_same_fact():
     }
 
 
-def test_a_bridge_question_has_six_forms_and_the_clue_can_come_after_the_question():
+def test_a_bridge_question_has_seven_forms_and_the_clue_can_come_after_the_question():
     a = Fact("Kabul", "Afghanistan", "{src} is the capital of {dst}", "link", "", None)
     b = Fact("Afghanistan", "Herat", "{dst} is the third-largest city in {src}", "link", "", None)
     forms = bridge_forms(_ask(a), _ask(b), "Kabul", "country", "which city", "country in South Asia", random.Random(0))
-    assert set(forms) == set(FORMS)
+    assert set(forms) == set(ALL_FORMS)
     assert (
         forms["template"] == "Kabul is the capital of a country. Which city is the third-largest city in that country?"
     )
@@ -53,6 +54,9 @@ def test_a_bridge_question_has_six_forms_and_the_clue_can_come_after_the_questio
     )
     assert forms["joined"].split(" Kabul ")[0] in ("Given that", "If", "Knowing that")
     assert forms["described"].endswith("Which city is the third-largest city in this country in South Asia?")
+    assert forms["parenthetical"] == (
+        "Which city is the third-largest city in the country (Kabul is the capital of that country)?"
+    )
     assert forms["reworded"] == (
         "Kabul serves as the capital of a country. What city ranks as the third-largest city in that country?"
     )
@@ -84,8 +88,9 @@ def test_settle_never_gives_a_train_record_an_unseen_form():
 
 @pytest.fixture(scope="module")
 def unsettled(sample_index):
-    """Lookup and bridge records with every form's variant kept (k=5, 160-character snippets, as sim-web learn)."""
-    common = dict(k=5, snippet_chars=160, test_fraction=0.5, settle=False)
+    """Lookup and bridge records with every form's variant kept, the opt-in ones too (k=5, 160-character snippets, as
+    sim-web learn)."""
+    common = dict(k=5, snippet_chars=160, test_fraction=0.5, settle=False, forms=ALL_FORMS)
     lookup, _ = generate_tier(sample_index, TierConfig(tier="lookup", n=8, **common))
     bridge, rep = generate_tier(sample_index, TierConfig(tier="bridge", n=40, **common))
     return lookup, bridge, rep
@@ -95,12 +100,26 @@ def test_the_sample_gives_every_form_and_the_settled_split_is_form_disjoint(unse
     import copy
 
     _, bridge, rep = unsettled
-    assert {f for r in bridge for f in r["variants"]} == set(FORMS)
+    assert {f for r in bridge for f in r["variants"]} == set(ALL_FORMS)
     records = settle_forms(copy.deepcopy(bridge), ("relative", "reworded"), seed=0, report=rep.funnel)
     train = {r["form"] for r in records if r["split"] == "train"}
     assert train and not train & {"relative", "reworded"}
     assert {r["form"] for r in records if r["split"] == "test"} & {"relative", "reworded"}
-    assert sum(rep.funnel[f"form_{f}"] for f in FORMS) == len(records) == len(bridge)
+    assert sum(rep.funnel[f"form_{f}"] for f in ALL_FORMS) == len(records) == len(bridge)
+
+
+def test_an_opt_in_form_is_drawn_only_when_the_settings_name_it(unsettled):
+    import copy
+
+    _, bridge, _ = unsettled
+    assert "parenthetical" not in FORMS and TierConfig().forms == FORMS
+    default = copy.deepcopy(bridge)
+    for r in default:  # what the generator keeps with the default forms
+        r["variants"] = {f: v for f, v in r["variants"].items() if f in FORMS}
+    drawn = {r["id"]: r["form"] for r in settle_forms(default, ("relative", "reworded"), seed=0)}
+    assert "parenthetical" not in drawn.values()
+    with_it = settle_forms(copy.deepcopy(bridge), ("relative", "reworded"), seed=0)
+    assert "parenthetical" in {r["form"] for r in with_it}
 
 
 def _per_form_tasks(records, tmp_path):
@@ -144,7 +163,7 @@ def test_the_oracle_solves_every_form_and_the_script_reads_them(unsettled, sampl
     lookup, bridge, _ = unsettled
     path, rows = _per_form_tasks(lookup + bridge[:12], tmp_path)
     forms = {x["form"] for x in rows if x["tier"] == "bridge"}
-    assert forms == set(FORMS)  # every family is asked on the sample
+    assert forms == set(ALL_FORMS)  # every family is asked on the sample
     oracle = _run("oracle:search", path, sample_index, tmp_path / "oracle")
     assert all(r["correct"] == 1.0 for r in oracle.values()), [k for k, r in oracle.items() if r["correct"] < 1]
     script = _run("rule:script", path, sample_index, tmp_path / "script")

@@ -20,7 +20,7 @@ from typing import Any
 
 from agents.trajectory import load_records
 from training.learn.stats import ci_text, paired_bootstrap
-from training.synth.tiers.forms import FORMS
+from training.synth.tiers.forms import ALL_FORMS
 
 #: the tiers whose held-out questions the stage asks in every form (a lookup is one search in any form)
 FORM_TIERS = ("bridge",)
@@ -65,7 +65,7 @@ def every_form(
     """
     out = []
     for r in records:
-        for form in FORMS:
+        for form in ALL_FORMS:
             if form not in variants.get(r["id"], {}):
                 continue
             v = dict(variants[r["id"]][form])
@@ -189,7 +189,7 @@ def forms_summary(run: Path) -> dict[str, Any] | None:
 def _compare(em: dict[str, dict[str, float]], seen: dict[str, bool]) -> dict[str, Any]:
     """:func:`forms_summary`'s numbers for one policy: ``em[task][form]`` is 1.0 or 0.0."""
     per_form = {}
-    for form in [f for f in FORMS if f in seen]:
+    for form in [f for f in ALL_FORMS if f in seen]:
         tasks = [t for t in em if form in em[t]]
         both = [t for t in tasks if "template" in em[t]]
         row: dict[str, Any] = {"n": len(tasks), "pass@1": sum(em[t][form] for t in tasks) / len(tasks)}

@@ -20,6 +20,10 @@ Every question is written in each form that applies to its facts, and one form i
   Asia"), kept only when the description names no entity of the question.
 * ``reworded``: the relations said with other words ("serves as the capital of", "is indigenous to", "ranks as the
   fourth-most populous city in") and "what" for "which"; kept only when a relation of the question has a rewording.
+* ``parenthetical`` (opt-in, bridge only; not in :data:`FORMS`): one sentence, the clue in parentheses right after the
+  noun it is about. "Which city is the largest city in the country (Kabul is the capital of that country)?" The clue
+  sits where a relative clause would, yet is a whole sentence: a seen form that asks for the noun phrase to be taken
+  apart without training on the held-out ``relative`` family.
 
 A **form-disjoint** split holds some families out of training (``unseen_forms``): a train record is only ever drawn in
 a seen form, a held-out record in any form, so the held-out split holds seen and unseen forms of answers never
@@ -37,6 +41,10 @@ from typing import Any
 from training.synth.compose.naming import leaks
 
 FORMS = ("template", "clue_order", "joined", "relative", "described", "reworded")
+#: forms a task set has only when its settings name them (``TierConfig.forms``, ``LearnConfig.forms``): the default
+#: sets, and the draws of their questions, stay as they were
+EXTRA_FORMS = ("parenthetical",)
+ALL_FORMS = FORMS + EXTRA_FORMS
 #: the families held out of training by default: one structure, one wording
 UNSEEN_FORMS = ("relative", "reworded")
 #: version of the question forms: a task set written by another version holds other questions
@@ -202,6 +210,7 @@ def bridge_forms(
     rel = relative_ref(ask1(subject, _HOLE), head_b)
     if rel is not None:
         out["relative"] = q(ask2(rel, wh_c))
+    out["parenthetical"] = q(ask2(f"the {head_b} ({ask1(subject, f'that {head_b}')})", wh_c))
     if b_desc:
         out["described"] = f"{intro}. {q(ask2(f'this {b_desc}', wh_c))}"
     first, second = reword(ask1(subject, f"{art} {head_b}")), reword(ask2(f"that {head_b}", wh_c))
@@ -228,7 +237,7 @@ def settle_forms(
             r.setdefault("form_seen", r["form"] not in unseen)
             out.append(r)
             continue
-        allowed = [f for f in FORMS if f in variants and (r.get("split") != "train" or f not in unseen)]
+        allowed = [f for f in ALL_FORMS if f in variants and (r.get("split") != "train" or f not in unseen)]
         if not allowed:
             if report is not None:
                 report["no_seen_form"] += 1
@@ -249,4 +258,6 @@ def form_card(records: list[dict[str, Any]]) -> dict[str, Any]:
     card: dict[str, dict[str, int]] = {}
     for r in records:
         card.setdefault(str(r.get("form", "template")), Counter())[str(r.get("split"))] += 1
-    return {f: dict(card[f]) for f in sorted(card, key=lambda f: FORMS.index(f) if f in FORMS else len(FORMS))}
+    return {
+        f: dict(card[f]) for f in sorted(card, key=lambda f: ALL_FORMS.index(f) if f in ALL_FORMS else len(ALL_FORMS))
+    }

@@ -47,7 +47,15 @@ from training.synth.compose.uncertainty import relation_label
 from training.synth.extract.relations import SRC, fill, infobox_template, is_text_relation, relation_words
 from training.synth.tiers.card import render_tier_card, tier_card
 from training.synth.tiers.facts import Fact, all_facts
-from training.synth.tiers.forms import FORMS, UNSEEN_FORMS, bridge_forms, lookup_forms, settle_forms, short_description
+from training.synth.tiers.forms import (
+    ALL_FORMS,
+    FORMS,
+    UNSEEN_FORMS,
+    bridge_forms,
+    lookup_forms,
+    settle_forms,
+    short_description,
+)
 from training.synth.tiers.view import ResultView, aliases
 from wiki_index.types import bare_title, title_to_url
 
@@ -71,7 +79,9 @@ class TierConfig:
         "answer", "'answer': no held-out answer (or alias) is a train answer; 'id': hashed ids (older sets)."
     )
     forms: tuple[str, ...] = help_field(
-        FORMS, "Question forms drawn per question (training/synth/tiers/forms.py); ('template',): the older sets."
+        FORMS,
+        "Question forms drawn per question (training/synth/tiers/forms.py: FORMS, and the opt-in EXTRA_FORMS); "
+        "('template',): the older sets.",
     )
     unseen_forms: tuple[str, ...] = help_field(
         UNSEEN_FORMS, "Forms never drawn for a train record (the form-disjoint held-out families); () for none."
@@ -90,10 +100,10 @@ class TierConfig:
                 "training.synth.pipeline.generate"
             )
         self.forms, self.unseen_forms = tuple(self.forms), tuple(self.unseen_forms)
-        bad = [f for f in (*self.forms, *self.unseen_forms) if f not in FORMS]
+        bad = [f for f in (*self.forms, *self.unseen_forms) if f not in ALL_FORMS]
         if bad or "template" not in self.forms or not set(self.forms) - set(self.unseen_forms):
             raise ValueError(
-                f"TierConfig.forms must include 'template' and name forms of {FORMS}, with at least one seen form; "
+                f"TierConfig.forms must include 'template' and name forms of {ALL_FORMS}, with at least one seen form; "
                 f"found forms={self.forms}, unseen_forms={self.unseen_forms}"
             )
         if self.split not in ("answer", "id"):
