@@ -8,10 +8,10 @@ questions can take those searches without learning anything. This one reads the 
   the env cuts a long response), then the name that the most clue searches show, as a result title or in a snippet
   (ties: the better summed title rank), not named in the question;
 * **bridge** (two facts, in any of the tier's forms: two sentences either way round, a leading, parenthetical or
-  relative clause, a description, other words): search the clue about the named entity, read the bridge entity from the results (the
-  name that follows the relation's last words in a snippet, else the first title the question does not name), search
-  the question's other part with that name in place of its reference, and answer the first title that is neither the
-  bridge nor named in the question;
+  relative clause, a description, other words): search the clue about the named entity, read the bridge entity from
+  the results (the name that follows the relation's last words in a snippet, else the first title the question does
+  not name), search the question's other part with that name in place of its reference, and answer the first title
+  that is neither the bridge nor named in the question;
 * **lookup** (one fact): search the question (or its clue sentence), answer the first title it does not name.
 
 It is stateless and deterministic (each turn re-reads the chat), like every baseline here.
