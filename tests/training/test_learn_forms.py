@@ -10,6 +10,8 @@ import pytest
 from simweb_core.errors import ConfigError
 from training.learn.config import STAGES, LearnConfig
 from training.learn.report import render, summarise
+from training.synth.tiers.forms import ALL_FORMS, FORMS
+from training.synth.tiers.generate import TierConfig
 
 
 def _stage(folder: Path, rows: dict[str, tuple[int, str, bool]]) -> None:
@@ -54,6 +56,18 @@ def test_the_config_takes_the_intersection_tier_and_checks_the_unseen_forms():
         LearnConfig(unseen_forms=("template",))  # the template is every tier's first form: always seen
     with pytest.raises(ConfigError, match="intersection"):
         LearnConfig(tiers=("sailorfog",))
+
+
+@pytest.mark.parametrize(
+    ("forms", "unseen"),
+    [(("clue_order",), ()), (("template", "prose"), ()), (FORMS, ("template",)), (FORMS, ("prose",))],
+)
+def test_the_learn_and_tier_configs_refuse_the_same_form_settings(forms, unseen):
+    with pytest.raises(ConfigError, match="LearnConfig.*forms"):
+        LearnConfig(forms=forms, unseen_forms=unseen)
+    with pytest.raises(ValueError, match="TierConfig.*forms"):
+        TierConfig(tier="bridge", forms=forms, unseen_forms=unseen)
+    assert TierConfig(tier="bridge", forms=ALL_FORMS).forms == LearnConfig(forms=ALL_FORMS).forms == ALL_FORMS
 
 
 def _forms_stage(folder: Path, em: dict[str, dict[str, int]], unseen: tuple[str, ...]) -> None:

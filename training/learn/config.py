@@ -20,7 +20,7 @@ from typing import Any
 from simweb_core.errors import ConfigError
 from simweb_core.fields import help_field
 from simweb_core.settings import sim_web_home
-from training.synth.tiers.forms import ALL_FORMS, FORMS
+from training.synth.tiers.forms import FORMS, forms_problem
 
 PRECISIONS = ("auto", "bf16", "float32")
 DEMO_POLICIES = ("oracle:plan", "oracle:quote", "oracle:search")
@@ -268,12 +268,8 @@ class LearnConfig:
                 "(a train and a held-out split)"
             )
         object.__setattr__(self, "forms", tuple(self.forms))
-        if "template" not in self.forms or any(f not in ALL_FORMS for f in self.forms):
-            raise ConfigError(
-                f"LearnConfig.forms must include 'template' and name forms of {ALL_FORMS}, got {self.forms!r}"
-            )
-        if any(f not in ALL_FORMS or f == "template" for f in self.unseen_forms):
-            raise ConfigError(f"LearnConfig.unseen_forms must name forms of {ALL_FORMS[1:]}, got {self.unseen_forms!r}")
+        if problem := forms_problem(self.forms, tuple(self.unseen_forms)):
+            raise ConfigError(f"LearnConfig.{problem}")
         if self.demo_policy not in DEMO_POLICIES:
             raise ConfigError(f"LearnConfig.demo_policy must be one of {DEMO_POLICIES}, got {self.demo_policy!r}")
         if not 0 <= self.rl_share < 1:

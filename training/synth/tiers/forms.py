@@ -93,6 +93,28 @@ _REWORD: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 
 
+def forms_problem(forms: tuple[str, ...], unseen_forms: tuple[str, ...]) -> str | None:
+    """What is wrong with a ``forms`` / ``unseen_forms`` setting, or ``None`` when it is sound.
+
+    Both configs that name forms (``TierConfig``, ``LearnConfig``) check them here, so they accept the same settings.
+    ``template`` must be among the forms and seen: it is every tier's first form and the intersection tier's only one.
+
+    >>> forms_problem(FORMS, UNSEEN_FORMS) is None
+    True
+    >>> forms_problem(("template", "joined"), ("template",))[:45]
+    "unseen_forms must name forms other than 'temp"
+    """
+    names = ", ".join(ALL_FORMS)
+    if "template" not in forms or any(f not in ALL_FORMS for f in forms):
+        return f"forms must include 'template' and name forms of ({names}); found {forms!r}"
+    if "template" in unseen_forms or any(f not in ALL_FORMS for f in unseen_forms):
+        return (
+            f"unseen_forms must name forms other than 'template', which is always seen, of ({names}); "
+            f"found {unseen_forms!r}"
+        )
+    return None
+
+
 def reword(clause: str) -> str | None:
     """The clause with its relation said in other words, or ``None`` when no rewording applies.
 

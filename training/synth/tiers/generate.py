@@ -48,10 +48,10 @@ from training.synth.extract.relations import SRC, fill, infobox_template, is_tex
 from training.synth.tiers.card import render_tier_card, tier_card
 from training.synth.tiers.facts import Fact, all_facts
 from training.synth.tiers.forms import (
-    ALL_FORMS,
     FORMS,
     UNSEEN_FORMS,
     bridge_forms,
+    forms_problem,
     lookup_forms,
     settle_forms,
     short_description,
@@ -100,12 +100,8 @@ class TierConfig:
                 "training.synth.pipeline.generate"
             )
         self.forms, self.unseen_forms = tuple(self.forms), tuple(self.unseen_forms)
-        bad = [f for f in (*self.forms, *self.unseen_forms) if f not in ALL_FORMS]
-        if bad or "template" not in self.forms or not set(self.forms) - set(self.unseen_forms):
-            raise ValueError(
-                f"TierConfig.forms must include 'template' and name forms of {ALL_FORMS}, with at least one seen form; "
-                f"found forms={self.forms}, unseen_forms={self.unseen_forms}"
-            )
+        if problem := forms_problem(self.forms, self.unseen_forms):
+            raise ValueError(f"TierConfig.{problem}")
         if self.split not in ("answer", "id"):
             raise ValueError(f"TierConfig.split must be 'answer' or 'id', found {self.split!r}")
         if self.n < 1 or self.k < 1 or not 0 <= self.test_fraction < 1:
