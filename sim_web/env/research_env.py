@@ -15,7 +15,7 @@ from sim_web.backends.real import WikipediaFallback, build_real_backends
 from sim_web.backends.sim import SimBackend
 from sim_web.env.config import REAL_POLICIES, EnvConfig
 from sim_web.env.config_data import env_config_from, tasks_from
-from sim_web.env.rewards import Judge, episode_reward, free_calls, score_answer
+from sim_web.env.rewards import Judge, call_text, episode_reward, free_calls, score_answer, subgoal_share
 from sim_web.env.spaces import TextSpace
 from sim_web.env.step_info import action_info, parse_turn
 from sim_web.env.tasks import Task, resolve_tasks
@@ -109,7 +109,8 @@ class WebResearchEnv(gym.Env[str, str]):
     (``RewardConfig.kind``: normalised exact match, token F1, or an LLM judge), scaled down by
     ``call_cost`` per tool call (never below half), or less ``call_penalty`` per tool call whatever the answer
     (at most half in all; with ``free_calls="oracle"`` either charges only the calls past the task's
-    ``difficulty.oracle_searches``), and less ``format_penalty`` per malformed action.
+    ``difficulty.oracle_searches``), and less ``format_penalty`` per malformed action. With ``subgoal_credit``
+    a wrong answer earns that much times the share of the task's ``subgoals`` its tool calls named (below half).
 
     ## Episode End
     Terminated on ``<answer>``. Truncated (reward 0) after ``max_turns`` turns or when tool output
@@ -193,6 +194,7 @@ class WebResearchEnv(gym.Env[str, str]):
         self.obs_chars = 0
         self.errors: Counter[str] = Counter()
         self.tool_calls: Counter[str] = Counter()
+        self.called: list[str] = []  # the words of every tool call's arguments, for the subgoal credit
         self._new_step()
         self.done = False
         self.executor.stats.reset()
@@ -274,6 +276,7 @@ class WebResearchEnv(gym.Env[str, str]):
         if act.kind == "answer":
             return self._finish(act.answer or "")
         tools = self.step_action["tools"]  # every call of a multi-call turn, as action_info listed them
+        self.called += [call_text(c.arguments) for c in act.calls or (act,)]
         self.tool_calls.update(tools)
         self.step_tool_calls.update(tools)
         try:
@@ -308,7 +311,8 @@ class WebResearchEnv(gym.Env[str, str]):
         )
         calls, errors = sum(self.tool_calls.values()), sum(self.errors.values())
         free = free_calls(self.task.oracle_searches, self.config.reward)
-        reward = episode_reward(scores["reward"], errors, calls, self.config.reward, free)
+        found = subgoal_share(self.task.subgoals, " | ".join(self.called)) if self.config.reward.subgoal_credit else 0.0
+        reward = episode_reward(scores["reward"], errors, calls, self.config.reward, free, found)
         self.done = True
         return (
             "",

@@ -77,6 +77,12 @@ class RewardConfig:
             or ``oracle`` (the first ``difficulty.oracle_searches`` calls of the task, the searches a
             provenance-following oracle needs, are free). With ``oracle`` the charge falls only on calls past what
             the task needs, so a two-hop question's second search costs nothing while a one-hop question's does.
+        subgoal_credit: Partial credit for the way to a wrong answer: an answered episode earns up to this much of what
+            its answer's score leaves (all of it with ``em``, a wrong answer scoring 0) in proportion to the share
+            of the task's subgoals (:attr:`~sim_web.env.tasks.Task.subgoals`: the bridge of a two-hop question)
+            that its own tool calls named (0 = off; below 0.5, so a right answer outscores every wrong one). A
+            right answer's reward is unchanged, so a group whose answers are all wrong still ranks the episodes that
+            found the bridge above those that did not.
     """
 
     kind: str = "em"
@@ -85,6 +91,7 @@ class RewardConfig:
     call_cost: float = 0.0
     call_penalty: float = 0.0
     free_calls: str = "none"
+    subgoal_credit: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in ("em", "f1", "judge"):
@@ -98,6 +105,11 @@ class RewardConfig:
             raise ConfigError(
                 f"RewardConfig.call_penalty must be in [0, {CALL_PENALTY_CAP}] (reward taken off per tool call), "
                 f"got {self.call_penalty!r}"
+            )
+        if not 0.0 <= self.subgoal_credit < 0.5:
+            raise ConfigError(
+                f"RewardConfig.subgoal_credit must be in [0, 0.5) (the most a wrong answer earns for the subgoals its "
+                f"tool calls named, below a right answer's least), got {self.subgoal_credit!r}"
             )
         if self.call_cost and self.call_penalty:
             raise ConfigError(
@@ -156,8 +168,48 @@ def free_calls(oracle_searches: Any, config: RewardConfig) -> int:
     return int(oracle_searches)
 
 
-def episode_reward(answer_reward: float, errors: int, calls: int, config: RewardConfig, free: int = 0) -> float:
-    """The reward of a finished episode: the answer's score, less the call charge and the format penalty.
+def call_text(arguments: Any) -> str:
+    """The words of one tool call's arguments (strings, and the strings of lists: a ``search`` call's queries),
+    joined with " | " so that two queries never join into one name.
+
+    >>> call_text({"query": ["Titan moon", "Solar System planets"]})
+    'Titan moon | Solar System planets'
+    """
+    if isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, dict):
+        arguments = list(arguments.values())
+    if isinstance(arguments, (list, tuple)):
+        return " | ".join(t for t in (call_text(a) for a in arguments) if t)
+    return ""
+
+
+def subgoal_share(subgoals: Sequence[str], named_text: str) -> float:
+    """The share of ``subgoals`` that ``named_text`` (what an episode's tool calls said) names, as whole words.
+
+    Args:
+        subgoals: The task's subgoals (:attr:`~sim_web.env.tasks.Task.subgoals`).
+        named_text: The text of the episode's tool-call arguments.
+
+    Returns:
+        0.0 without subgoals, else the named share, in [0, 1].
+
+    >>> subgoal_share(["Solar System"], "Titan moon | Which planet is the fourth-largest planet in the solar system?")
+    1.0
+    >>> subgoal_share(["Solar System", "Mali"], "Titan moon system")
+    0.0
+    """
+    if not subgoals:
+        return 0.0
+    text = f" {normalize_answer(named_text)} "
+    return sum(f" {normalize_answer(s)} " in text for s in subgoals) / len(subgoals)
+
+
+def episode_reward(
+    answer_reward: float, errors: int, calls: int, config: RewardConfig, free: int = 0, subgoals: float = 0.0
+) -> float:
+    """The reward of a finished episode: the answer's score with its subgoal credit, less the call charge and the
+    format penalty.
 
     Args:
         answer_reward: :func:`score_answer`'s ``"reward"``.
@@ -165,10 +217,12 @@ def episode_reward(answer_reward: float, errors: int, calls: int, config: Reward
         calls: Tool calls the episode made (the final answer is not one).
         config: The reward settings.
         free: Calls not charged (:func:`free_calls`).
+        subgoals: The share of the task's subgoals the episode's tool calls named (:func:`subgoal_share`).
 
     Returns:
-        ``answer_reward * max(CALL_COST_FLOOR, 1 - call_cost * extra) - min(CALL_PENALTY_CAP, call_penalty * extra)
-        - format_penalty * errors``, where ``extra = max(0, calls - free)``.
+        ``base * max(CALL_COST_FLOOR, 1 - call_cost * extra) - min(CALL_PENALTY_CAP, call_penalty * extra)
+        - format_penalty * errors``, where ``extra = max(0, calls - free)`` and
+        ``base = answer_reward + (1 - answer_reward) * subgoal_credit * subgoals``.
 
     >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(call_cost=0.1))
     0.8
@@ -178,10 +232,17 @@ def episode_reward(answer_reward: float, errors: int, calls: int, config: Reward
     -0.1
     >>> episode_reward(0.0, errors=0, calls=2, config=RewardConfig(call_penalty=0.2, free_calls="oracle"), free=1)
     -0.2
+    >>> episode_reward(0.0, errors=0, calls=2, config=RewardConfig(subgoal_credit=0.2), subgoals=1.0)
+    0.2
+    >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(subgoal_credit=0.2), subgoals=1.0)
+    1.0
     """
     extra = max(0, calls - free)
+    base = answer_reward
+    if config.subgoal_credit and subgoals:
+        base = round(answer_reward + (1.0 - answer_reward) * config.subgoal_credit * subgoals, 12)
     kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * extra)
-    scaled = answer_reward if kept == 1.0 else round(answer_reward * kept, 12)  # 1 - 0.1 x 3 is 0.7, not 0.69999...
+    scaled = base if kept == 1.0 else round(base * kept, 12)  # 1 - 0.1 x 3 is 0.7, not 0.69999...
     charged = round(min(CALL_PENALTY_CAP, config.call_penalty * extra), 12)
     return scaled - charged - config.format_penalty * errors
 

@@ -22,6 +22,7 @@ from typing import Any
 from sim_web.env.rewards import normalize_answer
 from simweb_core.errors import ConfigError
 from wiki_index.parse.text import first_sentence
+from wiki_index.types import bare_title
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,29 @@ class Task:
         """The searches a provenance-following oracle needs (``difficulty.oracle_searches``), or ``None``."""
         difficulty = self.metadata.get("difficulty")
         return difficulty.get("oracle_searches") if isinstance(difficulty, dict) else None
+
+    @property
+    def subgoals(self) -> tuple[str, ...]:
+        """The entities a solver finds on the way to the answer: its clues' entities (``clues[].entity``, bare
+        titles) other than the answer and its aliases, and not named in the question (the bridge of a two-hop
+        question; none for a lookup or an intersection question, whose clues are all about the answer).
+
+        >>> Task("b", "Which planet is the fourth-largest planet in the system that Titan is the second-largest moon in?",
+        ...      "Neptune", metadata={"clues": [{"entity": "Solar System"}, {"entity": "Titan (moon)"},
+        ...                                     {"entity": "Neptune"}]}).subgoals
+        ('Solar System',)
+        """
+        clues = self.metadata.get("clues")
+        skip = {normalize_answer(a) for a in (self.answer, *self.aliases)}
+        question = f" {normalize_answer(self.question)} "
+        out: list[str] = []
+        for clue in clues if isinstance(clues, list) else []:
+            entity = clue.get("entity") if isinstance(clue, dict) else None
+            name = bare_title(entity) if isinstance(entity, str) else ""
+            key = normalize_answer(name)
+            if key and key not in skip and f" {key} " not in question and name not in out:
+                out.append(name)
+        return tuple(out)
 
     @classmethod
     def from_record(cls, rec: dict[str, Any], where: str = "") -> Task:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim_web.env import EnvConfig, Task, make_toolbox
-from sim_web.env.rewards import RewardConfig, episode_reward, free_calls, score_answer
+from sim_web.env.rewards import RewardConfig, call_text, episode_reward, free_calls, score_answer, subgoal_share
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.serve.chat_template import with_tool_template
@@ -60,9 +60,12 @@ class WebResearchToolEnv(ToolMethods):
         self._gold: tuple[str, tuple[str, ...], str] = ("", (), "")
         self._submitted: str | None = None
         self.errors = self.calls = self._free = 0
+        self._subgoals: tuple[str, ...] = ()
+        self._called: list[str] = []
 
     def reset(self, **row: Any) -> str | None:
-        """Start an episode for one dataset row (``question``, ``answer``, optional ``aliases`` and ``oracle_searches``).
+        """Start an episode for one dataset row (``question``, ``answer``, optional ``aliases``, ``oracle_searches``
+        and ``subgoals``).
 
         Returns:
             ``None``: the question is already the row's prompt, so nothing is appended to it.
@@ -76,6 +79,8 @@ class WebResearchToolEnv(ToolMethods):
         self._submitted = None
         self.errors = self.calls = 0
         self._free = free_calls(row.get("oracle_searches"), self.config.reward)
+        self._subgoals = tuple(str(s) for s in row.get("subgoals") or ())
+        self._called = []
         self._toolbox.executor.stats.reset()
         return None
 
@@ -97,12 +102,14 @@ class WebResearchToolEnv(ToolMethods):
             return 0.0
         gold, aliases, question = self._gold
         scores = score_answer(self._submitted, gold, aliases, question, self.config.reward)
-        return episode_reward(float(scores["reward"]), self.errors, self.calls, self.config.reward, self._free)
+        found = subgoal_share(self._subgoals, " | ".join(self._called)) if self.config.reward.subgoal_credit else 0.0
+        return episode_reward(float(scores["reward"]), self.errors, self.calls, self.config.reward, self._free, found)
 
     def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:
         from sim_web.protocol.actions import Action
 
         self.calls += 1
+        self._called.append(call_text(arguments))
         try:
             return self._toolbox.call(Action(kind="tool_call", tool=tool, arguments=arguments, code=code))
         except ActionError as e:  # an agent mistake is an observation, as in the gym env
@@ -129,15 +136,21 @@ def answer_reward(
             assistant message is read).
         answer: The gold answer of each row (the dataset column).
         aliases: The accepted aliases of each row (optional column).
-        config: EM / F1 and alias use (``kind="judge"``, ``call_cost`` and ``call_penalty`` are not available here).
+        config: EM / F1 and alias use (``kind="judge"``, ``call_cost``, ``call_penalty`` and ``subgoal_credit`` are
+            not available here).
 
     Returns:
         One reward per completion; 0.0 when no ``<answer>`` tag is present.
 
     Raises:
-        ConfigError: When ``config`` charges tool calls: the final message does not show how many tool calls came
-            before it.
+        ConfigError: When ``config`` charges tool calls or credits subgoals: the final message does not show the tool
+            calls that came before it.
     """
+    if config.subgoal_credit:
+        raise ConfigError(
+            f"answer_reward reads only the final message, so it cannot see which subgoals the tool calls named "
+            f"(subgoal_credit={config.subgoal_credit}); score with WebResearchToolEnv.get_reward or set it to 0"
+        )
     if config.charges_calls:
         raise ConfigError(
             f"answer_reward reads only the final message, so it cannot apply call_cost={config.call_cost} or "
@@ -184,8 +197,8 @@ def tasks_dataset(config: EnvConfig | None = None, split: str | None = None) -> 
 
 def task_dataset(tasks: Sequence[Task]) -> Any:
     """A ``datasets.Dataset`` of the given tasks, in order: ``prompt`` (the question as a user turn; the env adds the
-    system prompt), ``question``, ``answer``, ``aliases``, ``task_id`` and ``oracle_searches`` (``None`` where the task
-    does not record it).
+    system prompt), ``question``, ``answer``, ``aliases``, ``task_id``, ``oracle_searches`` (``None`` where the task
+    does not record it) and ``subgoals`` (:attr:`~sim_web.env.tasks.Task.subgoals`).
 
     Args:
         tasks: The task set (for a rollout: the same one its env draws from).
@@ -200,6 +213,7 @@ def task_dataset(tasks: Sequence[Task]) -> Any:
             "aliases": list(t.aliases),
             "task_id": t.id,
             "oracle_searches": t.oracle_searches,
+            "subgoals": list(t.subgoals),
         }
         for t in tasks
     ]

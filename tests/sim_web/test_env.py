@@ -118,6 +118,31 @@ def test_call_penalty_charges_a_wrong_answer_s_extra_searches_too(sample_index):
     e.close()
 
 
+def test_subgoal_credit_pays_a_wrong_answer_whose_searches_named_the_bridge(sample_index):
+    cfg = EnvConfig(index_dir=str(sample_index), reward=RewardConfig(subgoal_credit=0.25))
+    e = WebResearchEnv(cfg)
+    clues = [{"entity": "France"}, {"entity": "Paris"}]
+    task = Task(
+        "t", "Which city is the capital of the country whose language is French?", "Paris", (), {"clues": clues}
+    )
+    assert task.subgoals == ("France",)
+    for queries, answer, want in (
+        ([["French language"], ["capital of France"]], "Lyon", 0.25),  # found the bridge, answered wrong
+        ([["French language"], ["capital of Belgium"]], "Brussels", 0.0),  # never named it
+        ([["capital of France"]], "Paris", 1.0),  # right: unchanged
+    ):
+        e.reset(options={"task": task})
+        for q in queries:
+            e.step(call("search", query=q))
+        *_, r, term, _, info = e.step(f"<answer>{answer}</answer>")
+        assert term and r == pytest.approx(want) and info["em"] == float(answer == "Paris")
+    e.reset(options={"task": task})
+    e.step(call("search", query=["capital of France"]))
+    e.reset(options={"task": task})  # a new episode forgets the last one's calls
+    assert e.step("<answer>Lyon</answer>")[1] == 0.0
+    e.close()
+
+
 def test_agent_mistakes_become_observations_and_counts(env):
     env.reset(seed=1)
     cases = [

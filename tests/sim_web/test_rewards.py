@@ -10,6 +10,7 @@ from sim_web.env.rewards import (
     free_calls,
     normalize_answer,
     score_answer,
+    subgoal_share,
 )
 from simweb_core.errors import ConfigError
 
@@ -84,3 +85,28 @@ def test_call_penalty_ranks_wrong_answers_by_calls_too_and_stops_at_its_cap():
         RewardConfig(call_penalty=0.6)
     with pytest.raises(ConfigError, match="set one of them to 0"):
         RewardConfig(call_cost=0.1, call_penalty=0.1)
+
+
+def test_subgoal_credit_pays_a_wrong_answer_for_the_named_share_and_never_reaches_a_right_one():
+    cfg = RewardConfig(subgoal_credit=0.3)
+    assert subgoal_share(["Solar System", "Mali"], "solar system planets") == 0.5
+    assert subgoal_share(["Mali"], "Somalia coast") == 0.0  # whole words only
+    assert subgoal_share([], "anything") == 0.0
+    assert episode_reward(0.0, 0, 2, cfg, subgoals=0.5) == pytest.approx(0.15)
+    assert episode_reward(1.0, 0, 2, cfg, subgoals=0.0) == 1.0
+    assert episode_reward(0.0, 0, 2, RewardConfig(), subgoals=1.0) == 0.0  # off by default
+    f1 = RewardConfig(kind="f1", subgoal_credit=0.2)
+    assert episode_reward(0.5, 0, 2, f1, subgoals=1.0) == pytest.approx(0.6)  # a share of what the answer left
+    # under the harshest call charge a right answer still beats the best-credited wrong one
+    for charge in (
+        RewardConfig(call_cost=0.5, subgoal_credit=0.49),
+        RewardConfig(call_penalty=0.5, subgoal_credit=0.49),
+    ):
+        right = episode_reward(1.0, 0, 9, charge)
+        assert right > episode_reward(0.0, 0, 1, charge, subgoals=1.0)
+
+
+@pytest.mark.parametrize("credit", [-0.1, 0.5, 1.0])
+def test_subgoal_credit_refuses_what_would_let_a_wrong_answer_match_a_right_one(credit):
+    with pytest.raises(ConfigError, match=r"subgoal_credit must be in \[0, 0.5\)"):
+        RewardConfig(subgoal_credit=credit)

@@ -10,6 +10,7 @@ mocked.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 
 import pytest
@@ -74,6 +75,26 @@ def test_get_reward_leaves_the_row_s_oracle_searches_free(sample_index):
     assert tool_env.calls == 2 and tool_env.get_reward() == pytest.approx(0.9)
     with pytest.raises(ConfigError, match="difficulty.oracle_searches"):
         tool_env.reset(question="q", answer="Paris")
+
+
+def test_get_reward_credits_the_row_s_subgoals_as_the_gym_env_does(sample_index):
+    cfg = EnvConfig(index_dir=str(sample_index), reward=RewardConfig(subgoal_credit=0.25))
+    task = Task(
+        "t", "Which city is the capital of the country of French?", "Paris", (), {"clues": [{"entity": "France"}]}
+    )
+    row = task_dataset([task])[0]
+    assert row["subgoals"] == ["France"]
+    tool_env, env = WebResearchToolEnv(cfg), WebResearchEnv(cfg, tasks=[task])
+    tool_env.reset(**row)
+    env.reset(options={"task": task})
+    for q in (["French language"], ["capital of France"]):
+        tool_env.search(query=q)
+        env.step(f"<tool_call>\n{json.dumps({'name': 'search', 'arguments': {'query': q}})}\n</tool_call>")
+    tool_env.answer(answer="Lyon")
+    assert tool_env.get_reward() == env.step("<answer>Lyon</answer>")[1] == pytest.approx(0.25)
+    env.close()
+    with pytest.raises(ConfigError, match="cannot see which subgoals"):
+        answer_reward(["<answer>Paris</answer>"], answer=["Paris"], config=RewardConfig(subgoal_credit=0.2))
 
 
 def test_answer_reward_reads_the_answer_the_env_scores(sample_index):
