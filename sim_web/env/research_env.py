@@ -15,7 +15,7 @@ from sim_web.backends.real import WikipediaFallback, build_real_backends
 from sim_web.backends.sim import SimBackend
 from sim_web.env.config import REAL_POLICIES, EnvConfig
 from sim_web.env.config_data import env_config_from, tasks_from
-from sim_web.env.rewards import Judge, call_text, episode_reward, free_calls, score_answer, subgoal_share
+from sim_web.env.rewards import Judge, call_text, finished_reward, free_calls, score_answer
 from sim_web.env.spaces import TextSpace
 from sim_web.env.step_info import action_info, parse_turn
 from sim_web.env.tasks import Task, resolve_tasks
@@ -110,7 +110,8 @@ class WebResearchEnv(gym.Env[str, str]):
     ``call_cost`` per tool call (never below half), or less ``call_penalty`` per tool call whatever the answer
     (at most half in all; with ``free_calls="oracle"`` either charges only the calls past the task's
     ``difficulty.oracle_searches``), and less ``format_penalty`` per malformed action. With ``subgoal_credit``
-    a wrong answer earns that much times the share of the task's ``subgoals`` its tool calls named (below half).
+    a wrong answer earns that much times the share of the task's ``subgoals`` its tool calls named (below half);
+    with ``echo_penalty`` a wrong answer that restates the question (a name the question itself gives) loses that much.
 
     ## Episode End
     Terminated on ``<answer>``. Truncated (reward 0) after ``max_turns`` turns or when tool output
@@ -311,8 +312,10 @@ class WebResearchEnv(gym.Env[str, str]):
         )
         calls, errors = sum(self.tool_calls.values()), sum(self.errors.values())
         free = free_calls(self.task.oracle_searches, self.config.reward)
-        found = subgoal_share(self.task.subgoals, " | ".join(self.called)) if self.config.reward.subgoal_credit else 0.0
-        reward = episode_reward(scores["reward"], errors, calls, self.config.reward, free, found)
+        t = self.task
+        reward = finished_reward(
+            answer, scores["reward"], t.question, t.subgoals, self.called, errors, calls, self.config.reward, free
+        )
         self.done = True
         return (
             "",

@@ -57,6 +57,9 @@ CALL_COST_FLOOR = 0.5
 CALL_PENALTY_CAP = 0.5
 """The most ``call_penalty`` takes off an episode's reward, however many tool calls it took."""
 
+ECHO_PENALTY_CAP = 0.5
+"""The most ``echo_penalty`` takes off a wrong answer that restates the question."""
+
 
 @dataclass(frozen=True)
 class RewardConfig:
@@ -83,6 +86,12 @@ class RewardConfig:
             that its own tool calls named (0 = off; below 0.5, so a right answer outscores every wrong one). A
             right answer's reward is unchanged, so a group whose answers are all wrong still ranks the episodes that
             found the bridge above those that did not.
+        echo_penalty: Taken off an answer that scores 0 and restates the question: its words, as whole words, are
+            in the question (``"Egypt"`` for "Which country borders Egypt ...?"; 0 = off, at most
+            ``ECHO_PENALTY_CAP``). The tiers' and SailorFog-QA's questions never name their answer, so such an
+            answer repeats a clue instead of answering; the penalty ranks it below other wrong answers, which gives a
+            group whose answers are all wrong a gradient away from it. Off for task sets whose questions may name
+            their answer (a choice between two named things).
     """
 
     kind: str = "em"
@@ -92,6 +101,7 @@ class RewardConfig:
     call_penalty: float = 0.0
     free_calls: str = "none"
     subgoal_credit: float = 0.0
+    echo_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in ("em", "f1", "judge"):
@@ -110,6 +120,11 @@ class RewardConfig:
             raise ConfigError(
                 f"RewardConfig.subgoal_credit must be in [0, 0.5) (the most a wrong answer earns for the subgoals its "
                 f"tool calls named, below a right answer's least), got {self.subgoal_credit!r}"
+            )
+        if not 0.0 <= self.echo_penalty <= ECHO_PENALTY_CAP:
+            raise ConfigError(
+                f"RewardConfig.echo_penalty must be in [0, {ECHO_PENALTY_CAP}] (reward taken off a wrong answer that "
+                f"restates the question), got {self.echo_penalty!r}"
             )
         if self.call_cost and self.call_penalty:
             raise ConfigError(
@@ -205,11 +220,31 @@ def subgoal_share(subgoals: Sequence[str], named_text: str) -> float:
     return sum(f" {normalize_answer(s)} " in text for s in subgoals) / len(subgoals)
 
 
+def echoes_question(prediction: str, question: str) -> bool:
+    """Whether ``prediction`` restates the question: its normalised words are, as whole words, in the question's.
+
+    >>> echoes_question("Egypt", "Which country borders Egypt and lies in North Africa?")
+    True
+    >>> echoes_question("Libya", "Which country borders Egypt and lies in North Africa?")
+    False
+    >>> echoes_question("", "Which country borders Egypt?")
+    False
+    """
+    said = normalize_answer(prediction)
+    return bool(said) and f" {said} " in f" {normalize_answer(question)} "
+
+
 def episode_reward(
-    answer_reward: float, errors: int, calls: int, config: RewardConfig, free: int = 0, subgoals: float = 0.0
+    answer_reward: float,
+    errors: int,
+    calls: int,
+    config: RewardConfig,
+    free: int = 0,
+    subgoals: float = 0.0,
+    echo: bool = False,
 ) -> float:
-    """The reward of a finished episode: the answer's score with its subgoal credit, less the call charge and the
-    format penalty.
+    """The reward of a finished episode: the answer's score with its subgoal credit, less the call charge, the echo
+    penalty and the format penalty.
 
     Args:
         answer_reward: :func:`score_answer`'s ``"reward"``.
@@ -218,11 +253,13 @@ def episode_reward(
         config: The reward settings.
         free: Calls not charged (:func:`free_calls`).
         subgoals: The share of the task's subgoals the episode's tool calls named (:func:`subgoal_share`).
+        echo: Whether the answer restates the question (:func:`echoes_question`); it costs ``echo_penalty`` when
+            the answer scored 0.
 
     Returns:
         ``base * max(CALL_COST_FLOOR, 1 - call_cost * extra) - min(CALL_PENALTY_CAP, call_penalty * extra)
-        - format_penalty * errors``, where ``extra = max(0, calls - free)`` and
-        ``base = answer_reward + (1 - answer_reward) * subgoal_credit * subgoals``.
+        - echo_penalty * (echo and answer_reward == 0) - format_penalty * errors``, where
+        ``extra = max(0, calls - free)`` and ``base = answer_reward + (1 - answer_reward) * subgoal_credit * subgoals``.
 
     >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(call_cost=0.1))
     0.8
@@ -236,6 +273,8 @@ def episode_reward(
     0.2
     >>> episode_reward(1.0, errors=0, calls=2, config=RewardConfig(subgoal_credit=0.2), subgoals=1.0)
     1.0
+    >>> episode_reward(0.0, errors=0, calls=2, config=RewardConfig(echo_penalty=0.2), echo=True)
+    -0.2
     """
     extra = max(0, calls - free)
     base = answer_reward
@@ -244,7 +283,45 @@ def episode_reward(
     kept = max(CALL_COST_FLOOR, 1.0 - config.call_cost * extra)
     scaled = base if kept == 1.0 else round(base * kept, 12)  # 1 - 0.1 x 3 is 0.7, not 0.69999...
     charged = round(min(CALL_PENALTY_CAP, config.call_penalty * extra), 12)
+    if echo and answer_reward == 0.0:
+        charged = round(charged + config.echo_penalty, 12)
     return scaled - charged - config.format_penalty * errors
+
+
+def finished_reward(
+    prediction: str,
+    answer_reward: float,
+    question: str,
+    subgoals: Sequence[str],
+    called: Sequence[str],
+    errors: int,
+    calls: int,
+    config: RewardConfig,
+    free: int = 0,
+) -> float:
+    """The reward of an episode that answered: :func:`episode_reward` with the subgoal share and the echo read from
+    what the episode said, so the gym env and the TRL tool env score an episode alike.
+
+    Args:
+        prediction: The submitted answer.
+        answer_reward: :func:`score_answer`'s ``"reward"`` for it.
+        question: The task's question.
+        subgoals: The task's subgoals (:attr:`~sim_web.env.tasks.Task.subgoals`).
+        called: The text of each tool call's arguments (:func:`call_text`), in order.
+        errors: Malformed actions in the episode.
+        calls: Tool calls the episode made.
+        config: The reward settings.
+        free: Calls not charged (:func:`free_calls`).
+
+    Returns:
+        The episode's reward.
+
+    >>> finished_reward("Egypt", 0.0, "Which country borders Egypt?", (), [], 0, 1, RewardConfig(echo_penalty=0.1))
+    -0.1
+    """
+    share = subgoal_share(subgoals, " | ".join(called)) if config.subgoal_credit else 0.0
+    echo = bool(config.echo_penalty) and echoes_question(prediction, question)
+    return episode_reward(answer_reward, errors, calls, config, free, share, echo)
 
 
 def score_answer(

@@ -32,7 +32,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim_web.env import EnvConfig, Task, make_toolbox
-from sim_web.env.rewards import RewardConfig, call_text, episode_reward, free_calls, score_answer, subgoal_share
+from sim_web.env.rewards import (
+    RewardConfig,
+    call_text,
+    echoes_question,
+    episode_reward,
+    finished_reward,
+    free_calls,
+    score_answer,
+)
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.serve.chat_template import with_tool_template
@@ -101,9 +109,11 @@ class WebResearchToolEnv(ToolMethods):
         if self._submitted is None:
             return 0.0
         gold, aliases, question = self._gold
-        scores = score_answer(self._submitted, gold, aliases, question, self.config.reward)
-        found = subgoal_share(self._subgoals, " | ".join(self._called)) if self.config.reward.subgoal_credit else 0.0
-        return episode_reward(float(scores["reward"]), self.errors, self.calls, self.config.reward, self._free, found)
+        cfg = self.config.reward
+        score = float(score_answer(self._submitted, gold, aliases, question, cfg)["reward"])
+        return finished_reward(
+            self._submitted, score, question, self._subgoals, self._called, self.errors, self.calls, cfg, self._free
+        )
 
     def _dispatch(self, tool: str, arguments: dict[str, Any], code: str | None = None) -> str:
         from sim_web.protocol.actions import Action
@@ -123,6 +133,7 @@ def answer_reward(
     aliases: Sequence[Sequence[str]] | None = None,
     *,
     config: RewardConfig = RewardConfig(),  # noqa: B008 (a frozen dataclass: one shared default is safe)
+    question: Sequence[str] | None = None,
     **_: Any,
 ) -> list[float]:
     """A pure TRL reward function: score each completion's final answer, read by the env's own rule.
@@ -136,8 +147,9 @@ def answer_reward(
             assistant message is read).
         answer: The gold answer of each row (the dataset column).
         aliases: The accepted aliases of each row (optional column).
-        config: EM / F1 and alias use (``kind="judge"``, ``call_cost``, ``call_penalty`` and ``subgoal_credit`` are
-            not available here).
+        config: EM / F1, alias use and ``echo_penalty`` (``kind="judge"``, ``call_cost``, ``call_penalty`` and
+            ``subgoal_credit`` are not available here).
+        question: The question of each row (the dataset column; needed for ``echo_penalty``).
 
     Returns:
         One reward per completion; 0.0 when no ``<answer>`` tag is present.
@@ -157,6 +169,11 @@ def answer_reward(
             f"call_penalty={config.call_penalty}; score with WebResearchToolEnv.get_reward (which counts the "
             "episode's tool calls) or set both to 0"
         )
+    if config.echo_penalty and question is None:
+        raise ConfigError(
+            f"answer_reward needs each row's question to apply echo_penalty={config.echo_penalty}: pass the dataset's "
+            "`question` column (task_dataset writes one) or set echo_penalty to 0"
+        )
     out = []
     for i, completion in enumerate(completions):
         if isinstance(completion, list):
@@ -167,7 +184,9 @@ def answer_reward(
             out.append(0.0)
             continue
         row_aliases = tuple(aliases[i]) if aliases is not None and aliases[i] else ()
-        out.append(float(score_answer(found, answer[i], row_aliases, "", config)["reward"]))
+        score = float(score_answer(found, answer[i], row_aliases, "", config)["reward"])
+        echo = bool(config.echo_penalty) and question is not None and echoes_question(found, str(question[i]))
+        out.append(episode_reward(score, 0, 0, config, echo=echo))
     return out
 
 

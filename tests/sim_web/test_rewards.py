@@ -3,10 +3,13 @@ import pytest
 from sim_web.env.rewards import (
     CALL_COST_FLOOR,
     CALL_PENALTY_CAP,
+    ECHO_PENALTY_CAP,
     RewardConfig,
+    echoes_question,
     episode_reward,
     exact_match,
     f1_score,
+    finished_reward,
     free_calls,
     normalize_answer,
     score_answer,
@@ -110,3 +113,29 @@ def test_subgoal_credit_pays_a_wrong_answer_for_the_named_share_and_never_reache
 def test_subgoal_credit_refuses_what_would_let_a_wrong_answer_match_a_right_one(credit):
     with pytest.raises(ConfigError, match=r"subgoal_credit must be in \[0, 0.5\)"):
         RewardConfig(subgoal_credit=credit)
+
+
+def test_echo_penalty_costs_only_a_wrong_answer_that_restates_the_question():
+    q = "Which country borders Egypt, has a coast on the Mediterranean Sea, and lies in North Africa?"
+    assert echoes_question("Egypt", q) and echoes_question("the Mediterranean Sea", q)
+    assert not echoes_question("Libya", q) and not echoes_question("Egyptian", q)  # whole words only
+    assert not echoes_question("", q) and not echoes_question("...", q)  # nothing said, nothing restated
+    cfg = RewardConfig(echo_penalty=0.2)
+    assert finished_reward("Egypt", 0.0, q, (), [], 0, 2, cfg) == pytest.approx(-0.2)
+    assert finished_reward("Sudan", 0.0, q, (), [], 0, 2, cfg) == 0.0
+    assert finished_reward("Egypt", 0.0, q, (), [], 0, 2, RewardConfig()) == 0.0  # off by default
+    # a right answer is never penalised, even when the question happens to name it
+    assert finished_reward("Egypt", 1.0, q, (), [], 0, 2, cfg) == 1.0
+    # with F1 a partly right answer keeps its score: the penalty is for answers that score nothing
+    assert episode_reward(0.5, 0, 2, RewardConfig(kind="f1", echo_penalty=0.2), echo=True) == 0.5
+    # it adds to the other charges and never lifts a wrong answer above a right one
+    both = RewardConfig(call_penalty=0.1, echo_penalty=0.3, subgoal_credit=0.25)
+    wrong = finished_reward("Egypt", 0.0, q, ["Libya"], ["country bordering Libya"], 0, 1, both)
+    assert wrong == pytest.approx(0.25 - 0.1 - 0.3)
+    assert finished_reward("Libya", 1.0, q, ["Libya"], [], 0, 1, both) > wrong
+
+
+@pytest.mark.parametrize("penalty", [-0.1, ECHO_PENALTY_CAP + 0.1])
+def test_echo_penalty_refuses_values_outside_its_range(penalty):
+    with pytest.raises(ConfigError, match=r"echo_penalty must be in \[0, 0.5\]"):
+        RewardConfig(echo_penalty=penalty)

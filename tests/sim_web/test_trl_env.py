@@ -97,6 +97,29 @@ def test_get_reward_credits_the_row_s_subgoals_as_the_gym_env_does(sample_index)
         answer_reward(["<answer>Paris</answer>"], answer=["Paris"], config=RewardConfig(subgoal_credit=0.2))
 
 
+def test_echo_penalty_scores_alike_in_the_gym_env_the_tool_env_and_answer_reward(sample_index):
+    cfg = EnvConfig(index_dir=str(sample_index), reward=RewardConfig(echo_penalty=0.2))
+    task = Task("t", "Which city is the capital of the country whose language is French?", "Paris", ())
+    row = task_dataset([task])[0]
+    tool_env, env = WebResearchToolEnv(cfg), WebResearchEnv(cfg, tasks=[task])
+    for said, want in (("French", -0.2), ("Lyon", 0.0), ("Paris", 1.0)):
+        tool_env.reset(**row)
+        env.reset(options={"task": task})
+        tool_env.search(query=["French language"])
+        env.step(
+            f"<tool_call>\n{json.dumps({'name': 'search', 'arguments': {'query': ['French language']}})}\n</tool_call>"
+        )
+        tool_env.answer(answer=said)
+        from_env = env.step(f"<answer>{said}</answer>")[1]
+        pure = answer_reward(
+            [f"<answer>{said}</answer>"], answer=["Paris"], config=cfg.reward, question=[row["question"]]
+        )
+        assert tool_env.get_reward() == from_env == pure[0] == pytest.approx(want)
+    env.close()
+    with pytest.raises(ConfigError, match="needs each row's question"):
+        answer_reward(["<answer>French</answer>"], answer=["Paris"], config=cfg.reward)
+
+
 def test_answer_reward_reads_the_answer_the_env_scores(sample_index):
     task = Task("capital", "What is the capital of France?", "Paris")
     env = WebResearchEnv(EnvConfig(index_dir=str(sample_index)), tasks=[task])

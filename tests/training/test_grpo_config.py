@@ -74,6 +74,9 @@ def test_a_call_cost_needs_a_solved_reward_that_right_answers_still_reach():
         load_recipe("cpu-learn", {"env.reward.call_penalty": 0.2})
     r = load_recipe("cpu-learn", {"env.reward.call_penalty": 0.2, "solved_reward": 0.5})
     assert r.env.reward.call_penalty == 0.2
+    # a penalty on wrong answers only (restating the question) leaves right answers at 1: solved_reward stays
+    r = load_recipe("cpu-learn", {"env.reward.echo_penalty": 0.1})
+    assert (r.env.reward.echo_penalty, r.loop_config().solved_reward) == (0.1, 1.0)
 
 
 def test_the_multi_gpu_recipe_documents_the_server_mode_hang():

@@ -152,6 +152,14 @@ def test_bridge_records_hide_the_answer_from_the_first_search(bridge, sample_ind
         assert view.shows(r["clues"][0]["query"], a) and view.shows(r["clues"][1]["query"], c)
 
 
+def test_no_question_restates_its_answer(bridge, lookup):
+    # RewardConfig.echo_penalty charges a wrong answer whose words are in the question: it relies on this
+    from sim_web.env.rewards import echoes_question
+
+    for r in bridge[0] + lookup[0]:
+        assert not any(echoes_question(a, r["question"]) for a in (r["answer"], *r["aliases"])), r["question"]
+
+
 def test_result_view_reads_names_in_snippets_as_whole_words(sample_index):
     from sim_web.backends.sim import SimBackend
     from training.synth.tiers.generate import ResultView
