@@ -137,6 +137,20 @@ def test_report_counts_wrong_episodes_that_searched_past_the_answer(tmp_path):
     assert (tmp_path / "report.md").read_text().count("| 0.500 |") == 2  # the all row and the lookup row
 
 
+def test_report_counts_wrong_answers_that_restate_the_question(tmp_path):
+    q = "Which country borders Egypt and lies in North Africa?"
+    episodes = [("intersection-0", "Egypt"), ("intersection-1", "Libya"), ("intersection-2", "Sudan")]
+    (tmp_path / "eval-sft").mkdir()
+    with (tmp_path / "eval-sft" / "trajectories.jsonl").open("w") as f:
+        for tid, pred in episodes:
+            rec = {"key": f"{tid}#0", "task_id": tid, "question": q, "gold": "Libya", "prediction": pred}
+            f.write(json.dumps({**rec, "em": float(pred == "Libya"), "termination": "answer", "messages": []}) + "\n")
+    s = write_report(tmp_path, tmp_path / "grpo")
+    r = s["stages"]["sft"]["intersection"]
+    assert (r["solved"], r["restated_missed"]) == (1, round(1 / 3, 4))  # Egypt: a clue's own name, not the answer
+    assert "wrong, restates the question" in (tmp_path / "report.md").read_text()
+
+
 def test_report_counts_first_thoughts_that_plan_the_tasks_hops(tmp_path):
     plan = "<think>The question {}. I search for the first fact.</think>"
     episodes = [  # (task, oracle searches, first thought): right, wrong, none stated, right

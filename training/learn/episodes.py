@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sim_web.env.rewards import echoes_question
 from training.learn.stats import wilson
 from wiki_index.types import bare_title
 
@@ -132,12 +133,13 @@ def _names_any(queries: list[str], names: list[str]) -> bool:
 
 
 def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
-    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge, shown, past, plan, answer}`` of one eval
-    run, or ``None`` when it has not run. ``names_bridge``: on a bridge task, whether a search after the first names
-    the middle entity B (the hop a solver makes once the first search has shown B); ``None`` on other tasks.
-    ``shown``: :func:`answer_shown`; ``past``: :func:`searched_past`; ``plan``: whether the first thought's
-    :func:`planned_facts` is the task's oracle searches (``None`` when it states no plan); ``answer``: the gold
-    answer, casefolded (tasks that share it are not independent samples: the report resamples them together)."""
+    """Task id -> ``{correct, answered, tool_calls, searches, names_bridge, shown, past, restated, plan, answer}`` of
+    one eval run, or ``None`` when it has not run. ``names_bridge``: on a bridge task, whether a search after the first
+    names the middle entity B (the hop a solver makes once the first search has shown B); ``None`` on other tasks.
+    ``shown``: :func:`answer_shown`; ``past``: :func:`searched_past`; ``restated``: whether the final answer restates
+    the question (:func:`~sim_web.env.rewards.echoes_question`: a clue's own name); ``plan``: whether the first
+    thought's :func:`planned_facts` is the task's oracle searches (``None`` when it states no plan); ``answer``: the
+    gold answer, casefolded (tasks that share it are not independent samples: the report resamples them together)."""
     from agents.trajectory import load_records
 
     path = folder / "trajectories.jsonl"
@@ -156,6 +158,7 @@ def load_stage(folder: Path, bridges: dict[str, str] | None = None) -> dict[str,
             "names_bridge": _names_any(later, [b.lower()]) if b else None,
             "shown": answer_shown(r),
             "past": searched_past(r, later),
+            "restated": echoes_question(str(r.get("prediction") or ""), str(r.get("question") or "")),
             "plan": _plan_right(r),
             "answer": str(r.get("gold", "")).casefold(),
             "form": str((r.get("metadata") or {}).get("form") or "template"),
@@ -193,6 +196,7 @@ def rates(rows: dict[str, dict[str, Any]], ids: list[str]) -> dict[str, Any]:
         "names_bridge": share(sum(bool(rows[i].get("names_bridge")) for i in hops), len(hops)),
         "shown_missed": share(sum(bool(r.get("shown")) for r in wrong)),
         "past_missed": share(sum(bool(r.get("past")) for r in wrong)),
+        "restated_missed": share(sum(bool(r.get("restated")) for r in wrong)),
         "plan_right": share(sum(bool(rows[i].get("plan")) for i in ids))
         if any(rows[i].get("plan") is not None for i in ids)
         else None,

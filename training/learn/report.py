@@ -228,7 +228,8 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
         "# cpu-learn: held-out pass@1 per stage (greedy)",
         *_head(
             "stage | tier | n | pass@1 | 95% CI | answer rate | tool calls | >= 2 searches | a later search names B "
-            "| wrong, answer shown | wrong, a later search names the answer | first thought plans the hops"
+            "| wrong, answer shown | wrong, a later search names the answer | wrong, restates the question "
+            "| first thought plans the hops"
         ),
     ]
     for stage, scopes in summary["stages"].items():
@@ -237,7 +238,7 @@ def render(summary: dict[str, Any], grpo_rows: list[dict[str, Any]]) -> str:
                 f"| {stage} | {scope} | {r['n']} | {r['pass@1']:.3f} | {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f} | "
                 f"{r['answer_rate']:.3f} | {r['tool_calls']:.2f} | {r['two_searches']:.3f} | "
                 f"{'-' if r['names_bridge'] is None else format(r['names_bridge'], '.3f')} | "
-                f"{r['shown_missed']:.3f} | {r['past_missed']:.3f} | "
+                f"{r['shown_missed']:.3f} | {r['past_missed']:.3f} | {r.get('restated_missed') or 0:.3f} | "
                 f"{'-' if r.get('plan_right') is None else format(r['plan_right'], '.3f')} |"
             )
     if summary.get("forms"):
