@@ -32,15 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim_web.env import EnvConfig, Task, make_toolbox
-from sim_web.env.rewards import (
-    RewardConfig,
-    call_text,
-    echoes_question,
-    episode_reward,
-    finished_reward,
-    free_calls,
-    score_answer,
-)
+from sim_web.env.rewards import RewardConfig, call_text, finished_reward, free_calls, score_answer
 from sim_web.protocol.actions import parse_action
 from sim_web.protocol.errors import ActionError
 from sim_web.serve.chat_template import with_tool_template
@@ -185,8 +177,8 @@ def answer_reward(
             continue
         row_aliases = tuple(aliases[i]) if aliases is not None and aliases[i] else ()
         score = float(score_answer(found, answer[i], row_aliases, "", config)["reward"])
-        echo = bool(config.echo_penalty) and question is not None and echoes_question(found, str(question[i]))
-        out.append(episode_reward(score, 0, 0, config, echo=echo))
+        asked = str(question[i]) if question is not None else ""
+        out.append(finished_reward(found, score, asked, (), (), 0, 0, config))
     return out
 
 
