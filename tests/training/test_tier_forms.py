@@ -26,7 +26,7 @@ def _ask(fact):
     return lambda s, a: ask(fact, s, a)
 
 
-def test_a_lookup_question_has_five_forms_that_name_the_same_fact():
+def test_a_lookup_question_has_six_forms_that_name_the_same_fact():
     f = Fact("Bucharest", "Romania", "{src} is the capital of {dst}", "link", "", None)
     forms = lookup_forms(_ask(f), "Bucharest", "country", "which country", "country in Southeast Europe")
     assert forms == {
@@ -35,10 +35,11 @@ def test_a_lookup_question_has_five_forms_that_name_the_same_fact():
         "relative": "What is the country that Bucharest is the capital of?",
         "described": "Bucharest is the capital of which country in Southeast Europe?",
         "reworded": "Bucharest serves as the capital of what country?",
+        "what": "Bucharest is the capital of what country?",
     }
 
 
-def test_a_bridge_question_has_seven_forms_and_the_clue_can_come_after_the_question():
+def test_a_bridge_question_has_eight_forms_and_the_clue_can_come_after_the_question():
     a = Fact("Kabul", "Afghanistan", "{src} is the capital of {dst}", "link", "", None)
     b = Fact("Afghanistan", "Herat", "{dst} is the third-largest city in {src}", "link", "", None)
     forms = bridge_forms(_ask(a), _ask(b), "Kabul", "country", "which city", "country in South Asia", random.Random(0))
@@ -60,6 +61,7 @@ def test_a_bridge_question_has_seven_forms_and_the_clue_can_come_after_the_quest
     assert forms["reworded"] == (
         "Kabul serves as the capital of a country. What city ranks as the third-largest city in that country?"
     )
+    assert forms["what"] == "Kabul is the capital of a country. What city is the third-largest city in that country?"
 
 
 def test_forms_that_do_not_apply_are_left_out():
@@ -68,7 +70,9 @@ def test_forms_that_do_not_apply_are_left_out():
     assert relative_ref("\x00 is the capital of Laos", "city") == "the city that is the capital of Laos"
     f = Fact("Tungsten", "Earth", "{src} orbits {dst}", "link", "", None)
     forms = lookup_forms(_ask(f), "Tungsten", "planet", "which planet", None)
-    assert "described" not in forms and "reworded" not in forms and len(forms) == 3
+    assert "described" not in forms and "reworded" not in forms and len(forms) == 4
+    person = Fact("Plato", "Socrates", "{src} was a student of {dst}", "link", "", None)
+    assert "what" not in lookup_forms(_ask(person), "Plato", "person", "who", None)  # no "which" to change
 
 
 def test_settle_never_gives_a_train_record_an_unseen_form():
@@ -112,14 +116,14 @@ def test_an_opt_in_form_is_drawn_only_when_the_settings_name_it(unsettled):
     import copy
 
     _, bridge, _ = unsettled
-    assert "parenthetical" not in FORMS and TierConfig().forms == FORMS
+    assert not {"parenthetical", "what"} & set(FORMS) and TierConfig().forms == FORMS
     default = copy.deepcopy(bridge)
     for r in default:  # what the generator keeps with the default forms
         r["variants"] = {f: v for f, v in r["variants"].items() if f in FORMS}
     drawn = {r["id"]: r["form"] for r in settle_forms(default, ("relative", "reworded"), seed=0)}
-    assert "parenthetical" not in drawn.values()
-    with_it = settle_forms(copy.deepcopy(bridge), ("relative", "reworded"), seed=0)
-    assert "parenthetical" in {r["form"] for r in with_it}
+    assert not {"parenthetical", "what"} & set(drawn.values())
+    with_them = settle_forms(copy.deepcopy(bridge), ("relative", "reworded"), seed=0)
+    assert {"parenthetical", "what"} <= {r["form"] for r in with_them}
 
 
 def _per_form_tasks(records, tmp_path):

@@ -24,6 +24,10 @@ Every question is written in each form that applies to its facts, and one form i
   noun it is about. "Which city is the largest city in the country (Kabul is the capital of that country)?" The clue
   sits where a relative clause would, yet is a whole sentence: a seen form that asks for the noun phrase to be taken
   apart without training on the held-out ``relative`` family.
+* ``what`` (opt-in; not in :data:`FORMS`): the template asked with "what" for "which" ("Kabul is the capital of a
+  country. What city is the third-largest city in that country?"), kept only when the question has a "which". Every
+  default seen form asks "which", so a model trained on them keys on that word, and ``reworded`` changes it as well as
+  the relations; with this form trained, what ``reworded`` still holds out is the relations' wording.
 
 A **form-disjoint** split holds some families out of training (``unseen_forms``): a train record is only ever drawn in
 a seen form, a held-out record in any form, so the held-out split holds seen and unseen forms of answers never
@@ -43,7 +47,7 @@ from training.synth.compose.naming import leaks
 FORMS = ("template", "clue_order", "joined", "relative", "described", "reworded")
 #: forms a task set has only when its settings name them (``TierConfig.forms``, ``LearnConfig.forms``): the default
 #: sets, and the draws of their questions, stay as they were
-EXTRA_FORMS = ("parenthetical",)
+EXTRA_FORMS = ("parenthetical", "what")
 ALL_FORMS = FORMS + EXTRA_FORMS
 #: the families held out of training by default: one structure, one wording
 UNSEEN_FORMS = ("relative", "reworded")
@@ -199,6 +203,8 @@ def lookup_forms(
         out["described"] = q(ask(subject, f"which {answer_desc}"))
     if (r := reword(ask(subject, wh))) is not None:
         out["reworded"] = q(_what(r))
+    if (w := q(_what(ask(subject, wh)))) != out["template"]:
+        out["what"] = w
     return out
 
 
@@ -238,6 +244,8 @@ def bridge_forms(
     first, second = reword(ask1(subject, f"{art} {head_b}")), reword(ask2(f"that {head_b}", wh_c))
     if first is not None or second is not None:
         out["reworded"] = f"{case(first or intro)}. {q(_what(second or ask2(f'that {head_b}', wh_c)))}"
+    if (w := f"{intro}. {q(_what(ask2(f'that {head_b}', wh_c)))}") != out["template"]:
+        out["what"] = w
     return out
 
 
