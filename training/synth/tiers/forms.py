@@ -26,7 +26,7 @@ Every question is written in each form that applies to its facts, and one form i
   apart without training on the held-out ``relative`` family.
 * ``what`` (opt-in; not in :data:`FORMS`): the template asked with "what" for "which" ("Kabul is the capital of a
   country. What city is the third-largest city in that country?"), kept only when the question has a "which". Every
-  default seen form asks "which", so a model trained on them keys on that word, and ``reworded`` changes it as well as
+  default seen form asks "which", so a model trained on them can key on that word, and ``reworded`` changes it as well as
   the relations; with this form trained, what ``reworded`` still holds out is the relations' wording.
 
 A **form-disjoint** split holds some families out of training (``unseen_forms``): a train record is only ever drawn in
