@@ -193,7 +193,8 @@ def lookup_forms(
         answer_desc: The answer's short description (None: no ``described`` form).
     """
     art = "an" if head[:1] in "aeiou" else "a"
-    out = {"template": q(ask(subject, wh))}
+    plain = ask(subject, wh)
+    out = {"template": q(plain)}
     tail = "Who is that person?" if wh == "who" else f"{case(wh)} is it?"
     out["clue_order"] = f"{case(ask(subject, f'{art} {head}'))}. {tail}"
     rel = relative_ref(ask(subject, _HOLE), "person" if wh == "who" else head)
@@ -201,9 +202,9 @@ def lookup_forms(
         out["relative"] = q(f"{'who' if wh == 'who' else 'what'} is {rel}")
     if answer_desc and wh != "who":
         out["described"] = q(ask(subject, f"which {answer_desc}"))
-    if (r := reword(ask(subject, wh))) is not None:
+    if (r := reword(plain)) is not None:
         out["reworded"] = q(_what(r))
-    if (w := q(_what(ask(subject, wh)))) != out["template"]:
+    if (w := q(_what(plain))) != out["template"]:
         out["what"] = w
     return out
 
@@ -229,22 +230,24 @@ def bridge_forms(
         rng: Draws the ``clue_order`` reference phrase.
     """
     art = "an" if head_b[:1] in "aeiou" else "a"
-    intro = case(ask1(subject, f"{art} {head_b}"))
-    out = {"template": f"{intro}. {q(ask2(f'that {head_b}', wh_c))}"}
+    clue = ask1(subject, f"{art} {head_b}")  # the first fact, B asked as "a country"
+    asked = ask2(f"that {head_b}", wh_c)  # the second fact, B as "that country"
+    intro = case(clue)
+    out = {"template": f"{intro}. {q(asked)}"}
     ref = rng.choice(_NEXT).format(h=head_b)
     out["clue_order"] = f"{q(ask2(ref, wh_c))} {case(ask1(subject, f'that {head_b}'))}."
     lead = random.Random(f"joined|{subject}|{head_b}").choice(_JOIN)  # keyed by content: rng's draws stay as they were
-    out["joined"] = f"{lead} {ask1(subject, f'{art} {head_b}')}, {ask2(f'that {head_b}', wh_c).strip().rstrip('.?')}?"
+    out["joined"] = f"{lead} {clue}, {asked.strip().rstrip('.?')}?"
     rel = relative_ref(ask1(subject, _HOLE), head_b)
     if rel is not None:
         out["relative"] = q(ask2(rel, wh_c))
     out["parenthetical"] = q(ask2(f"the {head_b} ({ask1(subject, f'that {head_b}')})", wh_c))
     if b_desc:
         out["described"] = f"{intro}. {q(ask2(f'this {b_desc}', wh_c))}"
-    first, second = reword(ask1(subject, f"{art} {head_b}")), reword(ask2(f"that {head_b}", wh_c))
+    first, second = reword(clue), reword(asked)
     if first is not None or second is not None:
-        out["reworded"] = f"{case(first or intro)}. {q(_what(second or ask2(f'that {head_b}', wh_c)))}"
-    if (w := f"{intro}. {q(_what(ask2(f'that {head_b}', wh_c)))}") != out["template"]:
+        out["reworded"] = f"{case(first or intro)}. {q(_what(second or asked))}"
+    if (w := f"{intro}. {q(_what(asked))}") != out["template"]:
         out["what"] = w
     return out
 
