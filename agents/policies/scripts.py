@@ -4,9 +4,10 @@
 that. The tiers are built so that more than one search is needed, and a script that knows how the generator writes
 questions can take those searches without learning anything. This one reads the question's shape and acts:
 
-* **intersection** ("Which country borders Laos and lies in Southeast Asia?"): one search per clue (one call each:
-  the env cuts a long response), then the name that the most clue searches show, as a result title or in a snippet
-  (ties: the better summed title rank), not named in the question;
+* **intersection** ("Which country borders Laos and lies in Southeast Asia?"): one search of every clue together
+  ("country borders Laos and lies in Southeast Asia": a page that says several clues ranks high), then one per clue
+  (one call each: the env cuts a long response), then the name that the most of these searches show, as a result
+  title or in a snippet (ties: the better summed title rank), not named in the question;
 * **bridge** (two facts, in any of the tier's forms: two sentences either way round, a leading, parenthetical or
   relative clause, a description, other words): search the clue about the named entity, read the bridge entity from
   the results (the name that follows the relation's last words in a snippet, else the first title the question does
@@ -90,6 +91,16 @@ def intersection_queries(question: str) -> list[str] | None:
     return out if len(out) >= 2 else None
 
 
+def intersection_searches(question: str) -> list[str] | None:
+    """The script's searches for an intersection question: every clue together, then each clue alone.
+
+    >>> intersection_searches("Which country borders Laos and is landlocked?")
+    ['country borders Laos and is landlocked', 'country bordering Laos', 'landlocked country']
+    """
+    clues = intersection_queries(question)
+    return None if clues is None else [question.strip().removeprefix("Which ").removesuffix("?"), *clues]
+
+
 def bridge_parts(question: str) -> tuple[str, str] | None:
     """``(clue, ask)`` of a two-fact question in any of the tiers' forms, or ``None`` for a one-fact question.
 
@@ -169,11 +180,11 @@ class ScriptPolicy(FunctionPolicy):
     def _next(self, messages: Messages) -> str:
         question = messages[1]["content"] if len(messages) > 1 else ""
         replies = [m["content"] for m in messages[2:] if m["role"] == "user" and "<tool_response>" in m["content"]]
-        if (queries := intersection_queries(question)) is not None:
-            if len(replies) < len(queries) and not _forced(messages):  # one call per clue: a long response is cut
+        if (queries := intersection_searches(question)) is not None:
+            if len(replies) < len(queries) and not _forced(messages):  # one call each: a long response is cut
                 return _search([queries[len(replies)]], "I search the next clue.")
             blocks = [b for reply in replies for b in results(reply)]
-            return _answer(self._overlap(blocks, question), "The name most clue searches show.")
+            return _answer(self._overlap(blocks, question), "The name most searches show.")
         parts = bridge_parts(question)
         if parts is None:
             if not replies:
@@ -196,7 +207,7 @@ class ScriptPolicy(FunctionPolicy):
 
     @staticmethod
     def _overlap(blocks: list[list[tuple[str, str]]], question: str) -> str:
-        """The result title that the most clue searches show (as a title, or named in a snippet), not named in the
+        """The result title that the most searches show (as a title, or named in a snippet), not named in the
         question; ties go to a title whose snippet says the asked kind ("country"), then to the better summed rank."""
         kind = (re.match(r"^Which ([\w-]+)", question) or re.match(r"(.*)", "")).group(1) or ""
         titles = {t for block in blocks for t, _ in block if not _names(question, t)}

@@ -10,6 +10,7 @@ from agents.policies.scripts import (
     ScriptPolicy,
     bridge_parts,
     intersection_queries,
+    intersection_searches,
     read_bridge,
     results,
     second_query,
@@ -113,12 +114,29 @@ def test_the_script_plays_a_bridge_episode_and_an_intersection_episode():
         "country bordering Myanmar",
         "country in Southeast Asia",
     ]
+    assert intersection_searches(q) == [
+        "country borders Laos and Myanmar, and lies in Southeast Asia",
+        *intersection_queries(q),
+    ]
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": q}]
-    blocks = [[("Vietnam", ""), ("Thailand", "")], [("Thailand", ""), ("China", "")], [("Laos", "Laos and Thailand")]]
-    for query, block in zip(intersection_queries(q), blocks):  # one call per clue
+    blocks = [
+        [("Cambodia", "Cambodia lies in Southeast Asia"), ("Myanmar", "")],
+        [("Vietnam", ""), ("Cambodia", "")],
+        [("Thailand", ""), ("China", "Cambodia and China")],
+        [("Laos", "Laos and Thailand")],
+    ]
+    for query, block in zip(intersection_searches(q), blocks):  # all clues together, then one call per clue
         call = policy.generate([chat])[0].text
         assert _calls(call) == [query]
         chat += [{"role": "assistant", "content": call}, {"role": "user", "content": _reply(block)}]
-    assert len(results(_reply(*blocks))) == 3
-    # Thailand: a title of two searches and named in the third's snippet; Laos is named in the question
-    assert policy.generate([chat])[0].text.endswith("<answer>Thailand</answer>")
+    assert len(results(_reply(*blocks))) == 4
+    # Cambodia: shown by three searches (Thailand by two); Laos and Myanmar are named in the question
+    assert policy.generate([chat])[0].text.endswith("<answer>Cambodia</answer>")
+    # a turn cap's forced answer replaces the last search's results: it answers from the searches it saw
+    from agents.prompts import FORCE_ANSWER_PROMPT
+
+    forced = chat[:-1] + [{"role": "user", "content": FORCE_ANSWER_PROMPT}]
+    assert policy.generate([forced])[0].text.endswith("<answer>Cambodia</answer>")
+    blocks[2] = [("Thailand", ""), ("China", "")]
+    chat = chat[:6] + [{"role": "user", "content": _reply(blocks[2])}] + chat[7:]
+    assert policy.generate([chat])[0].text.endswith("<answer>Thailand</answer>")  # 2 each: the better summed rank
