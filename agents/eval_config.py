@@ -86,10 +86,12 @@ class EvalConfig:
         (
             "'oracle', 'oracle:search' (answers from search results, no visit), 'oracle:plan' (oracle:search whose "
             "first thought says how many facts the question chains), 'oracle:quote' (oracle:plan whose later thoughts "
-            "count the facts done and quote the results' words that state them), 'rule:first-title' (search the "
-            "question, answer the first result title it does not name), 'rule:script' (the strongest per-tier script: two "
-            "searches for bridge, one per clue for intersection), 'prior' (the most frequent train answer of the "
-            "question's form), 'hf:PATH' (or hf:smollm2), 'openai:MODEL'."
+            "count the facts done and quote the results' words that state them), 'oracle:joint' (oracle:plan that "
+            "searches an intersection question's clues together, then two of them one by one), 'rule:first-title' "
+            "(search the question, answer the first result title it does not name), 'rule:script' (the strongest "
+            "per-tier script: two searches for bridge; the clues together, then one per clue for intersection), "
+            "'prior' (the most frequent train answer of the question's form), 'hf:PATH' (or hf:smollm2), "
+            "'openai:MODEL'."
         ),
     )
     index_dir: str | None = help_field(None, "The index (default: the sample under $SIM_WEB_HOME).")
@@ -128,11 +130,13 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         if not re.match(
-            r"^(oracle|oracle:search|oracle:plan|oracle:quote|rule:first-title|rule:script|prior|hf:.+|openai:.+)$",
+            r"^(oracle|oracle:search|oracle:plan|oracle:quote|oracle:joint|rule:first-title|rule:script|prior|hf:.+|"
+            r"openai:.+)$",
             self.policy,
         ):
             raise ConfigError(
                 "EvalConfig.policy must be 'rule:script', 'oracle', 'oracle:search', 'oracle:plan', 'oracle:quote', "
+                "'oracle:joint', "
                 "'rule:first-title', "
                 f"'prior', 'hf:PATH' or 'openai:MODEL', got {self.policy!r}"
             )

@@ -65,12 +65,14 @@ class EvalResult:
 
 def build_policy(cfg: EvalConfig, tasks: Sequence[Task], index: Any) -> Policy:
     """The policy named by ``cfg.policy``."""
-    if cfg.policy in ("oracle", "oracle:search", "oracle:plan", "oracle:quote"):
+    if cfg.policy in ("oracle", "oracle:search", "oracle:plan", "oracle:quote", "oracle:joint"):
         from agents.policies.oracle import OraclePolicy
 
-        read, quote = cfg.policy == "oracle", cfg.policy == "oracle:quote"
-        plan = quote or cfg.policy == "oracle:plan"
-        return OraclePolicy(tasks, index.store, read_pages=read, plan_thought=plan, quote_thought=quote)
+        read, quote, joint = cfg.policy == "oracle", cfg.policy == "oracle:quote", cfg.policy == "oracle:joint"
+        plan = quote or joint or cfg.policy == "oracle:plan"
+        return OraclePolicy(
+            tasks, index.store, read_pages=read, plan_thought=plan, quote_thought=quote, joint_search=joint
+        )
     if cfg.policy == "rule:first-title":
         from agents.policies.baselines import FirstTitlePolicy
 

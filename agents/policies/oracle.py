@@ -52,6 +52,7 @@ class _Plan:
     evidence: list[str]
     question_queries: list[str]
     title_query: str
+    joint_query: str | None = None  # every clue together, searched first (``oracle:joint`` on an overlap plan)
 
 
 @dataclass
@@ -77,6 +78,12 @@ class OraclePolicy(Policy):
             two facts. I search for the first fact.") instead of the same words on every tier
             (``--policy oracle:plan``). A model trained on these demonstrations decides at its first turn, with the
             question in front of it, whether one search will do; later turns can follow its own words.
+        quote_thought: ``oracle:plan`` whose later thoughts count the facts done and quote the results that state them
+            (``--policy oracle:quote``).
+        joint_search: ``oracle:plan`` that first searches an intersection question's clues together (the question
+            without "Which": a page that says several clues ranks high, as ``rule:script`` does), then its first
+            :data:`JOINT_CLUES` clues one by one (``--policy oracle:joint``): three searches and the answer fit the
+            recipe's turn cap before its forced answer hides a result.
     """
 
     name = "oracle"
@@ -89,12 +96,14 @@ class OraclePolicy(Policy):
         read_pages: bool = True,
         plan_thought: bool = False,
         quote_thought: bool = False,
+        joint_search: bool = False,
     ) -> None:
         if plan_thought and read_pages:
             raise ValueError("OraclePolicy(plan_thought=True) is the search-only oracle: pass read_pages=False")
-        if quote_thought and not plan_thought:
+        if (quote_thought or joint_search) and not plan_thought:
             raise ValueError(
-                "OraclePolicy(quote_thought=True) counts the facts the first thought plans: pass plan_thought=True"
+                "OraclePolicy(quote_thought=True or joint_search=True) builds on the first thought's plan: pass "
+                "plan_thought=True"
             )
         self.by_question = {t.question: t for t in tasks}
         self.store = store
@@ -102,8 +111,10 @@ class OraclePolicy(Policy):
         self.read_pages = read_pages
         self.plan_thought = plan_thought
         self.quote_thought = quote_thought
+        self.joint_search = joint_search
         if not read_pages:
-            self.name = "oracle:quote" if quote_thought else "oracle:plan" if plan_thought else "oracle:search"
+            plan_name = "oracle:joint" if joint_search else "oracle:plan"
+            self.name = "oracle:quote" if quote_thought else plan_name if plan_thought else "oracle:search"
         self._keys: dict[str, str] = {}  # memo tables (deterministic values, so thread races are harmless)
         self._plans: dict[str, _Plan] = {}
 
@@ -182,7 +193,12 @@ class OraclePolicy(Policy):
         """The task's browsing plan (memoised per task id)."""
         plan = self._plans.get(task.id)
         if plan is None:
-            plan = self._plans[task.id] = self._make_plan(task)
+            plan = self._make_plan(task)
+            if self.joint_search and self._overlap(plan):
+                plan.joint_query = task.question.strip().removeprefix("Which ").removesuffix("?")
+                plan.clues = plan.clues[:JOINT_CLUES]
+                plan.question_queries = [plan.joint_query, *plan.question_queries]
+            self._plans[task.id] = plan
         return plan
 
     def _make_plan(self, task: Task) -> _Plan:
@@ -218,6 +234,8 @@ class OraclePolicy(Policy):
         if self.read_pages:
             return f"I look for the page behind this clue: {plan.clues[i][2]}"
         overlap = self._overlap(plan)
+        if plan.joint_query is not None:
+            return f"I search for the {_ORDINALS[i + 1]} clue."
         if i and st.results:
             if overlap:
                 return f"I search for the {_ORDINALS.get(i + 1, 'next')} clue."
@@ -276,7 +294,7 @@ class OraclePolicy(Policy):
         """Whether every clue search ran and listed the answer page or named the answer in a snippet: on an overlap
         plan (:meth:`_overlap`), the answer is what their results share."""
         akey = self._key(plan.answer_url)
-        queries = [q for q, _, _ in plan.clues]
+        queries = [q for q in [plan.joint_query] if q] + [q for q, _, _ in plan.clues]
         return len(queries) >= 2 and all(
             q in st.results
             and (akey in {self._key(u) for _, u in st.results[q]} or self._names_answer(st.shown.get(q, ""), task))
@@ -303,6 +321,9 @@ class OraclePolicy(Policy):
         plan, st = self._plan(task), self._state(messages)
         if messages[-1]["role"] == "user" and messages[-1]["content"] == FORCE_ANSWER_PROMPT:
             return self._final(plan, st, task)
+        if plan.joint_query is not None and plan.joint_query not in st.results:
+            facts = len(task.metadata.get("clues") or [])
+            return _search(_first_fact(facts, overlap=True, together=True), plan.joint_query)
         for i, (query, entity_url, text) in enumerate(plan.clues):
             if query not in st.results:
                 return _search(self._clue_thought(plan, st, i), query)
@@ -356,15 +377,20 @@ class OraclePolicy(Policy):
 
 
 _COUNTS = {1: "one", 2: "two", 3: "three", 4: "four"}
-_ORDINALS = {2: "second", 3: "third", 4: "fourth"}  # an overlap's later searches count up to the clues its plan named
+_ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth"}  # an overlap's searches count up to its plan's clues
+#: the clues ``oracle:joint`` searches one by one after all of them together (with the joint search, three searches)
+JOINT_CLUES = 2
 _PLAN = re.compile(r"The question (?:asks one fact|chains (\w+) facts|gives (\w+) clues about one answer)")
 
 
-def _first_fact(facts: int, overlap: bool = False) -> str:
+def _first_fact(facts: int, overlap: bool = False, together: bool = False) -> str:
     """The search-only oracle's first thought; with ``facts`` > 0 (``oracle:plan``) it first says how many facts the
     question chains, or with ``overlap`` how many clues it gives about one answer (:func:`planned_facts` reads either
-    back): a chain's next search names what the last one found, an overlap's searches each take one clue."""
+    back): a chain's next search names what the last one found, an overlap's searches each take one clue, after one
+    of all of them ``together`` (``oracle:joint``)."""
     count = _COUNTS.get(facts, str(facts))
+    if facts > 1 and overlap and together:
+        return f"The question gives {count} clues about one answer. I search for them together."
     if facts > 1 and overlap:
         return f"The question gives {count} clues about one answer. I search for the first clue."
     if facts == 1:

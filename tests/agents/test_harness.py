@@ -203,7 +203,7 @@ def test_cli_eval(sample_index, tmp_path, capsys):
     assert "neither a file nor a task set" in capsys.readouterr().err
     with pytest.raises(
         ConfigError,
-        match="'oracle', 'oracle:search', 'oracle:plan', 'oracle:quote', 'rule:first-title', 'prior', 'hf:PATH' or 'openai:MODEL'",
+        match="'oracle', 'oracle:search', 'oracle:plan', 'oracle:quote', 'oracle:joint', 'rule:first-title', 'prior', 'hf:PATH' or 'openai:MODEL'",
     ):
         EvalConfig(policy="gpt4")
 

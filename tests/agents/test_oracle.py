@@ -1,5 +1,7 @@
 """The oracle policy: provenance-driven browsing, honest failure, ReSum continuation."""
 
+import pytest
+
 from agents.config import AgentConfig, ReSumConfig
 from agents.loop import ReactAgent, run_episode
 from agents.policies.oracle import OraclePolicy
@@ -83,3 +85,19 @@ def test_continues_after_an_extractive_resum(make_env, test_tasks):
     rec = run_episode(ReactAgent(OraclePolicy(test_tasks), cfg), make_env(), task).to_dict()
     assert rec["em"] == 1.0 and rec["turns"] == 3 and len(rec["summaries"]) == 2
     assert "- Visited https://en.wikipedia.org/wiki/" in rec["summaries"][1]["summary"]
+
+
+def test_the_joint_oracle_plays_a_chain_like_the_plan_oracle(make_env, test_tasks):
+    """``oracle:joint`` changes only overlap plans (the intersection tier's): on a chain of clues, and on a one-fact
+    question, it takes the same actions with the same thoughts as ``oracle:plan``."""
+    _, _, chain = _two_hop(test_tasks)
+    tasks = [chain, test_tasks[2]]
+    with pytest.raises(ValueError, match="plan_thought=True"):
+        OraclePolicy(tasks, read_pages=False, joint_search=True)
+    store = make_env().index.store
+    plan = OraclePolicy(tasks, store, read_pages=False, plan_thought=True)
+    joint = OraclePolicy(tasks, store, read_pages=False, plan_thought=True, joint_search=True)
+    assert joint.name == "oracle:joint"
+    for task in tasks:
+        a, b = (run_episode(ReactAgent(p), make_env(), task).to_dict()["steps"] for p in (plan, joint))
+        assert [s["action"] for s in a] == [s["action"] for s in b] and len(a) >= 2

@@ -103,8 +103,8 @@ def test_the_oracle_answers_in_at_most_three_searches_and_the_overlap_script_run
     overlap = [r for r in out["oracle:search"] if "is in the results of every search" in r["messages"][-1]["content"]]
     assert overlap and all(r["gold"] in r["messages"][-1]["content"] for r in overlap)
     assert all(r["tool_calls"].get("search", 0) >= 2 for r in overlap)
-    # the script searches once per clue, then answers
-    assert all(r["tool_calls"].get("search", 0) == r["metadata"]["difficulty"]["hops"] for r in out["rule:script"])
+    # the script searches every clue together, then once per clue, then answers
+    assert all(r["tool_calls"].get("search", 0) == r["metadata"]["difficulty"]["hops"] + 1 for r in out["rule:script"])
 
 
 def test_plan_demonstrations_see_every_clue_search_and_claim_no_answer_before_the_overlap(
@@ -140,3 +140,32 @@ def test_plan_demonstrations_see_every_clue_search_and_claim_no_answer_before_th
         every = len(shown) >= 2 and all(named.search(o) for o in shown[: len(task["clues"])])
         assert ("is in the results of every search" in thoughts[-1]) == every
         assert r["tool_calls"].get("search", 0) <= len(task["clues"]) + 1
+
+
+def test_joint_demonstrations_search_the_clues_together_then_two_of_them(inter, sample_index, tmp_path):
+    """``oracle:joint`` under the cpu-learn recipe: the first search is the question without "Which" (the clues
+    together, as ``rule:script`` searches), then the first two clues one by one; every result is shown before the
+    answer, the answer is right, and the overlap is named exactly when all three searches name it."""
+    from agents.harness import run_eval
+    from agents.policies.oracle import JOINT_CLUES, planned_facts
+    from training.grpo.recipes import load_recipe
+
+    path = tmp_path / "inter.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in inter[0]), encoding="utf-8")
+    recipe = load_recipe("cpu-learn", {"index_dir": str(sample_index), "tasks": str(path)})
+    cfg = recipe.eval_config("oracle:joint", tmp_path / "joint", split=None, progress=False)
+    recs = [json.loads(x) for x in (run_eval(cfg).out / "trajectories.jsonl").read_text().splitlines()]
+    tasks = {t["id"]: t for t in inter[0]}
+    assert sorted(r["task_id"] for r in recs) == sorted(tasks) and {r["policy"] for r in recs} == {"oracle:joint"}
+    for r in recs:
+        task = tasks[r["task_id"]]
+        thoughts = [s["action"].split("</think>")[0].removeprefix("<think>") for s in r["steps"]]
+        queries = [s["arguments"]["query"][0] for s in r["steps"] if s.get("tool") == "search"]
+        assert queries == [task["question"][len("Which ") : -1], *(c["query"] for c in task["clues"][:JOINT_CLUES])]
+        assert planned_facts(thoughts[0]) == len(task["clues"]) and thoughts[0].endswith("I search for them together.")
+        assert thoughts[1:3] == ["I search for the first clue.", "I search for the second clue."]
+        assert r["termination"] == "answer" and r["correct"] == 1.0
+        shown = [m["content"].lower() for m in r["messages"] if m["content"].startswith("<tool_response>")]
+        assert len(shown) == 3  # no forced answer hid a result
+        named = re.compile(rf"\b{re.escape(task['answer'].lower())}\b")
+        assert ("is in the results of every search" in thoughts[-1]) == all(named.search(o) for o in shown)

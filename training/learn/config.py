@@ -23,7 +23,7 @@ from simweb_core.settings import sim_web_home
 from training.synth.tiers.forms import FORMS, forms_problem
 
 PRECISIONS = ("auto", "bf16", "float32")
-DEMO_POLICIES = ("oracle:plan", "oracle:quote", "oracle:search")
+DEMO_POLICIES = ("oracle:plan", "oracle:joint", "oracle:quote", "oracle:search")
 
 
 def native_bf16() -> bool:
@@ -197,8 +197,9 @@ class LearnConfig:
         "The policy whose right train episodes are the SFT demonstrations: 'oracle:plan' (its first thought says how "
         "many facts the question chains, so the model decides to search again before it reads any result), "
         "'oracle:quote' (oracle:plan whose later thoughts count the facts done and quote the results' words that state "
-        "each: agents/policies/quotes.py) or 'oracle:search' (the same first thought on every tier; the runs before "
-        "cpu-learn-v5).",
+        "each: agents/policies/quotes.py), 'oracle:joint' (oracle:plan whose intersection episodes search the clues "
+        "together first, then two of them one by one, as rule:script does) or 'oracle:search' (the same first "
+        "thought on every tier; the runs before cpu-learn-v5).",
     )
     rl_share: float = help_field(
         0.0,
