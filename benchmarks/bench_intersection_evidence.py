@@ -1,4 +1,4 @@
-"""What the results of an intersection question's searches let a reader answer: the tier's ceiling from results alone.
+"""What the results of an intersection question's searches let a reader answer by the names they show.
 
 The intersection tier's gates make the answer unique over the sample's countries and shown by some clue's search.
 Whether a reader who sees only the results (k titles and snippets per search, the recipe's observation) can tell the
@@ -10,7 +10,8 @@ the countries of the sample that each search's results name (a result title or a
 * ``every``: the answer is named by every search;
 * ``alone``: the answer is the only country named by every search (the results pin it down);
 * ``reader``: the expected score of a reader who knows the answer is a country and picks at random among the countries
-  that the most searches name (a tie of three scores 1/3): the ceiling of answering from these results alone;
+  that the most searches name (a tie of three scores 1/3): the ceiling of answering by the names the results show, not
+  by what their sentences say about them;
 * ``script``: ``rule:script``'s pick from the same results (a title that the most searches show, then its tie-breaks).
 
 Run: ``python -m benchmarks.bench_intersection_evidence [--tasks PATH] [--index DIR] [--k 5] [--snippet-chars 160]``.
