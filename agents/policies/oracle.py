@@ -233,9 +233,9 @@ class OraclePolicy(Policy):
         """The thought before the search of clue ``i``."""
         if self.read_pages:
             return f"I look for the page behind this clue: {plan.clues[i][2]}"
-        overlap = self._overlap(plan)
         if plan.joint_query is not None:
             return f"I search for the {_ORDINALS[i + 1]} clue."
+        overlap = self._overlap(plan)
         if i and st.results:
             if overlap:
                 return f"I search for the {_ORDINALS.get(i + 1, 'next')} clue."

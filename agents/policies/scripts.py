@@ -182,7 +182,8 @@ class ScriptPolicy(FunctionPolicy):
         replies = [m["content"] for m in messages[2:] if m["role"] == "user" and "<tool_response>" in m["content"]]
         if (queries := intersection_searches(question)) is not None:
             if len(replies) < len(queries) and not _forced(messages):  # one call each: a long response is cut
-                return _search([queries[len(replies)]], "I search the next clue.")
+                think = "I search the next clue." if replies else "I search the clues together."
+                return _search([queries[len(replies)]], think)
             blocks = [b for reply in replies for b in results(reply)]
             return _answer(self._overlap(blocks, question), "The name most searches show.")
         parts = bridge_parts(question)
