@@ -15,6 +15,7 @@ from agents.policies.scripts import (
     results,
     second_query,
 )
+from agents.prompts import FORCE_ANSWER_PROMPT
 
 
 def _reply(*blocks: list[tuple[str, str]]) -> str:
@@ -133,8 +134,6 @@ def test_the_script_plays_a_bridge_episode_and_an_intersection_episode():
     # Cambodia: shown by three searches (Thailand by two); Laos and Myanmar are named in the question
     assert policy.generate([chat])[0].text.endswith("<answer>Cambodia</answer>")
     # a turn cap's forced answer replaces the last search's results: it answers from the searches it saw
-    from agents.prompts import FORCE_ANSWER_PROMPT
-
     forced = chat[:-1] + [{"role": "user", "content": FORCE_ANSWER_PROMPT}]
     assert policy.generate([forced])[0].text.endswith("<answer>Cambodia</answer>")
     blocks[2] = [("Thailand", ""), ("China", "")]
