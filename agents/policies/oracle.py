@@ -28,6 +28,7 @@ from typing import Any
 from agents.config import SamplingConfig
 from agents.policies.base import Generation, Messages, Policy
 from agents.policies.quotes import answer_thought, fact_quote, step_thought
+from agents.policies.scripts import joint_query
 from agents.prompts import FORCE_ANSWER_PROMPT
 from sim_web.env.rewards import normalize_answer
 from sim_web.env.tasks import Task
@@ -195,7 +196,7 @@ class OraclePolicy(Policy):
         if plan is None:
             plan = self._make_plan(task)
             if self.joint_search and self._overlap(plan):
-                plan.joint_query = task.question.strip().removeprefix("Which ").removesuffix("?")
+                plan.joint_query = joint_query(task.question)
                 plan.clues = plan.clues[:JOINT_CLUES]
                 plan.question_queries = [plan.joint_query, *plan.question_queries]
             self._plans[task.id] = plan

@@ -91,6 +91,15 @@ def intersection_queries(question: str) -> list[str] | None:
     return out if len(out) >= 2 else None
 
 
+def joint_query(question: str) -> str:
+    """Every clue of an intersection question in one search: the question without "Which" and its question mark.
+
+    >>> joint_query("Which country borders Laos and is landlocked?")
+    'country borders Laos and is landlocked'
+    """
+    return question.strip().removeprefix("Which ").removesuffix("?")
+
+
 def intersection_searches(question: str) -> list[str] | None:
     """The script's searches for an intersection question: every clue together, then each clue alone.
 
@@ -98,7 +107,7 @@ def intersection_searches(question: str) -> list[str] | None:
     ['country borders Laos and is landlocked', 'country bordering Laos', 'landlocked country']
     """
     clues = intersection_queries(question)
-    return None if clues is None else [question.strip().removeprefix("Which ").removesuffix("?"), *clues]
+    return None if clues is None else [joint_query(question), *clues]
 
 
 def bridge_parts(question: str) -> tuple[str, str] | None:
